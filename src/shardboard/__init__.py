@@ -1,0 +1,1 @@
+"""shardboard: exact top-N leaderboards on DynamoDB."""

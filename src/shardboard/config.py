@@ -1,0 +1,103 @@
+"""Typed settings, read once from the environment (Lambda sets them from template.yaml).
+
+Domain code never reads ``os.environ``: it receives a :class:`Settings`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# seed 001: W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
+# 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears 1,000 WCU/s.
+DEFAULT_WRITE_SHARDS = 20
+# 10 board shards keep every leaderboard-GSI partition key below 1/10 of the board's index writes.
+DEFAULT_BOARD_SHARDS = 10
+DEFAULT_TOP_N = 100
+DEFAULT_BOARD = "global"
+DEFAULT_SCHEDULE = "rate(1 minute)"
+# One request may record at most this many views (each view is one base-table write).
+MAX_VIEWS_PER_REQUEST = 1000
+
+_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
+_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+class ConfigError(ValueError):
+    """A setting is missing or malformed."""
+
+
+def schedule_seconds(expression: str) -> int:
+    """Seconds between snapshot refreshes for an EventBridge ``rate(...)`` expression (60 for ``cron``)."""
+    match = _RATE.match(expression.strip())
+    if not match:
+        return 60
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
+
+
+@dataclass(frozen=True)
+class Settings:
+    views_table: str = "shardboard-views"
+    board_table: str = "shardboard-board"
+    board: str = DEFAULT_BOARD
+    write_shards: int = DEFAULT_WRITE_SHARDS
+    board_shards: int = DEFAULT_BOARD_SHARDS
+    top_n: int = DEFAULT_TOP_N
+    schedule: str = DEFAULT_SCHEDULE
+    sparse_index: bool = True
+    # Parallel aggregate writes per batch: a 1,000-record batch touches hundreds of items.
+    write_concurrency: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("write_shards", "board_shards", "top_n", "write_concurrency"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.board or "#" in self.board:
+            raise ConfigError(f"board name must be non-empty and contain no '#': {self.board!r}")
+
+    @property
+    def refresh_seconds(self) -> int:
+        return schedule_seconds(self.schedule)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, defaults: Settings | None = None) -> Settings:
+        """Settings from the environment; anything unset keeps ``defaults`` (e.g. the template's values)."""
+        env = os.environ if env is None else env
+        defaults = defaults or cls()
+
+        def integer(name: str, default: int) -> int:
+            raw = env.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+        return cls(
+            views_table=env.get("VIEWS_TABLE", defaults.views_table),
+            board_table=env.get("BOARD_TABLE", defaults.board_table),
+            board=env.get("BOARD_NAME", defaults.board),
+            write_shards=integer("WRITE_SHARDS", defaults.write_shards),
+            board_shards=integer("BOARD_SHARDS", defaults.board_shards),
+            top_n=integer("TOP_N", defaults.top_n),
+            schedule=env.get("SNAPSHOT_SCHEDULE", defaults.schedule),
+            sparse_index=env.get("SPARSE_INDEX", str(defaults.sparse_index)).lower() in ("1", "true", "yes"),
+            write_concurrency=integer("WRITE_CONCURRENCY", defaults.write_concurrency),
+        )
+
+    def as_env(self) -> dict[str, str]:
+        """The environment a deployed function gets for these settings (the inverse of from_env)."""
+        return {
+            "VIEWS_TABLE": self.views_table,
+            "BOARD_TABLE": self.board_table,
+            "BOARD_NAME": self.board,
+            "WRITE_SHARDS": str(self.write_shards),
+            "BOARD_SHARDS": str(self.board_shards),
+            "TOP_N": str(self.top_n),
+            "SNAPSHOT_SCHEDULE": self.schedule,
+            "SPARSE_INDEX": str(self.sparse_index).lower(),
+            "WRITE_CONCURRENCY": str(self.write_concurrency),
+        }

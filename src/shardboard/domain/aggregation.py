@@ -1,0 +1,110 @@
+"""Apply a stream batch to the aggregates: at most one compare-and-set write per item, exactly once.
+
+See domain/batch.py for the fold and docs/exactly-once.md for why replays never double count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from shardboard.config import Settings
+from shardboard.domain.batch import ItemDelta, ViewRecord, catch_up_moves, fold, lower_bound_after, optimistic_moves
+from shardboard.domain.sharding import board_shard_of
+from shardboard.store import AggregateState, BoardStore, board_shard_value
+
+# A refused compare-and-set is retried against the values it found. Only a concurrent writer on the same write
+# shard (two runners on one stream by mistake) can refuse it again; five rounds is far beyond that.
+MAX_CAS_ATTEMPTS = 5
+
+
+class AggregateContention(RuntimeError):
+    """The compare-and-set kept losing; the item's records are reported failed and Lambda retries them."""
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    views_added: int = 0
+    writes: int = 0
+    replay_absorbed: bool = False  # some of the batch had been applied before (a replay, a re-split batch)
+    joined_index: bool = False
+
+
+@dataclass
+class BatchOutcome:
+    items: dict[str, ItemOutcome] = field(default_factory=dict)
+    failures: dict[str, BaseException] = field(default_factory=dict)
+    threshold: int = 0
+
+    @property
+    def views_added(self) -> int:
+        return sum(o.views_added for o in self.items.values())
+
+    @property
+    def aggregate_writes(self) -> int:
+        return sum(o.writes for o in self.items.values())
+
+    @property
+    def replays_absorbed(self) -> int:
+        return sum(o.replay_absorbed for o in self.items.values())
+
+    @property
+    def index_joins(self) -> int:
+        return sum(o.joined_index for o in self.items.values())
+
+
+def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold: int) -> ItemOutcome:
+    """Advance one aggregate by what this batch saw, exactly once; join the GSI once views reach ``threshold``."""
+    moves = optimistic_moves(delta)
+    if not moves:
+        return ItemOutcome()
+    writes, replayed, added = 0, False, 0
+    state: AggregateState | None = None
+    for _ in range(MAX_CAS_ATTEMPTS):
+        join = board_shard if lower_bound_after(moves) >= threshold else None
+        result = board.move(delta.item_id, moves, join)
+        writes += 1
+        if result.applied:
+            state = result.state
+            added = sum(m.target - m.expected for m in moves)
+            break
+        replayed = True
+        state = result.state or board.state(delta.item_id)
+        moves = catch_up_moves(delta, state.applied)
+        if not moves:
+            break
+    else:
+        raise AggregateContention(f"item {delta.item_id!r}: {MAX_CAS_ATTEMPTS} compare-and-set attempts lost")
+    assert state is not None
+    joined = False
+    # Also on a pure replay: a crash between the count and the index write is healed here.
+    if not state.in_index and state.views >= threshold:
+        board.join_index(delta.item_id, board_shard)
+        writes += 1
+        joined = True
+    return ItemOutcome(added, writes, replayed, joined)
+
+
+def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
+    """Fold ``records`` by item and apply every item in parallel; failures are per item, never per batch."""
+    deltas = fold(records)
+    outcome = BatchOutcome()
+    if not deltas:
+        return outcome
+    # Sparse index: only items that can still reach the top N carry the GSI key (docs/sparse-index.md).
+    outcome.threshold = board.get_threshold(settings.board) if settings.sparse_index else 0
+
+    def apply(delta: ItemDelta) -> ItemOutcome:
+        shard = board_shard_value(settings.board, board_shard_of(delta.item_id, settings.board_shards))
+        return apply_item(board, delta, shard, outcome.threshold)
+
+    with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(deltas))) as pool:
+        futures = {item: pool.submit(apply, delta) for item, delta in deltas.items()}
+    for item, future in futures.items():
+        error = future.exception()
+        if error is None:
+            outcome.items[item] = future.result()
+        else:
+            outcome.failures[item] = error
+    return outcome

@@ -1,0 +1,69 @@
+"""The snapshot job: exact top N by scatter-gather over the board shards, stored as one item for the frontend."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from shardboard.config import Settings
+from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, with_ranks
+from shardboard.store import BoardStore, Item, board_shard_value
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    snapshot: dict[str, Any]
+    written: bool  # False when the content had not changed (or a newer snapshot won the race)
+    gathered: Gathered
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None) -> SnapshotResult:
+    """Gather the exact top N; write the snapshot item only when its content changed."""
+    previous = board.get_snapshot(settings.board, consistent=True)
+    cursors: dict[int, Item | None] = {}
+
+    def fetch(shard: int, limit: int, first_page: bool) -> Page:
+        rows, cursors[shard] = board.query_shard(
+            board_shard_value(settings.board, shard), limit, None if first_page else cursors.get(shard)
+        )
+        return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
+
+    gathered = gather_top_n(
+        settings.top_n, settings.board_shards, fetch, previous["shard_hits"] if previous else None
+    )
+    items = [[e.id, e.views] for e in gathered.top]
+    digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
+    if previous is not None and previous["digest"] == digest:
+        return SnapshotResult(previous, written=False, gathered=gathered)
+    snapshot = {
+        "board": settings.board,
+        "version": previous["version"] + 1 if previous else 1,
+        "generated_at": now or iso_now(),
+        "items": items,
+        "items_read": gathered.items_read,
+        # T, the N-th best views: an item below it can never reach the top N (docs/sparse-index.md).
+        "threshold": items[-1][1] if len(items) >= settings.top_n else 0,
+        "shard_hits": gathered.shard_hits,
+        "digest": digest,
+    }
+    written = board.put_snapshot(snapshot, previous["version"] if previous else None)
+    if written and settings.sparse_index and snapshot["threshold"] > 0:
+        board.raise_threshold(settings.board, snapshot["threshold"])
+    return SnapshotResult(snapshot, written, gathered)
+
+
+def leaderboard_json(snapshot: dict[str, Any], limit: int | None = None) -> dict[str, Any]:
+    """The public leaderboard document: ``{"board", "generated_at", "items": [{"rank", "id", "views"}]}``."""
+    entries = [Entry(id=item, views=views) for item, views in snapshot["items"][:limit]]
+    return {
+        "board": snapshot["board"],
+        "generated_at": snapshot["generated_at"],
+        "items": [ranked.as_json() for ranked in with_ranks(entries)],
+    }

@@ -1,0 +1,41 @@
+"""HTTP API: ``POST /views`` with ``{"id": "...", "count": 1}`` records views on random write shards."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import BadRequestError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shardboard.domain import validation
+from shardboard.domain.recording import record_views
+from shardboard.handlers.observability import logger, metrics, settings, tracer, view_store
+
+app = APIGatewayHttpResolver()
+
+
+@app.post("/views")
+@tracer.capture_method
+def post_views() -> Response[dict[str, Any]]:
+    try:
+        body = json.loads(app.current_event.body or "")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadRequestError(f"body is not valid JSON: {error.msg if hasattr(error, 'msg') else error}") from None
+    try:
+        item_id, count = validation.view_request(body)
+    except validation.BadInput as error:
+        raise BadRequestError(str(error)) from None
+    recorded = record_views(view_store(), item_id, count, settings().write_shards)
+    metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
+    return Response(202, "application/json", {"id": recorded.item_id, "recorded": recorded.views})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,72 @@
+"""Wire the deployed functions to any DynamoDB endpoint: settings, clients, stores and in-process handler calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from shardboard.config import Settings
+from shardboard.local.lambda_context import LocalContext
+from shardboard.local.template import DEFAULT_STACK, Template
+from shardboard.store import BoardStore, ViewStore, dynamodb_client, streams_client
+
+# DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
+_LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@dataclass
+class Runtime:
+    """Everything a local command needs, built once from template.yaml plus the environment."""
+
+    template: Template
+    settings: Settings
+
+    @classmethod
+    def from_template(
+        cls,
+        path: Path | None = None,
+        parameters: Mapping[str, str] | None = None,
+        stack: str = DEFAULT_STACK,
+        **changes: Any,
+    ) -> Runtime:
+        template = Template.load(path, parameters, stack)
+        settings = Settings.from_env(defaults=template.settings(**changes))
+        return cls(template, settings)
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return dynamodb_client()
+
+    @cached_property
+    def streams(self) -> Any:
+        return streams_client()
+
+    @property
+    def views(self) -> ViewStore:
+        return ViewStore(self.dynamodb, self.settings.views_table)
+
+    @property
+    def board(self) -> BoardStore:
+        return BoardStore(self.dynamodb, self.settings.board_table)
+
+    def export_to_handlers(self) -> None:
+        """Give in-process handlers the environment Lambda would give them, and reset their cached clients."""
+        os.environ.update(self.settings.as_env())
+        from shardboard.handlers import observability
+
+        observability.settings.cache_clear()
+        observability.client.cache_clear()
+
+    def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
+        return handler(event, LocalContext())
+
+
+def use_local_credentials_if_needed() -> None:
+    """Pointed at a local endpoint with no credentials configured, sign with dummy ones."""
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
+        for name, value in _LOCAL_CREDENTIALS.items():
+            os.environ.setdefault(name, value)

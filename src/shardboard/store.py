@@ -1,0 +1,431 @@
+"""The one module that knows DynamoDB: keys, attribute names, expressions and error codes.
+
+Two tables (both defined in template.yaml):
+
+* views (base): one counter item per (item, write shard). ``pk`` is built from both but never parsed: the item id
+  and shard number are stored as their own attributes, so any id (``a#1``, ``x/y.jpg``) is safe.
+* board: one aggregate per item (``views`` plus ``applied_<k>``, the last base value applied per write shard) that
+  joins the ``by-views`` GSI (hash ``board_shard``, range ``views``) when it can reach the top N; one snapshot item
+  and one threshold item per board.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from shardboard.domain.batch import ShardMove, ViewRecord
+
+PK = "pk"
+ITEM_ID = "item_id"
+SHARD = "shard"
+VIEWS = "views"
+BOARD_SHARD = "board_shard"
+BY_VIEWS_INDEX = "by-views"
+APPLIED_PREFIX = "applied_"
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+THROTTLING_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+
+Item = dict[str, Any]
+
+
+def view_pk(item_id: str, shard: int) -> str:
+    return f"view#{shard}#{item_id}"
+
+
+def aggregate_pk(item_id: str) -> str:
+    return f"item#{item_id}"
+
+
+def snapshot_pk(board: str) -> str:
+    return f"snapshot#{board}"
+
+
+def threshold_pk(board: str) -> str:
+    return f"threshold#{board}"
+
+
+def board_shard_value(board: str, shard: int) -> str:
+    return f"{board}#{shard}"
+
+
+def applied_attr(shard: int) -> str:
+    return f"{APPLIED_PREFIX}{shard}"
+
+
+def client_config(max_connections: int = 64) -> Config:
+    """Standard retry mode retries throttling and 5xx with backoff; the pool covers our worker threads."""
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": 8},
+        max_pool_connections=max_connections,
+        connect_timeout=5,
+        read_timeout=10,
+    )
+
+
+def dynamodb_client(config: Config | None = None) -> Any:
+    """A DynamoDB client; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local or moto."""
+    return boto3.client("dynamodb", region_name=_region(), config=config or client_config())
+
+
+def streams_client(config: Config | None = None) -> Any:
+    return boto3.client("dynamodbstreams", region_name=_region(), config=config or client_config())
+
+
+def _region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _int(attribute: Mapping[str, str] | None) -> int:
+    return int(attribute["N"]) if attribute else 0
+
+
+def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
+    """The per-write-shard applied values stored on an aggregate."""
+    return {
+        int(name[len(APPLIED_PREFIX) :]): int(value["N"])
+        for name, value in item.items()
+        if name.startswith(APPLIED_PREFIX)
+    }
+
+
+# ----------------------------------------------------------------------------------------------- base views table
+class ViewStore:
+    """The base table: write-sharded view counters."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def add_view(self, item_id: str, shard: int) -> float:
+        """Count one view on one write shard; returns the write units consumed."""
+        response = self.client.update_item(
+            TableName=self.table,
+            Key={PK: _s(view_pk(item_id, shard))},
+            UpdateExpression="ADD #views :one SET #item = :item, #shard = :shard",
+            ExpressionAttributeNames={"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD},
+            ExpressionAttributeValues={":one": _n(1), ":item": _s(item_id), ":shard": _n(shard)},
+            ReturnConsumedCapacity="TOTAL",
+        )
+        return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
+
+    def item_total(self, item_id: str, write_shards: int) -> int:
+        """Exact views of one item: the sum of its shard counters (strongly consistent)."""
+        keys = [{PK: _s(view_pk(item_id, k))} for k in range(write_shards)]
+        total = 0
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {
+                self.table: {"Keys": keys[start : start + 100], "ConsistentRead": True, "ProjectionExpression": "#v",
+                             "ExpressionAttributeNames": {"#v": VIEWS}}
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                total += sum(_int(item.get(VIEWS)) for item in response["Responses"].get(self.table, []))
+                request = response.get("UnprocessedKeys") or {}
+        return total
+
+    def scan_totals(self, segments: int = 4) -> dict[str, int]:
+        """Every item's exact views, from a parallel segmented scan of the counters."""
+        totals: dict[str, int] = {}
+        for part in _parallel_scan(self.client, self.table, segments, "#item, #v",
+                                   {"#item": ITEM_ID, "#v": VIEWS}):
+            for item in part:
+                if ITEM_ID in item:
+                    name = item[ITEM_ID]["S"]
+                    totals[name] = totals.get(name, 0) + _int(item.get(VIEWS))
+        return totals
+
+
+# ----------------------------------------------------------------------------------------------- board table
+@dataclass(frozen=True)
+class AggregateState:
+    """What an aggregate holds: per-shard applied values, total views, and whether it carries the GSI key."""
+
+    applied: dict[int, int]
+    views: int
+    in_index: bool
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any] | None) -> AggregateState:
+        item = item or {}
+        return cls(applied_values(item), _int(item.get(VIEWS)), BOARD_SHARD in item)
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """Outcome of one compare-and-set on an aggregate: the state after it, or the state that refused it."""
+
+    applied: bool
+    state: AggregateState | None  # None only when a refused write did not return the item
+
+
+class BoardStore:
+    """The leaderboard table: aggregates, the sharded ``by-views`` GSI, snapshot and threshold items."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    # -- aggregates
+    def move(self, item_id: str, moves: Sequence[ShardMove], board_shard: str | None) -> MoveResult:
+        """Advance ``applied_k`` from expected to target for each move and add the difference to ``views``.
+
+        One UpdateItem, conditioned on every expected value (0 = never applied), so it happens at most once.
+        ``board_shard`` (when given) puts the aggregate into the GSI in the same write.
+        """
+        names = {"#views": VIEWS, "#item": ITEM_ID}
+        values: dict[str, Any] = {":delta": _n(sum(m.target - m.expected for m in moves)), ":item": _s(item_id)}
+        sets = ["#item = :item"]
+        conditions = []
+        for m in moves:
+            names[f"#a{m.shard}"] = applied_attr(m.shard)
+            values[f":t{m.shard}"] = _n(m.target)
+            sets.append(f"#a{m.shard} = :t{m.shard}")
+            if m.expected == 0:
+                conditions.append(f"attribute_not_exists(#a{m.shard})")
+            else:
+                values[f":e{m.shard}"] = _n(m.expected)
+                conditions.append(f"#a{m.shard} = :e{m.shard}")
+        if board_shard is not None:
+            names["#bs"] = BOARD_SHARD
+            values[":bs"] = _s(board_shard)
+            sets.append("#bs = :bs")
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key={PK: _s(aggregate_pk(item_id))},
+                UpdateExpression=f"ADD #views :delta SET {', '.join(sets)}",
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise
+            old = error.response.get("Item")
+            return MoveResult(applied=False, state=AggregateState.of(old) if old is not None else None)
+        return MoveResult(applied=True, state=AggregateState.of(response["Attributes"]))
+
+    def state(self, item_id: str) -> AggregateState:
+        """An aggregate's state, strongly consistent (empty when it does not exist yet)."""
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: _s(aggregate_pk(item_id))}, ConsistentRead=True
+        )
+        return AggregateState.of(response.get("Item"))
+
+    def join_index(self, item_id: str, board_shard: str) -> None:
+        """Give an existing aggregate its GSI key (sparse index: it reached the published threshold)."""
+        self.client.update_item(
+            TableName=self.table,
+            Key={PK: _s(aggregate_pk(item_id))},
+            UpdateExpression="SET #bs = :bs",
+            ConditionExpression="attribute_exists(#pk)",
+            ExpressionAttributeNames={"#bs": BOARD_SHARD, "#pk": PK},
+            ExpressionAttributeValues={":bs": _s(board_shard)},
+        )
+
+    def aggregate_views(self, item_id: str) -> int | None:
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: _s(aggregate_pk(item_id))},
+            ProjectionExpression="#v", ExpressionAttributeNames={"#v": VIEWS},
+        )
+        item = response.get("Item")
+        return None if item is None else _int(item.get(VIEWS))
+
+    def scan_aggregates(self, segments: int = 4) -> dict[str, tuple[int, bool]]:
+        """Every aggregate: item id -> (views, carries the GSI key)."""
+        result: dict[str, tuple[int, bool]] = {}
+        for part in _parallel_scan(self.client, self.table, segments, "#item, #v, #bs",
+                                   {"#item": ITEM_ID, "#v": VIEWS, "#bs": BOARD_SHARD}):
+            for item in part:
+                if ITEM_ID in item:
+                    result[item[ITEM_ID]["S"]] = (_int(item.get(VIEWS)), BOARD_SHARD in item)
+        return result
+
+    # -- the GSI
+    def query_shard(self, board_shard: str, limit: int, start: Item | None) -> tuple[list[tuple[str, int]], Item | None]:
+        """Best ``limit`` (id, views) of one board shard, resuming after ``start``; returns the next cursor."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": BY_VIEWS_INDEX,
+            "KeyConditionExpression": "#bs = :bs",
+            "ExpressionAttributeNames": {"#bs": BOARD_SHARD},
+            "ExpressionAttributeValues": {":bs": _s(board_shard)},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = self.client.query(**kwargs)
+        rows = [(item[ITEM_ID]["S"], _int(item.get(VIEWS))) for item in response.get("Items", [])]
+        return rows, response.get("LastEvaluatedKey")
+
+    # -- snapshot and threshold
+    def get_snapshot(self, board: str, consistent: bool = False) -> Item | None:
+        """The snapshot item as plain values, or None before the first snapshot."""
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: _s(snapshot_pk(board))}, ConsistentRead=consistent
+        )
+        item = response.get("Item")
+        if item is None:
+            return None
+        return {
+            "board": item["board"]["S"],
+            "version": _int(item["version"]),
+            "generated_at": item["generated_at"]["S"],
+            "items": json.loads(item["items"]["S"]),
+            "items_read": _int(item["items_read"]),
+            "threshold": _int(item.get("threshold")),
+            "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
+            "digest": item["digest"]["S"],
+        }
+
+    def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
+        """Write the snapshot unless another job wrote a newer one first; returns whether it was written."""
+        item = {
+            PK: _s(snapshot_pk(snapshot["board"])),
+            "board": _s(snapshot["board"]),
+            "version": _n(snapshot["version"]),
+            "generated_at": _s(snapshot["generated_at"]),
+            # Compact JSON pairs keep the item (and the frontend's one read) small.
+            "items": _s(json.dumps(snapshot["items"], separators=(",", ":"), ensure_ascii=False)),
+            "items_read": _n(snapshot["items_read"]),
+            "threshold": _n(snapshot["threshold"]),
+            "shard_hits": _s(json.dumps({str(k): v for k, v in snapshot["shard_hits"].items()})),
+            "digest": _s(snapshot["digest"]),
+        }
+        kwargs: dict[str, Any] = {"TableName": self.table, "Item": item}
+        if previous_version is None:
+            kwargs["ConditionExpression"] = "attribute_not_exists(#pk)"
+            kwargs["ExpressionAttributeNames"] = {"#pk": PK}
+        else:
+            kwargs["ConditionExpression"] = "#version = :previous"
+            kwargs["ExpressionAttributeNames"] = {"#version": "version"}
+            kwargs["ExpressionAttributeValues"] = {":previous": _n(previous_version)}
+        try:
+            self.client.put_item(**kwargs)
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    def get_threshold(self, board: str) -> int:
+        """The published sparse-index threshold T (0 before any snapshot)."""
+        response = self.client.get_item(TableName=self.table, Key={PK: _s(threshold_pk(board))})
+        return _int(response.get("Item", {}).get("threshold"))
+
+    def raise_threshold(self, board: str, threshold: int) -> bool:
+        """Publish T; it only ever rises, so a late or concurrent job can never lower it."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={PK: _s(threshold_pk(board))},
+                UpdateExpression="SET #t = :t",
+                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
+                ExpressionAttributeNames={"#t": "threshold"},
+                ExpressionAttributeValues={":t": _n(threshold)},
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+
+def _parallel_scan(
+    client: Any, table: str, segments: int, projection: str, names: Mapping[str, str]
+) -> Iterator[list[Item]]:
+    """Yield pages of a segmented scan, the segments read in parallel threads."""
+
+    def scan_segment(segment: int) -> list[Item]:
+        items: list[Item] = []
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": dict(names),
+            "ConsistentRead": True,
+        }
+        while True:
+            response = client.scan(**kwargs)
+            items.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return items
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    with ThreadPoolExecutor(max_workers=segments) as pool:
+        yield from pool.map(scan_segment, range(segments))
+
+
+# ----------------------------------------------------------------------------------------------- stream records
+class UnexpectedRecord(ValueError):
+    """A stream record that is not a base view counter update; ``reason`` names the metric dimension."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def view_record(
+    event_name: str | None,
+    new_image: Mapping[str, Any] | None,
+    old_image: Mapping[str, Any] | None,
+    sequence_number: str,
+) -> ViewRecord:
+    """Read a base-table stream record (images already deserialized) as a counter step, or raise UnexpectedRecord."""
+    if event_name == "REMOVE":
+        raise UnexpectedRecord("remove", "base counters are never deleted; a REMOVE changes no count")
+    if event_name not in ("INSERT", "MODIFY"):
+        raise UnexpectedRecord("unknown_event", f"event name {event_name!r}")
+    if not new_image:
+        raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
+    item_id, shard, new = new_image.get(ITEM_ID), new_image.get(SHARD), new_image.get(VIEWS)
+    if not isinstance(item_id, str) or not _is_whole(shard) or not _is_whole(new):
+        raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{VIEWS}")
+    if new_image.get(PK) != view_pk(item_id, int(shard)):
+        raise UnexpectedRecord("foreign_key", f"pk {new_image.get(PK)!r} is not a view counter key")
+    if event_name == "INSERT":
+        old = 0
+    elif old_image is None:
+        raise UnexpectedRecord("missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)")
+    else:
+        old_views = old_image.get(VIEWS, 0)
+        if not _is_whole(old_views):
+            raise UnexpectedRecord("missing_attribute", "OldImage views is not a whole number")
+        old = int(old_views)
+    return ViewRecord(item_id, int(shard), old, int(new), sequence_number)
+
+
+def _is_whole(value: Any) -> bool:
+    """A non-negative whole number as the deserializer yields it (Decimal) or as Python int."""
+    try:
+        return value is not None and not isinstance(value, bool) and value >= 0 and int(value) == value
+    except (TypeError, ValueError, ArithmeticError):
+        return False
