@@ -138,8 +138,12 @@ class ViewStore:
         total = 0
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {
-                self.table: {"Keys": keys[start : start + 100], "ConsistentRead": True, "ProjectionExpression": "#v",
-                             "ExpressionAttributeNames": {"#v": VIEWS}}
+                self.table: {
+                    "Keys": keys[start : start + 100],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#v",
+                    "ExpressionAttributeNames": {"#v": VIEWS},
+                }
             }
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
@@ -150,8 +154,9 @@ class ViewStore:
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
         """Every item's exact views, from a parallel segmented scan of the counters."""
         totals: dict[str, int] = {}
-        for part in _parallel_scan(self.client, self.table, segments, "#item, #v",
-                                   {"#item": ITEM_ID, "#v": VIEWS}):
+        for part in _parallel_scan(
+            self.client, self.table, segments, "#item, #v", {"#item": ITEM_ID, "#v": VIEWS}
+        ):
             for item in part:
                 if ITEM_ID in item:
                     name = item[ITEM_ID]["S"]
@@ -197,7 +202,10 @@ class BoardStore:
         ``board_shard`` (when given) puts the aggregate into the GSI in the same write.
         """
         names = {"#views": VIEWS, "#item": ITEM_ID}
-        values: dict[str, Any] = {":delta": _n(sum(m.target - m.expected for m in moves)), ":item": _s(item_id)}
+        values: dict[str, Any] = {
+            ":delta": _n(sum(m.target - m.expected for m in moves)),
+            ":item": _s(item_id),
+        }
         sets = ["#item = :item"]
         conditions = []
         for m in moves:
@@ -251,8 +259,10 @@ class BoardStore:
 
     def aggregate_views(self, item_id: str) -> int | None:
         response = self.client.get_item(
-            TableName=self.table, Key={PK: _s(aggregate_pk(item_id))},
-            ProjectionExpression="#v", ExpressionAttributeNames={"#v": VIEWS},
+            TableName=self.table,
+            Key={PK: _s(aggregate_pk(item_id))},
+            ProjectionExpression="#v",
+            ExpressionAttributeNames={"#v": VIEWS},
         )
         item = response.get("Item")
         return None if item is None else _int(item.get(VIEWS))
@@ -260,15 +270,22 @@ class BoardStore:
     def scan_aggregates(self, segments: int = 4) -> dict[str, tuple[int, bool]]:
         """Every aggregate: item id -> (views, carries the GSI key)."""
         result: dict[str, tuple[int, bool]] = {}
-        for part in _parallel_scan(self.client, self.table, segments, "#item, #v, #bs",
-                                   {"#item": ITEM_ID, "#v": VIEWS, "#bs": BOARD_SHARD}):
+        for part in _parallel_scan(
+            self.client,
+            self.table,
+            segments,
+            "#item, #v, #bs",
+            {"#item": ITEM_ID, "#v": VIEWS, "#bs": BOARD_SHARD},
+        ):
             for item in part:
                 if ITEM_ID in item:
                     result[item[ITEM_ID]["S"]] = (_int(item.get(VIEWS)), BOARD_SHARD in item)
         return result
 
     # -- the GSI
-    def query_shard(self, board_shard: str, limit: int, start: Item | None) -> tuple[list[tuple[str, int]], Item | None]:
+    def query_shard(
+        self, board_shard: str, limit: int, start: Item | None
+    ) -> tuple[list[tuple[str, int]], Item | None]:
         """Best ``limit`` (id, views) of one board shard, resuming after ``start``; returns the next cursor."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
@@ -414,7 +431,9 @@ def view_record(
     if event_name == "INSERT":
         old = 0
     elif old_image is None:
-        raise UnexpectedRecord("missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)")
+        raise UnexpectedRecord(
+            "missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)"
+        )
     else:
         old_views = old_image.get(VIEWS, 0)
         if not _is_whole(old_views):

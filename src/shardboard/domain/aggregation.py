@@ -10,7 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from shardboard.config import Settings
-from shardboard.domain.batch import ItemDelta, ViewRecord, catch_up_moves, fold, lower_bound_after, optimistic_moves
+from shardboard.domain.batch import (
+    ItemDelta,
+    ViewRecord,
+    catch_up_moves,
+    fold,
+    lower_bound_after,
+    optimistic_moves,
+)
 from shardboard.domain.sharding import board_shard_of
 from shardboard.store import AggregateState, BoardStore, board_shard_value
 

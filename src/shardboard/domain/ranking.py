@@ -102,7 +102,11 @@ def gather_top_n(
     with ThreadPoolExecutor(max_workers=parallelism or min(shards, 32)) as pool:
         while open_shards:
             rounds += 1
-            pages = dict(zip(open_shards, pool.map(lambda s: fetch(s, open_shards[s], first), open_shards), strict=True))
+            pages = dict(
+                zip(
+                    open_shards, pool.map(lambda s: fetch(s, open_shards[s], first), open_shards), strict=True
+                )
+            )
             first = False
             exhausted = set()
             for shard, page in pages.items():

@@ -47,7 +47,7 @@ def view_count(value: Any) -> int:
 def view_request(body: Any) -> tuple[str, int]:
     """Validate a ``POST /views`` body: ``{"id": str, "count": int = 1}``; unknown fields are refused."""
     if not isinstance(body, dict):
-        raise BadInput("body must be a JSON object like {\"id\": \"images/001.jpg\", \"count\": 1}")
+        raise BadInput('body must be a JSON object like {"id": "images/001.jpg", "count": 1}')
     unknown = sorted(set(body) - {"id", "count"})
     if unknown:
         raise BadInput(f"unknown field(s): {', '.join(unknown)}")

@@ -50,17 +50,26 @@ def read_view(record: DynamoDBRecord) -> ViewRecord | None:
     try:
         if stream is None:
             raise UnexpectedRecord("malformed", "record has no dynamodb section")
-        return view_record(record.raw_event.get("eventName"), stream.new_image, stream.old_image,
-                           stream.sequence_number or "")
+        return view_record(
+            record.raw_event.get("eventName"),
+            stream.new_image,
+            stream.old_image,
+            stream.sequence_number or "",
+        )
     except UnexpectedRecord as skip:
         metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=1)
-        logger.warning("stream record skipped", extra={"reason": skip.reason, "detail": str(skip),
-                                                       "event_id": record.event_id})
+        logger.warning(
+            "stream record skipped",
+            extra={"reason": skip.reason, "detail": str(skip), "event_id": record.event_id},
+        )
         return None
     except Exception as error:  # an undecodable image is a foreign record too, not a reason to fail the batch
         metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=1)
-        logger.warning("stream record skipped", extra={"reason": "malformed", "detail": repr(error),
-                                                       "event_id": record.event_id}, exc_info=sys.exc_info())
+        logger.warning(
+            "stream record skipped",
+            extra={"reason": "malformed", "detail": repr(error), "event_id": record.event_id},
+            exc_info=sys.exc_info(),
+        )
         return None
 
 
@@ -71,7 +80,9 @@ processor = AggregatingProcessor()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = process_partial_response(event=event, record_handler=read_view, processor=processor, context=context)
+    response = process_partial_response(
+        event=event, record_handler=read_view, processor=processor, context=context
+    )
     outcome = processor.outcome
     metrics.add_metric(name="ViewsAggregated", unit=MetricUnit.Count, value=outcome.views_added)
     metrics.add_metric(name="AggregateWrites", unit=MetricUnit.Count, value=outcome.aggregate_writes)
@@ -80,7 +91,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ItemsFailed", unit=MetricUnit.Count, value=len(outcome.failures))
     if outcome.replays_absorbed:
         logger.info("replay absorbed", extra={"items": outcome.replays_absorbed})
-    logger.info("batch applied", extra={"records": len(event.get("Records", [])), "items": len(outcome.items),
-                                        "views_added": outcome.views_added, "failed_items": len(outcome.failures),
-                                        "threshold": outcome.threshold})
+    logger.info(
+        "batch applied",
+        extra={
+            "records": len(event.get("Records", [])),
+            "items": len(outcome.items),
+            "views_added": outcome.views_added,
+            "failed_items": len(outcome.failures),
+            "threshold": outcome.threshold,
+        },
+    )
     return dict(response)

@@ -25,8 +25,14 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=int(result.written))
     metrics.add_metric(name="SnapshotAgeSeconds", unit=MetricUnit.Seconds, value=max(0.0, age))
-    summary = {"board": snapshot["board"], "version": snapshot["version"], "written": result.written,
-               "items": len(snapshot["items"]), "items_read": result.gathered.items_read,
-               "rounds": result.gathered.rounds, "threshold": snapshot["threshold"]}
+    summary = {
+        "board": snapshot["board"],
+        "version": snapshot["version"],
+        "written": result.written,
+        "items": len(snapshot["items"]),
+        "items_read": result.gathered.items_read,
+        "rounds": result.gathered.rounds,
+        "threshold": snapshot["threshold"],
+    }
     logger.info("snapshot refreshed", extra={**summary, "schedule_time": event.time})
     return summary

@@ -15,7 +15,11 @@ from shardboard.local.template import DEFAULT_STACK, Template
 from shardboard.store import BoardStore, ViewStore, dynamodb_client, streams_client
 
 # DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
-_LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1"}
+_LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 @dataclass

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardboard.local.lambda_context import LocalContext
-from shardboard.local.streams import lambda_event, lambda_record, latest_stream_arn, read_shard, shards_parents_first
+from shardboard.local.streams import (
+    lambda_event,
+    lambda_record,
+    latest_stream_arn,
+    read_shard,
+    shards_parents_first,
+)
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -65,7 +71,9 @@ class StreamRunner:
         attempts = 0
         while True:
             progressed = False
-            for page in read_shard(self.streams, arn, shard_id, self.positions.get(shard_id), self.batch_size):
+            for page in read_shard(
+                self.streams, arn, shard_id, self.positions.get(shard_id), self.batch_size
+            ):
                 batch = [lambda_record(r, arn) for r in page]
                 response = self.handler(lambda_event(batch), LocalContext()) or {}
                 self.stats.batches += 1

@@ -23,11 +23,20 @@ from shardboard.store import error_code
 DEFAULT_STACK = "shardboard"
 # Properties of AWS::DynamoDB::Table that CreateTable takes as they are.
 _CREATE_TABLE_KEYS = (
-    "TableName", "AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes", "LocalSecondaryIndexes",
-    "BillingMode", "ProvisionedThroughput", "StreamSpecification",
+    "TableName",
+    "AttributeDefinitions",
+    "KeySchema",
+    "GlobalSecondaryIndexes",
+    "LocalSecondaryIndexes",
+    "BillingMode",
+    "ProvisionedThroughput",
+    "StreamSpecification",
 )
 _SETTINGS_FROM_PARAMETERS = {
-    "WriteShards": "write_shards", "BoardShards": "board_shards", "TopN": "top_n", "BoardName": "board",
+    "WriteShards": "write_shards",
+    "BoardShards": "board_shards",
+    "TopN": "top_n",
+    "BoardName": "board",
     "SnapshotSchedule": "schedule",
 }
 
@@ -51,8 +60,9 @@ class Template:
     stack: str = DEFAULT_STACK
 
     @classmethod
-    def load(cls, path: Path | None = None, overrides: Mapping[str, str] | None = None,
-             stack: str = DEFAULT_STACK) -> Template:
+    def load(
+        cls, path: Path | None = None, overrides: Mapping[str, str] | None = None, stack: str = DEFAULT_STACK
+    ) -> Template:
         path = path or default_template_path()
         try:
             body = load_yaml(path.read_text(encoding="utf-8"))
@@ -73,7 +83,7 @@ class Template:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
-            (key, value), = node.items()
+            ((key, value),) = node.items()
             if key == "Ref":
                 return self._ref(value)
             if key == "Fn::Sub":
@@ -93,8 +103,13 @@ class Template:
         return bool(self.resolve(self.body.get("Conditions", {})[name]))
 
     def _ref(self, name: str) -> Any:
-        pseudo = {"AWS::StackName": self.stack, "AWS::Region": os.environ.get("AWS_REGION", "us-east-1"),
-                  "AWS::AccountId": "000000000000", "AWS::NoValue": _NO_VALUE, "AWS::URLSuffix": "amazonaws.com"}
+        pseudo = {
+            "AWS::StackName": self.stack,
+            "AWS::Region": os.environ.get("AWS_REGION", "us-east-1"),
+            "AWS::AccountId": "000000000000",
+            "AWS::NoValue": _NO_VALUE,
+            "AWS::URLSuffix": "amazonaws.com",
+        }
         if name in pseudo:
             return pseudo[name]
         if name in self.parameters:
@@ -114,11 +129,19 @@ class Template:
 
     # -- tables
     def table_resources(self) -> dict[str, dict[str, Any]]:
-        return {name: r for name, r in self.body.get("Resources", {}).items() if r.get("Type") == "AWS::DynamoDB::Table"}
+        return {
+            name: r
+            for name, r in self.body.get("Resources", {}).items()
+            if r.get("Type") == "AWS::DynamoDB::Table"
+        }
 
     def table_name(self, logical_id: str) -> str:
         properties = self.table_resources()[logical_id].get("Properties", {})
-        return str(self.resolve(properties["TableName"])) if "TableName" in properties else f"{self.stack}-{logical_id}"
+        return (
+            str(self.resolve(properties["TableName"]))
+            if "TableName" in properties
+            else f"{self.stack}-{logical_id}"
+        )
 
     def create_table_requests(self) -> dict[str, dict[str, Any]]:
         """CreateTable arguments for every table, keyed by logical id."""
@@ -176,8 +199,10 @@ _NO_VALUE = _NoValue()
 def _numbers_as_ints(node: Any) -> Any:
     """Template parameters arrive as strings; CreateTable wants integers for capacity units."""
     if isinstance(node, dict):
-        return {k: int(v) if k.endswith("CapacityUnits") and isinstance(v, str | int) else _numbers_as_ints(v)
-                for k, v in node.items()}
+        return {
+            k: int(v) if k.endswith("CapacityUnits") and isinstance(v, str | int) else _numbers_as_ints(v)
+            for k, v in node.items()
+        }
     if isinstance(node, list):
         return [_numbers_as_ints(n) for n in node]
     return node

