@@ -1,0 +1,70 @@
+"""Input rules: what the HTTP API and the CLI refuse, with a one-line reason."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shardboard.config import MAX_VIEWS_PER_REQUEST
+from shardboard.domain.validation import BadInput, item_id, limit, view_count, view_request
+
+
+@pytest.mark.parametrize("good", ["a#1", "x/y.jpg", "ünï", "a b", "images/001.jpg", "x" * 512, "é" * 256, "🙂"])
+def test_valid_ids_are_accepted_as_they_are(good):
+    assert item_id(good) == good
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("", "must not be empty"),
+        ("x" * 513, "513 bytes"),
+        ("é" * 257, "514 bytes"),
+        ("a\nb", "control character (U+000A)"),
+        ("tab\there", "U+0009"),
+        ("nul\x00", "U+0000"),
+        ("del\x7f", "U+007F"),
+        (42, "must be a string"),
+        (None, "must be a string"),
+        (["a"], "must be a string"),
+    ],
+)
+def test_invalid_ids_are_refused_with_a_reason(bad, reason):
+    with pytest.raises(BadInput, match=re.escape(reason)):
+        item_id(bad)
+
+
+@pytest.mark.parametrize("good", [1, 2, MAX_VIEWS_PER_REQUEST])
+def test_valid_counts(good):
+    assert view_count(good) == good
+
+
+@pytest.mark.parametrize("bad", [0, -1, MAX_VIEWS_PER_REQUEST + 1, 1.5, "3", True, None, 2.0])
+def test_invalid_counts(bad):
+    with pytest.raises(BadInput, match="count"):
+        view_count(bad)
+
+
+def test_view_request_defaults_count_to_one():
+    assert view_request({"id": "a"}) == ("a", 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [([], "JSON object"), ("a", "JSON object"), ({}, "missing field: id"), ({"id": "a", "extra": 1}, "unknown field")],
+)
+def test_view_request_shape(body, reason):
+    with pytest.raises(BadInput, match=reason):
+        view_request(body)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, 100), ("", 100), ("1", 1), ("100", 100)])
+def test_limit(raw, expected):
+    assert limit(raw, 100) == expected
+
+
+@pytest.mark.parametrize("raw", ["0", "101", "-1", "ten", "1.5"])
+def test_bad_limit(raw):
+    with pytest.raises(BadInput, match="limit"):
+        limit(raw, 100)
