@@ -37,7 +37,7 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
-from shardboard.local.runtime import Runtime  # noqa: E402
+from shardboard.local.runtime import Runtime
 from shardboard.local.streams import (
     lambda_event,
     lambda_record,
@@ -45,7 +45,7 @@ from shardboard.local.streams import (
     read_shard,
     shards_parents_first,
 )
-from shardboard.local.template import create_tables  # noqa: E402
+from shardboard.local.template import create_tables
 
 
 def load_event(name: str) -> dict[str, Any]:

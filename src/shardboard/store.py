@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from botocore.config import Config
@@ -33,9 +33,7 @@ BY_VIEWS_INDEX = "by-views"
 APPLIED_PREFIX = "applied_"
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
-THROTTLING_CODES = frozenset(
-    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
-)
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 Item = dict[str, Any]
 
@@ -154,9 +152,7 @@ class ViewStore:
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
         """Every item's exact views, from a parallel segmented scan of the counters."""
         totals: dict[str, int] = {}
-        for part in _parallel_scan(
-            self.client, self.table, segments, "#item, #v", {"#item": ITEM_ID, "#v": VIEWS}
-        ):
+        for part in _parallel_scan(self.client, self.table, segments, "#item, #v", {"#item": ITEM_ID, "#v": VIEWS}):
             for item in part:
                 if ITEM_ID in item:
                     name = item[ITEM_ID]["S"]
@@ -235,15 +231,13 @@ class BoardStore:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            old = error.response.get("Item")
+            old = cast(Item | None, error.response.get("Item"))
             return MoveResult(applied=False, state=AggregateState.of(old) if old is not None else None)
         return MoveResult(applied=True, state=AggregateState.of(response["Attributes"]))
 
     def state(self, item_id: str) -> AggregateState:
         """An aggregate's state, strongly consistent (empty when it does not exist yet)."""
-        response = self.client.get_item(
-            TableName=self.table, Key={PK: _s(aggregate_pk(item_id))}, ConsistentRead=True
-        )
+        response = self.client.get_item(TableName=self.table, Key={PK: _s(aggregate_pk(item_id))}, ConsistentRead=True)
         return AggregateState.of(response.get("Item"))
 
     def join_index(self, item_id: str, board_shard: str) -> None:
@@ -423,28 +417,28 @@ def view_record(
         raise UnexpectedRecord("unknown_event", f"event name {event_name!r}")
     if not new_image:
         raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
-    item_id, shard, new = new_image.get(ITEM_ID), new_image.get(SHARD), new_image.get(VIEWS)
-    if not isinstance(item_id, str) or not _is_whole(shard) or not _is_whole(new):
+    item_id, shard, new = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), _whole(new_image.get(VIEWS))
+    if not isinstance(item_id, str) or shard is None or new is None:
         raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{VIEWS}")
-    if new_image.get(PK) != view_pk(item_id, int(shard)):
+    if new_image.get(PK) != view_pk(item_id, shard):
         raise UnexpectedRecord("foreign_key", f"pk {new_image.get(PK)!r} is not a view counter key")
     if event_name == "INSERT":
         old = 0
     elif old_image is None:
-        raise UnexpectedRecord(
-            "missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)"
-        )
+        raise UnexpectedRecord("missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)")
     else:
-        old_views = old_image.get(VIEWS, 0)
-        if not _is_whole(old_views):
+        old_views = _whole(old_image.get(VIEWS, 0))
+        if old_views is None:
             raise UnexpectedRecord("missing_attribute", "OldImage views is not a whole number")
-        old = int(old_views)
-    return ViewRecord(item_id, int(shard), old, int(new), sequence_number)
+        old = old_views
+    return ViewRecord(item_id, shard, old, new, sequence_number)
 
 
-def _is_whole(value: Any) -> bool:
-    """A non-negative whole number as the deserializer yields it (Decimal) or as Python int."""
+def _whole(value: Any) -> int | None:
+    """A non-negative whole number as the deserializer yields it (Decimal) or as Python int; else None."""
     try:
-        return value is not None and not isinstance(value, bool) and value >= 0 and int(value) == value
+        if value is None or isinstance(value, bool) or value < 0 or int(value) != value:
+            return None
+        return int(value)
     except (TypeError, ValueError, ArithmeticError):
-        return False
+        return None

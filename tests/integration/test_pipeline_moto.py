@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import random
 
+from shardboard.domain.ranking import Entry, top
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import leaderboard_json
 
@@ -51,3 +53,96 @@ def test_same_batch_delivered_twice_counts_once(pipeline):
     pipeline.aggregate(records)
     pipeline.aggregate(records)
     assert aggregates(pipeline) == pipeline.truth() == {"x": 12, "a#1": 5, "ünï": 3}
+
+
+def test_overlapping_resplit_batches_count_once(pipeline):
+    # Given a stream of 60 views
+    record(pipeline, {"a": 25, "b": 20, "c": 15})
+    records = pipeline.stream_records()
+    # When bisect re-splits batches so that they overlap: first half, second half, then the whole batch again
+    half = len(records) // 2
+    pipeline.aggregate(records[:half])
+    pipeline.aggregate(records[half // 2 :])
+    pipeline.aggregate(records)
+    # Then the counts are exact
+    assert aggregates(pipeline) == pipeline.truth() == {"a": 25, "b": 20, "c": 15}
+
+
+def test_a_batch_whose_third_write_fails_is_retried_exactly(pipeline):
+    from botocore.exceptions import ClientError
+
+    from shardboard.handlers import observability
+
+    # Given a batch touching five items, and a DynamoDB that fails the third aggregate write
+    record(pipeline, {f"item-{i}": 3 + i for i in range(5)})
+    records = pipeline.stream_records()
+    calls = {"n": 0}
+
+    def fail_third_write(params, **_):
+        if params["TableName"] == pipeline.settings.board_table:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "injected"}}, "UpdateItem")
+
+    client = observability.client()
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", fail_third_write)
+    # When the batch is delivered
+    response = pipeline.aggregate(records)
+    # Then exactly the failed item's records are reported, and Lambda's retry from the lowest one is exact
+    failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+    failed_items = {
+        r["dynamodb"]["NewImage"]["item_id"]["S"] for r in records if r["dynamodb"]["SequenceNumber"] in failed
+    }
+    assert len(failed_items) == 1
+    lowest = min(failed, key=int)
+    retry = [r for r in records if int(r["dynamodb"]["SequenceNumber"]) >= int(lowest)]
+    assert pipeline.aggregate(retry) == {"batchItemFailures": []}
+    assert aggregates(pipeline) == pipeline.truth()
+
+
+def test_a_skipped_record_is_healed_by_the_next_of_its_shard(make_pipeline):
+    # Given one write shard, so every view of "x" is the same counter
+    pipeline = make_pipeline(WriteShards="1")
+    record(pipeline, {"x": 5})
+    records = [r for r in pipeline.stream_records() if "item_id" in r["dynamodb"]["NewImage"]]
+    # When the middle record is lost to the failure destination and the last one is not yet delivered
+    pipeline.aggregate(records[:2] + records[3:4])
+    assert aggregates(pipeline) == {"x": 4}
+    # Then the next record of the shard carries the absolute value and heals the gap
+    pipeline.aggregate(records[4:])
+    assert aggregates(pipeline) == pipeline.truth() == {"x": 5}
+
+
+def test_sample_event_skips_remove_and_foreign_records(pipeline, capsys):
+    from tests.conftest import load_event
+
+    # When the aggregator gets events/aggregate_stream_batch.json (what `sam local invoke -e` sends)
+    response = pipeline.aggregate(load_event("aggregate_stream_batch.json")["Records"])
+    # Then our counter records apply (absolute NEW values), the REMOVE and the foreign record are skipped and counted
+    assert response == {"batchItemFailures": []}
+    assert aggregates(pipeline) == {"images/001.jpg": 3, "images/004.jpg": 41, "a#1": 1}
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert [(m["RecordsSkipped"], m["GapsHealed"], m["ReplaysAbsorbed"]) for m in emf] == [([2.0], [1.0], [0.0])]
+
+
+def test_random_workload_with_sparse_index_gives_the_exact_top_n(make_pipeline):
+    # Given a skewed workload over 40 items, a board of 5 over 3 shards, sparse index on
+    pipeline = make_pipeline(TopN="5", BoardShards="3", WriteShards="4")
+    rng = random.Random(3)
+    weights = [1 / (rank + 1) for rank in range(40)]
+    for _ in range(4):
+        views = rng.choices(range(40), weights, k=150)
+        counts = {f"img-{i}": views.count(i) for i in set(views)}
+        record(pipeline, counts, seed=rng.randrange(1000))
+        records = pipeline.stream_records()
+        for start in range(0, len(records), 97):  # batches, replaying the whole stream each round
+            pipeline.aggregate(records[start : start + 97])
+        pipeline.snapshot()
+    # Then counts are exact, the snapshot is the brute-force top 5, and long-tail items never joined the index
+    truth = pipeline.truth()
+    assert aggregates(pipeline) == truth
+    expected = top([Entry(id=i, views=v) for i, v in truth.items()], 5)
+    assert pipeline.board.get_snapshot("global")["items"] == [[e.id, e.views] for e in expected]
+    in_index = {item for item, (_, indexed) in pipeline.board.scan_aggregates().items() if indexed}
+    assert len(in_index) < len(truth)
+    assert pipeline.board.get_threshold("global") == expected[-1].views

@@ -74,7 +74,12 @@ def test_previous_hits_size_the_first_round():
 
 def test_competition_ranks_share_and_skip():
     ordered = top([Entry(id="d", views=5), Entry(id="a", views=9), Entry(id="c", views=7), Entry(id="b", views=7)], 4)
-    assert [(r.rank, r.id, r.views) for r in with_ranks(ordered)] == [(1, "a", 9), (2, "b", 7), (2, "c", 7), (4, "d", 5)]
+    assert [(r.rank, r.id, r.views) for r in with_ranks(ordered)] == [
+        (1, "a", 9),
+        (2, "b", 7),
+        (2, "c", 7),
+        (4, "d", 5),
+    ]
 
 
 def test_order_is_views_desc_then_id_asc():

@@ -33,9 +33,7 @@ def init(ctx: click.Context) -> None:
 
 @click.command()
 @click.argument("items", nargs=-1, required=True)
-@click.option(
-    "-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (each one write)."
-)
+@click.option("-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (each one write).")
 @click.pass_context
 def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
     """Record COUNT views of each ITEM, each view on a random write shard."""
@@ -46,18 +44,14 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
             validation.item_id(item)
         validation.view_count(count)
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(
-                pool.map(lambda item: record_views(rt.views, item, count, rt.settings.write_shards), items)
-            )
+            results = list(pool.map(lambda item: record_views(rt.views, item, count, rt.settings.write_shards), items))
     units = sum(r.write_units for r in results)
     console.print(f"recorded {count * len(items)} views of {len(items)} item(s) ({units:g} write units)")
 
 
 @click.command()
 @click.option("--drain", is_flag=True, help="Exit once the stream is caught up instead of following it.")
-@click.option(
-    "--batch-size", type=click.IntRange(1, 10000), help="Records per batch (default: the template's)."
-)
+@click.option("--batch-size", type=click.IntRange(1, 10000), help="Records per batch (default: the template's).")
 @click.pass_context
 def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     """Deliver the base table's stream to the aggregator, as the Lambda event source mapping does."""
@@ -67,9 +61,7 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     rt = runtime(ctx)
     rt.export_to_handlers()
     size = batch_size or int(rt.template.parameters.get("StreamBatchSize", 1000))
-    runner = StreamRunner(
-        rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, batch_size=size
-    )
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, batch_size=size)
     with one_line_errors():
         if drain:
             stats = runner.drain()
@@ -140,13 +132,9 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         for diff in report.differences[:20]:
             console.print(f"  {diff.item_id!r}: expected {diff.expected}, found {diff.found}", markup=False)
         for item in report.index_misses[:20]:
-            console.print(
-                f"  {item!r}: reached the threshold {report.threshold} but is not in the index", markup=False
-            )
+            console.print(f"  {item!r}: reached the threshold {report.threshold} but is not in the index", markup=False)
         if report.snapshot_exact is not None:
-            console.print(
-                f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N"
-            )
+            console.print(f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N")
     if not report.exact:
         sys.exit(1)
 

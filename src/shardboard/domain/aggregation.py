@@ -35,6 +35,7 @@ class ItemOutcome:
     views_added: int = 0
     writes: int = 0
     replay_absorbed: bool = False  # some of the batch had been applied before (a replay, a re-split batch)
+    gap_healed: bool = False  # records before this batch never arrived (failure destination); NEW values healed it
     joined_index: bool = False
 
 
@@ -57,6 +58,10 @@ class BatchOutcome:
         return sum(o.replay_absorbed for o in self.items.values())
 
     @property
+    def gaps_healed(self) -> int:
+        return sum(o.gap_healed for o in self.items.values())
+
+    @property
     def index_joins(self) -> int:
         return sum(o.joined_index for o in self.items.values())
 
@@ -66,7 +71,7 @@ def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold:
     moves = optimistic_moves(delta)
     if not moves:
         return ItemOutcome()
-    writes, replayed, added = 0, False, 0
+    writes, replayed, healed, added = 0, False, False, 0
     state: AggregateState | None = None
     for _ in range(MAX_CAS_ATTEMPTS):
         join = board_shard if lower_bound_after(moves) >= threshold else None
@@ -76,8 +81,10 @@ def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold:
             state = result.state
             added = sum(m.target - m.expected for m in moves)
             break
-        replayed = True
         state = result.state or board.state(delta.item_id)
+        found = [(state.applied.get(shard, 0), step.before) for shard, step in delta.shards.items()]
+        replayed |= any(applied > before for applied, before in found)
+        healed |= any(applied < before for applied, before in found)
         moves = catch_up_moves(delta, state.applied)
         if not moves:
             break
@@ -90,7 +97,7 @@ def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold:
         board.join_index(delta.item_id, board_shard)
         writes += 1
         joined = True
-    return ItemOutcome(added, writes, replayed, joined)
+    return ItemOutcome(added, writes, replayed, healed, joined)
 
 
 def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:

@@ -96,20 +96,14 @@ def gather_top_n(
     gathered: list[Entry] = []
     origin: dict[str, int] = {}
     last_seen: dict[int, int] = {}
-    open_shards = {s: first_page_size(n, shards, previous_hits, s) for s in range(shards)}
-    first = True
+    page_sizes = {s: first_page_size(n, shards, previous_hits, s) for s in range(shards)}
     rounds = items_read = 0
     with ThreadPoolExecutor(max_workers=parallelism or min(shards, 32)) as pool:
-        while open_shards:
+        while page_sizes:
             rounds += 1
-            pages = dict(
-                zip(
-                    open_shards, pool.map(lambda s: fetch(s, open_shards[s], first), open_shards), strict=True
-                )
-            )
-            first = False
+            requests = [(shard, size, rounds == 1) for shard, size in page_sizes.items()]
             exhausted = set()
-            for shard, page in pages.items():
+            for (shard, _, _), page in zip(requests, pool.map(lambda r: fetch(*r), requests), strict=True):
                 items_read += len(page.entries)
                 gathered.extend(page.entries)
                 origin.update((e.id, shard) for e in page.entries)
@@ -118,9 +112,9 @@ def gather_top_n(
                 if not page.more:
                     exhausted.add(shard)
             threshold = _nth_best_views(gathered, n)
-            open_shards = {
+            page_sizes = {
                 s: next_page_size(n, shards)
-                for s in open_shards
+                for s in page_sizes
                 if s not in exhausted and (threshold is None or last_seen.get(s, math.inf) >= threshold)
             }
     best = top(gathered, n)

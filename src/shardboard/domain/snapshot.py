@@ -35,14 +35,12 @@ def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None)
         )
         return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
 
-    gathered = gather_top_n(
-        settings.top_n, settings.board_shards, fetch, previous["shard_hits"] if previous else None
-    )
+    gathered = gather_top_n(settings.top_n, settings.board_shards, fetch, previous["shard_hits"] if previous else None)
     items = [[e.id, e.views] for e in gathered.top]
     digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
     if previous is not None and previous["digest"] == digest:
         return SnapshotResult(previous, written=False, gathered=gathered)
-    snapshot = {
+    snapshot: dict[str, Any] = {
         "board": settings.board,
         "version": previous["version"] + 1 if previous else 1,
         "generated_at": now or iso_now(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -24,15 +24,17 @@ class AggregatingProcessor(BatchProcessor):
     """
 
     outcome: BatchOutcome
+    skipped: int
 
     def __init__(self) -> None:
-        super().__init__(event_type=EventType.DynamoDBStreams, logger=logger)
+        super().__init__(event_type=EventType.DynamoDBStreams)
 
     def process(self) -> list[tuple[Any, ...]]:
         read: list[tuple[DynamoDBRecord, ViewRecord | None]] = []
         for raw in self.records:
-            record = self._to_batch_type(raw, self.event_type)
+            record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
             read.append((record, self.handler(record=record)))
+        self.skipped = sum(view is None for _, view in read)
         self.outcome = apply_batch(board_store(), [view for _, view in read if view], settings())
         results = []
         for record, view in read:
@@ -45,7 +47,7 @@ class AggregatingProcessor(BatchProcessor):
 
 
 def read_view(record: DynamoDBRecord) -> ViewRecord | None:
-    """A counter step, or None for a record that is not ours (skipped, logged and counted, never fatal)."""
+    """A counter step, or None for a record that is not ours (skipped and logged here, counted per batch)."""
     stream = record.dynamodb
     try:
         if stream is None:
@@ -57,14 +59,12 @@ def read_view(record: DynamoDBRecord) -> ViewRecord | None:
             stream.sequence_number or "",
         )
     except UnexpectedRecord as skip:
-        metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=1)
         logger.warning(
             "stream record skipped",
             extra={"reason": skip.reason, "detail": str(skip), "event_id": record.event_id},
         )
         return None
     except Exception as error:  # an undecodable image is a foreign record too, not a reason to fail the batch
-        metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=1)
         logger.warning(
             "stream record skipped",
             extra={"reason": "malformed", "detail": repr(error), "event_id": record.event_id},
@@ -80,15 +80,19 @@ processor = AggregatingProcessor()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = process_partial_response(
-        event=event, record_handler=read_view, processor=processor, context=context
-    )
+    response = process_partial_response(event=event, record_handler=read_view, processor=processor, context=context)
     outcome = processor.outcome
     metrics.add_metric(name="ViewsAggregated", unit=MetricUnit.Count, value=outcome.views_added)
     metrics.add_metric(name="AggregateWrites", unit=MetricUnit.Count, value=outcome.aggregate_writes)
     metrics.add_metric(name="ReplaysAbsorbed", unit=MetricUnit.Count, value=outcome.replays_absorbed)
+    metrics.add_metric(name="GapsHealed", unit=MetricUnit.Count, value=outcome.gaps_healed)
     metrics.add_metric(name="IndexJoins", unit=MetricUnit.Count, value=outcome.index_joins)
     metrics.add_metric(name="ItemsFailed", unit=MetricUnit.Count, value=len(outcome.failures))
+    metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=processor.skipped)
+    for item, error in outcome.failures.items():
+        logger.warning(
+            "aggregate write failed; its records are reported for retry", extra={"item_id": item, "error": repr(error)}
+        )
     if outcome.replays_absorbed:
         logger.info("replay absorbed", extra={"items": outcome.replays_absorbed})
     logger.info(

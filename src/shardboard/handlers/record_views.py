@@ -24,9 +24,7 @@ def post_views() -> Response[dict[str, Any]]:
     try:
         body = json.loads(app.current_event.body or "")
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BadRequestError(
-            f"body is not valid JSON: {error.msg if hasattr(error, 'msg') else error}"
-        ) from None
+        raise BadRequestError(f"body is not valid JSON: {error.msg if hasattr(error, 'msg') else error}") from None
     try:
         item_id, count = validation.view_request(body)
     except validation.BadInput as error:

@@ -71,9 +71,7 @@ class StreamRunner:
         attempts = 0
         while True:
             progressed = False
-            for page in read_shard(
-                self.streams, arn, shard_id, self.positions.get(shard_id), self.batch_size
-            ):
+            for page in read_shard(self.streams, arn, shard_id, self.positions.get(shard_id), self.batch_size):
                 batch = [lambda_record(r, arn) for r in page]
                 response = self.handler(lambda_event(batch), LocalContext()) or {}
                 self.stats.batches += 1

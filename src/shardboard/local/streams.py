@@ -49,9 +49,7 @@ def shards_parents_first(streams: Any, stream_arn: str) -> list[Record]:
     pending = list(shards)
     while pending:
         ready = [s for s in pending if s.get("ParentShardId") not in known or s["ParentShardId"] in placed]
-        if (
-            not ready
-        ):  # a cycle cannot happen in DynamoDB; keep whatever order remains rather than loop forever
+        if not ready:  # a cycle cannot happen in DynamoDB; keep whatever order remains rather than loop forever
             ready = pending
         for shard in ready:
             ordered.append(shard)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,8 @@ class Template:
         if unknown:
             raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
         parameters = {name: str(spec.get("Default", "")) for name, spec in declared.items()}
-        parameters.update({k: str(v) for k, v in (overrides or {}).items()})
+        for name, value in (overrides or {}).items():
+            parameters[name] = _checked(name, str(value), declared[name])
         return cls(body, parameters, stack)
 
     # -- intrinsic functions
@@ -84,20 +85,26 @@ class Template:
             return node
         if len(node) == 1:
             ((key, value),) = node.items()
-            if key == "Ref":
-                return self._ref(value)
-            if key == "Fn::Sub":
-                return self._sub(value)
-            if key == "Fn::If":
-                condition, when_true, when_false = value
-                return self.resolve(when_true if self.condition(condition) else when_false)
-            if key == "Fn::Equals":
-                left, right = self.resolve(value)
-                return str(left) == str(right)
+            intrinsics: dict[str, Callable[[Any], Any]] = {
+                "Ref": self._ref,
+                "Fn::Sub": self._sub,
+                "Fn::If": self._if,
+                "Fn::Equals": self._equals,
+            }
+            if key in intrinsics:
+                return intrinsics[key](value)
             if key.startswith("Fn::"):
                 raise TemplateError(f"{key} is not supported in table properties")
         resolved = {k: self.resolve(v) for k, v in node.items()}
         return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+    def _if(self, value: list[Any]) -> Any:
+        condition, when_true, when_false = value
+        return self.resolve(when_true if self.condition(condition) else when_false)
+
+    def _equals(self, value: list[Any]) -> bool:
+        left, right = self.resolve(value)
+        return str(left) == str(right)
 
     def condition(self, name: str) -> bool:
         return bool(self.resolve(self.body.get("Conditions", {})[name]))
@@ -130,18 +137,12 @@ class Template:
     # -- tables
     def table_resources(self) -> dict[str, dict[str, Any]]:
         return {
-            name: r
-            for name, r in self.body.get("Resources", {}).items()
-            if r.get("Type") == "AWS::DynamoDB::Table"
+            name: r for name, r in self.body.get("Resources", {}).items() if r.get("Type") == "AWS::DynamoDB::Table"
         }
 
     def table_name(self, logical_id: str) -> str:
         properties = self.table_resources()[logical_id].get("Properties", {})
-        return (
-            str(self.resolve(properties["TableName"]))
-            if "TableName" in properties
-            else f"{self.stack}-{logical_id}"
-        )
+        return str(self.resolve(properties["TableName"])) if "TableName" in properties else f"{self.stack}-{logical_id}"
 
     def create_table_requests(self) -> dict[str, dict[str, Any]]:
         """CreateTable arguments for every table, keyed by logical id."""
@@ -168,6 +169,25 @@ class Template:
                 values[field_name] = raw if field_name in ("board", "schedule") else int(raw)
         values.update(changes)
         return Settings(**values)
+
+
+def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
+    """Refuse a parameter value the way CloudFormation would (type, range, allowed values, pattern)."""
+    if spec.get("Type") == "Number":
+        try:
+            number = float(value)
+        except ValueError:
+            raise TemplateError(f"parameter {name} must be a number, got {value!r}") from None
+        low, high = spec.get("MinValue"), spec.get("MaxValue")
+        if (low is not None and number < float(low)) or (high is not None and number > float(high)):
+            raise TemplateError(f"parameter {name} must be from {low} to {high}, got {value}")
+    allowed = spec.get("AllowedValues")
+    if allowed and value not in [str(a) for a in allowed]:
+        raise TemplateError(f"parameter {name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+    pattern = spec.get("AllowedPattern")
+    if pattern and not re.fullmatch(pattern, value):
+        raise TemplateError(f"parameter {name} must match {pattern}, got {value!r}")
+    return value
 
 
 def create_tables(client: Any, template: Template, wait_seconds: float = 60) -> list[str]:

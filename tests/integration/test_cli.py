@@ -1,0 +1,92 @@
+"""The shardboard CLI on moto: the seed's own example, and bad input refused with a one-line reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from moto import mock_aws
+
+from shardboard.cli import main
+
+SEED = {
+    "images/001.jpg": 27,
+    "images/002.jpg": 23,
+    "images/003.jpg": 16,
+    "images/004.jpg": 83,
+    "images/005.jpg": 52,
+    "images/006.jpg": 94,
+}
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    # What `shardboard` sets for a terminal, scoped to this test (monkeypatch restores it)
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    for name in (
+        "VIEWS_TABLE",
+        "BOARD_TABLE",
+        "BOARD_NAME",
+        "WRITE_SHARDS",
+        "BOARD_SHARDS",
+        "TOP_N",
+        "SNAPSHOT_SCHEDULE",
+        "SPARSE_INDEX",
+        "WRITE_CONCURRENCY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+    with mock_aws():
+        yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
+
+
+def test_seed_example_through_the_cli(cli):
+    assert cli("init").exit_code == 0
+    for item, count in SEED.items():
+        assert cli("record", item, "-n", str(count)).exit_code == 0
+    assert "processed" in cli("process", "--drain").output
+    assert cli("snapshot").exit_code == 0
+    result = cli("top", "-n", "3", "--json")
+    board = json.loads(result.output)
+    assert [(e["rank"], e["id"], e["views"]) for e in board["items"]] == [
+        (1, "images/006.jpg", 94),
+        (2, "images/004.jpg", 83),
+        (3, "images/005.jpg", 52),
+    ]
+    verify = cli("verify", "--json")
+    assert verify.exit_code == 0 and json.loads(verify.output)["exact"] is True
+
+
+def test_verify_exits_1_when_an_aggregate_differs(cli):
+    cli("init")
+    cli("record", "a", "b", "-n", "2")
+    assert cli("verify").exit_code == 1  # the stream has not been processed: aggregates lag the base table
+    cli("process", "--drain")
+    assert cli("verify").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["record", ""], "id must not be empty"),
+        (["record", "ok", "bad\tid"], "control character"),
+        (["record", "a", "-n", "0"], "at least 1"),
+        (["record", "a", "-n", "5000"], "at most 1000"),
+        (["record", "x" * 600], "600 bytes"),
+        (["top", "-n", "0"], "limit must be from 1"),
+        (["-p", "NoSuchParameter=1", "init"], "unknown template parameter"),
+        (["-p", "TopN=many", "init"], "parameter TopN must be a number"),
+        (["-p", "TopN=0", "init"], "parameter TopN must be from 1 to 5000"),
+        (["-p", "SparseIndex=maybe", "init"], "must be one of true, false"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli, args, reason):
+    cli("init")
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert reason in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    verify = json.loads(cli("verify", "--json").output)
+    assert verify["views"] == 0
