@@ -54,8 +54,9 @@ def threshold_pk(board: str) -> str:
     return f"threshold#{board}"
 
 
-def board_shard_value(board: str, shard: int) -> str:
-    return f"{board}#{shard}"
+def board_shard_value(board: str, shard: int, shards: int) -> str:
+    """GSI partition key of board shard ``shard`` of ``shards``: naming the layout lets S change without collisions."""
+    return f"{board}#{shards}#{shard}"
 
 
 def applied_attr(shard: int) -> str:

@@ -36,7 +36,8 @@ def test_board_shards_spread_items_evenly():
     for i in range(10_000):
         counts[board_shard_of(f"images/{i:05d}.jpg", 10)] += 1
     assert max(counts) < 1100 and min(counts) > 900
-    assert board_shard_value("global", 3) == "global#3"
+    assert board_shard_value("global", 3, 10) == "global#10#3"
+    assert board_shard_value("global", 3, 10) != board_shard_value("global", 3, 20)
 
 
 def test_seed_001_formula():

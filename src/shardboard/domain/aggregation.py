@@ -110,7 +110,8 @@ def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Sett
     outcome.threshold = board.get_threshold(settings.board) if settings.sparse_index else 0
 
     def apply(delta: ItemDelta) -> ItemOutcome:
-        shard = board_shard_value(settings.board, board_shard_of(delta.item_id, settings.board_shards))
+        shards = settings.board_shards
+        shard = board_shard_value(settings.board, board_shard_of(delta.item_id, shards), shards)
         return apply_item(board, delta, shard, outcome.threshold)
 
     with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(deltas))) as pool:

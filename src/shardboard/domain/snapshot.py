@@ -31,7 +31,9 @@ def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None)
 
     def fetch(shard: int, limit: int, first_page: bool) -> Page:
         rows, cursors[shard] = board.query_shard(
-            board_shard_value(settings.board, shard), limit, None if first_page else cursors.get(shard)
+            board_shard_value(settings.board, shard, settings.board_shards),
+            limit,
+            None if first_page else cursors.get(shard),
         )
         return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
 
