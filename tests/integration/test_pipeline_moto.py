@@ -146,3 +146,19 @@ def test_random_workload_with_sparse_index_gives_the_exact_top_n(make_pipeline):
     in_index = {item for item, (_, indexed) in pipeline.board.scan_aggregates().items() if indexed}
     assert len(in_index) < len(truth)
     assert pipeline.board.get_threshold("global") == expected[-1].views
+
+
+def test_snapshot_is_written_only_when_its_content_changes(make_pipeline):
+    pipeline = make_pipeline(TopN="3")
+    record(pipeline, {"a": 3, "b": 2})
+    pipeline.aggregate(pipeline.stream_records())
+    first = pipeline.snapshot()
+    again = pipeline.snapshot()
+    assert (first["written"], first["version"]) == (True, 1)
+    assert (again["written"], again["version"]) == (False, 1)
+    record(pipeline, {"b": 2}, seed=8)
+    pipeline.aggregate(pipeline.stream_records())
+    changed = pipeline.snapshot()
+    assert (changed["written"], changed["version"]) == (True, 2)
+    stored = pipeline.board.get_snapshot("global")
+    assert stored["items"] == [["b", 4], ["a", 3]] and stored["items_read"] == changed["items_read"] > 0

@@ -37,7 +37,6 @@ class ItemDelta:
 
     item_id: str
     shards: dict[int, ShardStep] = field(default_factory=dict)
-    sequence_numbers: list[str] = field(default_factory=list)
 
     def add(self, record: ViewRecord) -> None:
         step = self.shards.get(record.shard)
@@ -46,12 +45,6 @@ class ItemDelta:
         else:
             # Counters only grow; a record older than one already seen (a duplicate inside one batch) adds nothing.
             self.shards[record.shard] = ShardStep(before=step.before, after=max(step.after, record.new))
-        self.sequence_numbers.append(record.sequence_number)
-
-    @property
-    def views(self) -> int:
-        """Views this batch adds if the aggregate was exactly at each shard's ``before`` value."""
-        return sum(max(0, s.after - s.before) for s in self.shards.values())
 
 
 def fold(records: Iterable[ViewRecord]) -> dict[str, ItemDelta]:

@@ -43,7 +43,7 @@ def verify(views: ViewStore, board: BoardStore, settings: Settings) -> Report:
     for item in sorted(truth.keys() | aggregates.keys()):
         expected = truth.get(item, 0)
         found = aggregates[item][0] if item in aggregates else None
-        if (found or 0) != expected or (found is None and expected):
+        if found != expected:
             report.differences.append(Difference(item, expected, found))
         if item in aggregates and not aggregates[item][1] and aggregates[item][0] >= threshold:
             report.index_misses.append(item)
