@@ -86,6 +86,12 @@ class Pipeline:
         return self.views.scan_totals()
 
 
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local runner's checkpoints and dead letters go to the test's own directory, never to ./.shardboard."""
+    monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def make_pipeline() -> Iterator[Any]:
     """Build a pipeline on moto from template.yaml with parameter overrides, e.g. ``make_pipeline(TopN="3")``."""

@@ -54,18 +54,32 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
 @click.option("--batch-size", type=click.IntRange(1, 10000), help="Records per batch (default: the template's).")
 @click.pass_context
 def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
-    """Deliver the base table's stream to the aggregator, as the Lambda event source mapping does."""
+    """Deliver the base table's stream to the aggregator, as the Lambda event source mapping does.
+
+    Settings come from the template's event source; checkpoints and dead letters live in SHARDBOARD_STATE_DIR
+    (default .shardboard/), so a stopped or killed runner resumes where it left off.
+    """
     from shardboard.handlers import aggregate
-    from shardboard.local.stream_runner import StreamRunner
+    from shardboard.local.stream_runner import EventSourceMapping, StreamRunner, default_state_dir
 
     rt = runtime(ctx)
     rt.export_to_handlers()
-    size = batch_size or int(rt.template.parameters.get("StreamBatchSize", 1000))
-    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, batch_size=size)
     with one_line_errors():
+        mapping = EventSourceMapping.from_template(rt.template)
+        runner = StreamRunner(
+            rt.dynamodb,
+            rt.streams,
+            rt.settings.views_table,
+            aggregate.handler,
+            batch_size=batch_size,
+            mapping=mapping,
+            state_dir=default_state_dir(),
+        )
         if drain:
             stats = runner.drain()
             console.print(f"processed {stats.records} records in {stats.batches} batches")
+            if stats.dead_letter_batches:
+                console.print(f"{stats.dead_letter_batches} batch(es) sent to {default_state_dir()}/dead-letters.jsonl")
         else:
             console.print("following the stream (Ctrl-C to stop)")
             try:

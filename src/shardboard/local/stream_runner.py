@@ -1,100 +1,555 @@
-"""Deliver the base table's stream to the aggregator handler in Lambda's event shape.
+"""Deliver the base table's stream to the aggregator as the Lambda event source mapping does.
 
-This is the simple form: batches of up to BatchSize records per shard, parents first, and on a partial batch
-failure the shard resumes from the lowest failed sequence number (Lambda's ReportBatchItemFailures rule).
-Positions live in memory; re-reading from the start is safe because the aggregation is exactly-once.
+The mapping's settings come from template.yaml (AggregatorFunction's DynamoDB event): BatchSize,
+MaximumBatchingWindowInSeconds, FunctionResponseTypes [ReportBatchItemFailures], BisectBatchOnFunctionError,
+MaximumRetryAttempts, MaximumRecordAgeInSeconds, FilterCriteria, the on-failure destination. Shards are read
+parents first through the DynamoDB Streams API; each shard's checkpoint is persisted in the state directory, so a
+runner killed with SIGKILL resumes where it stopped. docs/local-runtime.md tells the rules one by one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from shardboard.local.event_filter import matches_any
 from shardboard.local.lambda_context import LocalContext
-from shardboard.local.streams import (
-    lambda_event,
-    lambda_record,
-    latest_stream_arn,
-    read_shard,
-    shards_parents_first,
-)
+from shardboard.local.streams import lambda_event, lambda_record, latest_stream_arn, shards_parents_first
+from shardboard.local.template import Template, TemplateError
+from shardboard.store import error_code
 
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+Handler = Callable[[dict[str, Any], Any], Any]
+Record = dict[str, Any]
+
+STATE_DIR_ENV = "SHARDBOARD_STATE_DIR"
+DEFAULT_STATE_DIR = Path(".shardboard")
+DEAD_LETTERS_FILE = "dead-letters.jsonl"
+# Lambda's synchronous invocation payload limit: a batch is cut before it would exceed it.
+MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
+# One GetRecords call returns at most 1,000 records.
+GET_RECORDS_LIMIT = 1000
+# Lambda polls each shard four times a second.
+POLL_SECONDS = 0.25
+# Back-off between retries of a failing batch (doubling up to the cap): a throttled table gets room to recover.
+RETRY_BACKOFF_SECONDS = 0.05
+RETRY_BACKOFF_CAP_SECONDS = 2.0
+
+log = logging.getLogger(__name__)
 
 
-class StreamStuck(RuntimeError):
-    """A batch kept failing after the allowed retries."""
+def default_state_dir() -> Path:
+    """``SHARDBOARD_STATE_DIR``, else ``./.shardboard``."""
+    return Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
+
+
+# ----------------------------------------------------------------------------------------------- mapping settings
+@dataclass(frozen=True)
+class EventSourceMapping:
+    """The stream event source settings; the defaults are Lambda's own (CreateEventSourceMapping)."""
+
+    batch_size: int = 100
+    batching_window_seconds: float = 0.0
+    report_batch_item_failures: bool = False
+    bisect_on_function_error: bool = False
+    max_retry_attempts: int = -1  # -1: until the record expires
+    max_record_age_seconds: int = -1  # -1: until the record expires (24 h on DynamoDB Streams)
+    filter_patterns: tuple[dict[str, Any], ...] = ()
+    starting_position: str = "TRIM_HORIZON"
+    on_failure_destination: bool = False
+    function_name: str = "AggregatorFunction"
+    function_timeout_seconds: float = 3.0
+
+    @classmethod
+    def from_template(cls, template: Template, function: str = "AggregatorFunction") -> EventSourceMapping:
+        """The DynamoDB event of ``function`` in template.yaml, parameters resolved."""
+        resources = template.body.get("Resources", {})
+        if function not in resources:
+            raise TemplateError(f"template has no resource {function}")
+        properties = resources[function].get("Properties", {})
+        events = [e for e in properties.get("Events", {}).values() if e.get("Type") == "DynamoDB"]
+        if not events:
+            raise TemplateError(f"{function} has no DynamoDB event")
+        source = events[0].get("Properties", {})
+
+        def setting(name: str, default: Any) -> Any:
+            return template.resolve(source[name]) if name in source else default
+
+        globals_timeout = template.body.get("Globals", {}).get("Function", {}).get("Timeout", 3)
+        patterns = [f.get("Pattern") for f in setting("FilterCriteria", {}).get("Filters", [])]
+        return cls(
+            batch_size=int(setting("BatchSize", cls.batch_size)),
+            batching_window_seconds=float(setting("MaximumBatchingWindowInSeconds", 0)),
+            report_batch_item_failures="ReportBatchItemFailures" in setting("FunctionResponseTypes", []),
+            bisect_on_function_error=_boolean(setting("BisectBatchOnFunctionError", False)),
+            max_retry_attempts=int(setting("MaximumRetryAttempts", -1)),
+            max_record_age_seconds=int(setting("MaximumRecordAgeInSeconds", -1)),
+            filter_patterns=tuple(json.loads(p) if isinstance(p, str) else p for p in patterns if p),
+            starting_position=str(setting("StartingPosition", "TRIM_HORIZON")),
+            # The destination's ARN is a !GetAtt of a deployed queue; locally only its presence matters.
+            on_failure_destination="OnFailure" in source.get("DestinationConfig", {}),
+            function_name=function,
+            function_timeout_seconds=float(template.resolve(properties.get("Timeout", globals_timeout))),
+        )
+
+
+def _boolean(value: Any) -> bool:
+    return value is True or str(value).lower() == "true"
+
+
+# ----------------------------------------------------------------------------------------------- state on disk
+@dataclass
+class ShardCheckpoint:
+    sequence_number: str | None = None  # last record handled (delivered, dropped by the filter or dead-lettered)
+    finished: bool = False  # closed and read to the end: its children may start
+
+
+class CheckpointStore:
+    """Per-shard checkpoints of one table's stream, in ``<state>/checkpoints/<table>.json`` (None: memory only)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.stream_arn: str | None = None
+        self.shards: dict[str, ShardCheckpoint] = {}
+
+    def load(self, stream_arn: str) -> None:
+        """Read the checkpoints of ``stream_arn``; a different (re-created) stream starts from scratch."""
+        if self.stream_arn == stream_arn:
+            return
+        self.stream_arn, self.shards = stream_arn, {}
+        if self.path is None or not self.path.exists():
+            return
+        stored = json.loads(self.path.read_text(encoding="utf-8"))
+        if stored.get("streamArn") == stream_arn:
+            self.shards = {
+                shard: ShardCheckpoint(value.get("sequenceNumber"), bool(value.get("finished")))
+                for shard, value in stored.get("shards", {}).items()
+            }
+
+    def get(self, shard_id: str) -> ShardCheckpoint:
+        return self.shards.setdefault(shard_id, ShardCheckpoint())
+
+    def advance(self, shard_id: str, sequence_number: str) -> None:
+        self.get(shard_id).sequence_number = sequence_number
+        self._save()
+
+    def finish(self, shard_id: str) -> None:
+        self.get(shard_id).finished = True
+        self._save()
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        body = {
+            "streamArn": self.stream_arn,
+            "updatedAt": _iso(time.time()),
+            "shards": {
+                shard: {"sequenceNumber": c.sequence_number, "finished": c.finished} for shard, c in self.shards.items()
+            },
+        }
+        write_atomically(self.path, json.dumps(body, indent=1))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file in the same directory and rename it over ``path``: a kill leaves old or new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temporary).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(temporary).unlink()
+        raise
+
+
+# ----------------------------------------------------------------------------------------------- the runner
+@dataclass
+class RunStats:
+    batches: int = 0  # invocations that succeeded (fully or in part)
+    records: int = 0  # records handed to the function, retries included
+    retries: int = 0  # invocations repeated after a failure
+    invocations: int = 0
+    function_errors: int = 0  # invocations that raised
+    partial_failures: int = 0  # invocations that reported batchItemFailures
+    bisections: int = 0
+    filtered: int = 0  # records dropped by FilterCriteria before the function
+    dead_letter_batches: int = 0
+    dead_letter_records: int = 0
+    iterator_age_seconds: float = 0.0  # Lambda's IteratorAge: now - arrival of the last record delivered
+    last_error: str | None = None
 
 
 @dataclass
-class RunStats:
-    batches: int = 0
-    records: int = 0
-    retries: int = 0
+class _Shard:
+    shard_id: str
+    iterator: str | None = None
+    closed: bool = False  # GetRecords returned no NextShardIterator: nothing more will arrive
+    pending: deque[Record] = field(default_factory=deque)  # read, not yet handled (Lambda-shaped)
+
+
+@dataclass
+class _Failure:
+    index: int  # records before it are done
+    function_error: bool  # the function raised (bisect applies) rather than reporting items
 
 
 @dataclass
 class StreamRunner:
+    """Reads ``table``'s stream and invokes ``handler`` with Lambda's events and event-source-mapping semantics.
+
+    ``mapping`` defaults to the template's settings for AggregatorFunction; ``batch_size`` / ``max_retries``
+    override it. ``state_dir`` (e.g. :func:`default_state_dir`) persists checkpoints and receives the dead-letter
+    file; without it positions live in memory and dead letters only in :attr:`dead_letters`.
+    """
+
     dynamodb: Any
     streams: Any
     table: str
     handler: Handler
-    batch_size: int = 1000
-    max_retries: int = 3
-    positions: dict[str, str] = field(default_factory=dict)  # shard id -> last sequence number handled
+    batch_size: int | None = None
+    max_retries: int | None = None
+    mapping: EventSourceMapping | None = None
+    state_dir: Path | None = None
     stats: RunStats = field(default_factory=RunStats)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.mapping is None:
+            try:
+                self.mapping = EventSourceMapping.from_template(Template.load())
+            except TemplateError:
+                self.mapping = EventSourceMapping()
+        if self.batch_size is not None:
+            self.mapping = replace(self.mapping, batch_size=self.batch_size)
+        if self.max_retries is not None:
+            self.mapping = replace(self.mapping, max_retry_attempts=self.max_retries)
+        self.settings: EventSourceMapping = self.mapping
+        self.checkpoints = CheckpointStore(
+            self.state_dir / "checkpoints" / f"{self.table}.json" if self.state_dir else None
+        )
+        self._shards: dict[str, _Shard] = {}
+        self._stop = threading.Event()
+
+    @property
+    def positions(self) -> dict[str, str]:
+        """Shard id -> sequence number of the last record handled."""
+        return {s: c.sequence_number for s, c in self.checkpoints.shards.items() if c.sequence_number}
+
+    # -- driving
     def run_once(self) -> int:
-        """One pass over every shard up to its current end; returns the records delivered."""
+        """One pass over every shard whose parent is done, up to its current end; returns records delivered."""
         arn = latest_stream_arn(self.dynamodb, self.table)
+        self.checkpoints.load(arn)
         delivered = 0
-        for shard in shards_parents_first(self.streams, arn):
-            delivered += self._drain_shard(arn, shard["ShardId"])
+        shards = shards_parents_first(self.streams, arn)
+        known = {s["ShardId"] for s in shards}
+        for description in shards:
+            shard_id, parent = description["ShardId"], description.get("ParentShardId")
+            if self.checkpoints.get(shard_id).finished:
+                continue
+            if parent is not None and parent in known and not self.checkpoints.get(parent).finished:
+                continue  # Lambda finishes a parent before it reads the child
+            delivered += self._process_shard(arn, self._shards.setdefault(shard_id, _Shard(shard_id)))
+            if self._stop.is_set():
+                break
         return delivered
 
     def drain(self, idle_passes: int = 1) -> RunStats:
-        """Deliver until a pass finds nothing new."""
+        """Deliver until ``idle_passes`` passes in a row find nothing new."""
         quiet = 0
-        while quiet < idle_passes:
+        while quiet < idle_passes and not self._stop.is_set():
             quiet = quiet + 1 if self.run_once() == 0 else 0
         return self.stats
 
-    def run_forever(self, poll_seconds: float = 1.0) -> None:
-        while True:
+    def run_forever(self, poll_seconds: float = POLL_SECONDS) -> None:
+        """Follow the stream until :meth:`stop` (or Ctrl-C)."""
+        while not self._stop.is_set():
             if self.run_once() == 0:
-                time.sleep(poll_seconds)
+                self._stop.wait(poll_seconds)
 
-    def _drain_shard(self, arn: str, shard_id: str) -> int:
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- one shard
+    def _process_shard(self, arn: str, shard: _Shard) -> int:
         delivered = 0
-        attempts = 0
-        while True:
-            progressed = False
-            for page in read_shard(self.streams, arn, shard_id, self.positions.get(shard_id), self.batch_size):
-                batch = [lambda_record(r, arn) for r in page]
-                response = self.handler(lambda_event(batch), LocalContext()) or {}
-                self.stats.batches += 1
-                delivered += len(batch)
-                failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-                done = _handled_prefix(batch, failed)
-                if done:
-                    self.positions[shard_id] = done[-1]["dynamodb"]["SequenceNumber"]
-                    progressed = True
-                if failed:
-                    break  # resume from the lowest failed record, as Lambda does
-            else:
-                self.stats.records += delivered
-                return delivered
-            attempts = 0 if progressed else attempts + 1
+        while not self._stop.is_set():
+            batch = self._next_batch(arn, shard)
+            if batch is None:
+                break
+            records, last_sequence = batch
+            if records:
+                delivered += self._deliver(arn, shard.shard_id, records)
+            self.checkpoints.advance(shard.shard_id, last_sequence)
+        if shard.closed and not shard.pending and not self._stop.is_set():
+            self.checkpoints.finish(shard.shard_id)
+        return delivered
+
+    def _next_batch(self, arn: str, shard: _Shard) -> tuple[list[Record], str] | None:
+        """Up to BatchSize records (waiting up to the batching window to fill it), minus filtered ones.
+
+        Returns the records to invoke with and the sequence number of the last record taken, or None when the
+        shard has nothing new.
+        """
+        settings = self.settings
+        started = time.monotonic()
+        while len(shard.pending) < settings.batch_size and not shard.closed:
+            if self._read(arn, shard, settings.batch_size - len(shard.pending)):
+                continue
+            waited = time.monotonic() - started
+            if not shard.pending or waited >= settings.batching_window_seconds or self._stop.is_set():
+                break
+            time.sleep(min(POLL_SECONDS, settings.batching_window_seconds - waited))
+        if not shard.pending:
+            return None
+        taken: list[Record] = []
+        size = 2  # the event's {"Records": [...]} wrapper
+        while shard.pending and len(taken) < settings.batch_size:
+            record_size = len(json.dumps(shard.pending[0], default=str)) + 1
+            if taken and size + record_size > MAX_PAYLOAD_BYTES:
+                break
+            taken.append(shard.pending.popleft())
+            size += record_size
+        last_sequence = taken[-1]["dynamodb"]["SequenceNumber"]
+        kept = [r for r in taken if not settings.filter_patterns or matches_any(settings.filter_patterns, r)]
+        self.stats.filtered += len(taken) - len(kept)
+        return kept, last_sequence
+
+    def _read(self, arn: str, shard: _Shard, wanted: int) -> bool:
+        """One GetRecords call into ``shard.pending``; returns whether it brought records."""
+        if shard.iterator is None:
+            shard.iterator = self._iterator(arn, shard.shard_id)
+        if shard.iterator is None:
+            shard.closed = True
+            return False
+        try:
+            response = self.streams.get_records(ShardIterator=shard.iterator, Limit=min(wanted, GET_RECORDS_LIMIT))
+        except ClientError as error:
+            if error_code(error) in ("ExpiredIteratorException", "TrimmedDataAccessException"):
+                shard.iterator = None  # re-open from the checkpoint on the next read
+                shard.pending.clear()
+                return False
+            raise
+        records = response.get("Records", [])
+        shard.pending.extend(lambda_record(r, arn) for r in records)
+        shard.iterator = response.get("NextShardIterator")
+        if shard.iterator is None:
+            shard.closed = True
+        return bool(records)
+
+    def _iterator(self, arn: str, shard_id: str) -> str | None:
+        after = self.checkpoints.get(shard_id).sequence_number
+        kwargs: dict[str, Any] = {"StreamArn": arn, "ShardId": shard_id}
+        if after:
+            kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
+        else:
+            kwargs["ShardIteratorType"] = self.settings.starting_position
+        try:
+            return self.streams.get_shard_iterator(**kwargs).get("ShardIterator")  # type: ignore[no-any-return]
+        except ClientError as error:
+            if error_code(error) != "TrimmedDataAccessException":
+                raise
+            # The checkpoint fell off the 24-hour retention: Lambda too can only go on from the oldest record.
+            kwargs = {"StreamArn": arn, "ShardId": shard_id, "ShardIteratorType": "TRIM_HORIZON"}
+            return self.streams.get_shard_iterator(**kwargs).get("ShardIterator")  # type: ignore[no-any-return]
+
+    # -- one batch: retries, partial failures, bisect, the failure destination
+    def _deliver(self, arn: str, shard_id: str, records: list[Record]) -> int:
+        """Invoke until every record of the batch succeeded or went to the failure destination."""
+        queue: deque[list[Record]] = deque([records])
+        attempts, delivered = 0, 0
+        while queue:
+            batch = self._expire(arn, shard_id, queue.popleft(), attempts)
+            if not batch:
+                continue
+            failure = self._invoke(batch)
+            delivered += len(batch)
+            if failure is None:
+                self.checkpoints.advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
+                attempts = 0
+                continue
+            if failure.index > 0:  # records before the lowest failed one are done: Lambda checkpoints there
+                self.checkpoints.advance(shard_id, batch[failure.index - 1]["dynamodb"]["SequenceNumber"])
+                queue.appendleft(batch[failure.index :])
+                attempts = 0
+                continue
+            if failure.function_error and self.settings.bisect_on_function_error and len(batch) > 1:
+                half = len(batch) // 2  # splitting does not use up the retry quota
+                queue.extendleft([batch[half:], batch[:half]])
+                self.stats.bisections += 1
+                continue
+            attempts += 1
+            if 0 <= self.settings.max_retry_attempts < attempts:
+                self._dead_letter(
+                    arn,
+                    shard_id,
+                    batch,
+                    condition="RetryAttemptsExhausted",
+                    attempts=attempts,
+                    function_error=failure.function_error,
+                )
+                self.checkpoints.advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
+                attempts = 0
+                continue
             self.stats.retries += 1
-            if attempts > self.max_retries:
-                raise StreamStuck(f"shard {shard_id}: a batch failed {attempts} times in a row")
+            queue.appendleft(batch)
+            time.sleep(min(RETRY_BACKOFF_CAP_SECONDS, RETRY_BACKOFF_SECONDS * 2 ** (attempts - 1)))
+        return delivered
+
+    def _expire(self, arn: str, shard_id: str, batch: list[Record], attempts: int) -> list[Record]:
+        """Drop (to the failure destination) the leading records older than MaximumRecordAgeInSeconds."""
+        limit = self.settings.max_record_age_seconds
+        if limit < 0:
+            return batch
+        now = time.time()
+        fresh = next((i for i, r in enumerate(batch) if now - _arrival(r) <= limit), len(batch))
+        if fresh:
+            self._dead_letter(
+                arn, shard_id, batch[:fresh], condition="RecordAgeExceeded", attempts=attempts, function_error=False
+            )
+            self.checkpoints.advance(shard_id, batch[fresh - 1]["dynamodb"]["SequenceNumber"])
+        return batch[fresh:]
+
+    def _invoke(self, batch: list[Record]) -> _Failure | None:
+        """Call the function once; None when the whole batch succeeded."""
+        self.stats.invocations += 1
+        self.stats.records += len(batch)
+        self.stats.iterator_age_seconds = max(0.0, time.time() - _arrival(batch[-1]))
+        context = LocalContext(
+            function_name=self.settings.function_name, timeout_seconds=self.settings.function_timeout_seconds
+        )
+        try:
+            response = self.handler(lambda_event(batch), context)
+        except Exception as error:  # a function error: Lambda sees an Unhandled error, whatever it was
+            self.stats.function_errors += 1
+            self.stats.last_error = repr(error)
+            log.warning("function error", extra={"error": repr(error), "records": len(batch)})
+            return _Failure(0, function_error=True)
+        self.stats.batches += 1
+        if not self.settings.report_batch_item_failures:
+            return None
+        index = failed_index(batch, response)
+        if index is not None:
+            self.stats.partial_failures += 1
+            return _Failure(index, function_error=False)
+        return None
+
+    def _dead_letter(
+        self, arn: str, shard_id: str, batch: list[Record], *, condition: str, attempts: int, function_error: bool
+    ) -> None:
+        """Send the batch's description where Lambda's on-failure destination would (records are not included)."""
+        self.stats.dead_letter_batches += 1
+        self.stats.dead_letter_records += len(batch)
+        if not self.settings.on_failure_destination:
+            return  # Lambda discards the records silently
+        letter = dead_letter(
+            arn,
+            shard_id,
+            batch,
+            condition=condition,
+            attempts=attempts,
+            function_error=function_error,
+            function_name=self.settings.function_name,
+        )
+        self.dead_letters.append(letter)
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            with (self.state_dir / DEAD_LETTERS_FILE).open("a", encoding="utf-8") as out:
+                out.write(json.dumps(letter, separators=(",", ":")) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+        log.warning("batch sent to the failure destination", extra={"batch": letter["DDBStreamBatchInfo"]})
 
 
-def _handled_prefix(batch: list[dict[str, Any]], failed: set[str]) -> list[dict[str, Any]]:
-    """Records before the lowest failed one: Lambda checkpoints there and re-delivers the rest."""
-    for index, record in enumerate(batch):
-        if record["dynamodb"]["SequenceNumber"] in failed:
-            return batch[:index]
-    return batch
+def failed_index(batch: Sequence[Record], response: Any) -> int | None:
+    """Position of the lowest failed record in a ReportBatchItemFailures response; None when all succeeded.
+
+    Lambda's rules: a null or empty response or list is a success; an empty, null or unknown itemIdentifier fails
+    the whole batch.
+    """
+    if not isinstance(response, Mapping):
+        return None
+    failures = response.get("batchItemFailures")
+    if not failures:
+        return None
+    positions = {r["dynamodb"]["SequenceNumber"]: i for i, r in enumerate(batch)}
+    indexes = []
+    for failure in failures:
+        identifier = failure.get("itemIdentifier") if isinstance(failure, Mapping) else None
+        if not identifier or identifier not in positions:
+            return 0
+        indexes.append(positions[identifier])
+    return min(indexes)
+
+
+def dead_letter(
+    stream_arn: str,
+    shard_id: str,
+    batch: Sequence[Record],
+    *,
+    condition: str,
+    attempts: int,
+    function_error: bool,
+    function_name: str,
+) -> dict[str, Any]:
+    """The JSON Lambda sends to an SQS/SNS on-failure destination for a DynamoDB stream batch.
+
+    ``responseContext.functionError`` is present when the function raised; a batch failed through
+    batchItemFailures returned normally, so it has none.
+    """
+    response: dict[str, Any] = {"statusCode": 200, "executedVersion": "$LATEST"}
+    if function_error:
+        response["functionError"] = "Unhandled"
+    return {
+        "requestContext": {
+            "requestId": str(uuid.uuid4()),
+            "functionArn": LocalContext(function_name=function_name).invoked_function_arn,
+            "condition": condition,
+            "approximateInvokeCount": attempts,
+        },
+        "responseContext": response,
+        "version": "1.0",
+        "timestamp": _iso(time.time()),
+        "DDBStreamBatchInfo": {
+            "shardId": shard_id,
+            "startSequenceNumber": batch[0]["dynamodb"]["SequenceNumber"],
+            "endSequenceNumber": batch[-1]["dynamodb"]["SequenceNumber"],
+            "approximateArrivalOfFirstRecord": _iso(_arrival(batch[0])),
+            "approximateArrivalOfLastRecord": _iso(_arrival(batch[-1])),
+            "batchSize": len(batch),
+            "streamArn": stream_arn,
+        },
+    }
+
+
+def read_dead_letters(state_dir: Path) -> list[dict[str, Any]]:
+    """Every batch description in ``<state_dir>/dead-letters.jsonl`` (empty when there is none)."""
+    path = state_dir / DEAD_LETTERS_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _arrival(record: Mapping[str, Any]) -> float:
+    return float(record["dynamodb"].get("ApproximateCreationDateTime") or time.time())
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(epoch * 1000) % 1000:03d}Z"
