@@ -272,7 +272,8 @@ class StreamRunner:
         return delivered
 
     def drain(self, idle_passes: int = 1) -> RunStats:
-        """Deliver until ``idle_passes`` passes in a row find nothing new."""
+        """Deliver until ``idle_passes`` passes in a row find nothing new (a previous :meth:`stop` is lifted)."""
+        self._stop.clear()
         quiet = 0
         while quiet < idle_passes and not self._stop.is_set():
             quiet = quiet + 1 if self.run_once() == 0 else 0
