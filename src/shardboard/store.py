@@ -304,34 +304,11 @@ class BoardStore:
             TableName=self.table, Key={PK: _s(snapshot_pk(board))}, ConsistentRead=consistent
         )
         item = response.get("Item")
-        if item is None:
-            return None
-        return {
-            "board": item["board"]["S"],
-            "version": _int(item["version"]),
-            "generated_at": item["generated_at"]["S"],
-            "items": json.loads(item["items"]["S"]),
-            "items_read": _int(item["items_read"]),
-            "threshold": _int(item.get("threshold")),
-            "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
-            "digest": item["digest"]["S"],
-        }
+        return None if item is None else snapshot_from_item(item)
 
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
         """Write the snapshot unless another job wrote a newer one first; returns whether it was written."""
-        item = {
-            PK: _s(snapshot_pk(snapshot["board"])),
-            "board": _s(snapshot["board"]),
-            "version": _n(snapshot["version"]),
-            "generated_at": _s(snapshot["generated_at"]),
-            # Compact JSON pairs keep the item (and the frontend's one read) small.
-            "items": _s(json.dumps(snapshot["items"], separators=(",", ":"), ensure_ascii=False)),
-            "items_read": _n(snapshot["items_read"]),
-            "threshold": _n(snapshot["threshold"]),
-            "shard_hits": _s(json.dumps({str(k): v for k, v in snapshot["shard_hits"].items()})),
-            "digest": _s(snapshot["digest"]),
-        }
-        kwargs: dict[str, Any] = {"TableName": self.table, "Item": item}
+        kwargs: dict[str, Any] = {"TableName": self.table, "Item": snapshot_item(snapshot)}
         if previous_version is None:
             kwargs["ConditionExpression"] = "attribute_not_exists(#pk)"
             kwargs["ExpressionAttributeNames"] = {"#pk": PK}
@@ -368,6 +345,36 @@ class BoardStore:
                 return False
             raise
         return True
+
+
+def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
+    """The snapshot as the item stored in the board table."""
+    return {
+        PK: _s(snapshot_pk(snapshot["board"])),
+        "board": _s(snapshot["board"]),
+        "version": _n(snapshot["version"]),
+        "generated_at": _s(snapshot["generated_at"]),
+        # Compact JSON pairs keep the item (and the frontend's one read) small.
+        "items": _s(json.dumps(snapshot["items"], separators=(",", ":"), ensure_ascii=False)),
+        "items_read": _n(snapshot["items_read"]),
+        "threshold": _n(snapshot["threshold"]),
+        "shard_hits": _s(json.dumps({str(k): v for k, v in snapshot["shard_hits"].items()})),
+        "digest": _s(snapshot["digest"]),
+    }
+
+
+def snapshot_from_item(item: Mapping[str, Any]) -> Item:
+    """The snapshot as plain values, from its stored item."""
+    return {
+        "board": item["board"]["S"],
+        "version": _int(item["version"]),
+        "generated_at": item["generated_at"]["S"],
+        "items": json.loads(item["items"]["S"]),
+        "items_read": _int(item["items_read"]),
+        "threshold": _int(item.get("threshold")),
+        "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
+        "digest": item["digest"]["S"],
+    }
 
 
 def _parallel_scan(
