@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -10,10 +11,11 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shardboard.config import Settings
 from shardboard.domain.aggregation import BatchOutcome, apply_batch
 from shardboard.domain.batch import ViewRecord
 from shardboard.handlers.observability import board_store, logger, metrics, settings, tracer
-from shardboard.store import UnexpectedRecord, view_record
+from shardboard.store import BoardStore, UnexpectedRecord, view_record
 
 
 class AggregatingProcessor(BatchProcessor):
@@ -26,8 +28,13 @@ class AggregatingProcessor(BatchProcessor):
     outcome: BatchOutcome
     skipped: int
 
-    def __init__(self) -> None:
+    def __init__(
+        self, board: Callable[[], BoardStore] = board_store, config: Callable[[], Settings] = settings
+    ) -> None:
+        """``board``/``config`` default to the function's own; the benchmark passes its in-memory store."""
         super().__init__(event_type=EventType.DynamoDBStreams)
+        self.board = board
+        self.config = config
 
     def process(self) -> list[tuple[Any, ...]]:
         read: list[tuple[DynamoDBRecord, ViewRecord | None]] = []
@@ -35,7 +42,7 @@ class AggregatingProcessor(BatchProcessor):
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
             read.append((record, self.handler(record=record)))
         self.skipped = sum(view is None for _, view in read)
-        self.outcome = apply_batch(board_store(), [view for _, view in read if view], settings())
+        self.outcome = apply_batch(self.board(), [view for _, view in read if view], self.config())
         results = []
         for record, view in read:
             error = self.outcome.failures.get(view.item_id) if view else None
