@@ -13,6 +13,13 @@ from dataclasses import dataclass
 # seed 001: W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
 # 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears 1,000 WCU/s.
 DEFAULT_WRITE_SHARDS = 20
+# Dynamic sharding (docs/dynamic-sharding.md): a viral item may double its write shards up to this many. 128 shards
+# carry ~100,000 views/s of 1 KB items; past that, each aggregate's applied_<k> attributes (one per shard) make
+# every aggregate write cost more than one write unit.
+DEFAULT_MAX_WRITE_SHARDS = 128
+# Between two changes of one item's shard count: long enough for writers to see the last change (their refresh
+# interval is 1 s) and for the partition's per-second windows to show its effect.
+DEFAULT_SHARD_COOLDOWN_SECONDS = 5
 # 10 board shards keep every leaderboard-GSI partition key below 1/10 of the board's index writes.
 DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
@@ -41,8 +48,11 @@ def schedule_seconds(expression: str) -> int:
 class Settings:
     views_table: str = "shardboard-views"
     board_table: str = "shardboard-board"
+    shards_table: str = "shardboard-shards"
     board: str = DEFAULT_BOARD
     write_shards: int = DEFAULT_WRITE_SHARDS
+    max_write_shards: int = DEFAULT_MAX_WRITE_SHARDS
+    shard_cooldown_seconds: int = DEFAULT_SHARD_COOLDOWN_SECONDS
     board_shards: int = DEFAULT_BOARD_SHARDS
     top_n: int = DEFAULT_TOP_N
     schedule: str = DEFAULT_SCHEDULE
@@ -54,6 +64,8 @@ class Settings:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_write_shards < self.write_shards or self.shard_cooldown_seconds < 0:
+            raise ConfigError("max_write_shards must be >= write_shards and shard_cooldown_seconds >= 0")
         if not self.board or "#" in self.board:
             raise ConfigError(f"board name must be non-empty and contain no '#': {self.board!r}")
 
@@ -79,8 +91,11 @@ class Settings:
         return cls(
             views_table=env.get("VIEWS_TABLE", defaults.views_table),
             board_table=env.get("BOARD_TABLE", defaults.board_table),
+            shards_table=env.get("SHARDS_TABLE", defaults.shards_table),
             board=env.get("BOARD_NAME", defaults.board),
             write_shards=integer("WRITE_SHARDS", defaults.write_shards),
+            max_write_shards=integer("MAX_WRITE_SHARDS", defaults.max_write_shards),
+            shard_cooldown_seconds=integer("SHARD_COOLDOWN_SECONDS", defaults.shard_cooldown_seconds),
             board_shards=integer("BOARD_SHARDS", defaults.board_shards),
             top_n=integer("TOP_N", defaults.top_n),
             schedule=env.get("SNAPSHOT_SCHEDULE", defaults.schedule),
@@ -93,8 +108,11 @@ class Settings:
         return {
             "VIEWS_TABLE": self.views_table,
             "BOARD_TABLE": self.board_table,
+            "SHARDS_TABLE": self.shards_table,
             "BOARD_NAME": self.board,
             "WRITE_SHARDS": str(self.write_shards),
+            "MAX_WRITE_SHARDS": str(self.max_write_shards),
+            "SHARD_COOLDOWN_SECONDS": str(self.shard_cooldown_seconds),
             "BOARD_SHARDS": str(self.board_shards),
             "TOP_N": str(self.top_n),
             "SNAPSHOT_SCHEDULE": self.schedule,

@@ -12,6 +12,7 @@ Two tables (both defined in template.yaml):
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from shardboard.domain.batch import ShardMove, ViewRecord
+from shardboard.domain.dynamic_sharding import ShardMetadata, ThrottleScope
 
 PK = "pk"
 ITEM_ID = "item_id"
@@ -34,6 +36,13 @@ APPLIED_PREFIX = "applied_"
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+# DynamoDB names why it throttled in ``ThrottlingReasons`` (<Table|Index><Read|Write><LimitType>); only a key-range
+# (partition) limit is helped by more write shards. The others are table-level: provisioned capacity, the account's
+# per-table quota, an on-demand table's maximum throughput.
+KEY_RANGE_LIMIT = "KeyRangeThroughputExceeded"
+# Board state on the threshold item: the GSI layout (S) and, while a reshard is moving items, the previous S.
+BOARD_SHARDS_ATTR = "board_shards"
+PREVIOUS_BOARD_SHARDS_ATTR = "previous_board_shards"
 
 Item = dict[str, Any]
 
@@ -52,6 +61,15 @@ def snapshot_pk(board: str) -> str:
 
 def threshold_pk(board: str) -> str:
     return f"threshold#{board}"
+
+
+def shards_pk(item_id: str) -> str:
+    return f"shards#{item_id}"
+
+
+def board_layout_prefix(board: str, shards: int) -> str:
+    """What every GSI key of one layout starts with (``board_shard_value`` minus the shard number)."""
+    return f"{board}#{shards}#"
 
 
 def board_shard_value(board: str, shard: int, shards: int) -> str:
@@ -88,6 +106,23 @@ def _region() -> str:
 
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def throttle_scope(error: ClientError) -> ThrottleScope | None:
+    """Partition or table throttling, or None when ``error`` is not a throttle at all.
+
+    ``ThrottlingReasons`` decides when DynamoDB sends it. Without it (older endpoints, the local emulator),
+    ``ThrottlingException``/``RequestLimitExceeded`` are table or account limits, and a
+    ``ProvisionedThroughputExceededException`` on an on-demand table can only come from a partition; on a provisioned
+    table, seed 004's CloudWatch test (consumed below provisioned capacity) tells them apart (docs/dynamic-sharding.md).
+    """
+    code = error_code(error)
+    if code not in THROTTLING_CODES:
+        return None
+    reasons = [str(r.get("reason", "")) for r in cast(list[Any], error.response.get("ThrottlingReasons") or [])]
+    if reasons:
+        return ThrottleScope.PARTITION if any(KEY_RANGE_LIMIT in r for r in reasons) else ThrottleScope.TABLE
+    return ThrottleScope.PARTITION if code == "ProvisionedThroughputExceededException" else ThrottleScope.TABLE
 
 
 def _s(value: str) -> dict[str, str]:
@@ -184,6 +219,28 @@ class MoveResult:
     state: AggregateState | None  # None only when a refused write did not return the item
 
 
+@dataclass(frozen=True)
+class BoardState:
+    """The threshold item: sparse-index threshold T, GSI layout S and, during a reshard, the previous S."""
+
+    threshold: int
+    shards: int | None  # None until the first reshard: the template's BoardShards holds
+    previous_shards: int | None
+
+    def layouts(self, default_shards: int) -> list[int]:
+        """Board shard counts to read, oldest first (two while a reshard is moving items)."""
+        current = self.shards or default_shards
+        return [self.previous_shards, current] if self.previous_shards else [current]
+
+
+def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
+    item = item or {}
+    shards, previous = item.get(BOARD_SHARDS_ATTR), item.get(PREVIOUS_BOARD_SHARDS_ATTR)
+    return BoardState(
+        _int(item.get("threshold")), _int(shards) if shards else None, _int(previous) if previous else None
+    )
+
+
 class BoardStore:
     """The leaderboard table: aggregates, the sharded ``by-views`` GSI, snapshot and threshold items."""
 
@@ -217,7 +274,9 @@ class BoardStore:
         if board_shard is not None:
             names["#bs"] = BOARD_SHARD
             values[":bs"] = _s(board_shard)
-            sets.append("#bs = :bs")
+            # An aggregate already in the index keeps its key: only `reshard` moves items between layouts, which
+            # is what lets a snapshot read the old layout before the new one and miss nothing during a move.
+            sets.append("#bs = if_not_exists(#bs, :bs)")
         try:
             response = self.client.update_item(
                 TableName=self.table,
@@ -346,6 +405,83 @@ class BoardStore:
             raise
         return True
 
+    # -- board layout (resharding)
+    def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
+        """Threshold and layout in one read (the aggregator reads it once per batch)."""
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: _s(threshold_pk(board))}, ConsistentRead=consistent
+        )
+        return board_state_from_item(response.get("Item"))
+
+    def begin_reshard(self, board: str, current: int, target: int, current_is_default: bool) -> bool:
+        """Switch the layout to ``target``, remembering ``current`` until the move is done; False if not at current."""
+        at_current = "#s = :from"
+        if current_is_default:
+            at_current = f"(attribute_not_exists(#s) OR {at_current})"
+        return self._conditional_update(
+            threshold_pk(board),
+            "SET #s = :to, #p = :from",
+            f"attribute_not_exists(#p) AND {at_current}",
+            {"#s": BOARD_SHARDS_ATTR, "#p": PREVIOUS_BOARD_SHARDS_ATTR},
+            {":to": _n(target), ":from": _n(current)},
+        )
+
+    def finish_reshard(self, board: str, previous: int, target: int) -> bool:
+        """End the move: snapshots read one layout again. False if the state is not that move."""
+        return self._conditional_update(
+            threshold_pk(board),
+            "REMOVE #p",
+            "#s = :to AND #p = :from",
+            {"#s": BOARD_SHARDS_ATTR, "#p": PREVIOUS_BOARD_SHARDS_ATTR},
+            {":to": _n(target), ":from": _n(previous)},
+        )
+
+    def scan_layout(self, board: str, shards: int) -> list[tuple[str, str]]:
+        """(item id, GSI key) of every aggregate still keyed in layout ``shards``, from a consistent scan."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": "#item, #bs",
+            "FilterExpression": "begins_with(#bs, :prefix)",
+            "ExpressionAttributeNames": {"#item": ITEM_ID, "#bs": BOARD_SHARD},
+            "ExpressionAttributeValues": {":prefix": _s(board_layout_prefix(board, shards))},
+            "ConsistentRead": True,
+        }
+        found: list[Any] = []
+        while True:
+            response = self.client.scan(**kwargs)
+            found.extend((item[ITEM_ID]["S"], item[BOARD_SHARD]["S"]) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def rekey(self, item_id: str, old_key: str, new_key: str) -> bool:
+        """Move one aggregate to another GSI key if it still has ``old_key``; False if it had moved already."""
+        return self._conditional_update(
+            aggregate_pk(item_id),
+            "SET #bs = :new",
+            "#bs = :old",
+            {"#bs": BOARD_SHARD},
+            {":new": _s(new_key), ":old": _s(old_key)},
+        )
+
+    def _conditional_update(
+        self, pk: str, update: str, condition: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={PK: _s(pk)},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=dict(names),
+                ExpressionAttributeValues=dict(values),
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
+
 
 def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
     """The snapshot as the item stored in the board table."""
@@ -401,6 +537,124 @@ def _parallel_scan(
 
     with ThreadPoolExecutor(max_workers=segments) as pool:
         yield from pool.map(scan_segment, range(segments))
+
+
+# ----------------------------------------------------------------------------------------------- shards table
+NUMBER_OF_SHARDS = "number_of_shards"
+LAST_UPDATED = "last_updated"
+MAX_SHARDS = "max_shards"
+SHARD_HISTORY = "shard_history"
+REVIEWED_VIEWS = "reviewed_views"
+REVIEWED_AT = "reviewed_at"
+QUIET_SINCE = "quiet_since"
+
+
+def shard_metadata_from_item(item: Mapping[str, Any]) -> ShardMetadata:
+    quiet = item.get(QUIET_SINCE)
+    return ShardMetadata(
+        item_id=item[ITEM_ID]["S"],
+        number_of_shards=_int(item[NUMBER_OF_SHARDS]),
+        last_updated=_int(item[LAST_UPDATED]),
+        max_shards=_int(item.get(MAX_SHARDS) or item[NUMBER_OF_SHARDS]),
+        history=frozenset(item.get(SHARD_HISTORY, {}).get("SS", [])),
+        reviewed_views=_int(item.get(REVIEWED_VIEWS)),
+        reviewed_at=_int(item.get(REVIEWED_AT)),
+        quiet_since=_int(quiet) if quiet else None,
+    )
+
+
+class ShardMetadataStore:
+    """seed 004's partition key metadata table: one item per item that needed more than the default shards."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def get(self, item_id: str, consistent: bool = False) -> ShardMetadata | None:
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: _s(shards_pk(item_id))}, ConsistentRead=consistent
+        )
+        item = response.get("Item")
+        return None if item is None else shard_metadata_from_item(item)
+
+    def change_count(
+        self,
+        item_id: str,
+        expected: ShardMetadata | None,
+        count: int,
+        now: int,
+        *,
+        cooldown_seconds: float,
+        default: int,
+    ) -> ShardMetadata | None:
+        """Set the shard count if nobody changed it since ``expected`` and the cooldown has passed; None if refused.
+
+        The condition on ``last_updated`` is seed 004's optimistic lock; the cutoff re-checks the cooldown on the
+        server, so writers with skewed clocks or stale caches still make at most one change per cooldown window.
+        """
+        names = {
+            "#n": NUMBER_OF_SHARDS,
+            "#u": LAST_UPDATED,
+            "#m": MAX_SHARDS,
+            "#h": SHARD_HISTORY,
+            "#item": ITEM_ID,
+        }
+        history = [f"{now}:{count}"]
+        values: dict[str, Any] = {":n": _n(count), ":now": _n(now), ":item": _s(item_id)}
+        if expected is None:
+            condition = "attribute_not_exists(#u)"
+            history.append(f"0:{default}")  # epoch 0: the item had the default since it first took a view
+            values[":m"] = _n(max(count, default))
+        else:
+            condition = "#u = :seen AND #n = :seen_n AND #u <= :cutoff"
+            values[":seen"] = _n(expected.last_updated)
+            values[":seen_n"] = _n(expected.number_of_shards)
+            values[":cutoff"] = _n(math.floor(now - cooldown_seconds))
+            values[":m"] = _n(max(count, expected.max_shards))
+        values[":h"] = {"SS": history}
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key={PK: _s(shards_pk(item_id))},
+                UpdateExpression="SET #n = :n, #u = :now, #m = :m, #item = :item ADD #h :h",
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return None
+            raise
+        return shard_metadata_from_item(response["Attributes"])
+
+    def note_review(self, metadata: ShardMetadata, views: int, now: int, quiet_since: int | None) -> None:
+        """Remember what the shrink review measured (never touches the count or the lock)."""
+        names = {"#v": REVIEWED_VIEWS, "#a": REVIEWED_AT, "#q": QUIET_SINCE, "#pk": PK}
+        values = {":v": _n(views), ":a": _n(now)}
+        update = "SET #v = :v, #a = :a REMOVE #q"
+        if quiet_since is not None:
+            values[":q"] = _n(quiet_since)
+            update = "SET #v = :v, #a = :a, #q = :q"
+        self.client.update_item(
+            TableName=self.table,
+            Key={PK: _s(shards_pk(metadata.item_id))},
+            UpdateExpression=update,
+            ConditionExpression="attribute_exists(#pk)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def scan(self) -> list[ShardMetadata]:
+        """Every grown item (a small table: only items that ever needed more than the default)."""
+        kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
+        found: list[Any] = []
+        while True:
+            response = self.client.scan(**kwargs)
+            found.extend(shard_metadata_from_item(item) for item in response.get("Items", []) if ITEM_ID in item)
+            if "LastEvaluatedKey" not in response:
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 # ----------------------------------------------------------------------------------------------- stream records

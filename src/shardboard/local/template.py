@@ -34,6 +34,8 @@ _CREATE_TABLE_KEYS = (
 )
 _SETTINGS_FROM_PARAMETERS = {
     "WriteShards": "write_shards",
+    "MaxWriteShards": "max_write_shards",
+    "ShardCooldownSeconds": "shard_cooldown_seconds",
     "BoardShards": "board_shards",
     "TopN": "top_n",
     "BoardName": "board",
@@ -161,6 +163,7 @@ class Template:
         values: dict[str, Any] = {
             "views_table": self.table_name("ViewsTable"),
             "board_table": self.table_name("BoardTable"),
+            **({"shards_table": self.table_name("ShardsTable")} if "ShardsTable" in self.table_resources() else {}),
             "sparse_index": self.parameters.get("SparseIndex", "true").lower() == "true",
         }
         for parameter, field_name in _SETTINGS_FROM_PARAMETERS.items():

@@ -1,0 +1,344 @@
+"""Dynamic write sharding (seed 004): an item's shard count grows when its base writes hit the partition limit.
+
+States of one item (docs/dynamic-sharding.md draws them):
+
+* **default**: no metadata item; writers use the template's ``WriteShards``. The long tail stays here forever.
+* **grown**: a metadata item holds ``number_of_shards`` (> default), ``last_updated`` (epoch seconds of the last
+  change), ``max_shards`` (the most it ever had) and ``shard_history`` (``epoch:count`` strings).
+* A writer whose write is throttled *at the partition level* refreshes the metadata (at most once per
+  ``refresh_seconds``), and once the cooldown has passed plus its own random back-off (seed 004: 1-10 s) it doubles
+  the count with a conditional update on ``last_updated`` (optimistic locking); the store also checks the cooldown
+  on the server side, so any number of writers make at most one change per cooldown window.
+* A review (the snapshot schedule) halves the count when the item's measured rate has needed at most half of it
+  for ``SHRINK_AFTER_SECONDS``. Counters on retired shards stay where they are, so readers of all shards read
+  ``max_shards`` of them, never fewer: a shrink can never hide views.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Literal, Protocol
+
+from shardboard.domain.sharding import write_shards_needed
+
+# Writers keep metadata this long: one GetItem per item per TTL per writer. Staleness is safe (a smaller count
+# is a subset of the larger range) and a throttled writer refreshes early, so the TTL only bounds read cost.
+CACHE_TTL_SECONDS = 30.0
+# A throttled writer re-reads the metadata (strongly consistent) at most this often per item: 50 writers cost at
+# most 50 reads/s on the metadata key however many of their writes are throttled.
+REFRESH_SECONDS = 1.0
+# seed 004: each writer waits a random 1-10 s after the cooldown before it tries to change the count.
+BACKOFF_SECONDS = (1.0, 10.0)
+# A shrink needs this long of low traffic: a quiet spell between two bursts must not cost a regrowth.
+SHRINK_AFTER_SECONDS = 600.0
+# A write retried after a table-level or partition throttle waits base x 2^attempt (capped), with full jitter.
+RETRY_BASE_SECONDS = 0.05
+RETRY_CAP_SECONDS = 1.0
+
+Growth = Literal["double", "add"]
+
+
+class ThrottleScope(Enum):
+    """Which limit refused a write. Only a partition limit is helped by more shards."""
+
+    PARTITION = "partition"
+    TABLE = "table"
+
+
+@dataclass(frozen=True)
+class ShardMetadata:
+    """seed 004's metadata item for one item that needed more than the default."""
+
+    item_id: str
+    number_of_shards: int
+    last_updated: int  # epoch seconds of the last change (the optimistic lock and the cooldown's start)
+    max_shards: int  # the most shards the item ever had: readers of all shards read this many
+    history: frozenset[str] = frozenset()  # "epoch:count"
+    # The shrink review's bookkeeping: views and time at the last review, and since when traffic has been low.
+    reviewed_views: int = 0
+    reviewed_at: int = 0
+    quiet_since: int | None = None
+
+    def history_counts(self) -> list[tuple[int, int]]:
+        """(epoch, count) pairs in time order."""
+        return sorted(tuple(int(part) for part in entry.split(":", 1)) for entry in self.history)  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class ShardPolicy:
+    """The numbers that drive growth and shrink (template: WriteShards, MaxWriteShards, ShardCooldownSeconds)."""
+
+    default_shards: int
+    max_shards: int
+    cooldown_seconds: float
+    growth: Growth = "double"
+    backoff_seconds: tuple[float, float] = BACKOFF_SECONDS
+    cache_ttl_seconds: float = CACHE_TTL_SECONDS
+    refresh_seconds: float = REFRESH_SECONDS
+    shrink_after_seconds: float = SHRINK_AFTER_SECONDS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.default_shards <= self.max_shards:
+            raise ValueError(f"need 1 <= default shards <= max shards, got {self.default_shards}, {self.max_shards}")
+        if self.cooldown_seconds < 0 or self.backoff_seconds[0] > self.backoff_seconds[1]:
+            raise ValueError("cooldown must be >= 0 and the back-off a (low, high) range")
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_shards > self.default_shards
+
+    def grown(self, count: int) -> int:
+        """The next count up. Doubling reaches any rate in log2 steps; adding the default takes linear steps."""
+        bigger = count * 2 if self.growth == "double" else count + self.default_shards
+        return min(self.max_shards, bigger)
+
+    def shrunk(self, count: int, views_per_second: float) -> int | None:
+        """Half the count when the measured rate needs at most that (seed 001's formula, x2 headroom); else None."""
+        half = max(self.default_shards, count // 2)
+        if half >= count or write_shards_needed(views_per_second) > half:
+            return None
+        return half
+
+
+class ShardMetadataStore(Protocol):
+    """What the writers and the review need of the metadata table (``store.ShardMetadataStore``)."""
+
+    def get(self, item_id: str, consistent: bool = False) -> ShardMetadata | None: ...
+
+    def change_count(
+        self,
+        item_id: str,
+        expected: ShardMetadata | None,
+        count: int,
+        now: int,
+        *,
+        cooldown_seconds: float,
+        default: int,
+    ) -> ShardMetadata | None: ...
+
+    def note_review(self, metadata: ShardMetadata, views: int, now: int, quiet_since: int | None) -> None: ...
+
+    def scan(self) -> list[ShardMetadata]: ...
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class WallClock:
+    """Epoch seconds: ``last_updated`` is compared across writers, so it must be wall time, not monotonic."""
+
+    def now(self) -> float:
+        return time.time()
+
+
+@dataclass
+class _Cached:
+    metadata: ShardMetadata | None
+    expires: float
+
+
+@dataclass
+class _Growing:
+    """One writer's plan for one item: when it last refreshed and when its back-off lets it try a change."""
+
+    refreshed_at: float = -math.inf
+    seen_last_updated: int | None = None
+    try_after: float = math.inf
+
+
+@dataclass
+class WriterStats:
+    metadata_reads: int = 0
+    cache_hits: int = 0
+    partition_throttles: int = 0
+    table_throttles: int = 0
+    increments: int = 0
+    lost_races: int = 0  # conditional updates refused: another writer changed the count first
+
+
+@dataclass
+class ShardRouter:
+    """One writer's view of shard counts: a TTL cache of metadata plus the grow-on-throttle rule.
+
+    One per process (a Lambda container); thread-safe. ``clock`` and ``rng`` are injectable for virtual time.
+    """
+
+    store: ShardMetadataStore
+    policy: ShardPolicy
+    clock: Clock = field(default_factory=WallClock)
+    rng: random.Random = field(default_factory=random.Random)
+    stats: WriterStats = field(default_factory=WriterStats)
+    on_change: Callable[[ShardMetadata], None] | None = None  # observers (the scenario's timeline)
+    _cache: dict[str, _Cached] = field(default_factory=dict)
+    _growing: dict[str, _Growing] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def shards(self, item_id: str) -> int:
+        """How many write shards ``item_id`` has now (the default unless its metadata says more)."""
+        metadata = self._cached(item_id)
+        return metadata.number_of_shards if metadata else self.policy.default_shards
+
+    def pick(self, item_id: str) -> tuple[int, int]:
+        """A random shard in the item's current range, and the range's size it was drawn from."""
+        count = self.shards(item_id)
+        return self.rng.randrange(count), count
+
+    def throttled(self, item_id: str, scope: ThrottleScope, count_used: int) -> None:
+        """React to a throttled write drawn from ``count_used`` shards; the caller then retries the write."""
+        if scope is ThrottleScope.TABLE:
+            # More shards cannot help: the table (or account) is at its limit. Retry with back-off only.
+            self.stats.table_throttles += 1
+            return
+        self.stats.partition_throttles += 1
+        if not self.policy.enabled:
+            return
+        now = self.clock.now()
+        with self._lock:
+            plan = self._growing.setdefault(item_id, _Growing())
+            if now - plan.refreshed_at < self.policy.refresh_seconds:
+                return
+            plan.refreshed_at = now
+        metadata = self._refresh(item_id)
+        count = metadata.number_of_shards if metadata else self.policy.default_shards
+        if count > count_used or count >= self.policy.max_shards:
+            return  # someone grew it already (retry in the larger range), or it cannot grow
+        last_updated = metadata.last_updated if metadata else None
+        with self._lock:
+            if plan.seen_last_updated != last_updated or plan.try_after == math.inf:
+                # A new cooldown window: count down a fresh random back-off from its end (seed 004).
+                cooldown_end = (last_updated + self.policy.cooldown_seconds) if last_updated is not None else now
+                plan.seen_last_updated = last_updated
+                plan.try_after = max(now, cooldown_end) + self.rng.uniform(*self.policy.backoff_seconds)
+            if now < plan.try_after:
+                return
+            plan.try_after = math.inf
+        self._grow(item_id, metadata, count, now)
+
+    def _grow(self, item_id: str, metadata: ShardMetadata | None, count: int, now: float) -> None:
+        changed = self.store.change_count(
+            item_id,
+            metadata,
+            self.policy.grown(count),
+            int(now),
+            cooldown_seconds=self.policy.cooldown_seconds,
+            default=self.policy.default_shards,
+        )
+        if changed is None:
+            self.stats.lost_races += 1
+            self._refresh(item_id)
+            return
+        self.stats.increments += 1
+        self._remember(item_id, changed)
+        if self.on_change:
+            self.on_change(changed)
+
+    def _cached(self, item_id: str) -> ShardMetadata | None:
+        now = self.clock.now()
+        with self._lock:
+            cached = self._cache.get(item_id)
+            if cached is not None and cached.expires > now:
+                self.stats.cache_hits += 1
+                return cached.metadata
+        metadata = self.store.get(item_id)
+        self.stats.metadata_reads += 1
+        self._remember(item_id, metadata)
+        return metadata
+
+    def _refresh(self, item_id: str) -> ShardMetadata | None:
+        metadata = self.store.get(item_id, consistent=True)
+        self.stats.metadata_reads += 1
+        self._remember(item_id, metadata)
+        return metadata
+
+    def _remember(self, item_id: str, metadata: ShardMetadata | None) -> None:
+        with self._lock:
+            self._cache[item_id] = _Cached(metadata, self.clock.now() + self.policy.cache_ttl_seconds)
+
+
+def readable_shards(metadata: ShardMetadata | None, default_shards: int) -> int:
+    """How many shards a reader of all shards must read: every shard that ever took a write."""
+    if metadata is None:
+        return default_shards
+    return max(default_shards, metadata.max_shards, metadata.number_of_shards)
+
+
+def retry_delay(attempt: int, rng: random.Random) -> float:
+    """Full-jitter exponential back-off (what botocore's standard mode does between its own attempts)."""
+    return rng.uniform(0, min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2**attempt))
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    item_id: str
+    views_per_second: float
+    shrunk_to: int | None
+
+
+def review_item(
+    store: ShardMetadataStore,
+    metadata: ShardMetadata,
+    views: int,
+    now: int,
+    policy: ShardPolicy,
+) -> ReviewOutcome:
+    """One shrink review of one grown item, given its total views now (from its aggregate).
+
+    Traffic is "low" when half the shards would carry it with seed 001's headroom; it must stay low for
+    ``shrink_after_seconds`` and the cooldown must have passed since the last change.
+    """
+    elapsed = now - metadata.reviewed_at
+    rate = (views - metadata.reviewed_views) / elapsed if metadata.reviewed_at and elapsed > 0 else math.inf
+    low = policy.shrunk(metadata.number_of_shards, rate) is not None
+    quiet_since = (metadata.quiet_since or metadata.reviewed_at or now) if low else None
+    target = policy.shrunk(metadata.number_of_shards, rate)
+    if (
+        target is not None
+        and quiet_since is not None
+        and now - quiet_since >= policy.shrink_after_seconds
+        and now - metadata.last_updated >= policy.cooldown_seconds
+    ):
+        changed = store.change_count(
+            metadata.item_id,
+            metadata,
+            target,
+            now,
+            cooldown_seconds=policy.cooldown_seconds,
+            default=policy.default_shards,
+        )
+        if changed is not None:
+            # The next shrink needs its own quiet period at the new count.
+            store.note_review(changed, views, now, None)
+            return ReviewOutcome(metadata.item_id, rate, target)
+    store.note_review(metadata, views, now, quiet_since)
+    return ReviewOutcome(metadata.item_id, rate, None)
+
+
+def review_all(
+    store: ShardMetadataStore, views_of: Callable[[str], int | None], now: int, policy: ShardPolicy
+) -> list[ReviewOutcome]:
+    """Review every grown item (the metadata table only holds items that needed more than the default)."""
+    outcomes = []
+    for metadata in store.scan():
+        if metadata.number_of_shards <= policy.default_shards:
+            continue
+        views = views_of(metadata.item_id)
+        outcomes.append(review_item(store, metadata, views or 0, now, policy))
+    return outcomes
+
+
+def with_count(metadata: ShardMetadata, count: int, now: int) -> ShardMetadata:
+    """``metadata`` after a change to ``count`` at ``now`` (what the conditional update writes)."""
+    return replace(
+        metadata,
+        number_of_shards=count,
+        last_updated=now,
+        max_shards=max(metadata.max_shards, count),
+        history=metadata.history | {f"{now}:{count}"},
+    )
