@@ -44,7 +44,11 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
             validation.item_id(item)
         validation.view_count(count)
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(pool.map(lambda item: record_views(rt.views, item, count, rt.settings.write_shards), items))
+            results = list(
+                pool.map(
+                    lambda item: record_views(rt.views, item, count, rt.settings.write_shards, router=rt.router), items
+                )
+            )
     units = sum(r.write_units for r in results)
     console.print(f"recorded {count * len(items)} views of {len(items)} item(s) ({units:g} write units)")
 

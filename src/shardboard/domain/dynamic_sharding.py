@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from shardboard.config import Settings
 from shardboard.domain.sharding import write_shards_needed
 
 # Writers keep metadata this long: one GetItem per item per TTL per writer. Staleness is safe (a smaller count
@@ -88,6 +89,16 @@ class ShardPolicy:
             raise ValueError(f"need 1 <= default shards <= max shards, got {self.default_shards}, {self.max_shards}")
         if self.cooldown_seconds < 0 or self.backoff_seconds[0] > self.backoff_seconds[1]:
             raise ValueError("cooldown must be >= 0 and the back-off a (low, high) range")
+
+    @classmethod
+    def of(cls, settings: Settings, **changes: Any) -> ShardPolicy:
+        """The policy the deployed functions run (template parameters via Settings)."""
+        values: dict[str, Any] = {
+            "default_shards": settings.write_shards,
+            "max_shards": settings.max_write_shards,
+            "cooldown_seconds": settings.shard_cooldown_seconds,
+        }
+        return cls(**{**values, **changes})
 
     @property
     def enabled(self) -> bool:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from shardboard.config import Settings
-from shardboard.store import BoardStore, ViewStore, dynamodb_client
+from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.store import BoardStore, ShardMetadataStore, ViewStore, dynamodb_client
 
 logger = Logger(service="shardboard")
 metrics = Metrics(namespace="Shardboard", service="shardboard")
@@ -32,3 +33,17 @@ def view_store() -> ViewStore:
 
 def board_store() -> BoardStore:
     return BoardStore(client(), settings().board_table)
+
+
+def shard_router() -> ShardRouter | None:
+    """The container's metadata cache (it lives as long as the container); None when dynamic sharding is off."""
+    return _router(client(), settings())
+
+
+@lru_cache(maxsize=1)
+def _router(dynamodb: Any, config: Settings) -> ShardRouter | None:
+    # Keyed on the client and settings, so a reset of either (local runs, tests) starts a fresh cache.
+    policy = ShardPolicy.of(config)
+    if not policy.enabled:
+        return None
+    return ShardRouter(ShardMetadataStore(dynamodb, config.shards_table), policy)

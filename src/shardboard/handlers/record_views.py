@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.recording import record_views
-from shardboard.handlers.observability import logger, metrics, settings, tracer, view_store
+from shardboard.handlers.observability import logger, metrics, settings, shard_router, tracer, view_store
 
 app = APIGatewayHttpResolver()
 
@@ -29,7 +29,7 @@ def post_views() -> Response[dict[str, Any]]:
         item_id, count = validation.view_request(body)
     except validation.BadInput as error:
         raise BadRequestError(str(error)) from None
-    recorded = record_views(view_store(), item_id, count, settings().write_shards)
+    recorded = record_views(view_store(), item_id, count, settings().write_shards, router=shard_router())
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
     return Response(202, "application/json", {"id": recorded.item_id, "recorded": recorded.views})
 

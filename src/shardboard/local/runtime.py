@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from shardboard.config import Settings
+from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.local.lambda_context import LocalContext
 from shardboard.local.template import DEFAULT_STACK, Template
-from shardboard.store import BoardStore, ViewStore, dynamodb_client, streams_client
+from shardboard.store import BoardStore, ShardMetadataStore, ViewStore, dynamodb_client, streams_client
 
 # DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
 _LOCAL_CREDENTIALS = {
@@ -56,6 +57,16 @@ class Runtime:
     @property
     def board(self) -> BoardStore:
         return BoardStore(self.dynamodb, self.settings.board_table)
+
+    @property
+    def shard_metadata(self) -> ShardMetadataStore:
+        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+
+    @cached_property
+    def router(self) -> ShardRouter | None:
+        """This process's shard-count cache (dynamic sharding), or None when MaxWriteShards == WriteShards."""
+        policy = ShardPolicy.of(self.settings)
+        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
 
     def export_to_handlers(self) -> None:
         """Give in-process handlers the environment Lambda would give them, and reset their cached clients."""
