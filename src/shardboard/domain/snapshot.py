@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shardboard.config import Settings
-from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, with_ranks
+from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
 from shardboard.store import BoardStore, Item, board_shard_value
 
 
@@ -24,20 +24,47 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None) -> SnapshotResult:
-    """Gather the exact top N; write the snapshot item only when its content changed."""
-    previous = board.get_snapshot(settings.board, consistent=True)
+def gather_layout(board: BoardStore, settings: Settings, shards: int, previous_hits: dict[int, int] | None) -> Gathered:
+    """Exact top N of the aggregates keyed in one GSI layout (``shards`` board shards)."""
     cursors: dict[int, Item | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> Page:
         rows, cursors[shard] = board.query_shard(
-            board_shard_value(settings.board, shard, settings.board_shards),
+            board_shard_value(settings.board, shard, shards),
             limit,
             None if first_page else cursors.get(shard),
         )
         return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
 
-    gathered = gather_top_n(settings.top_n, settings.board_shards, fetch, previous["shard_hits"] if previous else None)
+    return gather_top_n(settings.top_n, shards, fetch, previous_hits)
+
+
+def gather_board(board: BoardStore, settings: Settings, previous_hits: dict[int, int] | None) -> Gathered:
+    """Exact top N over the board's layouts: one, or during a reshard the old one first, then the new one.
+
+    An item only ever moves from the old layout to the new one, so reading the whole old layout before the new
+    one sees every item at least once (before its move or after it); duplicates keep their larger views.
+    """
+    layouts = board.get_board_state(settings.board, consistent=True).layouts(settings.board_shards)
+    if len(layouts) == 1:
+        return gather_layout(board, settings, layouts[0], previous_hits)
+    parts = [gather_layout(board, settings, shards, None) for shards in layouts]
+    best: dict[str, Entry] = {}
+    for entry in (e for part in parts for e in part.top):
+        if entry.id not in best or entry.views > best[entry.id].views:
+            best[entry.id] = entry
+    return Gathered(
+        top(best.values(), settings.top_n),
+        items_read=sum(p.items_read for p in parts),
+        rounds=sum(p.rounds for p in parts),
+        shard_hits=parts[-1].shard_hits,  # page sizes for the layout that stays
+    )
+
+
+def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None) -> SnapshotResult:
+    """Gather the exact top N; write the snapshot item only when its content changed."""
+    previous = board.get_snapshot(settings.board, consistent=True)
+    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None)
     items = [[e.id, e.views] for e in gathered.top]
     digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
     if previous is not None and previous["digest"] == digest:
