@@ -106,11 +106,13 @@ def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Sett
     outcome = BatchOutcome()
     if not deltas:
         return outcome
-    # Sparse index: only items that can still reach the top N carry the GSI key (docs/sparse-index.md).
-    outcome.threshold = board.get_threshold(settings.board) if settings.sparse_index else 0
+    # One read per batch: the sparse-index threshold (docs/sparse-index.md) and the board layout, which a reshard
+    # changes (items joining the index take the new layout's keys; docs/dynamic-sharding.md).
+    state = board.get_board_state(settings.board)
+    outcome.threshold = state.threshold if settings.sparse_index else 0
+    shards = state.shards or settings.board_shards
 
     def apply(delta: ItemDelta) -> ItemOutcome:
-        shards = settings.board_shards
         shard = board_shard_value(settings.board, board_shard_of(delta.item_id, shards), shards)
         return apply_item(board, delta, shard, outcome.threshold)
 
