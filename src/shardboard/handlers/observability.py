@@ -12,7 +12,8 @@ from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.store import BoardStore, ShardMetadataStore, ViewStore, dynamodb_client
 
 logger = Logger(service="shardboard")
-metrics = Metrics(namespace="Shardboard", service="shardboard")
+# No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, the template's MetricsNamespace parameter.
+metrics = Metrics(service="shardboard")
 tracer = Tracer(service="shardboard")
 
 

@@ -71,8 +71,13 @@ class Runtime:
     def export_to_handlers(self) -> None:
         """Give in-process handlers the environment Lambda would give them, and reset their cached clients."""
         os.environ.update(self.settings.as_env())
+        # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
+        if self.template.parameters.get("MetricsNamespace"):
+            os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", self.template.parameters["MetricsNamespace"])
         from shardboard.handlers import observability
 
+        if observability.metrics.namespace is None:  # imported before the variable was set
+            observability.metrics.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE")
         observability.settings.cache_clear()
         observability.client.cache_clear()
 
