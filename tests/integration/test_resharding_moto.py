@@ -1,0 +1,159 @@
+"""Board reshard S -> S2 on moto: every snapshot stays exact before, during and after the move."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from shardboard.domain import resharding
+from shardboard.domain.ranking import Entry, top
+from shardboard.domain.recording import record_views
+from shardboard.domain.snapshot import take_snapshot
+from shardboard.domain.verification import verify
+from shardboard.store import BoardStore
+
+ITEMS = [f"item-{k:02d}" for k in range(24)]
+
+
+def load(pipeline, rng, views=60):
+    """Zipf-ish views over ITEMS, then the whole stream through the real aggregator (replays are absorbed)."""
+    weights = [1 / (rank + 1) for rank in range(len(ITEMS))]
+    for item in rng.choices(ITEMS, weights=weights, k=views):
+        record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng)
+    assert pipeline.aggregate(pipeline.stream_records()) == {"batchItemFailures": []}
+
+
+def assert_snapshot_exact(pipeline, board=None):
+    result = take_snapshot(board or pipeline.board, pipeline.settings)
+    best = top((Entry(id=i, views=v) for i, v in pipeline.truth().items()), pipeline.settings.top_n)
+    assert result.snapshot["items"] == [[e.id, e.views] for e in best]
+    return result
+
+
+def old_layout(pipeline, shards):
+    return pipeline.board.scan_layout(pipeline.settings.board, shards)
+
+
+def test_reshard_under_load_keeps_every_snapshot_exact(make_pipeline):
+    # Given a board on 3 GSI shards with a published sparse-index threshold
+    pipeline = make_pipeline(TopN="5", BoardShards="3")
+    settings, board, rng = pipeline.settings, pipeline.board, random.Random(11)
+    load(pipeline, rng)
+    assert_snapshot_exact(pipeline)
+    assert old_layout(pipeline, 3)
+
+    # When the layout switches to 5: new joins take layout-5 keys while old aggregates stay on layout 3
+    report = resharding.begin(board, settings, 5)
+    assert (report.previous, report.target) == (3, 5)
+    load(pipeline, rng)
+    result = assert_snapshot_exact(pipeline)
+    assert result.gathered.rounds >= 2  # both layouts were read
+
+    # ... half of the old layout is moved, more views arrive
+    rows = old_layout(pipeline, 3)
+    for item_id, key in rows[: len(rows) // 2]:
+        assert board.rekey(item_id, key, f"{settings.board}#5#{_shard(item_id, 5)}")
+    load(pipeline, rng)
+    assert_snapshot_exact(pipeline)
+
+    # ... and the rest is moved and the move finished
+    resharding.rekey_pass(board, settings, report)
+    assert old_layout(pipeline, 3) == []
+    assert_snapshot_exact(pipeline)
+    resharding.finish(board, settings, report)
+    load(pipeline, rng)
+
+    # Then snapshots read layout 5 only, stay exact, and every count matches the base table
+    state = board.get_board_state(settings.board, consistent=True)
+    assert (state.shards, state.previous_shards) == (5, None)
+    assert_snapshot_exact(pipeline)
+    assert old_layout(pipeline, 3) == []
+    assert verify(pipeline.views, board, settings).exact
+
+
+class MovesDuringSnapshot(BoardStore):
+    """A board whose aggregates all move to the new layout right after the snapshot reads the old layout."""
+
+    def __init__(self, inner: BoardStore, settings, report) -> None:
+        super().__init__(inner.client, inner.table)
+        self.settings, self.report, self.moved = settings, report, False
+
+    def query_shard(self, board_shard, limit, start):
+        if not self.moved and board_shard.startswith(f"{self.settings.board}#{self.report.target}#"):
+            self.moved = True
+            resharding.rekey_pass(self, self.settings, self.report)
+        return super().query_shard(board_shard, limit, start)
+
+
+def test_items_moving_between_the_two_layout_reads_are_counted_once(make_pipeline):
+    # Given a move from 2 to 4 board shards that has not re-keyed anything yet
+    pipeline = make_pipeline(TopN="4", BoardShards="2", SparseIndex="false")
+    load(pipeline, random.Random(3), views=80)
+    report = resharding.begin(pipeline.board, pipeline.settings, 4)
+    racing = MovesDuringSnapshot(pipeline.board, pipeline.settings, report)
+    # When every aggregate moves between the snapshot's read of layout 2 and its read of layout 4
+    result = assert_snapshot_exact(pipeline, racing)
+    # Then the snapshot is exact (each mover seen in both layouts, counted once)
+    assert racing.moved and report.moved > 0
+    assert len({item for item, _ in result.snapshot["items"]}) == pipeline.settings.top_n
+
+
+def test_reshard_resumes_and_refuses_a_second_move(make_pipeline):
+    pipeline = make_pipeline(TopN="3", BoardShards="2", SparseIndex="false")
+    settings, board = pipeline.settings, pipeline.board
+    load(pipeline, random.Random(5), views=30)
+    resharding.begin(board, settings, 3)
+    # A different target while 2 -> 3 is in progress is refused
+    with pytest.raises(resharding.ReshardConflict):
+        resharding.begin(board, settings, 6)
+    # Running the same reshard again resumes and finishes it
+    waited = []
+    report = resharding.reshard(board, settings, 3, grace_seconds=7, sleep=waited.append)
+    assert report.resumed and report.finished and report.moved > 0 and waited == [7]
+    assert resharding.reshard(board, settings, 3, grace_seconds=7, sleep=waited.append).finished
+    assert waited == [7]  # already at 3: nothing to wait for
+    assert_snapshot_exact(pipeline)
+    assert verify(pipeline.views, board, settings).exact
+
+
+def _shard(item_id: str, shards: int) -> int:
+    from shardboard.domain.sharding import board_shard_of
+
+    return board_shard_of(item_id, shards)
+
+
+def test_reshard_and_shards_commands(monkeypatch):
+    from click.testing import CliRunner
+    from moto import mock_aws
+
+    from shardboard.cli import main
+    from shardboard.config import Settings
+
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    for name in Settings().as_env():
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+    with mock_aws():
+
+        def cli(*args):
+            result = runner.invoke(main, ["-p", "BoardShards=2", *args], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            return result.output
+
+        cli("init")
+        for item in ("a", "b", "c", "d"):
+            cli("record", item, "-n", str(ord(item)))
+        cli("process", "--drain")
+        cli("snapshot")
+        # When the board moves from 2 to 3 GSI shards
+        output = cli("reshard", "--gsi-shards", "3", "--grace-seconds", "0", "--json")
+        # Then every aggregate moved, the snapshot is unchanged and exact, and no item needed more write shards
+        report = json.loads(output.splitlines()[-1])
+        assert (report["previous"], report["target"], report["finished"]) == (2, 3, True)
+        assert report["moved"] == 4
+        assert "unchanged" in cli("snapshot")
+        assert json.loads(cli("verify", "--json"))["exact"] is True
+        assert json.loads(cli("shards", "--json")) == []
