@@ -55,7 +55,7 @@ lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam valida
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
-	$(BIN)/cfn-lint template.yaml
+	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
 
 build: sam ## sam build (no container: the Lambda runtime's Python from pyenv)
