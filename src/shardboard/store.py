@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
@@ -185,6 +185,51 @@ class ViewStore:
                 request = response.get("UnprocessedKeys") or {}
         return total
 
+    def shard_counts(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards`` (strongly consistent); shards never written are left out."""
+        keys = [{PK: _s(view_pk(item_id, k))} for k in sorted(set(shards))]
+        counts: dict[int, int] = {}
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {
+                self.table: {
+                    "Keys": keys[start : start + 100],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#s, #v",
+                    "ExpressionAttributeNames": {"#s": SHARD, "#v": VIEWS},
+                }
+            }
+            while request:
+                response = self.client.batch_get_item(RequestItems=request)
+                for item in response["Responses"].get(self.table, []):
+                    counts[_int(item.get(SHARD))] = _int(item.get(VIEWS))
+                request = response.get("UnprocessedKeys") or {}
+        return counts
+
+    def scan_counters(
+        self, segment: int, segments: int, start: Item | None = None
+    ) -> tuple[list[tuple[str, int, int]], Item | None]:
+        """One page of segment ``segment`` of a segmented scan: (item, shard, views) per counter, and the cursor.
+
+        Only view counters are returned (their pk is the key built from their own item and shard).
+        """
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            "ProjectionExpression": "#pk, #item, #s, #v",
+            "ExpressionAttributeNames": {"#pk": PK, "#item": ITEM_ID, "#s": SHARD, "#v": VIEWS},
+            "ConsistentRead": True,
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = self.client.scan(**kwargs)
+        rows = []
+        for item in response.get("Items", []):
+            name, shard = item.get(ITEM_ID, {}).get("S"), item.get(SHARD)
+            if name is not None and shard is not None and item[PK].get("S") == view_pk(name, _int(shard)):
+                rows.append((name, _int(shard), _int(item.get(VIEWS))))
+        return rows, response.get("LastEvaluatedKey")
+
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
         """Every item's exact views, from a parallel segmented scan of the counters."""
         totals: dict[str, int] = {}
@@ -310,6 +355,10 @@ class BoardStore:
             ExpressionAttributeNames={"#bs": BOARD_SHARD, "#pk": PK},
             ExpressionAttributeValues={":bs": _s(board_shard)},
         )
+
+    def delete_aggregate(self, item_id: str) -> None:
+        """Remove one aggregate (chaos runs and tests use it to lose the board table; `rebuild` restores it)."""
+        self.client.delete_item(TableName=self.table, Key={PK: _s(aggregate_pk(item_id))})
 
     def aggregate_views(self, item_id: str) -> int | None:
         response = self.client.get_item(

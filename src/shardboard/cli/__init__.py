@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from shardboard.cli import demo, pipeline, reshard
+from shardboard.cli import demo, pipeline, recovery, reshard
 from shardboard.cli.common import one_line_errors
 from shardboard.local.runtime import Runtime, use_local_credentials_if_needed
 from shardboard.local.template import DEFAULT_STACK
@@ -65,7 +65,7 @@ def runtime(ctx: click.Context) -> Runtime:
     return obj
 
 
-for command in pipeline.COMMANDS:
+for command in [*pipeline.COMMANDS, *recovery.COMMANDS]:
     main.add_command(command)
 main.add_command(demo.demo)
 for command in reshard.COMMANDS:

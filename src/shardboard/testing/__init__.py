@@ -1,0 +1,1 @@
+"""Fault injection and the chaos run: how shardboard proves it loses and double counts nothing."""

@@ -1,0 +1,222 @@
+"""Every fault of docs/exactly-once-under-faults.md on moto: real stream records, real handler, exact counts after.
+
+Faults enter through botocore's event hooks on the clients and through wrappers around the handler the event source
+mapping invokes (shardboard.testing.faults); none of shardboard's own code is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import replace
+
+import pytest
+
+from shardboard.domain.recording import record_views
+from shardboard.domain.verification import verify
+from shardboard.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard.store import dynamodb_client
+from shardboard.testing.faults import (
+    ClientFaults,
+    Container,
+    FaultRates,
+    FaultyFunction,
+    FunctionFaults,
+    KillSwitch,
+    ProcessKilled,
+)
+
+COUNTS = {"a": 14, "b#1": 9, "images/c.jpg": 7, "ünï": 5, "e": 3}
+
+
+def record(pipeline, counts=COUNTS, seed=7):
+    rng = random.Random(seed)
+    for item, count in counts.items():
+        record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng)
+
+
+def runner(pipeline, handler, tmp_path, batch_size=10, max_retries=3, state=True, bisect=True):
+    mapping = replace(
+        EventSourceMapping.from_template(pipeline.runtime.template),
+        bisect_on_function_error=bisect,
+        batching_window_seconds=0,
+        batch_size=batch_size,
+        max_retry_attempts=max_retries,
+    )
+    rt = pipeline.runtime
+    return StreamRunner(
+        rt.dynamodb,
+        rt.streams,
+        pipeline.settings.views_table,
+        handler,
+        mapping=mapping,
+        state_dir=tmp_path / "state" if state else None,
+    )
+
+
+def aggregator_client():
+    from shardboard.handlers import observability
+
+    return observability.client()
+
+
+def assert_exact(pipeline):
+    report = verify(pipeline.views, pipeline.board, pipeline.settings)
+    assert report.differences == [] and report.index_misses == []
+    assert {item: views for item, (views, _) in pipeline.board.scan_aggregates().items()} == pipeline.truth()
+
+
+@pytest.mark.parametrize(
+    ("rates", "kind"),
+    [
+        (FaultRates(throttle_retried=0.3), "throttle_retried"),
+        (FaultRates(timeout_retried=0.3), "timeout_retried"),
+        (FaultRates(throttle_surfaced=0.3), "throttle"),
+        (FaultRates(lost_response=0.5), "lost_response"),
+        (FaultRates(resent=0.5), "resent"),
+        (FaultRates(race=0.7), "race"),
+    ],
+)
+def test_client_faults_on_the_aggregator_leave_counts_exact(pipeline, tmp_path, rates, kind):
+    # Given views, and the aggregator's DynamoDB client failing in one way, seeded
+    record(pipeline)
+    faults = ClientFaults(
+        aggregator_client(),
+        rates,
+        random.Random(3),
+        table=pipeline.settings.board_table,
+        competitor=dynamodb_client(),
+    ).install()
+    function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(1))
+    # When the event source mapping delivers the stream (retrying what fails)
+    runner(pipeline, function, tmp_path, batch_size=8, max_retries=20).drain()
+    faults.uninstall()
+    # Then the fault happened and every aggregate equals the sum of its base shards
+    assert faults.injected[kind] > 0
+    assert_exact(pipeline)
+    if kind in ("lost_response", "resent", "race"):  # the write landed before the caller knew: a replay later
+        assert function.totals.replays_absorbed > 0
+
+
+@pytest.mark.parametrize("step", ["before any write", "between two writes", "after the writes"])
+def test_a_kill_at_every_step_of_a_batch_is_healed_by_the_retry(make_pipeline, tmp_path, capsys, step):
+    from shardboard.handlers import observability
+
+    # Given one batch of five items, written one at a time (so "between two writes" is exact)
+    pipeline = make_pipeline()
+    pipeline.runtime.settings = replace(pipeline.settings, write_concurrency=1)
+    pipeline.runtime.export_to_handlers()
+    observability.settings.cache_clear()
+    record(pipeline)
+    switch = KillSwitch(aggregator_client())
+    container, outcomes = Container.main(), []
+
+    def killed_once(event, context):
+        if outcomes:  # the retry runs normally
+            response = container.invoke(event, context)
+            outcomes.append(container.processor.outcome)
+            return response
+        outcomes.append(None)
+        if step == "before any write":
+            raise ProcessKilled(step)
+        if step == "between two writes":
+            with switch.armed(after_writes=2):
+                container.invoke(event, context)
+            assert switch.killed
+            raise ProcessKilled(step)
+        container.invoke(event, context)
+        raise ProcessKilled(step)
+
+    # When the process dies at that step and Lambda retries the whole batch (no bisect: one retry to look at)
+    run = runner(pipeline, killed_once, tmp_path, batch_size=1000, bisect=False)
+    capsys.readouterr()
+    run.drain()
+    switch.uninstall()
+    # Then the retry completes the batch exactly; the items written before the kill are absorbed as replays
+    replays = {"before any write": 0, "between two writes": 2, "after the writes": 5}[step]
+    assert run.stats.function_errors == 1 and len(outcomes) == 2
+    assert outcomes[1].replays_absorbed == replays
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf[-1]["ReplaysAbsorbed"] == [float(replays)]
+    assert_exact(pipeline)
+
+
+@pytest.mark.parametrize("fault", ["duplicate", "late_duplicate", "resplit", "parallel"])
+def test_event_source_faults_count_once(pipeline, tmp_path, fault):
+    # Given a stream delivered in batches of 7
+    record(pipeline)
+    function = FaultyFunction(Container.main(), FunctionFaults(**{fault: 1.0}), random.Random(5))
+    # When every batch is delivered twice, re-split into overlapping halves, or to two containers at once
+    runner(pipeline, function, tmp_path, batch_size=7).drain()
+    # Then counts are exact, and the repeated deliveries were absorbed
+    assert function.injected[fault] > 0
+    assert_exact(pipeline)
+    if fault != "parallel":
+        assert function.totals.replays_absorbed > 0
+
+
+def test_two_invocations_on_one_item_at_once(make_pipeline):
+    # Given one item's views spread over 8 write shards, its records split by base key into two lanes
+    pipeline = make_pipeline(WriteShards="8")
+    record(pipeline, {"viral": 60})
+    records = [r for r in pipeline.stream_records() if "item_id" in r["dynamodb"]["NewImage"]]
+    lanes = [[r for r in records if r["dynamodb"]["NewImage"]["shard"]["N"] in "0246"], []]
+    lanes[1] = [r for r in records if r not in lanes[0]]
+    # When two containers apply them at the same moment, twice each
+    start = threading.Barrier(4)
+
+    def invoke(lane):
+        start.wait()
+        Container.fresh().invoke({"Records": lane})
+
+    threads = [threading.Thread(target=invoke, args=(lane,)) for lane in lanes * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Then the item holds every view exactly once
+    assert_exact(pipeline)
+    assert pipeline.board.aggregate_views("viral") == 60
+
+
+def test_two_runners_on_one_stream_by_mistake(pipeline, tmp_path):
+    # Given views, and two runners with their own checkpoints reading the same stream
+    record(pipeline)
+    runners = [
+        runner(pipeline, Container.fresh().handler, tmp_path, batch_size=5, state=False),
+        runner(pipeline, Container.fresh().handler, tmp_path, batch_size=3, state=False),
+    ]
+    # When both drain it at the same time
+    threads = [threading.Thread(target=r.drain) for r in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Then every record was delivered twice and counted once
+    assert all(r.stats.records > 0 for r in runners)
+    assert_exact(pipeline)
+
+
+def test_a_poisoned_batch_goes_to_the_failure_destination_and_redrive_repairs_it(make_pipeline, tmp_path):
+    from shardboard.domain.recovery import redrive
+
+    # Given one write shard, and a function that can never process the batch holding the last views
+    pipeline = make_pipeline(WriteShards="1")
+    record(pipeline, {"x": 6, "y": 4})
+    function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(1))
+    last = pipeline.stream_records()[-3:]
+    function.poisoned.update(r["dynamodb"]["SequenceNumber"] for r in last)
+    # When the runner retries, bisects and gives up on those records
+    run = runner(pipeline, function, tmp_path, batch_size=4, max_retries=1)
+    run.drain()
+    letters = read_dead_letters(tmp_path / "state")
+    assert letters and run.stats.dead_letter_records >= 1
+    # Then the lost tail shows in verify, redrive repairs exactly the items in the failed ranges, twice is harmless
+    assert verify(pipeline.views, pipeline.board, pipeline.settings).differences
+    first = redrive(pipeline.views, pipeline.board, pipeline.runtime.streams, pipeline.settings, letters)
+    assert sum(r.views_added for r in first) > 0 and not any(r.expired for r in first)
+    assert_exact(pipeline)
+    again = redrive(pipeline.views, pipeline.board, pipeline.runtime.streams, pipeline.settings, letters)
+    assert sum(r.views_added for r in again) == 0
+    assert_exact(pipeline)
