@@ -36,6 +36,10 @@ def board_store() -> BoardStore:
     return BoardStore(client(), settings().board_table)
 
 
+def shard_metadata_store() -> ShardMetadataStore:
+    return ShardMetadataStore(client(), settings().shards_table)
+
+
 def shard_router() -> ShardRouter | None:
     """The container's metadata cache (it lives as long as the container); None when dynamic sharding is off."""
     return _router(client(), settings())
