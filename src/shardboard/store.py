@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, cast
 
 import boto3
@@ -743,6 +744,28 @@ def view_record(
             raise UnexpectedRecord("missing_attribute", "OldImage views is not a whole number")
         old = old_views
     return ViewRecord(item_id, shard, old, new, sequence_number)
+
+
+def stream_image(image: Mapping[str, Any] | None, names: Sequence[str] = (PK, ITEM_ID, SHARD, VIEWS)) -> Item | None:
+    """The attributes ``view_record`` reads, from a stream record's wire-format image ({"N": "5"} -> 5).
+
+    Deserializing only these attributes, not the whole image, was most of the aggregator's CPU per record.
+    A value of an unexpected type is left out, so ``view_record`` reports it as ``missing_attribute``.
+    """
+    if image is None:
+        return None
+    plain: Item = {}
+    for name in names:
+        value = image.get(name)
+        if isinstance(value, dict):  # a concrete type check: an ABC check costs more than the rest together
+            text = value.get("S")
+            if isinstance(text, str):
+                plain[name] = text
+                continue
+            text = value.get("N")
+            if isinstance(text, str):
+                plain[name] = int(text) if text.isdigit() else Decimal(text)
+    return plain
 
 
 def _whole(value: Any) -> int | None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class ViewRecord:
-    """One stream record of a base counter: shard ``shard`` of ``item_id`` went from ``old`` to ``new`` views."""
+class ViewRecord(NamedTuple):
+    """One stream record of a base counter: shard ``shard`` of ``item_id`` went from ``old`` to ``new`` views.
+
+    A NamedTuple, not a frozen dataclass: one is built per stream record and this is 3x cheaper to build.
+    """
 
     item_id: str
     shard: int
@@ -23,9 +26,12 @@ class ViewRecord:
     sequence_number: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ShardStep:
-    """What one batch saw of one write shard: the value before its first record and after its last."""
+    """What one batch saw of one write shard: the value before its first record and after its last.
+
+    Mutable: the fold advances ``after`` in place, one record at a time (the aggregator's hottest loop).
+    """
 
     before: int
     after: int
@@ -42,16 +48,19 @@ class ItemDelta:
         step = self.shards.get(record.shard)
         if step is None:
             self.shards[record.shard] = ShardStep(before=record.old, after=record.new)
-        else:
+        elif record.new > step.after:
             # Counters only grow; a record older than one already seen (a duplicate inside one batch) adds nothing.
-            self.shards[record.shard] = ShardStep(before=step.before, after=max(step.after, record.new))
+            step.after = record.new
 
 
 def fold(records: Iterable[ViewRecord]) -> dict[str, ItemDelta]:
     """Group a batch's records by item, preserving stream order (records are ordered per base item)."""
     deltas: dict[str, ItemDelta] = {}
     for record in records:
-        deltas.setdefault(record.item_id, ItemDelta(record.item_id)).add(record)
+        delta = deltas.get(record.item_id)
+        if delta is None:  # not setdefault: that would build a throwaway ItemDelta for every record
+            delta = deltas[record.item_id] = ItemDelta(record.item_id)
+        delta.add(record)
     return deltas
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 
 
+@functools.lru_cache(maxsize=65_536)  # an aggregator applies the same hot items batch after batch
 def board_shard_of(item_id: str, board_shards: int) -> int:
     """The GSI shard (0..S-1) that holds ``item_id``: a stable hash, so each shard is one sorted list."""
     digest = hashlib.blake2b(item_id.encode("utf-8", errors="surrogatepass"), digest_size=8).digest()

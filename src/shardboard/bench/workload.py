@@ -1,0 +1,38 @@
+"""The benchmark's workload: views of a Zipf-distributed catalogue arriving at a steady rate in virtual time."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    items: int = 100_000
+    zipf_s: float = 1.0
+    views: int = 400_000
+    # Site-wide arrival rate: every design is offered the same views at the same simulated instants.
+    views_per_s: float = 5_000.0
+    batch_size: int = 1_000
+    top_n: int = 1_000
+    gsi_shards: int = 10
+    write_shards: int = 20
+    # Snapshot refresh interval in simulated seconds (the seeds' designs re-query at the same cadence).
+    refresh_seconds: float = 10.0
+    # Simulated seconds each probe of the viral-item bisection lasts.
+    probe_seconds: float = 2.0
+    seed: int = 5
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "distribution": f"zipf(s={self.zipf_s}) over {self.items} items"}
+
+    def item_ids(self) -> list[str]:
+        return [f"images/{rank}.jpg" for rank in range(1, self.items + 1)]
+
+    def view_sequence(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Item ranks (0-based) of every view, in arrival order: P(rank k) proportional to 1 / (k+1)^s."""
+        weights = 1.0 / np.arange(1, self.items + 1, dtype=np.float64) ** self.zipf_s
+        rng = np.random.default_rng(self.seed)
+        return rng.choice(self.items, size=self.views, p=weights / weights.sum()).astype(np.int64)
