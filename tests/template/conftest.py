@@ -1,0 +1,55 @@
+"""template.yaml as written, and as the SAM translator (aws-sam-translator) renders it into CloudFormation."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfn_flip import load_yaml
+from samtranslator.translator.transform import transform
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+FUNCTIONS = ("RecordViewsFunction", "AggregatorFunction", "SnapshotFunction", "ReadApiFunction")
+
+
+class NoManagedPolicyNames:
+    """The translator's ManagedPolicyLoader, offline: the template names no managed policy by its short name
+    (SAM still attaches AWS's execution-role policies by ARN, and the tests check which)."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+def render(template: dict[str, Any]) -> dict[str, Any]:
+    """The CloudFormation that `sam deploy` would submit (as `sam validate` does, CodeUri becomes an S3 URI)."""
+    body = copy.deepcopy(template)
+    body["Globals"]["Function"]["CodeUri"] = "s3://shardboard-artifacts/code.zip"
+    return dict(transform(body, {}, NoManagedPolicyNames()))
+
+
+@pytest.fixture(scope="session")
+def sam_template() -> dict[str, Any]:
+    return dict(load_yaml(TEMPLATE.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="session")
+def rendered(sam_template: dict[str, Any]) -> dict[str, Any]:
+    return render(sam_template)
+
+
+@pytest.fixture(scope="session")
+def resources(rendered: dict[str, Any]) -> dict[str, Any]:
+    return dict(rendered["Resources"])
+
+
+def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {name: r for name, r in resources.items() if r["Type"] == kind}
+
+
+def parameter(template: dict[str, Any], ref: Any) -> dict[str, Any]:
+    """The declaration of the parameter a property ``{"Ref": name}`` points at (fails if it is not a parameter)."""
+    assert isinstance(ref, dict) and set(ref) == {"Ref"}, f"expected a parameter reference, got {ref!r}"
+    return dict(template["Parameters"][ref["Ref"]])

@@ -1,0 +1,110 @@
+"""Failure handling of the rendered template: the stream event source never retries forever, reports partial
+failures, bisects, filters to base counters and dead-letters to an encrypted queue; failed refreshes are kept too."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from shardboard.local.event_filter import matches_any
+from shardboard.local.stream_runner import EventSourceMapping
+from shardboard.local.template import Template
+from shardboard.store import ITEM_ID, PK, SHARD, VIEWS, aggregate_pk, snapshot_pk, view_pk
+from tests.conftest import load_event
+from tests.template.conftest import of_type, parameter
+
+# DynamoDB Streams keep records 24 hours: a record-age limit beyond that means none.
+STREAM_RETENTION_SECONDS = 86_400
+
+
+@pytest.fixture(scope="module")
+def stream_mapping(resources: dict[str, Any]) -> dict[str, Any]:
+    (mapping,) = of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["FunctionName"] == {"Ref": "AggregatorFunction"}
+    return dict(mapping["Properties"])
+
+
+@pytest.fixture(scope="module")
+def patterns(stream_mapping: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(f["Pattern"]) for f in stream_mapping["FilterCriteria"]["Filters"]]
+
+
+def test_retries_are_bounded_by_count_and_by_record_age(sam_template, stream_mapping):
+    retries = parameter(sam_template, stream_mapping["MaximumRetryAttempts"])
+    age = parameter(sam_template, stream_mapping["MaximumRecordAgeInSeconds"])
+    # -1 (Lambda's default) means "until the record expires": the parameters cannot express it.
+    assert 0 <= retries["MinValue"] <= retries["Default"] <= retries["MaxValue"] <= 10_000
+    assert 60 <= age["MinValue"] <= age["Default"] <= age["MaxValue"] <= STREAM_RETENTION_SECONDS
+
+
+def test_partial_failures_are_reported_and_failing_batches_bisected(sam_template, stream_mapping):
+    assert stream_mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    bisect = parameter(sam_template, stream_mapping["BisectBatchOnFunctionError"])
+    assert bisect["Default"] == "true" and set(bisect["AllowedValues"]) == {"true", "false"}
+
+
+def test_batching_is_tuned_by_parameters(sam_template, stream_mapping):
+    for setting in ("BatchSize", "MaximumBatchingWindowInSeconds", "ParallelizationFactor"):
+        declared = parameter(sam_template, stream_mapping[setting])
+        assert declared["Type"] == "Number" and declared["MinValue"] <= declared["Default"] <= declared["MaxValue"]
+    assert stream_mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
+
+
+def test_exhausted_batches_go_to_an_encrypted_queue(resources, stream_mapping):
+    destination = stream_mapping["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination == {"Fn::GetAtt": ["StreamFailureQueue", "Arn"]}
+    queue = resources["StreamFailureQueue"]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["MessageRetentionPeriod"] == 1_209_600  # 14 days, SQS's longest: time to investigate
+
+
+def test_failed_snapshot_refreshes_are_kept_in_an_encrypted_queue(resources):
+    target = resources["SnapshotFunctionRefresh"]["Properties"]["Targets"][0]
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["SnapshotFailureQueue", "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] <= 5
+    invoke = resources["SnapshotFunctionEventInvokeConfig"]["Properties"]
+    assert invoke["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["SnapshotFailureQueue", "Arn"]}
+    assert invoke["MaximumRetryAttempts"] <= 2
+    assert resources["SnapshotFailureQueue"]["Properties"]["SqsManagedSseEnabled"] is True
+
+
+def counter_record(event_name: str, item_id: str, shard: int, views: int) -> dict[str, Any]:
+    """A base-table stream record as ViewStore.add_view's write produces it (DynamoDB JSON, as Lambda filters it)."""
+    image = {PK: {"S": view_pk(item_id, shard)}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}}
+    image[VIEWS] = {"N": str(views)}
+    return {"eventName": event_name, "dynamodb": {"Keys": {PK: image[PK]}, "NewImage": image}}
+
+
+@pytest.mark.parametrize("item_id", ["images/001.jpg", "a#1", "view#2#x", "ünï code", "a b"])
+def test_the_filter_lets_every_counter_record_through(patterns, item_id):
+    assert matches_any(patterns, counter_record("INSERT", item_id, 0, 1))
+    assert matches_any(patterns, counter_record("MODIFY", item_id, 19, 42))
+
+
+def test_the_filter_drops_removes_key_only_and_foreign_records(patterns):
+    remove = counter_record("REMOVE", "a", 1, 3)
+    del remove["dynamodb"]["NewImage"]
+    key_only = {"eventName": "INSERT", "dynamodb": {"NewImage": {PK: {"S": view_pk("a", 1)}}}}  # moto's extra record
+    aggregate = counter_record("MODIFY", "a", 1, 3)
+    aggregate["dynamodb"]["NewImage"][PK] = {"S": aggregate_pk("a")}
+    snapshot = {"eventName": "MODIFY", "dynamodb": {"NewImage": {PK: {"S": snapshot_pk("global")}}}}
+    for record in (remove, key_only, aggregate, snapshot):
+        assert not matches_any(patterns, record), record
+
+
+def test_the_filter_keeps_exactly_the_counter_records_of_the_sample_event(patterns):
+    records = load_event("aggregate_stream_batch.json")["Records"]
+    kept = [r for r in records if matches_any(patterns, r)]
+    assert [r["eventName"] for r in kept] == ["INSERT", "MODIFY", "MODIFY", "INSERT", "MODIFY"]
+    assert len(records) - len(kept) == 2  # the REMOVE and the foreign item
+
+
+def test_the_local_stream_runner_reads_the_same_mapping(patterns):
+    mapping = EventSourceMapping.from_template(Template.load())
+    assert mapping.report_batch_item_failures and mapping.bisect_on_function_error
+    assert 0 <= mapping.max_retry_attempts <= 10_000
+    assert 0 < mapping.max_record_age_seconds <= STREAM_RETENTION_SECONDS
+    assert list(mapping.filter_patterns) == patterns
+    assert mapping.on_failure_destination

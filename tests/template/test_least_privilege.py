@@ -1,0 +1,117 @@
+"""Least privilege, checked on the rendered template: each function may make exactly the calls its code makes
+(store.py), on exactly its tables, index and queue; nothing anywhere is granted on `*`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.template.conftest import FUNCTIONS, of_type
+
+# What store.py calls for each function, as (action, resource) with resources named by logical id.
+EXPECTED_GRANTS = {
+    "RecordViewsFunction": {
+        ("dynamodb:UpdateItem", "ViewsTable"),  # ViewStore.add_view
+        ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
+        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
+    },
+    "AggregatorFunction": {
+        ("dynamodb:UpdateItem", "BoardTable"),  # BoardStore.move / join_index
+        ("dynamodb:GetItem", "BoardTable"),  # BoardStore.state / get_threshold
+        ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
+    },
+    "SnapshotFunction": {
+        ("dynamodb:GetItem", "BoardTable"),  # get_snapshot
+        ("dynamodb:PutItem", "BoardTable"),  # put_snapshot
+        ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold
+        ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather)
+        ("dynamodb:Scan", "ShardsTable"),  # the re-shard review
+        ("dynamodb:UpdateItem", "ShardsTable"),
+        ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
+    },
+    "ReadApiFunction": {
+        ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views
+    },
+}
+BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"  # its own log streams
+XRAY = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"  # X-Ray has no resource-level permissions
+STREAM_READ = "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole"  # SAM adds it for the stream
+
+
+def statements(document: dict[str, Any]) -> list[dict[str, Any]]:
+    found = document["Statement"]
+    return list(found) if isinstance(found, list) else [found]
+
+
+def as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def resource_name(resource: Any) -> str:
+    """``!GetAtt X.Arn`` -> X; ``!Sub "${X.Arn}/index/i"`` -> X/index/i; plain strings as they are."""
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        name, attribute = resource["Fn::GetAtt"]
+        return str(name) if attribute == "Arn" else f"{name}.{attribute}"
+    if isinstance(resource, dict) and "Fn::Sub" in resource:
+        return re.sub(r"\$\{([^}.]+)\.Arn\}", r"\1", str(resource["Fn::Sub"]))
+    if isinstance(resource, dict) and "Ref" in resource:
+        return str(resource["Ref"])
+    return str(resource)
+
+
+def role_grants(role: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (action, resource_name(resource))
+        for policy in role["Properties"].get("Policies", [])
+        for statement in statements(policy["PolicyDocument"])
+        for action in as_list(statement["Action"])
+        for resource in as_list(statement["Resource"])
+    }
+
+
+def every_policy_document(resources: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    documents = []
+    for name, resource in resources.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::IAM::Role":
+            documents += [(name, p["PolicyDocument"]) for p in properties.get("Policies", [])]
+        elif "PolicyDocument" in properties:  # queue, topic, managed and inline policies
+            documents.append((name, properties["PolicyDocument"]))
+    return documents
+
+
+def test_no_policy_grants_a_wildcard_action_or_resource(resources):
+    documents = every_policy_document(resources)
+    assert len(documents) >= len(FUNCTIONS)
+    for owner, document in documents:
+        for statement in statements(document):
+            assert statement["Effect"] == "Allow", owner
+            for action in as_list(statement["Action"]):
+                assert "*" not in action, f"{owner} grants {action}"
+            for resource in as_list(statement["Resource"]):
+                assert "*" not in resource_name(resource), f"{owner} grants on {resource_name(resource)}"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_function_may_make_exactly_the_calls_its_code_makes(resources, function):
+    role = resources[f"{function}Role"]
+    assert resources[function]["Properties"]["Role"] == {"Fn::GetAtt": [f"{function}Role", "Arn"]}
+    assert role_grants(role) == EXPECTED_GRANTS[function]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_managed_policies_are_only_the_lambda_execution_ones(resources, function):
+    managed = set(resources[f"{function}Role"]["Properties"]["ManagedPolicyArns"])
+    expected = {BASIC, XRAY} | ({STREAM_READ} if function == "AggregatorFunction" else set())
+    assert managed == expected
+
+
+def test_only_eventbridge_may_dead_letter_into_the_snapshot_queue_and_only_from_its_rule(resources):
+    (policy,) = of_type(resources, "AWS::SQS::QueuePolicy").values()
+    (statement,) = statements(policy["Properties"]["PolicyDocument"])
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == {"Fn::GetAtt": ["SnapshotFunctionRefresh", "Arn"]}
+    assert "SnapshotFunctionRefresh" in resources  # the rule SAM generates for the schedule

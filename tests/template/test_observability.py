@@ -1,0 +1,143 @@
+"""Observability of the rendered template: the alarms of docs/operations.md exist and notify the topic, the
+dashboard is valid, and the functions' metrics land where the alarms look for them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from shardboard.local.runtime import Runtime
+from tests.template.conftest import FUNCTIONS, ROOT, of_type, parameter
+
+TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
+
+
+@pytest.fixture(scope="module")
+def alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: dict(r["Properties"]) for name, r in of_type(resources, "AWS::CloudWatch::Alarm").items()}
+
+
+def dimensions(alarm: dict[str, Any]) -> dict[str, Any]:
+    return {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}
+
+
+def find(alarms: dict[str, dict[str, Any]], namespace: Any, metric: str, **dims: Any) -> dict[str, Any]:
+    found = [
+        a
+        for a in alarms.values()
+        if a["Namespace"] == namespace and a["MetricName"] == metric and dimensions(a) == dims
+    ]
+    assert len(found) == 1, f"expected one alarm on {namespace} {metric} {dims}, found {len(found)}"
+    return found[0]
+
+
+def test_every_alarm_notifies_the_topic_on_alarm_and_on_recovery(alarms):
+    assert len(alarms) >= 6
+    for name, alarm in alarms.items():
+        assert alarm["AlarmActions"] == [TOPIC], name
+        assert alarm["OKActions"] == [TOPIC], name
+        assert "docs/operations.md" in alarm["AlarmDescription"], name
+
+
+def test_a_topic_is_created_only_when_none_is_given(resources, rendered):
+    assert rendered["Conditions"]["CreateAlarmTopic"] == {"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}
+    assert resources["AlarmTopic"]["Condition"] == "CreateAlarmTopic"
+    assert resources["AlarmEmailSubscription"]["Condition"] == "SubscribeAlarmEmail"
+
+
+def test_stream_lag_alarm(sam_template, alarms):
+    alarm = find(alarms, "AWS/Lambda", "IteratorAge", FunctionName={"Ref": "AggregatorFunction"})
+    assert alarm["Statistic"] == "Maximum"
+    assert parameter(sam_template, alarm["Threshold"])["Default"] > 0
+
+
+@pytest.mark.parametrize("queue", ["StreamFailureQueue", "SnapshotFailureQueue"])
+def test_dead_letter_queue_depth_alarms(alarms, queue):
+    depth = "ApproximateNumberOfMessagesVisible"
+    alarm = find(alarms, "AWS/SQS", depth, QueueName={"Fn::GetAtt": [queue, "QueueName"]})
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+def test_every_function_has_error_and_throttle_alarms(resources, alarms, function, metric):
+    assert resources[function]["Type"] == "AWS::Lambda::Function"
+    alarm = find(alarms, "AWS/Lambda", metric, FunctionName={"Ref": function})
+    assert alarm["Statistic"] == "Sum"
+
+
+def test_index_write_throttling_alarm(alarms):
+    board, index = {"Ref": "BoardTable"}, "by-views"
+    find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName=board, GlobalSecondaryIndexName=index)
+    find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName={"Ref": "ViewsTable"})
+
+
+def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms):
+    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "SnapshotRefreshes", service="shardboard")
+    # A job that stopped emits nothing: missing data must count as stale.
+    assert alarm["TreatMissingData"] == "breaching"
+    assert alarm["ComparisonOperator"] == "LessThanThreshold" and alarm["Threshold"] == 1
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == {"Ref": "SnapshotStalenessMinutes"}
+
+
+def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline, capsys):
+    # Given a deployed-like pipeline, when the real snapshot handler runs
+    pipeline.views.add_view("a", 0)
+    capsys.readouterr()
+    pipeline.snapshot()
+    # Then its EMF line carries SnapshotRefreshes in the configured namespace with the alarm's dimension
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    emf = next(line for line in lines if "SnapshotRefreshes" in line)
+    (directive,) = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == os.environ["POWERTOOLS_METRICS_NAMESPACE"]
+    assert emf["service"] == "shardboard" and directive["Dimensions"] == [["service"]]
+    assert emf["SnapshotRefreshes"] == [1.0]
+
+
+def test_functions_get_the_namespace_parameter_tracing_and_logs_with_retention(resources):
+    log_groups = of_type(resources, "AWS::Logs::LogGroup").values()
+    for function in FUNCTIONS:
+        properties = resources[function]["Properties"]
+        assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        names = [g["Properties"].get("LogGroupName") for g in log_groups]
+        assert {"Fn::Sub": f"/aws/lambda/${{{function}}}"} in names
+    assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in log_groups)
+
+
+def test_the_handlers_take_the_namespace_from_the_environment():
+    from shardboard.handlers import observability
+
+    assert observability.metrics.namespace == os.environ["POWERTOOLS_METRICS_NAMESPACE"]
+
+
+def test_local_runs_export_the_templates_namespace(monkeypatch):
+    from shardboard.handlers import observability
+
+    with mock.patch.dict(os.environ):
+        # Given handlers imported without a namespace in the environment (a terminal, not Lambda)
+        del os.environ["POWERTOOLS_METRICS_NAMESPACE"]
+        monkeypatch.setattr(observability.metrics, "namespace", None)
+        # When the local runtime hands its settings to the handlers
+        Runtime.from_template(ROOT / "template.yaml", {"MetricsNamespace": "ShardboardLocal"}).export_to_handlers()
+        # Then they use the template's namespace, as a deployed function would
+        assert observability.metrics.namespace == "ShardboardLocal"
+        assert os.environ["POWERTOOLS_METRICS_NAMESPACE"] == "ShardboardLocal"
+
+
+def test_the_dashboard_is_valid_json_over_existing_resources(resources, sam_template):
+    (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    names = set(re.findall(r"\$\{([^}]+)\}", body))
+    known = set(resources) | set(sam_template["Parameters"]) | {"AWS::Region"}
+    assert {name.split(".")[0] for name in names} <= known
+    widgets = json.loads(re.sub(r"\$\{[^}]+\}", "0", body))["widgets"]
+    (alarm_widget,) = [w for w in widgets if w["type"] == "alarm"]
+    alarmed = {n.split(".")[0] for n in re.findall(r"\$\{([^}]+\.Arn)\}", body)}
+    assert alarmed == set(of_type(resources, "AWS::CloudWatch::Alarm"))
+    assert len(alarm_widget["properties"]["alarms"]) == len(alarmed)
