@@ -1,0 +1,117 @@
+"""The leaderboard page in headless Chromium (through the read API handler), and no java left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from shardboard.handlers import aggregate, read_api, snapshot
+from shardboard.local.scheduler import scheduled_event
+from shardboard.local.stream_runner import StreamRunner
+from shardboard.local.webapp import LeaderboardServer
+from tests.e2e.helpers import brute_force_top, record_random_views
+
+pytestmark = pytest.mark.e2e
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
+    # Given a processed stream and a snapshot
+    from playwright.sync_api import sync_playwright
+
+    rt = make_local(TopN="5")
+    record_random_views(rt, views=120, items=12)
+    StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
+    rt.invoke(snapshot.handler, scheduled_event())
+    server = LeaderboardServer(read_api.handler).start()
+
+    # When Debian's Chromium opens the page
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(server.url + "?limit=5")
+            page.wait_for_selector("#rows tr")
+            rows = page.eval_on_selector_all("#rows tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+            title = page.text_content("#board")
+            browser.close()
+    finally:
+        server.stop()
+
+    # Then it shows the exact top 5, fetched through the read API handler
+    expected = [[str(rank), item, f"{views:,}"] for rank, (item, views) in enumerate(brute_force_top(rt), 1)]
+    assert title == rt.settings.board
+    assert [row[1:] for row in rows] == [row[1:] for row in expected]
+    assert server.requests >= 2  # the page itself, then GET /leaderboard
+
+
+def test_read_api_errors_reach_the_page_as_http(make_local):
+    # Given a board without a snapshot
+    make_local()
+    server = LeaderboardServer(read_api.handler)
+
+    # When the leaderboard and a bad limit are asked for
+    missing = server.respond("GET", "/leaderboard", {"Host": "127.0.0.1"})
+    bad = server.respond("GET", "/leaderboard?limit=abc", {"Host": "127.0.0.1"})
+    server.stop()
+
+    # Then the read API's own status codes come back
+    assert missing[0] == 404
+    assert bad[0] == 400
+
+
+ENGINE_SCRIPT = """
+import os, sys, time
+os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+from shardboard.local.engine import local_engine
+with local_engine() as engine:
+    print(engine.kind, engine.process.pid if engine.process else 0, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT])
+def test_no_java_is_left_when_the_owner_dies(kill):
+    # Given a process running DynamoDB Local through the engine
+    owner = subprocess.Popen([sys.executable, "-c", ENGINE_SCRIPT], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    kind, pid = owner.stdout.readline().split()
+    owner.stdout.close()
+    if kind != "dynamodb-local":
+        owner.kill()
+        owner.wait()
+        pytest.fail(f"DynamoDB Local is not installed (engine fell back to {kind}); run `make dynamodb-local`")
+    java = int(pid)
+    assert Path(f"/proc/{java}").exists()
+
+    # When the owner is stopped by Ctrl-C, SIGTERM or even SIGKILL
+    os.kill(owner.pid, kill)
+    owner.wait(30)
+
+    # Then its java process is gone too
+    deadline = time.monotonic() + 20
+    while _alive(java) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(java)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait() is missing
