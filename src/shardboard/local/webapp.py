@@ -83,7 +83,9 @@ class LeaderboardServer:
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for serve_forever, which never ran if not started
+            self.httpd.shutdown()
+            self._thread.join()
         self.httpd.server_close()
 
     def respond(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
