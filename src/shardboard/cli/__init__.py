@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from shardboard.cli import demo, pipeline, recovery, reshard
+from shardboard.cli import bench, demo, pipeline, plan, recovery, reshard
 from shardboard.cli.common import one_line_errors
 from shardboard.local.runtime import Runtime, use_local_credentials_if_needed
 from shardboard.local.template import DEFAULT_STACK
@@ -68,5 +68,7 @@ def runtime(ctx: click.Context) -> Runtime:
 for command in [*pipeline.COMMANDS, *recovery.COMMANDS]:
     main.add_command(command)
 main.add_command(demo.demo)
+main.add_command(plan.plan)
+main.add_command(bench.bench)
 for command in reshard.COMMANDS:
     main.add_command(command)
