@@ -64,8 +64,7 @@ def fold(records: Iterable[ViewRecord]) -> dict[str, ItemDelta]:
     return deltas
 
 
-@dataclass(frozen=True)
-class ShardMove:
+class ShardMove(NamedTuple):  # immutable; a NamedTuple because one or more are built per item per batch
     """Move ``applied_k`` from ``expected`` (0 means absent) to ``target``, adding ``target - expected`` views."""
 
     shard: int
