@@ -67,5 +67,8 @@ build: sam ## sam build (no container: the Lambda runtime's Python from pyenv)
 bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 	$(BIN)/shardboard bench
 
+chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one; prints its seed)
+	$(BIN)/shardboard chaos $(if $(SEED),--seed $(SEED))
+
 clean: ## Remove build output and local state (keeps the venvs)
 	rm -rf .aws-sam .shardboard .pytest_cache .mypy_cache .ruff_cache

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from dataclasses import replace
 
 import pytest
@@ -36,7 +35,7 @@ def record(pipeline, counts=COUNTS, seed=7):
         record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng)
 
 
-def runner(pipeline, handler, tmp_path, batch_size=10, max_retries=3, state=True, bisect=True):
+def runner(pipeline, handler, tmp_path, *, batch_size=10, max_retries=3, state=True, bisect=True):
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),
         bisect_on_function_error=bisect,
@@ -154,48 +153,6 @@ def test_event_source_faults_count_once(pipeline, tmp_path, fault):
     assert_exact(pipeline)
     if fault != "parallel":
         assert function.totals.replays_absorbed > 0
-
-
-def test_two_invocations_on_one_item_at_once(make_pipeline):
-    # Given one item's views spread over 8 write shards, its records split by base key into two lanes
-    pipeline = make_pipeline(WriteShards="8")
-    record(pipeline, {"viral": 60})
-    records = [r for r in pipeline.stream_records() if "item_id" in r["dynamodb"]["NewImage"]]
-    lanes = [[r for r in records if r["dynamodb"]["NewImage"]["shard"]["N"] in "0246"], []]
-    lanes[1] = [r for r in records if r not in lanes[0]]
-    # When two containers apply them at the same moment, twice each
-    start = threading.Barrier(4)
-
-    def invoke(lane):
-        start.wait()
-        Container.fresh().invoke({"Records": lane})
-
-    threads = [threading.Thread(target=invoke, args=(lane,)) for lane in lanes * 2]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    # Then the item holds every view exactly once
-    assert_exact(pipeline)
-    assert pipeline.board.aggregate_views("viral") == 60
-
-
-def test_two_runners_on_one_stream_by_mistake(pipeline, tmp_path):
-    # Given views, and two runners with their own checkpoints reading the same stream
-    record(pipeline)
-    runners = [
-        runner(pipeline, Container.fresh().handler, tmp_path, batch_size=5, state=False),
-        runner(pipeline, Container.fresh().handler, tmp_path, batch_size=3, state=False),
-    ]
-    # When both drain it at the same time
-    threads = [threading.Thread(target=r.drain) for r in runners]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    # Then every record was delivered twice and counted once
-    assert all(r.stats.records > 0 for r in runners)
-    assert_exact(pipeline)
 
 
 def test_a_poisoned_batch_goes_to_the_failure_destination_and_redrive_repairs_it(make_pipeline, tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from shardboard.cli.chaos import chaos
 from shardboard.cli.common import console, fail, one_line_errors, runtime
 from shardboard.domain import recovery
 from shardboard.local.stream_runner import DEAD_LETTERS_FILE, default_state_dir, write_atomically
@@ -100,4 +101,5 @@ def redrive(ctx: click.Context, letters_path: Path | None) -> None:
         sys.exit(1)
 
 
-COMMANDS = [rebuild, redrive]
+# `chaos` proves what these commands repair; registered with them.
+COMMANDS = [rebuild, redrive, chaos]
