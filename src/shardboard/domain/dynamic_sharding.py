@@ -26,11 +26,13 @@ from enum import Enum
 from typing import Any, Literal, Protocol
 
 from shardboard.config import Settings
-from shardboard.domain.sharding import write_shards_needed
 
-# Writers keep metadata this long: one GetItem per item per TTL per writer. Staleness is safe (a smaller count
-# is a subset of the larger range) and a throttled writer refreshes early, so the TTL only bounds read cost.
-CACHE_TTL_SECONDS = 30.0
+# Writers keep "this item has no metadata" this long: one GetItem per long-tail item per TTL per writer. Staleness
+# is safe (the default range is a subset of any grown one) and a throttled writer refreshes at once.
+CACHE_TTL_SECONDS = 60.0
+# A grown item's count is kept only this long: a writer still on the old, smaller range piles its writes on the
+# low shards and makes other writers throttle (and grow again for nothing). 50 writers re-read it 10 times/s.
+GROWN_CACHE_TTL_SECONDS = 5.0
 # A throttled writer re-reads the metadata (strongly consistent) at most this often per item: 50 writers cost at
 # most 50 reads/s on the metadata key however many of their writes are throttled.
 REFRESH_SECONDS = 1.0
@@ -38,6 +40,9 @@ REFRESH_SECONDS = 1.0
 BACKOFF_SECONDS = (1.0, 10.0)
 # A shrink needs this long of low traffic: a quiet spell between two bursts must not cost a regrowth.
 SHRINK_AFTER_SECONDS = 600.0
+# seed 001's headroom: after a shrink each shard runs at most half its partition limit, so random imbalance
+# between shards and the next minutes' growth do not throttle at once.
+SHRINK_HEADROOM = 2.0
 # A write retried after a table-level or partition throttle waits base x 2^attempt (capped), with full jitter.
 RETRY_BASE_SECONDS = 0.05
 RETRY_CAP_SECONDS = 1.0
@@ -81,8 +86,11 @@ class ShardPolicy:
     growth: Growth = "double"
     backoff_seconds: tuple[float, float] = BACKOFF_SECONDS
     cache_ttl_seconds: float = CACHE_TTL_SECONDS
+    grown_cache_ttl_seconds: float = GROWN_CACHE_TTL_SECONDS
     refresh_seconds: float = REFRESH_SECONDS
     shrink_after_seconds: float = SHRINK_AFTER_SECONDS
+    # DynamoDB's write units per partition key value per second (views are <= 1 KB: one unit each).
+    partition_write_units: float = 1000.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.default_shards <= self.max_shards:
@@ -110,9 +118,10 @@ class ShardPolicy:
         return min(self.max_shards, bigger)
 
     def shrunk(self, count: int, views_per_second: float) -> int | None:
-        """Half the count when the measured rate needs at most that (seed 001's formula, x2 headroom); else None."""
+        """Half the count when the measured rate needs at most that (seed 001's formula with headroom); else None."""
         half = max(self.default_shards, count // 2)
-        if half >= count or write_shards_needed(views_per_second) > half:
+        needed = math.ceil(views_per_second * SHRINK_HEADROOM / self.partition_write_units)
+        if half >= count or needed > half:
             return None
         return half
 
@@ -269,8 +278,9 @@ class ShardRouter:
         return metadata
 
     def _remember(self, item_id: str, metadata: ShardMetadata | None) -> None:
+        ttl = self.policy.cache_ttl_seconds if metadata is None else self.policy.grown_cache_ttl_seconds
         with self._lock:
-            self._cache[item_id] = _Cached(metadata, self.clock.now() + self.policy.cache_ttl_seconds)
+            self._cache[item_id] = _Cached(metadata, self.clock.now() + ttl)
 
 
 def readable_shards(metadata: ShardMetadata | None, default_shards: int) -> int:
@@ -305,10 +315,10 @@ def review_item(
     ``shrink_after_seconds`` and the cooldown must have passed since the last change.
     """
     elapsed = now - metadata.reviewed_at
-    rate = (views - metadata.reviewed_views) / elapsed if metadata.reviewed_at and elapsed > 0 else math.inf
-    low = policy.shrunk(metadata.number_of_shards, rate) is not None
-    quiet_since = (metadata.quiet_since or metadata.reviewed_at or now) if low else None
-    target = policy.shrunk(metadata.number_of_shards, rate)
+    measured = metadata.reviewed_at > 0 and elapsed > 0
+    rate = (views - metadata.reviewed_views) / elapsed if measured else math.inf
+    target = policy.shrunk(metadata.number_of_shards, rate) if measured else None
+    quiet_since = (metadata.quiet_since or metadata.reviewed_at) if target is not None else None
     if (
         target is not None
         and quiet_since is not None

@@ -1,0 +1,1 @@
+"""Scenarios that run the real domain code on the capacity emulator in virtual time (`shardboard bench --scenario`)."""
