@@ -1,0 +1,169 @@
+"""Every bad input shardboard was tried with, and what happens: the data behind docs/bad-input.md and its tests.
+
+`tests/integration/test_bad_input.py` runs every row; `python -m tests.bad_input_catalogue > docs/bad-input.md`
+writes the page, and a test checks the page is what this module renders, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class HttpCase:
+    what: str
+    method: str
+    path: str
+    query: str = ""
+    body: str | None = None
+    status: int = 400
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class StreamCase:
+    what: str
+    change: dict[str, Any]  # applied to a valid MODIFY record of the base table (None removes a key)
+    image_change: dict[str, Any] | None = None  # applied to dynamodb.NewImage
+    old_image_change: dict[str, Any] | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CliCase:
+    what: str
+    args: tuple[str, ...]
+    message: str
+    code: int = 2
+
+
+def post(what: str, body: str, message: str) -> HttpCase:
+    return HttpCase(what, "POST", "/views", body=body, message=message)
+
+
+HTTP: list[HttpCase] = [
+    post("body is not JSON", "not json", "body is not valid JSON"),
+    post("empty body", "", "body is not valid JSON"),
+    post("body is a JSON array", "[1]", "body must be a JSON object"),
+    post("body is JSON null", "null", "body must be a JSON object"),
+    post("no id", '{"count": 1}', "missing field: id"),
+    post("empty id", '{"id": ""}', "id must not be empty"),
+    post("id with a NUL", '{"id": "a\\u0000b"}', "control character (U+0000)"),
+    post("id with a newline", '{"id": "a\\nb"}', "control character (U+000A)"),
+    post("id with a lone surrogate", '{"id": "\\ud800"}', "control character (U+D800)"),
+    post("id of 513 ASCII bytes", json.dumps({"id": "x" * 513}), "id is 513 bytes"),
+    post("id of 171 x 3-byte chars (513 bytes)", json.dumps({"id": "€" * 171}), "id is 513 bytes"),
+    post("id is a number", '{"id": 7}', "id must be a string, got int"),
+    post("id is null", '{"id": null}', "id must be a string, got NoneType"),
+    post("id is a list", '{"id": ["a"]}', "id must be a string, got list"),
+    post("count 0", '{"id": "a", "count": 0}', "count must be at least 1"),
+    post("negative count", '{"id": "a", "count": -3}', "count must be at least 1"),
+    post("count above the maximum", '{"id": "a", "count": 1001}', "count must be at most 1000"),
+    post("count as a string", '{"id": "a", "count": "2"}', "count must be a whole number"),
+    post("fractional count", '{"id": "a", "count": 1.5}', "count must be a whole number"),
+    post("count in exponent form", '{"id": "a", "count": 1e3}', "count must be a whole number"),
+    post("boolean count", '{"id": "a", "count": true}', "count must be a whole number"),
+    post("null count", '{"id": "a", "count": null}', "count must be a whole number"),
+    post("unknown field", '{"id": "a", "views": 2}', "unknown field(s): views"),
+    HttpCase("limit 0", "GET", "/leaderboard", "limit=0", message="limit must be from 1 to 10"),
+    HttpCase("limit above TopN", "GET", "/leaderboard", "limit=11", message="limit must be from 1 to 10"),
+    HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
+    HttpCase("negative limit", "GET", "/leaderboard", "limit=-1", message="limit must be a whole number"),
+    HttpCase("fractional limit", "GET", "/leaderboard", "limit=1.5", message="limit must be a whole number"),
+    HttpCase("item id with a newline", "GET", "/items/bad%0Aid", message="control character (U+000A)"),
+    HttpCase("item id of 513 bytes", "GET", "/items/" + "y" * 513, message="id is 513 bytes"),
+    HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
+]
+
+STREAM: list[StreamCase] = [
+    StreamCase("REMOVE of a counter", {"eventName": "REMOVE"}, reason="remove"),
+    StreamCase("unknown event name", {"eventName": "UPSERT"}, reason="unknown_event"),
+    StreamCase("no NewImage (KEYS_ONLY stream)", {"NewImage": None}, reason="missing_image"),
+    StreamCase("MODIFY without OldImage (NEW_IMAGE stream)", {"OldImage": None}, reason="missing_image"),
+    StreamCase("NewImage without item_id", {}, {"item_id": None}, reason="missing_attribute"),
+    StreamCase("item_id is a number", {}, {"item_id": {"N": "5"}}, reason="missing_attribute"),
+    StreamCase("shard is a string", {}, {"shard": {"S": "3"}}, reason="missing_attribute"),
+    StreamCase("negative views", {}, {"views": {"N": "-4"}}, reason="missing_attribute"),
+    StreamCase("fractional views", {}, {"views": {"N": "2.5"}}, reason="missing_attribute"),
+    StreamCase("OldImage views not a number", {}, None, {"views": {"S": "x"}}, reason="missing_attribute"),
+    StreamCase("pk is not the counter's key", {}, {"pk": {"S": "user#1"}}, reason="foreign_key"),
+    StreamCase("unknown attribute type", {}, {"views": {"Q": "1"}}, reason="missing_attribute"),
+    StreamCase("no dynamodb section", {"dynamodb": None}, reason="malformed"),
+]
+
+CLI: list[CliCase] = [
+    CliCase("empty id", ("record", ""), "id must not be empty"),
+    CliCase("id with a tab", ("record", "ok", "bad\tid"), "control character (U+0009)"),
+    CliCase("id of 600 bytes", ("record", "x" * 600), "id is 600 bytes"),
+    CliCase("count 0", ("record", "a", "-n", "0"), "count must be at least 1"),
+    CliCase("count above the maximum", ("record", "a", "-n", "5000"), "count must be at most 1000"),
+    CliCase("count not a number", ("record", "a", "-n", "abc"), "'abc' is not a valid integer"),
+    CliCase("no item", ("record",), "Missing argument 'ITEMS...'"),
+    CliCase("limit 0", ("top", "-n", "0"), "limit must be from 1"),
+    CliCase("unknown template parameter", ("-p", "NoSuchParameter=1", "init"), "unknown template parameter"),
+    CliCase("parameter without a value", ("-p", "TopN", "init"), "expected NAME=VALUE"),
+    CliCase("non-numeric parameter", ("-p", "TopN=many", "init"), "parameter TopN must be a number"),
+    CliCase("parameter out of range", ("-p", "TopN=0", "init"), "parameter TopN must be from 1 to 5000"),
+    CliCase("parameter not allowed", ("-p", "SparseIndex=maybe", "init"), "must be one of true, false"),
+    CliCase("batch size 0", ("process", "--batch-size", "0"), "0 is not in the range 1<=x<=10000"),
+    CliCase("rebuild with 0 segments", ("rebuild", "--segments", "0"), "0 is not in the range 1<=x<=1000"),
+    CliCase("redrive file that is not failure messages", ("redrive", "--file", "{bad_letters}"), "line 1 is not"),
+    CliCase("negative chaos seed", ("chaos", "--seed", "-1"), "-1 is not in the range x>=0"),
+]
+
+
+def _cell(text: str, limit: int = 60) -> str:
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.replace("|", "\\|").replace("\n", "\\n")
+
+
+def render() -> str:
+    """docs/bad-input.md."""
+    lines = [
+        "# Bad input: what was tried and what happens",
+        "",
+        "Every row is a test (`tests/integration/test_bad_input.py`, driven by `tests/bad_input_catalogue.py`, which",
+        "also renders this page; a test fails if the page and the data differ). Every test also checks that the bad",
+        "input wrote nothing: both tables are unchanged.",
+        "",
+        f"## HTTP API ({len(HTTP)} inputs)",
+        "",
+        "| input | request | status | message contains |",
+        "|---|---|---|---|",
+    ]
+    for case in HTTP:
+        request = f"{case.method} {case.path}" + (f"?{case.query}" if case.query else "")
+        if case.body is not None:
+            request += f" `{_cell(case.body, 40)}`"
+        lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | {_cell(case.message)} |")
+    lines += [
+        "",
+        f"## Stream records ({len(STREAM)} inputs)",
+        "",
+        "Each is one record in a batch delivered to the aggregator. It is skipped: the batch succeeds (no retry, no",
+        "failure destination), the `RecordsSkipped` metric counts it and a `stream record skipped` log line names the",
+        "reason.",
+        "",
+        "| record | skipped, reason | metric |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {case.what} | `{case.reason}` | RecordsSkipped = 1 |" for case in STREAM]
+    lines += [
+        "",
+        f"## CLI ({len(CLI)} inputs)",
+        "",
+        "Bad input exits 2 with the reason on stderr (click's usage errors too).",
+        "",
+        "| input | command | exit | message contains |",
+        "|---|---|---|---|",
+    ]
+    for case in CLI:
+        command = "shardboard " + " ".join(a if a else "''" for a in case.args)
+        lines.append(f"| {case.what} | `{_cell(command, 60)}` | {case.code} | {_cell(case.message)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
