@@ -86,9 +86,13 @@ def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms):
 
 
 def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline, capsys):
-    # Given a deployed-like pipeline, when the real snapshot handler runs
+    # Given a deployed-like pipeline and a fresh container (no metrics left by an earlier in-process run)
+    from shardboard.handlers import observability
+
+    observability.metrics.clear_metrics()
     pipeline.views.add_view("a", 0)
     capsys.readouterr()
+    # When the real snapshot handler runs
     pipeline.snapshot()
     # Then its EMF line carries SnapshotRefreshes in the configured namespace with the alarm's dimension
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
