@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -40,6 +40,7 @@ TABLE_THROTTLED = "ThrottlingException"
 # DynamoDB's documented ceiling per partition key value: 1,000 write units/s and 3,000 read units/s.
 PARTITION_WRITE_UNITS_PER_S = 1000.0
 PARTITION_READ_UNITS_PER_S = 3000.0
+ARN_PREFIX = "arn:aws:dynamodb:us-east-1:000000000000:table/"
 # How long DynamoDB retains unused capacity for bursts (best effort).
 DYNAMODB_BURST_SECONDS = 300.0
 
@@ -176,11 +177,14 @@ class CapacityEmulator:
                 window = self._partition_window((resource, partition, kind), second)
                 if window.used + units > self.limits.partition_limit(kind):
                     self._refuse(PARTITION_THROTTLED)
+                    scope = "Index" if "/" in resource else "Table"
                     raise throttling_error(
                         PARTITION_THROTTLED,
                         f"{kind} units on partition key {partition!r} of {resource} exceed "
                         f"{self.limits.partition_limit(kind):g}/s",
                         operation,
+                        f"{scope}{kind.title()}KeyRangeThroughputExceeded",
+                        resource,
                     )
             for (table, kind), units in table_demand.items():
                 limit = self.limits.table_limit(kind)
@@ -189,8 +193,28 @@ class CapacityEmulator:
                     if window.used + units > limit + window.banked:
                         self._refuse(TABLE_THROTTLED)
                         raise throttling_error(
-                            TABLE_THROTTLED, f"{kind} units on table {table} exceed {limit:g}/s", operation
+                            TABLE_THROTTLED,
+                            f"{kind} units on table {table} exceed {limit:g}/s",
+                            operation,
+                            f"Table{kind.title()}ProvisionedThroughputExceeded",
+                            table,
                         )
+            self._book(charges, partition_demand, table_demand, second)
+
+    def record(self, charges: Sequence[Charge]) -> None:
+        """Book units consumed by a request that was already served (a Query's size is known only after it)."""
+        second = math.floor(self.clock.now())
+        with self._lock:
+            partition_demand: dict[tuple[str, str, Kind], float] = {}
+            table_demand: dict[tuple[str, Kind], float] = {}
+            for charge in charges:
+                if charge.partition is not None:
+                    key = (charge.resource, charge.partition, charge.kind)
+                    partition_demand[key] = partition_demand.get(key, 0.0) + charge.units
+                    self._partition_window(key, second)
+                table_demand[(charge.table, charge.kind)] = (
+                    table_demand.get((charge.table, charge.kind), 0.0) + charge.units
+                )
             self._book(charges, partition_demand, table_demand, second)
 
     def _book(
@@ -235,6 +259,28 @@ class CapacityEmulator:
         return window
 
 
-def throttling_error(code: str, message: str, operation: str) -> ClientError:
-    """The ClientError botocore raises for a throttled DynamoDB request (HTTP 400 with ``code``)."""
-    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
+def resource_arn(resource: str) -> str:
+    """``table`` or ``table/index`` as the ARN DynamoDB names in a throttling reason."""
+    table, _, index = resource.partition("/")
+    return f"{ARN_PREFIX}{table}" + (f"/index/{index}" if index else "")
+
+
+def error_document(code: str, message: str, reason: str, resource: str) -> dict[str, Any]:
+    """The JSON body DynamoDB sends with a throttling error, ``ThrottlingReasons`` included."""
+    prefix = "com.amazon.coral.availability#" if code == TABLE_THROTTLED else "com.amazonaws.dynamodb.v20120810#"
+    # The service model spells the member ThrottlingReasons on one error and throttlingReasons on the other.
+    reasons_key = "throttlingReasons" if code == TABLE_THROTTLED else "ThrottlingReasons"
+    return {
+        "__type": prefix + code,
+        "message": message,
+        reasons_key: [{"reason": reason, "resource": resource_arn(resource)}],
+    }
+
+
+def throttling_error(code: str, message: str, operation: str, reason: str, resource: str) -> ClientError:
+    """The ClientError botocore raises for a throttled DynamoDB request (HTTP 400 with ``code`` and its reason)."""
+    response: dict[str, Any] = {
+        "Error": {"Code": code, "Message": message},
+        "ThrottlingReasons": [{"reason": reason, "resource": resource_arn(resource)}],
+    }
+    return ClientError(response, operation)  # type: ignore[arg-type]

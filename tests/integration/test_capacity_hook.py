@@ -1,0 +1,107 @@
+"""The capacity hook throttles a real boto3 client with DynamoDB's errors, through botocore's retries.
+
+The engine is moto's server over HTTP on a free loopback port, as DynamoDB Local would be: moto's in-process stub
+would also execute a request the hook refused (botocore calls every before-send handler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from shardboard.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
+from shardboard.capacity.hook import attach, install_from_env
+from shardboard.capacity.schema import TableSchema
+from shardboard.domain.batch import ShardMove
+from shardboard.local.runtime import Runtime
+from shardboard.local.template import create_tables
+from shardboard.store import BoardStore, ViewStore, dynamodb_client, throttle_scope
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server._server.server_port}"
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+        runtime = Runtime.from_template(ROOT / "template.yaml")
+        create_tables(runtime.dynamodb, runtime.template)
+        yield SimpleNamespace(runtime=runtime, settings=runtime.settings)
+    finally:
+        server.stop()
+
+
+def schemas(pipeline: Any) -> dict[str, TableSchema]:
+    requests = pipeline.runtime.template.create_table_requests().values()
+    return {r["TableName"]: TableSchema.from_create_table(r) for r in requests}
+
+
+def test_a_hot_key_is_throttled_after_botocore_retries(pipeline):
+    # Given a client with two attempts per call, throttled on a virtual clock that does not move
+    client = dynamodb_client(Config(retries={"mode": "standard", "total_max_attempts": 2}))
+    # (a 50-unit partition limit keeps the test short; the default is DynamoDB's 1,000)
+    emulator = CapacityEmulator(VirtualClock(), Limits(partition_write_units=50))
+    attach(client, schemas(pipeline), emulator)
+    views = ViewStore(client, pipeline.settings.views_table)
+    # When one write shard of one item takes its limit of views in one simulated second
+    for _ in range(50):
+        views.add_view("viral.jpg", 0)
+    # Then the next view fails with DynamoDB's code after botocore retried it
+    with pytest.raises(ClientError) as refused:
+        views.add_view("viral.jpg", 0)
+    assert refused.value.response["Error"]["Code"] == PARTITION_THROTTLED
+    assert refused.value.response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert refused.value.response["ThrottlingReasons"][0]["reason"] == "TableWriteKeyRangeThroughputExceeded"
+    assert throttle_scope(refused.value) is not None
+    assert emulator.usage.throttled_requests == 2
+    # And another write shard of the same item is not affected (the point of write sharding)
+    views.add_view("viral.jpg", 1)
+    assert views.item_total("viral.jpg", 2) == 51
+
+
+def test_writes_are_priced_from_the_item_and_its_index_entry(pipeline):
+    # Given the hook on the board table
+    client = dynamodb_client()
+    emulator = CapacityEmulator(VirtualClock())
+    attach(client, schemas(pipeline), emulator)
+    board = BoardStore(client, pipeline.settings.board_table)
+    index = f"{pipeline.settings.board_table}/by-views"
+    # When an aggregate is created outside the index, then joins it, then its views move
+    board.move("a", [ShardMove(0, 0, 3)], None)
+    assert emulator.usage.units("write", index) == 0
+    board.join_index("a", "global#10#1")
+    assert emulator.usage.units("write", index) == 1
+    board.move("a", [ShardMove(0, 3, 5)], "global#10#1")
+    # Then the sort-key change cost a delete and a put on the GSI key
+    assert emulator.usage.units("write", index) == 3
+    assert emulator.usage.peak("write").units >= 1
+    # And a query is booked on the index partition it read
+    rows, _ = board.query_shard("global#10#1", 10, None)
+    assert rows == [("a", 5)]
+    assert emulator.usage.units("read", index) >= 0.5
+
+
+def test_install_from_env_is_opt_in(pipeline, monkeypatch):
+    requests = pipeline.runtime.template.create_table_requests()
+    monkeypatch.delenv("SHARDBOARD_EMULATE_CAPACITY", raising=False)
+    assert install_from_env(requests) is None
+    monkeypatch.setenv("SHARDBOARD_EMULATE_CAPACITY", "1")
+    hook = install_from_env(requests)
+    assert hook is not None
+    try:
+        # Every client created afterwards from boto3's default session is priced
+        ViewStore(dynamodb_client(), pipeline.settings.views_table).add_view("x", 0)
+        assert hook.emulator.usage.units("write") == 1
+    finally:
+        import boto3
+
+        boto3._get_default_session().events.unregister("before-send", hook.before_send)
