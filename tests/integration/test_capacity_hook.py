@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from shardboard.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
-from shardboard.capacity.hook import attach, install_from_env
+from shardboard.capacity.hook import attach, install_from_env, uninstall
 from shardboard.capacity.schema import TableSchema
 from shardboard.domain.batch import ShardMove
 from shardboard.local.runtime import Runtime
@@ -102,6 +102,6 @@ def test_install_from_env_is_opt_in(pipeline, monkeypatch):
         ViewStore(dynamodb_client(), pipeline.settings.views_table).add_view("x", 0)
         assert hook.emulator.usage.units("write") == 1
     finally:
-        import boto3
-
-        boto3._get_default_session().events.unregister("before-send", hook.before_send)
+        uninstall()
+    assert install_from_env(requests) is not hook  # uninstalled: a new one would be made
+    uninstall()

@@ -43,6 +43,7 @@ _CLAUSE = re.compile(r"\b(SET|ADD|REMOVE|DELETE)\b", re.IGNORECASE)
 _IF_NOT_EXISTS = re.compile(r"^if_not_exists\(\s*([^,\s]+)\s*,\s*(:\w+)\s*\)$")
 _HASH_CONDITION = re.compile(r"([#\w.]+)\s*=\s*(:\w+)")
 _READ_CONTEXT = "shardboard.capacity.read"
+_INSTALLED: dict[int, ThrottlingHook] = {}
 
 
 class _Body(BytesIO):
@@ -67,6 +68,12 @@ class ThrottlingHook:
         for operation in ("Query", "Scan"):
             events.register(f"before-call.dynamodb.{operation}", self.remember_read)
             events.register(f"after-call.dynamodb.{operation}", self.after_read)
+
+    def detach(self, events: Any) -> None:
+        events.unregister("before-send", self.before_send)
+        for operation in ("Query", "Scan"):
+            events.unregister(f"before-call.dynamodb.{operation}", self.remember_read)
+            events.unregister(f"after-call.dynamodb.{operation}", self.after_read)
 
     def before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         target = request.headers.get("X-Amz-Target", b"")
@@ -203,10 +210,22 @@ def install_from_env(
         return None
     schemas = {r["TableName"]: TableSchema.from_create_table(r) for r in create_table_requests.values()}
     session = boto3._get_default_session()  # the session boto3.client() uses
+    installed = _INSTALLED.get(id(session))
+    if installed is not None:  # once per session: one emulator sees every client's requests
+        installed.schemas.update(schemas)
+        return installed
     peek = boto3.Session().client("dynamodb", region_name=session.region_name or "us-east-1")
-    hook = ThrottlingHook(CapacityEmulator(RealClock(), limits), schemas, peek)
+    hook = _INSTALLED[id(session)] = ThrottlingHook(CapacityEmulator(RealClock(), limits), schemas, peek)
     hook.attach(session.events)
     return hook
+
+
+def uninstall() -> None:
+    """Remove the session-wide hook (tests)."""
+    session = boto3._get_default_session()
+    hook = _INSTALLED.pop(id(session), None)
+    if hook is not None:
+        hook.detach(session.events)
 
 
 def _peek_client(client: Any) -> Any:

@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from shardboard.capacity.hook import install_from_env
 from shardboard.config import Settings
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.local.lambda_context import LocalContext
@@ -40,6 +41,8 @@ class Runtime:
     ) -> Runtime:
         template = Template.load(path, parameters, stack)
         settings = Settings.from_env(defaults=template.settings(**changes))
+        # Opt-in (SHARDBOARD_EMULATE_CAPACITY=1): DynamoDB Local then throttles like DynamoDB (capacity/hook.py).
+        install_from_env(template.create_table_requests())
         return cls(template, settings)
 
     @cached_property
