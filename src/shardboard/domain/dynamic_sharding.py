@@ -222,10 +222,11 @@ class ShardRouter:
         now = self.clock.now()
         with self._lock:
             plan = self._growing.setdefault(item_id, _Growing())
-            if now - plan.refreshed_at < self.policy.refresh_seconds:
-                return
-            plan.refreshed_at = now
-        metadata = self._refresh(item_id)
+            refresh = now - plan.refreshed_at >= self.policy.refresh_seconds or item_id not in self._cache
+            if refresh:
+                plan.refreshed_at = now
+        # Between refreshes the last value read will do: the conditional update refuses a stale one anyway.
+        metadata = self._refresh(item_id) if refresh else self._cache[item_id].metadata
         count = metadata.number_of_shards if metadata else self.policy.default_shards
         if count > count_used or count >= self.policy.max_shards:
             return  # someone grew it already (retry in the larger range), or it cannot grow
