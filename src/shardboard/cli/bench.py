@@ -42,6 +42,13 @@ def command_line(ctx: click.Context) -> str:
 @click.option("--batch-size", type=click.IntRange(min=1), default=Workload.batch_size, show_default=True)
 @click.option("--refresh-seconds", type=click.FloatRange(min=0.1), default=Workload.refresh_seconds, show_default=True)
 @click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
+@click.option(
+    "--scenario",
+    type=click.Choice(["designs", "viral-ramp", "viral-ramp-additive"]),
+    default="designs",
+    show_default=True,
+    help="designs: the side-by-side run; viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
 @click.option(
     "--out",
@@ -63,11 +70,17 @@ def bench(
     batch_size: int,
     refresh_seconds: float,
     designs: tuple[str, ...],
+    scenario: str,
     as_json: bool,
     out: Path,
     no_files: bool,
 ) -> None:
     """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
+    if scenario != "designs":
+        from shardboard.scenarios.report import run_scenario
+
+        run_scenario(scenario, as_json, out, write_files=not no_files)
+        return
     workload = Workload(
         items=items,
         zipf_s=zipf_s,
