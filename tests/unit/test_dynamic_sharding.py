@@ -170,3 +170,33 @@ def test_viral_ramp_shortened_run():
     assert result.peak_views_per_s >= 2000
     # ... the metadata key stayed far below a partition's 3,000 read units/s (at 1/10 scale: 300)
     assert details["metadata_peak_read_units_per_s"] < 100
+
+
+def test_bench_viral_ramp_json(monkeypatch, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from shardboard.cli import main
+    from shardboard.scenarios import report
+
+    # A small ramp through the real command: the JSON has exactly issue 7's keys, and the chart is written
+    small = RampSpec(ramp_seconds=40, hold_seconds=5, tail_items=20).scaled(10)
+    monkeypatch.setitem(report.SCENARIOS, "viral-ramp", small)
+    result = CliRunner().invoke(
+        main, ["bench", "--scenario", "viral-ramp", "--json", "--out", str(tmp_path)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(figures) == {
+        "peak_views_per_s",
+        "max_shards",
+        "seconds_to_stop_throttling",
+        "throttled_after_ramp",
+        "increments",
+        "cooldown_violations",
+        "exact",
+    }
+    assert figures["exact"] is True and figures["cooldown_violations"] == 0
+    assert (tmp_path / "viral-ramp.png").stat().st_size > 0
+    assert json.loads((tmp_path / "viral-ramp.json").read_text())["details"]["tail_max_shards"] == 1
