@@ -27,14 +27,27 @@ NOTES = """
 - **Exactness.** `exact top N` compares each design's last leaderboard with the true top N of the views it
   recorded.
 
-## Reading the write-unit figure
+## Targets missed, and why
 
-With exactly-once aggregation each view costs 1 base write, each distinct item in a batch 1 aggregate write, and
-each distinct *indexed* item in a batch 2 index writes (its sort key `views` moved). For Zipf s = 1 over 100,000
-items a 1,000-record batch holds 622 distinct items on average, so the floor is 1 + 0.62 = 1.62 before any index
-write; the top 1,000 items alone are 244 distinct items per batch, i.e. +0.49. Any design that keeps an exact
-`views` sort key in the index per batch therefore pays about 2.1 write units per view at this batch size; the
-1.7 target needs larger effective batches (fewer distinct items per record) or an index whose sort key is not
-rewritten on every batch. The sparse index keeps the long tail out of that +0.49: every item that joined while the
-published threshold was still 0 (before the first snapshot) stays indexed, which is why the figure sits above 2.1.
+**Write units per view (target 1.7).** With exactly-once aggregation a view costs 1 base write, each distinct item
+in a batch 1 aggregate write, and each distinct *indexed* item in a batch 2 index writes (its sort key `views`
+moved: a delete and a put). For Zipf s = 1 over 100,000 items a 1,000-record batch holds 622 distinct items on
+average, so the floor is 1 + 0.62 = 1.62 before any index write, and the top 1,000 items alone are 244 distinct items
+per batch: +0.49. Any design that keeps an exact `views` sort key in the index, batch by batch, pays about 2.1 write
+units per view at this batch size; 1.7 needs larger effective batches (fewer distinct items per record) or an index
+whose sort key is not rewritten on every batch (for instance a sort key refreshed once per snapshot interval, which
+needs its own exactness argument). On top of the 2.1, every item aggregated before the first snapshot published
+T > 0 joined the index and stays there (docs/sparse-index.md), which the breakdown above shows as the GSI's share.
+The sparse index does its part for items that arrive later: a long-tail item below T pays no index write at all.
+
+**Aggregator CPU per record (target 10 us).** What changed to get here, from ~118 us per record measured first on
+this harness: the aggregator reads only the four attributes it needs from the stream record's wire-format images
+instead of Powertools' whole-image deserialization (`store.stream_image`, ~12 us saved), the batch fold and outcomes
+build cheaper records (NamedTuples, an in-place fold), board shards are cached per item id, and `apply_batch` applies
+items inline when `write_concurrency` is 1 (the in-memory store has no network latency to overlap, so a thread pool
+only adds dispatch cost; in Lambda the pool stays). What remains is plain Python per record: ~4-5 us to read and
+validate it, ~1 us to fold it, ~4 us (6-7 us per distinct item) to plan and check its compare-and-set, ~1 us of
+Powertools' batch bookkeeping. On an idle machine the figure is ~12 us; this 2-core machine was shared with other
+jobs while the benchmark ran, which inflates process CPU time (shared caches). Going under 10 us would mean dropping
+the per-record validation or Powertools' batch processor, which this project keeps on purpose.
 """

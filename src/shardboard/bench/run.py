@@ -37,6 +37,8 @@ class DesignResult:
     aggregator_cpu_us_per_record: float | None
     views_recorded: int
     exact_top_n: bool
+    # Where the write units go: table or ``table/index`` -> units per view recorded.
+    write_units_per_view_by_resource: dict[str, float]
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +133,11 @@ def measure(
         aggregator_cpu_us_per_record=run.design.aggregator_cpu_us_per_record(),
         views_recorded=run.views_recorded,
         exact_top_n=run.design.top() == best,
+        write_units_per_view_by_resource={
+            resource: round(units / max(1, run.views_recorded), 4)
+            for (resource, kind), units in sorted(usage.consumed.items())
+            if kind == "write"
+        },
     )
 
 

@@ -1,0 +1,75 @@
+"""A shortened `shardboard bench`: the designs' figures on a small workload (no wall-clock assertion)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from shardboard.bench.designs import SEED_SHARDED, SEED_UNSHARDED, SHARDBOARD
+from shardboard.bench.report import markdown, targets
+from shardboard.bench.run import run_benchmark
+from shardboard.bench.workload import Workload
+from shardboard.cli.bench import bench
+
+SMALL = Workload(items=5_000, views=60_000, views_per_s=3_000, top_n=300, gsi_shards=10, probe_seconds=1.0)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_benchmark(SMALL)
+
+
+@pytest.mark.slow
+def test_shardboard_meets_its_targets_where_the_seeds_throttle(result):
+    ours, unsharded, sharded = (result["designs"][name] for name in (SHARDBOARD, SEED_UNSHARDED, SEED_SHARDED))
+    # Exact, never throttled, one viral item far beyond one partition's 1,000 writes/s
+    assert ours["exact_top_n"]
+    assert ours["throttled_requests"] == 0
+    assert ours["hot_item_views_per_s_sustained"] >= 10_000
+    assert ours["max_partition_write_units_per_s"] < 1000
+    # An exact refresh reads close to N + S, against the seed's S x N
+    assert ours["refresh_items_read"] <= 1.15 * (SMALL.top_n + SMALL.gsi_shards)
+    assert sharded["refresh_items_read"] > 4 * ours["refresh_items_read"]
+    # One snapshot item per frontend request, cheaper than re-running the seed's queries
+    assert ours["frontend_read_units"] < unsharded["frontend_read_units"] < sharded["frontend_read_units"]
+    # The seeds pay ~3 write units per view (1 + two index writes); shardboard less
+    for seed in (unsharded, sharded):
+        assert 2.4 <= seed["write_units_per_view"] <= 3.0
+        assert ours["write_units_per_view"] < seed["write_units_per_view"]
+    # The unsharded seed's single GSI key throttles: ~500 views/s of one item, views lost, top N wrong
+    assert 400 <= unsharded["hot_item_views_per_s_sustained"] <= 600
+    assert unsharded["throttled_requests"] > 0
+    assert unsharded["max_partition_write_units_per_s"] == 1000
+    assert not unsharded["exact_top_n"]
+    # The aggregator's CPU figure is reported (machine-dependent, so not asserted)
+    assert ours["aggregator_cpu_us_per_record"] is not None
+
+
+def test_report_lists_targets_and_the_command(result):
+    checked = {t.name: t.met for t in targets(result)}
+    assert checked["viral item, zero throttles"]
+    assert checked["top N exact"]
+    document = markdown(result, "make bench", "benchmarks.png", "notes")
+    assert "make bench" in document
+    assert "| write units per view |" in document
+
+
+def test_bench_command_prints_json_with_the_documented_keys(tmp_path):
+    arguments = ["--views", "3000", "--items", "500", "--top", "20", "--design", "seed-sharded", "--json"]
+    outcome = CliRunner().invoke(bench, [*arguments, "--out", str(tmp_path)])
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout[outcome.stdout.index("{") :])
+    assert {"top_n", "gsi_shards", "workload", "designs"} <= document.keys()
+    assert set(document["designs"][SEED_SHARDED]) >= {
+        "write_units_per_view",
+        "max_partition_write_units_per_s",
+        "throttled_requests",
+        "hot_item_views_per_s_sustained",
+        "refresh_items_read",
+        "frontend_read_units",
+        "aggregator_cpu_us_per_record",
+    }
+    assert (tmp_path / "benchmarks.md").exists()
+    assert (tmp_path / "benchmarks.png").stat().st_size > 10_000
