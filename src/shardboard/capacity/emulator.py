@@ -7,7 +7,11 @@ API (also used by the dynamic-sharding work):
   :class:`Charge` (base table partition, index partitions) at the clock's current second, or raises a botocore
   ``ClientError`` with DynamoDB's code and books nothing, as DynamoDB does for a throttled request.
   ``ProvisionedThroughputExceededException`` when a partition key value (of the table or of one of its GSIs) would
-  exceed its limit in that second; ``ThrottlingException`` when a table-level limit would be exceeded.
+  exceed its limit in that second; ``ThrottlingException`` when a table-level limit would be exceeded. Both carry
+  ``ThrottlingReasons`` (``TableWriteKeyRangeThroughputExceeded``, ``IndexWriteKeyRangeThroughputExceeded``, ...)
+  as DynamoDB sends them, so ``store.throttle_scope`` tells partition from table throttling.
+  ``.record(charges)`` books units of a request already served (a Query's size is known only afterwards).
+* ``capacity.schema.TableSchema.write_charges(key, old, new)`` turns a write into charges (base + GSI partitions).
 * Clocks: :class:`VirtualClock` (a simulated time the caller advances: the benchmark stamps every request with the
   simulated arrival time, so 10,000 views/s can be emulated on any machine) or :class:`RealClock` (wall clock, for
   a real client talking to DynamoDB Local, see ``capacity.hook``).
