@@ -120,7 +120,9 @@ def throttle_scope(error: ClientError) -> ThrottleScope | None:
     code = error_code(error)
     if code not in THROTTLING_CODES:
         return None
-    reasons = [str(r.get("reason", "")) for r in cast(list[Any], error.response.get("ThrottlingReasons") or [])]
+    # The service model names the member ThrottlingReasons, except on ThrottlingException (throttlingReasons).
+    listed = error.response.get("ThrottlingReasons") or error.response.get("throttlingReasons") or []
+    reasons = [str(r.get("reason", "")) for r in cast(list[Any], listed)]
     if reasons:
         return ThrottleScope.PARTITION if any(KEY_RANGE_LIMIT in r for r in reasons) else ThrottleScope.TABLE
     return ThrottleScope.PARTITION if code == "ProvisionedThroughputExceededException" else ThrottleScope.TABLE

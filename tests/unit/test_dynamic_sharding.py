@@ -24,7 +24,9 @@ from shardboard.store import throttle_scope
 def throttle(code: str, *reasons: str) -> ClientError:
     response: dict = {"Error": {"Code": code, "Message": "throttled"}}
     if reasons:
-        response["ThrottlingReasons"] = [{"reason": r, "resource": "arn:aws:dynamodb:::table/views"} for r in reasons]
+        # botocore's model spells the member throttlingReasons on ThrottlingException only
+        key = "throttlingReasons" if code == "ThrottlingException" else "ThrottlingReasons"
+        response[key] = [{"reason": r, "resource": "arn:aws:dynamodb:::table/views"} for r in reasons]
     return ClientError(response, "UpdateItem")
 
 
