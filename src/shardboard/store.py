@@ -772,6 +772,8 @@ def stream_image(image: Mapping[str, Any] | None, names: Sequence[str] = (PK, IT
 
 def _whole(value: Any) -> int | None:
     """A non-negative whole number as the deserializer yields it (Decimal) or as Python int; else None."""
+    if type(value) is int:  # the common case (stream_image yields ints; bool is not int here): no generic checks
+        return value if value >= 0 else None
     try:
         if value is None or isinstance(value, bool) or value < 0 or int(value) != value:
             return None
