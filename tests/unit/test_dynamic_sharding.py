@@ -183,6 +183,9 @@ def test_bench_viral_ramp_json(monkeypatch, tmp_path):
     from shardboard.scenarios import report
 
     # A small ramp through the real command: the JSON has exactly issue 7's keys, and the chart is written
+    # (what `shardboard` sets for a terminal, scoped to this test so later tests still see their metrics)
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     small = RampSpec(ramp_seconds=40, hold_seconds=5, tail_items=20).scaled(10)
     monkeypatch.setitem(report.SCENARIOS, "viral-ramp", small)
     result = CliRunner().invoke(
