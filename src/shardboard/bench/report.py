@@ -20,6 +20,11 @@ METRICS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("refresh_items_read", "items read per refresh", lambda v: f"{v:,}"),
     ("frontend_read_units", "read units per frontend request", lambda v: f"{v:,.1f}"),
     ("aggregator_cpu_us_per_record", "aggregator CPU us per record", lambda v: "-" if v is None else f"{v:.1f}"),
+    (
+        "aggregator_cpu_us_per_record_interleaved",
+        "(same, interleaved with the writers)",
+        lambda v: "-" if v is None else f"{v:.1f}",
+    ),
     ("exact_top_n", "exact top N", lambda v: "yes" if v else "no"),
 ]
 
