@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,48 @@ class Pipeline:
 
     def truth(self) -> dict[str, int]:
         return self.views.scan_totals()
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test starts from the same environment.
+
+    An in-process ``shardboard`` run sets Powertools variables for its process (quiet logs, no EMF on a terminal),
+    as it should; without this, a later test would inherit them and see no metrics.
+    """
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+_ITEM_WRITE_LOCK = threading.RLock()
+
+
+def _atomic(write: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(write)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _ITEM_WRITE_LOCK:
+            return write(*args, **kwargs)
+
+    return locked
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _moto_writes_are_atomic() -> Iterator[None]:
+    """DynamoDB applies each write to an item atomically (condition, then update); moto's in-process backend reads,
+    checks and writes in Python with no lock, so two threads updating one item can lose an update that DynamoDB never
+    loses. Tests that run invocations concurrently (ParallelizationFactor, two runners) need DynamoDB's semantics.
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+
+    names = ("put_item", "update_item", "delete_item", "transact_write_items")
+    originals = {name: getattr(DynamoDBBackend, name) for name in names}
+    for name, write in originals.items():
+        setattr(DynamoDBBackend, name, _atomic(write))
+    yield
+    for name, write in originals.items():
+        setattr(DynamoDBBackend, name, write)
 
 
 @pytest.fixture(autouse=True)
