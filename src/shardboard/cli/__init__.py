@@ -53,6 +53,10 @@ def main(
     if not verbose:  # the in-process functions log JSON for CloudWatch; a terminal wants the summary lines
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        # The functions' Logger may already exist (the bench imports the aggregator): give it the level now.
+        from shardboard.handlers.observability import logger
+
+        logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
     use_local_credentials_if_needed()
     overrides = _parameters(parameters)
     with one_line_errors():
