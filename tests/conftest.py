@@ -92,13 +92,16 @@ class Pipeline:
 def _environment_restored() -> Iterator[None]:
     """Each test starts from the same environment.
 
-    An in-process ``shardboard`` run sets Powertools variables for its process (quiet logs, no EMF on a terminal),
-    as it should; without this, a later test would inherit them and see no metrics.
+    An in-process ``shardboard`` run sets Powertools variables and the functions' log level for its process (quiet
+    logs, no EMF on a terminal), as it should; without this, a later test would inherit them and see nothing.
     """
-    saved = dict(os.environ)
+    from shardboard.handlers.observability import logger
+
+    saved, level = dict(os.environ), logger.log_level
     yield
     os.environ.clear()
     os.environ.update(saved)
+    logger.setLevel(level)
 
 
 _ITEM_WRITE_LOCK = threading.RLock()
