@@ -124,13 +124,10 @@ def _moto_writes_are_atomic() -> Iterator[None]:
     """
     from moto.dynamodb.models import DynamoDBBackend
 
-    names = ("put_item", "update_item", "delete_item", "transact_write_items")
-    originals = {name: getattr(DynamoDBBackend, name) for name in names}
-    for name, write in originals.items():
-        setattr(DynamoDBBackend, name, _atomic(write))
-    yield
-    for name, write in originals.items():
-        setattr(DynamoDBBackend, name, write)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+            patch.setattr(DynamoDBBackend, name, _atomic(getattr(DynamoDBBackend, name)))
+        yield
 
 
 @pytest.fixture(autouse=True)
