@@ -748,6 +748,41 @@ def view_record(
     return ViewRecord(item_id, shard, old, new, sequence_number)
 
 
+def stream_view_record(record: Mapping[str, Any]) -> ViewRecord:
+    """A raw Lambda stream record (wire-format images) as a counter step, or raise UnexpectedRecord.
+
+    The aggregator's hottest call: a record as this table writes it is read with a handful of lookups, and anything
+    else takes the careful path (``stream_image`` + ``view_record``), which gives the precise reason.
+    """
+    try:
+        stream = record["dynamodb"]
+        new_image = stream["NewImage"]
+        item_id, shard, new = new_image[ITEM_ID]["S"], new_image[SHARD]["N"], new_image[VIEWS]["N"]
+        event_name = record["eventName"]
+        old = stream["OldImage"][VIEWS]["N"] if event_name == "MODIFY" else "0"
+        # isdigit: DynamoDB's canonical whole numbers only (int() alone would take "-1", " 1" or "1_0").
+        if (
+            event_name in ("INSERT", "MODIFY")
+            and type(item_id) is str
+            and shard.isdigit()
+            and new.isdigit()
+            and old.isdigit()
+            and new_image[PK]["S"] == view_pk(item_id, int(shard))
+        ):
+            return ViewRecord(item_id, int(shard), int(old), int(new), str(stream.get("SequenceNumber") or ""))
+    except (KeyError, TypeError, AttributeError):
+        pass
+    stream = record.get("dynamodb")
+    if not isinstance(stream, dict):
+        raise UnexpectedRecord("malformed", "record has no dynamodb section")
+    return view_record(
+        record.get("eventName"),
+        stream_image(stream.get("NewImage")),
+        stream_image(stream.get("OldImage"), (VIEWS,)),  # only the previous count is read from OldImage
+        str(stream.get("SequenceNumber") or ""),
+    )
+
+
 def stream_image(image: Mapping[str, Any] | None, names: Sequence[str] = (PK, ITEM_ID, SHARD, VIEWS)) -> Item | None:
     """The attributes ``view_record`` reads, from a stream record's wire-format image ({"N": "5"} -> 5).
 

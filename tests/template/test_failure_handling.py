@@ -52,6 +52,15 @@ def test_batching_is_tuned_by_parameters(sam_template, stream_mapping):
     assert stream_mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
 
 
+def test_the_aggregation_window_is_a_parameter_off_by_default_and_within_lambdas_range(sam_template, stream_mapping):
+    window = parameter(sam_template, stream_mapping["TumblingWindowInSeconds"])
+    # 0 = apply every batch (freshest counts); Lambda accepts 0..900 seconds.
+    assert window["Type"] == "Number" and window["Default"] == 0
+    assert window["MinValue"] == 0 and window["MaxValue"] == 900
+    mapping = EventSourceMapping.from_template(Template.load())
+    assert mapping.tumbling_window_seconds == 0  # the local runner reads the same setting
+
+
 def test_exhausted_batches_go_to_an_encrypted_queue(resources, stream_mapping):
     destination = stream_mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"Fn::GetAtt": ["StreamFailureQueue", "Arn"]}

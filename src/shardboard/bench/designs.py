@@ -3,28 +3,40 @@
 ``seed-unsharded`` and ``seed-sharded`` are seed 002's designs as the article describes them (one image item per
 image, ``UpdateItem ADD ViewCount :1`` per view, a leaderboard GSI on "IMAGES" or on a random ``PARTITION_k`` set at
 creation, and a refresh that queries N items from every GSI partition). ``shardboard`` is this project's real code:
-``record_views`` on the in-memory base table, the real aggregator processor on its stream in 1,000-record batches,
-``take_snapshot`` on the in-memory board.
+``record_views`` on the in-memory base table, the real aggregator processor on its stream in 1,000-record batches
+(inside Lambda tumbling windows when the workload sets ``aggregation_window_seconds``), ``take_snapshot`` on the
+in-memory board.
 """
 
 from __future__ import annotations
 
+import bisect
 import gc
+import json
+import math
 import random
 import time
-from typing import Protocol
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol, cast
 
 from aws_lambda_powertools.utilities.batch import process_partial_response
 
 from shardboard.bench.workload import Workload
-from shardboard.capacity.emulator import CapacityEmulator, Charge
-from shardboard.capacity.memory import MemoryBoardStore, MemoryTable, MemoryViewStore, metering_overhead_seconds
+from shardboard.capacity.emulator import CapacityEmulator, Charge, PacedClock
+from shardboard.capacity.memory import (
+    STREAM_ARN,
+    MemoryBoardStore,
+    MemoryTable,
+    MemoryViewStore,
+    metering_overhead_seconds,
+)
 from shardboard.capacity.schema import IndexSchema, TableSchema
 from shardboard.capacity.units import item_size, query_units, read_units
 from shardboard.config import Settings
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import take_snapshot
-from shardboard.handlers.aggregate import AggregatingProcessor, read_view
+from shardboard.handlers.aggregate import AggregatingProcessor, WindowNotApplied, aggregate, read_view
 
 SEED_TABLE = "seed-images"
 SEED_INDEX = "leaderboard"
@@ -32,6 +44,10 @@ SEED_UNSHARDED = "seed-unsharded"
 SEED_SHARDED = "seed-sharded"
 SHARDBOARD = "shardboard"
 DESIGNS = (SEED_UNSHARDED, SEED_SHARDED, SHARDBOARD)
+# DynamoDB's typical latency for one write from a Lambda in the same region (single-digit milliseconds).
+REQUEST_LATENCY_S = 0.005
+# Lambda ends a tumbling window early when the state it would carry exceeds 1 MB.
+WINDOW_STATE_LIMIT_BYTES = 1024 * 1024
 
 
 class Design(Protocol):
@@ -138,6 +154,8 @@ class ShardboardDesign:
             # The in-memory store has no network latency to overlap; threads would only add dispatch cost.
             write_concurrency=1,
         )
+        # ... but the deployed function overlaps that many requests, which is how its requests are stamped.
+        self.function_concurrency = Settings().write_concurrency
         self.views = MemoryViewStore(emulator, self.settings.views_table)
         self.board = MemoryBoardStore(emulator, self.settings.board_table)
         self.processor = AggregatingProcessor(lambda: self.board, lambda: self.settings)
@@ -147,24 +165,100 @@ class ShardboardDesign:
         self.records = 0
         self.failed_batches = 0
         self._top: list[tuple[str, int]] = []
+        # Tumbling windows (AggregationWindowSeconds): each stream record's simulated arrival, oldest first, the
+        # state Lambda carries between a window's invocations, and the end of the window that state belongs to.
+        self.window_seconds = workload.aggregation_window_seconds
+        self.arrivals: list[float] = []
+        self.window_state = "{}"  # as Lambda keeps it between invocations: JSON
+        self.open_window_end: float | None = None
+        self.retry_at = 0.0
+        self.windows = 0
 
     def view(self, item_id: str) -> None:
+        before = len(self.views.stream)
         record_views(self.views, item_id, 1, self.settings.write_shards, self.rng)
+        if self.window_seconds > 0:
+            self.arrivals.extend([self.emulator.clock.now()] * (len(self.views.stream) - before))
 
     def settle(self, final: bool = False) -> None:
+        if self.window_seconds > 0:
+            self._settle_windows(final)
+        else:
+            self._settle_batches(final)
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        """One invocation of the aggregator: its process CPU time (minus the in-memory store's own) is added to the
+        tally, and its requests are stamped as the deployed function sends them (``PacedClock``)."""
+        # A Lambda's heap is small; the in-memory tables' is not: keep them out of the garbage collector's full
+        # passes, which would otherwise be billed to the aggregator.
+        gc.freeze()
+        clock = self.emulator.clock
+        self.emulator.clock = PacedClock(clock.now(), REQUEST_LATENCY_S, self.function_concurrency)
+        started, in_store, calls = time.process_time(), self.board.cpu_seconds, self.board.metered_calls
+        try:
+            return call()
+        finally:
+            store = self.board.cpu_seconds - in_store + (self.board.metered_calls - calls) * self.metering_overhead
+            self.cpu_seconds += time.process_time() - started - store
+            self.emulator.clock = clock
+
+    def _settle_windows(self, final: bool) -> None:
+        """Deliver the stream as Lambda does with a tumbling window: full batches of the oldest open window are
+        folded into its state; once the clock passes the window's end (or at the end of the run) its last records
+        go in the final invocation, which writes. A final invocation that fails is retried a simulated second later
+        with the state it had."""
+        now = self.emulator.clock.now()
+        while now >= self.retry_at:
+            end = self.open_window_end
+            if end is None:
+                if not self.arrivals:
+                    return
+                end = (math.floor(self.arrivals[0] / self.window_seconds) + 1) * self.window_seconds
+            in_window = bisect.bisect_left(self.arrivals, end)
+            closed = final or now >= end
+            take = min(in_window, self.batch_size)
+            if not closed and take < self.batch_size:
+                return  # Lambda waits for a full batch or the window's end
+            if not self._invoke_window(take, closed and take == in_window, end):
+                self.retry_at = now + 1.0
+                return
+
+    def _invoke_window(self, take: int, final: bool, end: float) -> bool:
+        batch = self.views.take_stream(take)
+        oversized = len(self.window_state) > WINDOW_STATE_LIMIT_BYTES
+        event = {
+            "Records": delivered(batch),
+            "window": {"start": end - self.window_seconds, "end": end},
+            "shardId": "shardId-memory",
+            "eventSourceARN": STREAM_ARN,
+            "isFinalInvokeForWindow": final or oversized,
+            "isWindowTerminatedEarly": not final and oversized,
+        }
+
+        def invoke() -> str:
+            # The state's JSON round trip is billed too: it is a cost of the window, paid at every invocation.
+            event["state"] = json.loads(self.window_state)
+            return json.dumps(aggregate(event, self.processor)["state"], separators=(",", ":"))
+
+        try:
+            self.window_state = self._timed(invoke)
+        except WindowNotApplied:
+            self.failed_batches += 1
+            self.views.stream[:0] = batch
+            return False
+        del self.arrivals[:take]
+        self.records += len(batch)
+        self.open_window_end = None if event["isFinalInvokeForWindow"] and final else end
+        self.windows += bool(event["isFinalInvokeForWindow"])
+        return True
+
+    def _settle_batches(self, final: bool) -> None:
         """Run the aggregator on every full batch, as Lambda polls the stream; a batch with failed records puts
         them back (Lambda resumes from the lowest failed sequence number) and waits for the next second."""
         while len(self.views.stream) >= self.batch_size or (final and self.views.stream):
             batch = self.views.take_stream(self.batch_size)
-            # A Lambda's heap is small; the in-memory tables' is not: keep them out of the garbage collector's
-            # full passes, which would otherwise be billed to the aggregator.
-            gc.freeze()
-            started, in_store, calls = time.process_time(), self.board.cpu_seconds, self.board.metered_calls
-            response = process_partial_response(
-                event={"Records": batch}, record_handler=read_view, processor=self.processor
-            )
-            store = self.board.cpu_seconds - in_store + (self.board.metered_calls - calls) * self.metering_overhead
-            self.cpu_seconds += time.process_time() - started - store
+            event = {"Records": delivered(batch)}
+            response = self._timed(partial(process_partial_response, event, read_view, self.processor))
             self.records += len(batch)
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
             if failed:
@@ -174,7 +268,7 @@ class ShardboardDesign:
                 return
 
     def pending(self) -> int:
-        return len(self.views.stream)
+        return len(self.views.stream) + (self.open_window_end is not None)
 
     def refresh(self) -> int:
         result = take_snapshot(self.board, self.settings, now="1970-01-01T00:00:00.000Z")
@@ -190,6 +284,12 @@ class ShardboardDesign:
 
     def aggregator_cpu_us_per_record(self) -> float | None:
         return self.cpu_seconds / self.records * 1e6 if self.records else None
+
+
+def delivered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records as the function receives them: freshly decoded from the invoke payload by the Lambda runtime (not
+    billed to the aggregator, as for any stream consumer), not the objects the in-memory stream built long before."""
+    return cast(list[dict[str, Any]], json.loads(json.dumps(records)))
 
 
 def make_design(name: str, workload: Workload, emulator: CapacityEmulator) -> Design:

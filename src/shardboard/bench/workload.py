@@ -21,6 +21,10 @@ class Workload:
     write_shards: int = 20
     # Snapshot refresh interval in simulated seconds (the seeds' designs re-query at the same cadence).
     refresh_seconds: float = 10.0
+    # Lambda tumbling window of the aggregator in simulated seconds (0: every batch is applied as it comes). This
+    # run's single stream carries 5,000 records/s; a real stream shard carries at most ~1,000 (one partition's
+    # write limit), so 10 s here is like a 50 s window on a busy shard: 50,000 records, ~0.4 MB of state.
+    aggregation_window_seconds: float = 10.0
     # Simulated seconds each probe of the viral-item bisection lasts.
     probe_seconds: float = 2.0
     seed: int = 5

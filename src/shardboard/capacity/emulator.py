@@ -80,6 +80,29 @@ class VirtualClock:
         self.advance(moment - self.time)
 
 
+@dataclass
+class PacedClock:
+    """Stamps a burst of requests as a client with ``concurrency`` requests in flight, each taking ``latency``
+    seconds, would send them: the n-th request at ``start + n * latency / concurrency``.
+
+    One Lambda invocation writing thousands of items does not send them all in the same instant; stamping them so
+    keeps a large batch (or a tumbling window's final invocation) from looking like one impossible burst.
+    """
+
+    start: float
+    latency: float
+    concurrency: int
+    requests: int = 0
+
+    def now(self) -> float:
+        moment = self.start + self.requests * self.latency / self.concurrency
+        self.requests += 1
+        return moment
+
+    def elapsed(self) -> float:
+        return self.requests * self.latency / self.concurrency
+
+
 @dataclass(frozen=True)
 class Limits:
     partition_write_units: float = PARTITION_WRITE_UNITS_PER_S

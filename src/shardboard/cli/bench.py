@@ -41,6 +41,13 @@ def command_line(ctx: click.Context) -> str:
 @click.option("--write-shards", type=click.IntRange(min=1), default=Workload.write_shards, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=Workload.batch_size, show_default=True)
 @click.option("--refresh-seconds", type=click.FloatRange(min=0.1), default=Workload.refresh_seconds, show_default=True)
+@click.option(
+    "--aggregation-window",
+    type=click.FloatRange(min=0, max=900),
+    default=Workload.aggregation_window_seconds,
+    show_default=True,
+    help="shardboard's tumbling window in simulated seconds (AggregationWindowSeconds; 0 = apply every batch).",
+)
 @click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
 @click.option(
     "--scenario",
@@ -69,6 +76,7 @@ def bench(
     write_shards: int,
     batch_size: int,
     refresh_seconds: float,
+    aggregation_window: float,
     designs: tuple[str, ...],
     scenario: str,
     as_json: bool,
@@ -91,6 +99,7 @@ def bench(
         gsi_shards=gsi_shards,
         write_shards=write_shards,
         refresh_seconds=refresh_seconds,
+        aggregation_window_seconds=aggregation_window,
     )
     chosen = designs or DESIGNS
     screen = Console(stderr=True) if as_json else Console()

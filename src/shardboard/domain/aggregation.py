@@ -102,7 +102,11 @@ def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold:
 
 def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
     """Fold ``records`` by item and apply every item in parallel; failures are per item, never per batch."""
-    deltas = fold(records)
+    return apply_deltas(board, fold(records), settings)
+
+
+def apply_deltas(board: BoardStore, deltas: dict[str, ItemDelta], settings: Settings) -> BatchOutcome:
+    """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per item."""
     outcome = BatchOutcome()
     if not deltas:
         return outcome

@@ -2,9 +2,14 @@
 
 The mapping's settings come from template.yaml (AggregatorFunction's DynamoDB event): BatchSize,
 MaximumBatchingWindowInSeconds, FunctionResponseTypes [ReportBatchItemFailures], BisectBatchOnFunctionError,
-MaximumRetryAttempts, MaximumRecordAgeInSeconds, FilterCriteria, the on-failure destination. Shards are read
-parents first through the DynamoDB Streams API; each shard's checkpoint is persisted in the state directory, so a
-runner killed with SIGKILL resumes where it stopped. docs/local-runtime.md tells the rules one by one.
+MaximumRetryAttempts, MaximumRecordAgeInSeconds, FilterCriteria, TumblingWindowInSeconds, the on-failure
+destination. Shards are read parents first through the DynamoDB Streams API; each shard's checkpoint is persisted in
+the state directory, so a runner killed with SIGKILL resumes where it stopped. docs/local-runtime.md tells the rules
+one by one.
+
+With a tumbling window (:class:`TumblingWindow`) each shard is delivered window by window: every invocation carries
+the state the previous one of its window returned, the window ends with a final invocation, and the checkpoint moves
+only then, so a runner killed mid-window delivers the whole window again with an empty state, as Lambda does.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ POLL_SECONDS = 0.25
 # Back-off between retries of a failing batch (doubling up to the cap): a throttled table gets room to recover.
 RETRY_BACKOFF_SECONDS = 0.05
 RETRY_BACKOFF_CAP_SECONDS = 2.0
+# TumblingWindowInSeconds: 0 (off) to 15 minutes.
+MAX_TUMBLING_WINDOW_SECONDS = 900
+# A window's state above 1 MB ends the window early (isWindowTerminatedEarly).
+MAX_WINDOW_STATE_BYTES = 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +81,11 @@ class EventSourceMapping:
     on_failure_destination: bool = False
     function_name: str = "AggregatorFunction"
     function_timeout_seconds: float = 3.0
+    tumbling_window_seconds: int = 0  # 0: no window
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.tumbling_window_seconds <= MAX_TUMBLING_WINDOW_SECONDS:
+            raise ValueError(f"TumblingWindowInSeconds must be 0..{MAX_TUMBLING_WINDOW_SECONDS}")
 
     @classmethod
     def from_template(cls, template: Template, function: str = "AggregatorFunction") -> EventSourceMapping:
@@ -103,6 +117,7 @@ class EventSourceMapping:
             on_failure_destination="OnFailure" in source.get("DestinationConfig", {}),
             function_name=function,
             function_timeout_seconds=float(template.resolve(properties.get("Timeout", globals_timeout))),
+            tumbling_window_seconds=int(setting("TumblingWindowInSeconds", 0)),
         )
 
 
@@ -192,6 +207,7 @@ class RunStats:
     filtered: int = 0  # records dropped by FilterCriteria before the function
     dead_letter_batches: int = 0
     dead_letter_records: int = 0
+    windows: int = 0  # tumbling windows whose final invocation succeeded
     iterator_age_seconds: float = 0.0  # Lambda's IteratorAge: now - arrival of the last record delivered
     last_error: str | None = None
 
@@ -202,12 +218,70 @@ class _Shard:
     iterator: str | None = None
     closed: bool = False  # GetRecords returned no NextShardIterator: nothing more will arrive
     pending: deque[Record] = field(default_factory=deque)  # read, not yet handled (Lambda-shaped)
+    rewound: bool = False  # an expired iterator sent the reader back to the checkpoint (read by the window path)
 
 
 @dataclass
 class _Failure:
     index: int  # records before it are done
     function_error: bool  # the function raised (bisect applies) rather than reporting items
+
+
+@dataclass
+class TumblingWindow:
+    """A shard's open tumbling window: its bounds, the state the function returned, what it has taken so far.
+
+    Windows are aligned on multiples of their length of the records' arrival time (ApproximateCreationDateTime).
+    """
+
+    start: int  # epoch seconds
+    seconds: int
+    state: dict[str, Any] = field(default_factory=dict)
+    delivered: list[Record] = field(default_factory=list)  # records of the invocations that built ``state``
+    last_sequence: str | None = None  # last record taken, filtered ones included: the checkpoint at the window's end
+    terminated_early: bool = False  # the state outgrew 1 MB: the next invocation is a final one, then it reopens
+
+    @classmethod
+    def opened_by(cls, record: Record, seconds: int) -> TumblingWindow:
+        return cls(window_start(record, seconds), seconds)
+
+    @property
+    def end(self) -> int:
+        return self.start + self.seconds
+
+    def holds(self, record: Record) -> bool:
+        # A record stamped before the open window (clock skew) cannot reopen a closed one: it joins the open window.
+        return window_start(record, self.seconds) <= self.start
+
+    def took(self, records: Sequence[Record]) -> None:
+        if records:
+            self.last_sequence = records[-1]["dynamodb"]["SequenceNumber"]
+
+    def succeeded(self, records: Sequence[Record], state: dict[str, Any], *, final: bool) -> None:
+        self.delivered.extend(records)
+        self.state = state
+        # A state over 1 MB ends the window early; a final invocation's state is dropped anyway.
+        if not final and len(json.dumps(state)) > MAX_WINDOW_STATE_BYTES:
+            self.terminated_early = True
+
+    def event(self, stream_arn: str, shard_id: str, records: list[Record], *, final: bool) -> dict[str, Any]:
+        """The invocation event of a DynamoDB stream with a tumbling window."""
+        return {
+            **lambda_event(records),
+            "window": {"start": _iso_seconds(self.start), "end": _iso_seconds(self.end)},
+            # Lambda passes the state as JSON: the function never gets back the object it returned, and a retry
+            # gets the same state even if the failed attempt changed its copy.
+            "state": json.loads(json.dumps(self.state)),
+            "shardId": shard_id,
+            "eventSourceARN": stream_arn,
+            "isFinalInvokeForWindow": final,
+            "isWindowTerminatedEarly": final and self.terminated_early,
+        }
+
+
+def window_start(record: Record, seconds: int) -> int:
+    """Start of the tumbling window ``record`` belongs to: its arrival, floored to a multiple of ``seconds``."""
+    return int(_arrival(record) // seconds) * seconds
 
 
 @dataclass
@@ -245,6 +319,7 @@ class StreamRunner:
             self.state_dir / "checkpoints" / f"{self.table}.json" if self.state_dir else None
         )
         self._shards: dict[str, _Shard] = {}
+        self._windows: dict[str, TumblingWindow] = {}  # shard id -> its open window (in memory, as Lambda's state)
         self._stop = threading.Event()
 
     @property
@@ -272,15 +347,25 @@ class StreamRunner:
         return delivered
 
     def drain(self, idle_passes: int = 1) -> RunStats:
-        """Deliver until ``idle_passes`` passes in a row find nothing new (a previous :meth:`stop` is lifted)."""
+        """Deliver until ``idle_passes`` passes in a row find nothing new (a previous :meth:`stop` is lifted).
+
+        An open tumbling window is waited for: its final invocation comes when the wall clock passes its end.
+        """
         self._stop.clear()
         quiet = 0
         while quiet < idle_passes and not self._stop.is_set():
-            quiet = quiet + 1 if self.run_once() == 0 else 0
+            delivered = self.run_once()
+            if delivered == 0 and self._windows:
+                self._stop.wait(POLL_SECONDS)
+                continue
+            quiet = quiet + 1 if delivered == 0 else 0
         return self.stats
 
     def run_forever(self, poll_seconds: float = POLL_SECONDS) -> None:
-        """Follow the stream until :meth:`stop` (or Ctrl-C)."""
+        """Follow the stream until :meth:`stop` (or Ctrl-C).
+
+        Every pass also looks at the open tumbling windows, so a window ends on time when no record arrives.
+        """
         while not self._stop.is_set():
             if self.run_once() == 0:
                 self._stop.wait(poll_seconds)
@@ -290,6 +375,8 @@ class StreamRunner:
 
     # -- one shard
     def _process_shard(self, arn: str, shard: _Shard) -> int:
+        if self.settings.tumbling_window_seconds:
+            return self._process_windows(arn, shard)
         delivered = 0
         while not self._stop.is_set():
             batch = self._next_batch(arn, shard)
@@ -309,6 +396,14 @@ class StreamRunner:
         Returns the records to invoke with and the sequence number of the last record taken, or None when the
         shard has nothing new.
         """
+        self._gather(arn, shard)
+        if not shard.pending:
+            return None
+        taken = self._take(shard)
+        return self._filtered(taken), taken[-1]["dynamodb"]["SequenceNumber"]
+
+    def _gather(self, arn: str, shard: _Shard) -> None:
+        """Read until BatchSize records are pending, waiting up to the batching window for a batch to fill."""
         settings = self.settings
         started = time.monotonic()
         while len(shard.pending) < settings.batch_size and not shard.closed:
@@ -318,20 +413,29 @@ class StreamRunner:
             if not shard.pending or waited >= settings.batching_window_seconds or self._stop.is_set():
                 break
             time.sleep(min(POLL_SECONDS, settings.batching_window_seconds - waited))
-        if not shard.pending:
-            return None
+
+    def _take(self, shard: _Shard, holds: Callable[[Record], bool] | None = None, size: int = 2) -> list[Record]:
+        """Pop up to BatchSize pending records (while ``holds`` accepts them) that fit in one invocation's payload.
+
+        ``size`` is the event's size without records (2: the ``{"Records": [...]}`` wrapper).
+        """
         taken: list[Record] = []
-        size = 2  # the event's {"Records": [...]} wrapper
-        while shard.pending and len(taken) < settings.batch_size:
+        while shard.pending and len(taken) < self.settings.batch_size:
+            if holds is not None and not holds(shard.pending[0]):
+                break
             record_size = len(json.dumps(shard.pending[0], default=str)) + 1
             if taken and size + record_size > MAX_PAYLOAD_BYTES:
                 break
             taken.append(shard.pending.popleft())
             size += record_size
-        last_sequence = taken[-1]["dynamodb"]["SequenceNumber"]
-        kept = [r for r in taken if not settings.filter_patterns or matches_any(settings.filter_patterns, r)]
+        return taken
+
+    def _filtered(self, taken: list[Record]) -> list[Record]:
+        """``taken`` minus the records FilterCriteria drops before the function."""
+        patterns = self.settings.filter_patterns
+        kept = [r for r in taken if not patterns or matches_any(patterns, r)]
         self.stats.filtered += len(taken) - len(kept)
-        return kept, last_sequence
+        return kept
 
     def _read(self, arn: str, shard: _Shard, wanted: int) -> bool:
         """One GetRecords call into ``shard.pending``; returns whether it brought records."""
@@ -346,6 +450,7 @@ class StreamRunner:
             if error_code(error) in ("ExpiredIteratorException", "TrimmedDataAccessException"):
                 shard.iterator = None  # re-open from the checkpoint on the next read
                 shard.pending.clear()
+                shard.rewound = True
                 return False
             raise
         records = response.get("Records", [])
@@ -411,11 +516,16 @@ class StreamRunner:
                 continue
             self.stats.retries += 1
             queue.appendleft(batch)
-            time.sleep(min(RETRY_BACKOFF_CAP_SECONDS, RETRY_BACKOFF_SECONDS * 2 ** (attempts - 1)))
+            time.sleep(_backoff_seconds(attempts))
         return delivered
 
-    def _expire(self, arn: str, shard_id: str, batch: list[Record], attempts: int) -> list[Record]:
-        """Drop (to the failure destination) the leading records older than MaximumRecordAgeInSeconds."""
+    def _expire(
+        self, arn: str, shard_id: str, batch: list[Record], attempts: int, *, checkpoint: bool = True
+    ) -> list[Record]:
+        """Drop (to the failure destination) the leading records older than MaximumRecordAgeInSeconds.
+
+        ``checkpoint=False`` leaves the checkpoint where it is (a tumbling window moves it at its end).
+        """
         limit = self.settings.max_record_age_seconds
         if limit < 0:
             return batch
@@ -425,7 +535,8 @@ class StreamRunner:
             self._dead_letter(
                 arn, shard_id, batch[:fresh], condition="RecordAgeExceeded", attempts=attempts, function_error=False
             )
-            self.checkpoints.advance(shard_id, batch[fresh - 1]["dynamodb"]["SequenceNumber"])
+            if checkpoint:
+                self.checkpoints.advance(shard_id, batch[fresh - 1]["dynamodb"]["SequenceNumber"])
         return batch[fresh:]
 
     def _invoke(self, batch: list[Record]) -> _Failure | None:
@@ -433,11 +544,8 @@ class StreamRunner:
         self.stats.invocations += 1
         self.stats.records += len(batch)
         self.stats.iterator_age_seconds = max(0.0, time.time() - _arrival(batch[-1]))
-        context = LocalContext(
-            function_name=self.settings.function_name, timeout_seconds=self.settings.function_timeout_seconds
-        )
         try:
-            response = self.handler(lambda_event(batch), context)
+            response = self.handler(lambda_event(batch), self._context())
         except Exception as error:  # a function error: Lambda sees an Unhandled error, whatever it was
             self.stats.function_errors += 1
             self.stats.last_error = repr(error)
@@ -451,6 +559,145 @@ class StreamRunner:
             self.stats.partial_failures += 1
             return _Failure(index, function_error=False)
         return None
+
+    def _context(self) -> LocalContext:
+        return LocalContext(
+            function_name=self.settings.function_name, timeout_seconds=self.settings.function_timeout_seconds
+        )
+
+    # -- one shard in tumbling windows
+    def _process_windows(self, arn: str, shard: _Shard) -> int:
+        """The shard window by window: each invocation carries its window's state; checkpoints move at window ends."""
+        delivered = 0
+        while not self._stop.is_set():
+            step = self._next_window_batch(arn, shard)
+            if shard.rewound:
+                # An expired iterator sent the reader back to the checkpoint, before the open window's records: the
+                # window is read again from its start, so its state goes too (what Lambda does when it loses one).
+                shard.rewound = False
+                self._windows.pop(shard.shard_id, None)
+                continue
+            if step is None:
+                break
+            window, records, final = step
+            delivered += self._deliver_window(arn, shard.shard_id, window, records, final=final)
+        done = shard.closed and not shard.pending and shard.shard_id not in self._windows
+        if done and not self._stop.is_set():
+            self.checkpoints.finish(shard.shard_id)
+        return delivered
+
+    def _next_window_batch(self, arn: str, shard: _Shard) -> tuple[TumblingWindow, list[Record], bool] | None:
+        """The open window's next records (up to BatchSize, filtered) and whether they are its final invocation.
+
+        A window opens with the first record read after the previous one ended. None: nothing to invoke yet (no
+        record, or the open window waits for more records or for its end).
+        """
+        window = self._windows.get(shard.shard_id)
+        if window is not None and window.terminated_early:
+            return window, [], True  # the state outgrew 1 MB: a final invocation with it, before any more records
+        self._gather(arn, shard)
+        if window is None:
+            if not shard.pending:
+                return None
+            window = TumblingWindow.opened_by(shard.pending[0], self.settings.tumbling_window_seconds)
+            self._windows[shard.shard_id] = window
+        taken = self._take(shard, window.holds, len(json.dumps(window.event(arn, shard.shard_id, [], final=False))))
+        final = self._window_over(arn, shard, window)
+        if not taken and not final:
+            return None
+        window.took(taken)
+        return window, self._filtered(taken), final
+
+    def _window_over(self, arn: str, shard: _Shard, window: TumblingWindow) -> bool:
+        """Whether the window has no more records to come.
+
+        It has not while a record of it is pending. It is over when the next record belongs to a later window, when
+        the shard is closed and read to the end, or when the wall clock is past its end and the shard's current end
+        is reached (a record written from now on arrives in a later window).
+        """
+        if not shard.pending and not shard.closed:
+            self._read(arn, shard, self.settings.batch_size)  # look ahead once: does the window go on?
+        if shard.pending:
+            return not window.holds(shard.pending[0])
+        return shard.closed or time.time() >= window.end
+
+    def _deliver_window(
+        self, arn: str, shard_id: str, window: TumblingWindow, records: list[Record], *, final: bool
+    ) -> int:
+        """Invoke until the function returns a state, or send the window so far to the failure destination.
+
+        A failure retries the same invocation with the same input state. BisectBatchOnFunctionError does not apply:
+        halves of a batch would each need the state the other one returns.
+        """
+        attempts, delivered = 0, 0
+        while True:
+            # Expired records go to the failure destination; the window's checkpoint passes them at its end.
+            records = self._expire(arn, shard_id, records, attempts, checkpoint=False)
+            if not records and not (final and window.delivered):
+                if final:  # nothing reached the function in this window (all filtered or expired): no invocation
+                    self._end_window(shard_id, window)
+                return delivered
+            outcome = self._invoke_window(arn, shard_id, window, records, final=final)
+            delivered += len(records)
+            if not isinstance(outcome, _Failure):
+                window.succeeded(records, outcome, final=final)
+                if final:
+                    self.stats.windows += 1
+                    self._end_window(shard_id, window)
+                return delivered
+            attempts += 1
+            if 0 <= self.settings.max_retry_attempts < attempts:
+                self._dead_letter(
+                    arn,
+                    shard_id,
+                    window.delivered + records,
+                    condition="RetryAttemptsExhausted",
+                    attempts=attempts,
+                    function_error=outcome.function_error,
+                )
+                self._end_window(shard_id, window)  # past them, and their state with them
+                return delivered
+            self.stats.retries += 1
+            time.sleep(_backoff_seconds(attempts))
+
+    def _end_window(self, shard_id: str, window: TumblingWindow) -> None:
+        """Checkpoint at the last record the window took and drop its state.
+
+        A window ended early (or given up on) before its time goes on: its next record opens it again, same bounds,
+        with an empty state.
+        """
+        if window.last_sequence is not None:
+            self.checkpoints.advance(shard_id, window.last_sequence)
+        del self._windows[shard_id]
+
+    def _invoke_window(
+        self, arn: str, shard_id: str, window: TumblingWindow, records: list[Record], *, final: bool
+    ) -> dict[str, Any] | _Failure:
+        """Call the function once with the window's event; the state it returned, or the failure."""
+        self.stats.invocations += 1
+        self.stats.records += len(records)
+        if records:
+            self.stats.iterator_age_seconds = max(0.0, time.time() - _arrival(records[-1]))
+        try:
+            # Lambda serialises the response: one that is not JSON fails like a raised error.
+            response = json.loads(
+                json.dumps(self.handler(window.event(arn, shard_id, records, final=final), self._context()))
+            )
+        except Exception as error:
+            self.stats.function_errors += 1
+            self.stats.last_error = repr(error)
+            log.warning("function error", extra={"error": repr(error), "records": len(records)})
+            return _Failure(0, function_error=True)
+        state = response.get("state") if isinstance(response, dict) else None
+        if not isinstance(state, dict):
+            self.stats.last_error = "the response of a tumbling window invocation has no state"
+            log.warning("response without a state", extra={"records": len(records)})
+            return _Failure(0, function_error=False)
+        if self.settings.report_batch_item_failures and response.get("batchItemFailures"):
+            self.stats.partial_failures += 1  # a window cannot skip records: the whole invocation is retried
+            return _Failure(0, function_error=False)
+        self.stats.batches += 1
+        return state
 
     def _dead_letter(
         self, arn: str, shard_id: str, batch: list[Record], *, condition: str, attempts: int, function_error: bool
@@ -550,6 +797,15 @@ def read_dead_letters(state_dir: Path) -> list[dict[str, Any]]:
 
 def _arrival(record: Mapping[str, Any]) -> float:
     return float(record["dynamodb"].get("ApproximateCreationDateTime") or time.time())
+
+
+def _backoff_seconds(attempts: int) -> float:
+    return min(RETRY_BACKOFF_CAP_SECONDS, RETRY_BACKOFF_SECONDS * 2.0 ** (attempts - 1))
+
+
+def _iso_seconds(epoch: int) -> str:
+    """A window bound as Lambda writes it, e.g. 2020-12-09T07:04:00Z."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _iso(epoch: float) -> str:
