@@ -74,8 +74,12 @@ def test_read_api_errors_reach_the_page_as_http(make_local):
     assert bad[0] == 400
 
 
+# Ctrl-C reaches a terminal's foreground process with Python's handler in place; a background job (`make test &`,
+# some CI runners) starts with SIGINT ignored, which Python keeps. The owner restores the foreground's handler so the
+# SIGINT case means what it says wherever the tests run.
 ENGINE_SCRIPT = """
-import os, sys, time
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
 from shardboard.local.engine import local_engine
 with local_engine() as engine:

@@ -31,8 +31,15 @@ DEFAULT_VIEWS, DEFAULT_ITEMS, DEFAULT_ROUNDS = 3000, 60, 6
 @click.option("--views", type=click.IntRange(10, 1_000_000), default=DEFAULT_VIEWS, show_default=True)
 @click.option("--items", type=click.IntRange(1, 100_000), default=DEFAULT_ITEMS, show_default=True)
 @click.option("--rounds", type=click.IntRange(1, 1000), default=DEFAULT_ROUNDS, show_default=True)
+@click.option(
+    "--aggregation-window",
+    type=click.IntRange(0, 900),
+    default=0,
+    show_default=True,
+    help="The aggregator's tumbling window in seconds (AggregationWindowSeconds; 0 = apply every batch).",
+)
 @click.option("--short", is_flag=True, help="The shortened run of `make test` (a tenth of the traffic).")
-def chaos(seed: int | None, views: int, items: int, rounds: int, short: bool) -> None:
+def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_window: int, short: bool) -> None:
     """Run a workload under a random schedule of every fault, then prove the counts exact (exit 1 if not).
 
     Uses DynamoDB Local (moto's server without Java), or the endpoint in AWS_ENDPOINT_URL_DYNAMODB.
@@ -40,9 +47,10 @@ def chaos(seed: int | None, views: int, items: int, rounds: int, short: bool) ->
     from shardboard.testing.chaos import Chaos, ChaosPlan, chaos_runtime, shortened
 
     seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
-    plan = ChaosPlan(seed, items, views, rounds)
+    plan = ChaosPlan(seed, items, views, rounds, aggregation_window)
     plan = shortened(plan) if short else plan
-    console.print(f"chaos seed {seed}: replay with `shardboard chaos --seed {seed}{' --short' if short else ''}`")
+    options = (f" --aggregation-window {aggregation_window}" if aggregation_window else "") + (" --short" * short)
+    console.print(f"chaos seed {seed}: replay with `shardboard chaos --seed {seed}{options}`")
     from shardboard.handlers.observability import logger
 
     # The function logs every injected failure; a terminal wants the verdict (-v shows them).

@@ -57,6 +57,8 @@ class ChaosPlan:
     items: int = 60
     views: int = 3000
     rounds: int = 6
+    # The aggregator's tumbling window in seconds (AggregationWindowSeconds); 0 = the template's default, per batch.
+    aggregation_window: int = 0
 
 
 @dataclass
@@ -126,6 +128,8 @@ class Chaos:
         self.kill = KillSwitch(self.client)
         self.function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(self.rng.random()), self.kill)
         self.mapping = EventSourceMapping.from_template(rt.template)
+        if plan.aggregation_window:
+            self.mapping = replace(self.mapping, tumbling_window_seconds=plan.aggregation_window)
         self.runner = self._new_runner()
         names = [f"item-{k:03d}" for k in range(plan.items)]
         self.names, self.weights = [*names, "viral"], [*(1 / (k + 1) for k in range(plan.items)), 2.0]
