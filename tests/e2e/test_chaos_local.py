@@ -31,6 +31,19 @@ def test_shortened_chaos_run_ends_exact_and_absorbs_the_replays_of_killed_batche
     assert report.faults["kill_between"] > 0 and report.totals.replays_absorbed > 0
 
 
+def test_shortened_chaos_run_under_tumbling_windows_ends_exact(make_local, tmp_path):
+    # Given the chaos board with the aggregator on 2 s tumbling windows (one write per item per window)
+    rt = make_local(**CHAOS_PARAMETERS)
+    plan = replace(shortened(ChaosPlan(seed=3)), aggregation_window=2)
+    # When every fault hits windowed invocations (retried with their state, failed windows dead-lettered whole)
+    report = Chaos(rt, plan, tmp_path / "state", say=print).run()
+    # Then the counts, the index and the snapshot are exact all the same
+    assert report.verified is not None and report.verified.differences == []
+    assert report.verified.index_misses == [] and report.verified.snapshot_exact is True
+    assert report.negative == [] and report.exact
+    assert report.totals.invocations > 0 and report.runner.retries > 0
+
+
 def record(rt, count, items, seed):
     rng = random.Random(seed)
     names = [f"item-{k:02d}" for k in range(items)]

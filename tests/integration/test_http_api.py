@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 
 import pytest
 
@@ -116,3 +117,37 @@ def test_get_item_count_including_ids_with_slashes(pipeline):
     assert status == 404 and "no views recorded" in body["message"]
     status, _, body = call(pipeline, "read_api", get("/items/bad%0Aid"))
     assert status == 400 and "control character" in body["message"]
+
+
+def emf_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if '"_aws"' in line]
+
+
+def test_rejected_requests_and_reads_are_counted_and_no_request_flushes_an_empty_metric_set(pipeline, capsys):
+    # Given a fresh container publishing metrics
+    from shardboard.handlers import observability
+
+    observability.metrics.clear_metrics()
+    capsys.readouterr()
+    # When a bad POST /views, a bad GET /leaderboard and a GET /items of an unknown item arrive
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Powertools warns when an invocation has no metric to publish
+        assert call(pipeline, "record_views", post("not json"))[0] == 400
+        assert call(pipeline, "read_api", get("/leaderboard", "limit=abc"))[0] == 400
+        assert call(pipeline, "read_api", get("/items/nothing.jpg"))[0] == 404
+    # Then each invocation's EMF line says what happened
+    lines = emf_lines(capsys.readouterr().out)
+    assert [line.get("RequestsRejected") for line in lines] == [[1.0], [1.0], None]
+    assert [line.get("LeaderboardReads") for line in lines] == [None, [1.0], None]
+    assert lines[2]["ItemReads"] == [1.0]
+
+
+def test_a_long_local_run_with_metrics_disabled_prints_no_emf(pipeline, capsys, monkeypatch):
+    # Given metrics disabled, as `shardboard` sets them on a terminal
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    capsys.readouterr()
+    # When more invocations run than Powertools keeps values per metric (100) before printing them anyway
+    for _ in range(120):
+        call(pipeline, "read_api", get("/leaderboard"))
+    # Then nothing reaches the terminal
+    assert emf_lines(capsys.readouterr().out) == []

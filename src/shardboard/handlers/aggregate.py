@@ -20,7 +20,7 @@ from shardboard.config import Settings
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.window import AggregationWindow
-from shardboard.handlers.observability import board_store, logger, metrics, settings, tracer
+from shardboard.handlers.observability import board_store, log_metrics, logger, metrics, settings, tracer
 from shardboard.store import BoardStore, UnexpectedRecord, stream_view_record
 
 
@@ -127,7 +127,7 @@ def aggregate(event: dict[str, Any], worker: AggregatingProcessor, context: Any 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         response = aggregate(event, processor, context)

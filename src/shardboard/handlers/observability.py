@@ -2,19 +2,50 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler.exceptions import BadRequestError
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from shardboard.config import Settings
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.domain.validation import BadInput
 from shardboard.store import BoardStore, ShardMetadataStore, ViewStore, dynamodb_client
 
 logger = Logger(service="shardboard")
 # No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, the template's MetricsNamespace parameter.
 metrics = Metrics(service="shardboard")
 tracer = Tracer(service="shardboard")
+
+_Handler = TypeVar("_Handler", bound=Callable[..., Any])
+
+
+def log_metrics(handler: _Handler) -> _Handler:
+    """Powertools' ``metrics.log_metrics``, plus: with POWERTOOLS_METRICS_DISABLED (local runs, tests) the metric
+    set is cleared after each invocation too. Powertools keeps it then, and prints it as EMF anyway once a metric has
+    100 values, so a long local run (demo, chaos) printed a stray EMF line on the terminal."""
+    published = metrics.log_metrics(handler)
+
+    @functools.wraps(handler)
+    def invoke(event: Any, context: Any) -> Any:
+        try:
+            return published(event, context)
+        finally:
+            if is_metrics_disabled():
+                metrics.clear_metrics()
+
+    return invoke  # type: ignore[return-value]
+
+
+def rejected(error: BadInput) -> BadRequestError:
+    """HTTP 400 with the one-line reason, counted: a client sending bad input shows up in ``RequestsRejected``."""
+    metrics.add_metric(name="RequestsRejected", unit=MetricUnit.Count, value=1)
+    return BadRequestError(str(error))
 
 
 @cache

@@ -6,13 +6,14 @@ from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import BadRequestError, NotFoundError
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.snapshot import leaderboard_json
-from shardboard.handlers.observability import board_store, logger, metrics, settings, tracer
+from shardboard.handlers.observability import board_store, log_metrics, logger, metrics, rejected, settings, tracer
 
 app = APIGatewayHttpResolver()
 
@@ -21,10 +22,11 @@ app = APIGatewayHttpResolver()
 @tracer.capture_method
 def get_leaderboard() -> Response[dict[str, Any]]:
     config = settings()
+    metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
     try:
         limit = validation.limit(app.current_event.get_query_string_value("limit"), config.top_n)
     except validation.BadInput as error:
-        raise BadRequestError(str(error)) from None
+        raise rejected(error) from None
     snapshot = board_store().get_snapshot(config.board)
     if snapshot is None:
         raise NotFoundError(f"board {config.board!r} has no snapshot yet: the snapshot job has not run")
@@ -32,6 +34,7 @@ def get_leaderboard() -> Response[dict[str, Any]]:
     etag = f'"{snapshot["version"]}-{limit}"'
     headers = {"Cache-Control": f"public, max-age={config.refresh_seconds}", "ETag": etag}
     if app.current_event.headers.get("if-none-match") == etag:
+        metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
         return Response(304, headers=headers)
     return Response(200, "application/json", leaderboard_json(snapshot, limit), headers=headers)
 
@@ -41,10 +44,11 @@ def get_leaderboard() -> Response[dict[str, Any]]:
 @tracer.capture_method
 def get_item() -> dict[str, Any]:
     raw = app.current_event.path.split("/items/", 1)[1]
+    metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
     try:
         item = validation.item_id(unquote(raw))
     except validation.BadInput as error:
-        raise BadRequestError(str(error)) from None
+        raise rejected(error) from None
     views = board_store().aggregate_views(item)
     if views is None:
         raise NotFoundError(f"no views recorded for item {item!r}")
@@ -53,6 +57,6 @@ def get_item() -> dict[str, Any]:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

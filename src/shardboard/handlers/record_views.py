@@ -6,14 +6,22 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import BadRequestError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.recording import record_views
-from shardboard.handlers.observability import logger, metrics, settings, shard_router, tracer, view_store
+from shardboard.handlers.observability import (
+    log_metrics,
+    logger,
+    metrics,
+    rejected,
+    settings,
+    shard_router,
+    tracer,
+    view_store,
+)
 
 app = APIGatewayHttpResolver()
 
@@ -24,11 +32,12 @@ def post_views() -> Response[dict[str, Any]]:
     try:
         body = json.loads(app.current_event.body or "")
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BadRequestError(f"body is not valid JSON: {error.msg if hasattr(error, 'msg') else error}") from None
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+        raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None
     try:
         item_id, count = validation.view_request(body)
     except validation.BadInput as error:
-        raise BadRequestError(str(error)) from None
+        raise rejected(error) from None
     recorded = record_views(view_store(), item_id, count, settings().write_shards, router=shard_router())
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
     return Response(202, "application/json", {"id": recorded.item_id, "recorded": recorded.views})
@@ -36,6 +45,6 @@ def post_views() -> Response[dict[str, Any]]:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -12,12 +12,20 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain.dynamic_sharding import ShardPolicy, review_all
 from shardboard.domain.snapshot import take_snapshot
-from shardboard.handlers.observability import board_store, logger, metrics, settings, shard_metadata_store, tracer
+from shardboard.handlers.observability import (
+    board_store,
+    log_metrics,
+    logger,
+    metrics,
+    settings,
+    shard_metadata_store,
+    tracer,
+)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     result = take_snapshot(board_store(), settings())
