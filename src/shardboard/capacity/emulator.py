@@ -99,9 +99,6 @@ class PacedClock:
         self.requests += 1
         return moment
 
-    def elapsed(self) -> float:
-        return self.requests * self.latency / self.concurrency
-
 
 @dataclass(frozen=True)
 class Limits:

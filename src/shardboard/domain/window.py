@@ -38,7 +38,6 @@ class AggregationWindow:
 
     final: bool
     log: list[str] = field(default_factory=list)
-    terminated_early: bool = False
     records: list[ViewRecord] = field(default_factory=list)
 
     @classmethod
@@ -49,7 +48,6 @@ class AggregationWindow:
         return cls(
             final=bool(event.get("isFinalInvokeForWindow")),
             log=_log(event.get("state")),
-            terminated_early=bool(event.get("isWindowTerminatedEarly")),
         )
 
     def add(self, records: Iterable[ViewRecord]) -> None:
