@@ -55,8 +55,8 @@ test: install sam dynamodb-local browser lint build ## Set up and run every chec
 	$(BIN)/pytest -q
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tools tests
+	$(BIN)/ruff format --check src tools tests
 	$(BIN)/mypy
 	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)

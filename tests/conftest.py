@@ -39,15 +39,15 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
-from shardboard.local.runtime import Runtime
-from shardboard.local.streams import (
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.streams import (
     lambda_event,
     lambda_record,
     latest_stream_arn,
     read_shard,
     shards_parents_first,
 )
-from shardboard.local.template import create_tables
+from shardboard_tools.local.template import create_tables
 
 
 def load_event(name: str) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def make_pipeline() -> Iterator[Any]:
     """Build a pipeline on moto from template.yaml with parameter overrides, e.g. ``make_pipeline(TopN="3")``."""
     from moto import mock_aws
 
-    from shardboard.config import Settings
+    from shardboard.settings import Settings
 
     handler_env = Settings().as_env().keys()
     for name in handler_env:  # a previous pipeline's exported settings must not leak into this one

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from shardboard.config import Settings
-from shardboard.local.engine import Engine, start_engine
-from shardboard.local.runtime import Runtime
-from shardboard.local.template import create_tables
+from shardboard.settings import Settings
+from shardboard_tools.local.engine import Engine, start_engine
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.template import create_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 from shardboard.domain.ranking import Entry, top
-from shardboard.local.runtime import Runtime
+from shardboard_tools.local.runtime import Runtime
 
 
 def record_random_views(rt: Runtime, views: int, items: int, seed: int = 7) -> None:

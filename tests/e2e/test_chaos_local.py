@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from shardboard.domain.recovery import RebuildProgress, rebuild
-from shardboard.domain.verification import verify
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner
-from shardboard.testing.chaos import CHAOS_PARAMETERS, Chaos, ChaosPlan, shortened
-from shardboard.testing.faults import Container
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.operations.recovery import RebuildProgress, rebuild
+from shardboard_tools.operations.verification import verify
+from shardboard_tools.testing.chaos import CHAOS_PARAMETERS, Chaos, ChaosPlan, shortened
+from shardboard_tools.testing.faults import Container
 
 pytestmark = pytest.mark.e2e
 

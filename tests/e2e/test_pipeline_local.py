@@ -8,12 +8,12 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from shardboard.cli import main
-from shardboard.domain.verification import verify
 from shardboard.handlers import aggregate, snapshot
-from shardboard.local.loadgen import LoadSpec, generate
-from shardboard.local.scheduler import SnapshotScheduler
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.cli import main
+from shardboard_tools.local.loadgen import LoadSpec, generate
+from shardboard_tools.local.scheduler import SnapshotScheduler
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.operations.verification import verify
 from tests.e2e.helpers import brute_force_top
 
 pytestmark = pytest.mark.e2e

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamModel
 
-from shardboard.domain.verification import verify
 from shardboard.handlers import aggregate, snapshot
-from shardboard.local.scheduler import scheduled_event
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
-from shardboard.local.streams import latest_stream_arn
+from shardboard_tools.local.scheduler import scheduled_event
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.local.streams import latest_stream_arn
+from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.e2e.helpers import brute_force_top, record_random_views
 

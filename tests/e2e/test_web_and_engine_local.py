@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from shardboard.handlers import aggregate, read_api, snapshot
-from shardboard.local.scheduler import scheduled_event
-from shardboard.local.stream_runner import StreamRunner
-from shardboard.local.webapp import LeaderboardServer
+from shardboard_tools.local.scheduler import scheduled_event
+from shardboard_tools.local.stream_runner import StreamRunner
+from shardboard_tools.local.webapp import LeaderboardServer
 from tests.e2e.helpers import brute_force_top, record_random_views
 
 pytestmark = pytest.mark.e2e
@@ -81,7 +81,7 @@ ENGINE_SCRIPT = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
-from shardboard.local.engine import local_engine
+from shardboard_tools.local.engine import local_engine
 with local_engine() as engine:
     print(engine.kind, engine.process.pid if engine.process else 0, flush=True)
     time.sleep(600)

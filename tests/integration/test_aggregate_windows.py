@@ -18,7 +18,7 @@ from shardboard.domain.batch import ViewRecord, fold
 from shardboard.domain.recording import record_views
 from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
 from shardboard.handlers import aggregate
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
 
 STEPS = [
     ViewRecord("images/1.jpg", 3, 0, 1, "1"),

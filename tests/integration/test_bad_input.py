@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
-from shardboard.cli import main
+from shardboard_tools.cli import main
 from tests.bad_input_catalogue import CLI, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
 from tests.conftest import ROOT, load_event
 

@@ -14,13 +14,15 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shardboard.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
-from shardboard.capacity.hook import attach, install_from_env, uninstall
-from shardboard.capacity.schema import TableSchema
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import dynamodb_client, throttle_scope
+from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.batch import ShardMove
-from shardboard.local.runtime import Runtime
-from shardboard.local.template import create_tables
-from shardboard.store import BoardStore, ViewStore, dynamodb_client, throttle_scope
+from shardboard_tools.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
+from shardboard_tools.capacity.hook import attach, install_from_env, uninstall
+from shardboard_tools.capacity.schema import TableSchema
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.template import create_tables
 from tests.conftest import ROOT
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
-from shardboard.cli import main
+from shardboard_tools.cli import main
 
 SEED = {
     "images/001.jpg": 27,

@@ -7,12 +7,14 @@ import random
 
 from botocore.exceptions import ClientError
 
-from shardboard.capacity.emulator import VirtualClock
+from shardboard.adapters.keys import ITEM_ID, SHARD
+from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter, readable_shards
 from shardboard.domain.recording import record_views
-from shardboard.domain.verification import verify
-from shardboard.local.runtime import Runtime
-from shardboard.store import ITEM_ID, SHARD, ShardMetadataStore, ViewStore
+from shardboard_tools.capacity.emulator import VirtualClock
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 
 

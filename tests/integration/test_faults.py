@@ -1,7 +1,7 @@
 """Every fault of docs/exactly-once-under-faults.md on moto: real stream records, real handler, exact counts after.
 
 Faults enter through botocore's event hooks on the clients and through wrappers around the handler the event source
-mapping invokes (shardboard.testing.faults); none of shardboard's own code is patched.
+mapping invokes (shardboard_tools.testing.faults); none of shardboard's own code is patched.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import replace
 
 import pytest
 
+from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.domain.recording import record_views
-from shardboard.domain.verification import verify
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
-from shardboard.store import dynamodb_client
-from shardboard.testing.faults import (
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.operations.verification import verify
+from shardboard_tools.testing.faults import (
     ClientFaults,
     Container,
     FaultRates,
@@ -156,7 +156,7 @@ def test_event_source_faults_count_once(pipeline, tmp_path, fault):
 
 
 def test_a_poisoned_batch_goes_to_the_failure_destination_and_redrive_repairs_it(make_pipeline, tmp_path):
-    from shardboard.domain.recovery import redrive
+    from shardboard_tools.operations.recovery import redrive
 
     # Given one write shard, and a function that can never process the batch holding the last views
     pipeline = make_pipeline(WriteShards="1")

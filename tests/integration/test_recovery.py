@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from shardboard.cli import main
 from shardboard.domain.recording import record_views
-from shardboard.domain.recovery import RebuildProgress, rebuild
-from shardboard.domain.verification import verify
-from shardboard.local.stream_runner import EventSourceMapping, StreamRunner
-from shardboard.testing.faults import Container
+from shardboard_tools.cli import main
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.operations.recovery import RebuildProgress, rebuild
+from shardboard_tools.operations.verification import verify
+from shardboard_tools.testing.faults import Container
 
 
 class Interrupted(Exception):

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from shardboard.domain import resharding
+from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import take_snapshot
-from shardboard.domain.verification import verify
-from shardboard.store import BoardStore
+from shardboard_tools.operations import resharding
+from shardboard_tools.operations.verification import verify
 
 ITEMS = [f"item-{k:02d}" for k in range(24)]
 
@@ -128,8 +128,8 @@ def test_reshard_and_shards_commands(monkeypatch):
     from click.testing import CliRunner
     from moto import mock_aws
 
-    from shardboard.cli import main
-    from shardboard.config import Settings
+    from shardboard.settings import Settings
+    from shardboard_tools.cli import main
 
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")

@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 
 from shardboard.domain.recording import record_views
-from shardboard.local.event_filter import matches_any
-from shardboard.local.stream_runner import (
+from shardboard_tools.local.event_filter import matches_any
+from shardboard_tools.local.stream_runner import (
     MAX_WINDOW_STATE_BYTES,
     EventSourceMapping,
     StreamRunner,
     read_dead_letters,
     window_start,
 )
-from shardboard.local.streams import latest_stream_arn
-from shardboard.local.template import Template
+from shardboard_tools.local.streams import latest_stream_arn
+from shardboard_tools.local.template import Template
 from tests.conftest import ROOT
 
 WINDOW_KEYS = {

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shardboard.local.template import Template
+from shardboard_tools.local.template import Template
 from tests.template.conftest import ROOT
 
 

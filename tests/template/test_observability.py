@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from shardboard.local.runtime import Runtime
+from shardboard_tools.local.runtime import Runtime
 from tests.template.conftest import FUNCTIONS, ROOT, of_type, parameter
 
 TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}

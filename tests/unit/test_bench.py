@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from shardboard.bench.designs import SEED_SHARDED, SEED_UNSHARDED, SHARDBOARD
-from shardboard.bench.report import markdown, targets
-from shardboard.bench.run import drive, run_benchmark
-from shardboard.bench.workload import Workload
-from shardboard.cli.bench import bench
+from shardboard_tools.bench.designs import SEED_SHARDED, SEED_UNSHARDED, SHARDBOARD
+from shardboard_tools.bench.report import markdown, targets
+from shardboard_tools.bench.run import drive, run_benchmark
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.cli.bench import bench
 
 # Windows of 5 s (15,000 records each): the 20 s run still folds several batches per window, in four windows.
 SMALL = Workload(

@@ -5,10 +5,17 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from shardboard.capacity import PARTITION_THROTTLED, TABLE_THROTTLED, CapacityEmulator, Charge, Limits, VirtualClock
-from shardboard.capacity.memory import board_schema
-from shardboard.capacity.units import item_size, number_size, query_units, read_units, write_units
-from shardboard.store import throttle_scope
+from shardboard.adapters.dynamodb import throttle_scope
+from shardboard_tools.capacity import (
+    PARTITION_THROTTLED,
+    TABLE_THROTTLED,
+    CapacityEmulator,
+    Charge,
+    Limits,
+    VirtualClock,
+)
+from shardboard_tools.capacity.memory import board_schema
+from shardboard_tools.capacity.units import item_size, number_size, query_units, read_units, write_units
 
 
 def write(resource: str, partition: str | None, units: float, table: str = "t") -> Charge:

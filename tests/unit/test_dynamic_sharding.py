@@ -8,7 +8,7 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
-from shardboard.capacity.emulator import CapacityEmulator, VirtualClock
+from shardboard.adapters.dynamodb import throttle_scope
 from shardboard.domain.dynamic_sharding import (
     ShardPolicy,
     ShardRouter,
@@ -16,9 +16,9 @@ from shardboard.domain.dynamic_sharding import (
     readable_shards,
     review_item,
 )
-from shardboard.scenarios.memory_shards import MemoryShardMetadataStore
-from shardboard.scenarios.viral_ramp import RampSpec, run_viral_ramp
-from shardboard.store import throttle_scope
+from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
+from shardboard_tools.scenarios.memory_shards import MemoryShardMetadataStore
+from shardboard_tools.scenarios.viral_ramp import RampSpec, run_viral_ramp
 
 
 def throttle(code: str, *reasons: str) -> ClientError:
@@ -179,8 +179,8 @@ def test_bench_viral_ramp_json(monkeypatch, tmp_path):
 
     from click.testing import CliRunner
 
-    from shardboard.cli import main
-    from shardboard.scenarios import report
+    from shardboard_tools.cli import main
+    from shardboard_tools.scenarios import report
 
     # A small ramp through the real command: the JSON has exactly issue 7's keys, and the chart is written
     # (what `shardboard` sets for a terminal, scoped to this test so later tests still see their metrics)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shardboard.local.event_filter import matches, matches_any
-from shardboard.local.stream_runner import EventSourceMapping, dead_letter, failed_index
-from shardboard.local.template import Template
+from shardboard_tools.local.event_filter import matches, matches_any
+from shardboard_tools.local.stream_runner import EventSourceMapping, dead_letter, failed_index
+from shardboard_tools.local.template import Template
 from tests.conftest import ROOT, load_event
 
 SAMPLE = load_event("aggregate_stream_batch.json")["Records"]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from shardboard.domain.aggregation import AggregateContention, apply_item
 from shardboard.domain.batch import ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
-from shardboard.store import AggregateState, MoveResult
+from shardboard.domain.ports import AggregateState, MoveResult
 
 
 class FakeBoard:

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardboard.config import ConfigError, Settings, schedule_seconds
-from shardboard.domain.sharding import board_shard_of, write_shards_needed
-from shardboard.store import UnexpectedRecord, aggregate_pk, board_shard_value, view_pk, view_record
+from shardboard.adapters.keys import aggregate_pk, view_pk
+from shardboard.adapters.stream_records import UnexpectedRecord, view_record
+from shardboard.domain.sharding import board_shard_of, board_shard_value, write_shards_needed
+from shardboard.settings import ConfigError, Settings, schedule_seconds
 
 
 @given(st.text(min_size=1), st.integers(0, 999), st.text(min_size=1), st.integers(0, 999))

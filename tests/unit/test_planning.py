@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from shardboard.cli.plan import plan as plan_command
-from shardboard.domain.planning import monte_carlo_overload, overload_probability, plan, refresh_cost
+from shardboard_tools.cli.plan import plan as plan_command
+from shardboard_tools.planning import monte_carlo_overload, overload_probability, plan, refresh_cost
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.bench.designs import ShardboardDesign
-from shardboard.bench.workload import Workload
-from shardboard.capacity import CapacityEmulator, VirtualClock
+from shardboard_tools.bench.designs import ShardboardDesign
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 
 INDEX = "memory-board/by-views"
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from shardboard.config import MAX_VIEWS_PER_REQUEST
 from shardboard.domain.validation import BadInput, item_id, limit, view_count, view_request
+from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 
 @pytest.mark.parametrize("good", ["a#1", "x/y.jpg", "ünï", "a b", "images/001.jpg", "x" * 512, "é" * 256, "🙂"])

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from shardboard.config import Settings
+from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.batch import (
     ItemDelta,
     ViewRecord,
@@ -19,8 +19,9 @@ from shardboard.domain.batch import (
     lower_bound_after,
     optimistic_moves,
 )
-from shardboard.domain.sharding import board_shard_of
-from shardboard.store import AggregateState, BoardStore, board_shard_value
+from shardboard.domain.ports import AggregateState
+from shardboard.domain.sharding import board_shard_of, board_shard_value
+from shardboard.settings import Settings
 
 # A refused compare-and-set is retried against the values it found. Only a concurrent writer on the same write
 # shard (two runners on one stream by mistake) can refuse it again; five rounds is far beyond that.

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Literal, Protocol
 
-from shardboard.config import Settings
+from shardboard.settings import Settings
 
 # Writers keep "this item has no metadata" this long: one GetItem per long-tail item per TTL per writer. Staleness
 # is safe (the default range is a subset of any grown one) and a throttled writer refreshes at once.

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from botocore.exceptions import ClientError
 
+from shardboard.adapters.dynamodb import throttle_scope
+from shardboard.adapters.views_table import ViewStore
 from shardboard.domain import validation
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
-from shardboard.store import ViewStore, throttle_scope
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()

@@ -23,3 +23,13 @@ def write_shards_needed(views_per_second: float, item_kb: float = 1.0, headroom:
     if views_per_second < 0 or item_kb <= 0 or headroom < 1:
         raise ValueError("views_per_second >= 0, item_kb > 0 and headroom >= 1 are required")
     return max(1, math.ceil(views_per_second * math.ceil(item_kb) / 1000 * headroom))
+
+
+def board_layout_prefix(board: str, shards: int) -> str:
+    """What every GSI key of one layout starts with (``board_shard_value`` minus the shard number)."""
+    return f"{board}#{shards}#"
+
+
+def board_shard_value(board: str, shard: int, shards: int) -> str:
+    """GSI partition key of board shard ``shard`` of ``shards``: naming the layout lets S change without collisions."""
+    return f"{board}#{shards}#{shard}"

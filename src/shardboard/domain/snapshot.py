@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.config import Settings
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import Item
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
-from shardboard.store import BoardStore, Item, board_shard_value
+from shardboard.domain.sharding import board_shard_value
+from shardboard.settings import Settings
 
 
 @dataclass(frozen=True)

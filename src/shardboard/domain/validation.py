@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from shardboard.config import MAX_VIEWS_PER_REQUEST
+from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 MAX_ID_BYTES = 512
 

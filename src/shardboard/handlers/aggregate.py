@@ -16,12 +16,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.config import Settings
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_record
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.window import AggregationWindow
 from shardboard.handlers.observability import board_store, log_metrics, logger, metrics, settings, tracer
-from shardboard.store import BoardStore, UnexpectedRecord, stream_view_record
+from shardboard.settings import Settings
 
 
 class WindowNotApplied(RuntimeError):

@@ -12,10 +12,13 @@ from aws_lambda_powertools.event_handler.exceptions import BadRequestError
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from shardboard.config import Settings
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.domain.validation import BadInput
-from shardboard.store import BoardStore, ShardMetadataStore, ViewStore, dynamodb_client
+from shardboard.settings import Settings
 
 logger = Logger(service="shardboard")
 # No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, the template's MetricsNamespace parameter.

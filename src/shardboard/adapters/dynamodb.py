@@ -1,0 +1,107 @@
+"""The DynamoDB client, its retry settings, error classification and attribute-value helpers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from shardboard.domain.dynamic_sharding import ThrottleScope
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+# DynamoDB names why it throttled in ``ThrottlingReasons`` (<Table|Index><Read|Write><LimitType>); only a key-range
+# (partition) limit is helped by more write shards. The others are table-level: provisioned capacity, the account's
+# per-table quota, an on-demand table's maximum throughput.
+KEY_RANGE_LIMIT = "KeyRangeThroughputExceeded"
+
+Item = dict[str, Any]
+
+
+def client_config(max_connections: int = 64) -> Config:
+    """Standard retry mode retries throttling and 5xx with backoff; the pool covers our worker threads."""
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": 8},
+        max_pool_connections=max_connections,
+        connect_timeout=5,
+        read_timeout=10,
+    )
+
+
+def dynamodb_client(config: Config | None = None) -> Any:
+    """A DynamoDB client; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local or moto."""
+    return boto3.client("dynamodb", region_name=region(), config=config or client_config())
+
+
+def streams_client(config: Config | None = None) -> Any:
+    return boto3.client("dynamodbstreams", region_name=region(), config=config or client_config())
+
+
+def region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def throttle_scope(error: ClientError) -> ThrottleScope | None:
+    """Partition or table throttling, or None when ``error`` is not a throttle at all.
+
+    ``ThrottlingReasons`` decides when DynamoDB sends it. Without it (older endpoints, the local emulator),
+    ``ThrottlingException``/``RequestLimitExceeded`` are table or account limits, and a
+    ``ProvisionedThroughputExceededException`` on an on-demand table can only come from a partition; on a provisioned
+    table, seed 004's CloudWatch test (consumed below provisioned capacity) tells them apart (docs/dynamic-sharding.md).
+    """
+    code = error_code(error)
+    if code not in THROTTLING_CODES:
+        return None
+    # The service model names the member ThrottlingReasons, except on ThrottlingException (throttlingReasons).
+    listed = error.response.get("ThrottlingReasons") or error.response.get("throttlingReasons") or []
+    reasons = [str(r.get("reason", "")) for r in cast(list[Any], listed)]
+    if reasons:
+        return ThrottleScope.PARTITION if any(KEY_RANGE_LIMIT in r for r in reasons) else ThrottleScope.TABLE
+    return ThrottleScope.PARTITION if code == "ProvisionedThroughputExceededException" else ThrottleScope.TABLE
+
+
+def s_attr(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def n_attr(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def int_of(attribute: Mapping[str, str] | None) -> int:
+    return int(attribute["N"]) if attribute else 0
+
+
+def parallel_scan(
+    client: Any, table: str, segments: int, projection: str, names: Mapping[str, str]
+) -> Iterator[list[Item]]:
+    """Yield pages of a segmented scan, the segments read in parallel threads."""
+
+    def scan_segment(segment: int) -> list[Item]:
+        items: list[Item] = []
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": dict(names),
+            "ConsistentRead": True,
+        }
+        while True:
+            response = client.scan(**kwargs)
+            items.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return items
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    with ThreadPoolExecutor(max_workers=segments) as pool:
+        yield from pool.map(scan_segment, range(segments))

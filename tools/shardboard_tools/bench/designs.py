@@ -1,0 +1,300 @@
+"""The three designs the benchmark compares, each pricing its requests on its own CapacityEmulator.
+
+``seed-unsharded`` and ``seed-sharded`` are seed 002's designs as the article describes them (one image item per
+image, ``UpdateItem ADD ViewCount :1`` per view, a leaderboard GSI on "IMAGES" or on a random ``PARTITION_k`` set at
+creation, and a refresh that queries N items from every GSI partition). ``shardboard`` is this project's real code:
+``record_views`` on the in-memory base table, the real aggregator processor on its stream in 1,000-record batches
+(inside Lambda tumbling windows when the workload sets ``aggregation_window_seconds``), ``take_snapshot`` on the
+in-memory board.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol, cast
+
+from aws_lambda_powertools.utilities.batch import process_partial_response
+
+from shardboard.domain.recording import record_views
+from shardboard.domain.snapshot import take_snapshot
+from shardboard.handlers.aggregate import AggregatingProcessor, WindowNotApplied, aggregate, read_view
+from shardboard.settings import Settings
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity.emulator import CapacityEmulator, Charge, PacedClock
+from shardboard_tools.capacity.memory import (
+    STREAM_ARN,
+    MemoryBoardStore,
+    MemoryTable,
+    MemoryViewStore,
+    metering_overhead_seconds,
+)
+from shardboard_tools.capacity.schema import IndexSchema, TableSchema
+from shardboard_tools.capacity.units import item_size, query_units, read_units
+
+SEED_TABLE = "seed-images"
+SEED_INDEX = "leaderboard"
+SEED_UNSHARDED = "seed-unsharded"
+SEED_SHARDED = "seed-sharded"
+SHARDBOARD = "shardboard"
+DESIGNS = (SEED_UNSHARDED, SEED_SHARDED, SHARDBOARD)
+# DynamoDB's typical latency for one write from a Lambda in the same region (single-digit milliseconds).
+REQUEST_LATENCY_S = 0.005
+# Lambda ends a tumbling window early when the state it would carry exceeds 1 MB.
+WINDOW_STATE_LIMIT_BYTES = 1024 * 1024
+
+
+class Design(Protocol):
+    name: str
+    emulator: CapacityEmulator
+
+    def view(self, item_id: str) -> None:
+        """Record one view (raises the throttling ClientError when refused)."""
+        ...
+
+    def settle(self, final: bool = False) -> None:
+        """Background work due now (the aggregator's full batches; every leftover record when ``final``)."""
+        ...
+
+    def pending(self) -> int:
+        """Records still waiting for background work."""
+        ...
+
+    def refresh(self) -> int:
+        """Rebuild the leaderboard the design's way; returns the items it read."""
+        ...
+
+    def frontend_read_units(self) -> float:
+        """Read units one frontend request for the leaderboard costs."""
+        ...
+
+    def top(self) -> list[tuple[str, int]]:
+        """The leaderboard it would show: (id, views), best first."""
+        ...
+
+    def aggregator_cpu_us_per_record(self) -> float | None: ...
+
+
+class SeedDesign:
+    """Seed 002: image items with ViewCount, a leaderboard GSI on one or S partition values, N read per value."""
+
+    def __init__(self, workload: Workload, sharded: bool, emulator: CapacityEmulator) -> None:
+        self.name = SEED_SHARDED if sharded else SEED_UNSHARDED
+        self.emulator = emulator
+        self.top_n = workload.top_n
+        self.partitions = workload.gsi_shards if sharded else 1
+        self.sharded = sharded
+        index = IndexSchema(SEED_INDEX, "GSIHash", "ViewCount", None)
+        self.table = MemoryTable(TableSchema(SEED_TABLE, "Image", None, (index,)), emulator)
+        self.members: dict[str, dict[str, int]] = {}
+        self.rng = random.Random(workload.seed)
+        self._last_top: list[tuple[str, int]] = []
+
+    def view(self, item_id: str) -> None:
+        old = self.table.items.get(item_id)
+        if old is None:  # seed 002: a new image is randomly assigned a partition at creation
+            gsi_hash = f"PARTITION_{self.rng.randrange(self.partitions)}" if self.sharded else "IMAGES"
+            old_views = 0
+        else:
+            gsi_hash, old_views = old["GSIHash"]["S"], int(old["ViewCount"]["N"])
+        new = {"Image": {"S": item_id}, "ViewCount": {"N": str(old_views + 1)}, "GSIHash": {"S": gsi_hash}}
+        self.table.write("UpdateItem", item_id, new)
+        self.members.setdefault(gsi_hash, {})[item_id] = old_views + 1
+
+    def settle(self, final: bool = False) -> None:
+        """No background work: the seed writes the index on every view."""
+
+    def pending(self) -> int:
+        return 0
+
+    def refresh(self) -> int:
+        """Query the best N of every partition value and merge them (seed 002's scatter-gather)."""
+        gathered: list[tuple[str, int]] = []
+        for partition, members in self.members.items():
+            best = sorted(members.items(), key=lambda pair: (-pair[1], pair[0]))[: self.top_n]
+            sizes = [item_size(self.table.items[item]) for item, _ in best]
+            units = query_units(sizes, consistent=False)
+            self.emulator.admit("Query", [Charge(SEED_TABLE, f"{SEED_TABLE}/{SEED_INDEX}", partition, "read", units)])
+            gathered.extend(best)
+        self._last_top = sorted(gathered, key=lambda pair: (-pair[1], pair[0]))[: self.top_n]
+        return len(gathered) if self.members else 0
+
+    def frontend_read_units(self) -> float:
+        """The seed has no stored leaderboard: each frontend request runs the scatter-gather queries itself."""
+        size = item_size({"Image": {"S": "images/00000.jpg"}, "ViewCount": {"N": "12345"}, "GSIHash": {"S": "IMAGES"}})
+        return self.partitions * query_units([size] * self.top_n, consistent=False)
+
+    def top(self) -> list[tuple[str, int]]:
+        return self._last_top
+
+    def aggregator_cpu_us_per_record(self) -> float | None:
+        return None
+
+
+class ShardboardDesign:
+    """Our real code on in-memory tables: record_views -> stream -> aggregator handler -> take_snapshot."""
+
+    name = SHARDBOARD
+
+    def __init__(self, workload: Workload, emulator: CapacityEmulator) -> None:
+        self.emulator = emulator
+        self.batch_size = workload.batch_size
+        self.settings = Settings(
+            views_table="memory-views",
+            board_table="memory-board",
+            write_shards=workload.write_shards,
+            board_shards=workload.gsi_shards,
+            top_n=workload.top_n,
+            # The in-memory store has no network latency to overlap; threads would only add dispatch cost.
+            write_concurrency=1,
+        )
+        # ... but the deployed function overlaps that many requests, which is how its requests are stamped.
+        self.function_concurrency = Settings().write_concurrency
+        self.views = MemoryViewStore(emulator, self.settings.views_table)
+        self.board = MemoryBoardStore(emulator, self.settings.board_table)
+        self.processor = AggregatingProcessor(lambda: self.board, lambda: self.settings)
+        self.rng = random.Random(workload.seed)
+        self.cpu_seconds = 0.0
+        self.metering_overhead = metering_overhead_seconds()  # calibrated now, outside any measured window
+        self.records = 0
+        self.failed_batches = 0
+        self._top: list[tuple[str, int]] = []
+        # Tumbling windows (AggregationWindowSeconds): each stream record's simulated arrival, oldest first, the
+        # state Lambda carries between a window's invocations, and the end of the window that state belongs to.
+        self.window_seconds = workload.aggregation_window_seconds
+        self.arrivals: list[float] = []
+        self.window_state = "{}"  # as Lambda keeps it between invocations: JSON
+        self.open_window_end: float | None = None
+        self.retry_at = 0.0
+        self.windows = 0
+
+    def view(self, item_id: str) -> None:
+        before = len(self.views.stream)
+        record_views(self.views, item_id, 1, self.settings.write_shards, self.rng)
+        if self.window_seconds > 0:
+            self.arrivals.extend([self.emulator.clock.now()] * (len(self.views.stream) - before))
+
+    def settle(self, final: bool = False) -> None:
+        if self.window_seconds > 0:
+            self._settle_windows(final)
+        else:
+            self._settle_batches(final)
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        """One invocation of the aggregator: its process CPU time (minus the in-memory store's own) is added to the
+        tally, and its requests are stamped as the deployed function sends them (``PacedClock``)."""
+        # A Lambda's heap is small; the in-memory tables' is not: keep them out of the garbage collector's full
+        # passes, which would otherwise be billed to the aggregator.
+        gc.freeze()
+        clock = self.emulator.clock
+        self.emulator.clock = PacedClock(clock.now(), REQUEST_LATENCY_S, self.function_concurrency)
+        started, in_store, calls = time.process_time(), self.board.cpu_seconds, self.board.metered_calls
+        try:
+            return call()
+        finally:
+            store = self.board.cpu_seconds - in_store + (self.board.metered_calls - calls) * self.metering_overhead
+            self.cpu_seconds += time.process_time() - started - store
+            self.emulator.clock = clock
+
+    def _settle_windows(self, final: bool) -> None:
+        """Deliver the stream as Lambda does with a tumbling window: full batches of the oldest open window are
+        folded into its state; once the clock passes the window's end (or at the end of the run) its last records
+        go in the final invocation, which writes. A final invocation that fails is retried a simulated second later
+        with the state it had."""
+        now = self.emulator.clock.now()
+        while now >= self.retry_at:
+            end = self.open_window_end
+            if end is None:
+                if not self.arrivals:
+                    return
+                end = (math.floor(self.arrivals[0] / self.window_seconds) + 1) * self.window_seconds
+            in_window = bisect.bisect_left(self.arrivals, end)
+            closed = final or now >= end
+            take = min(in_window, self.batch_size)
+            if not closed and take < self.batch_size:
+                return  # Lambda waits for a full batch or the window's end
+            if not self._invoke_window(take, closed and take == in_window, end):
+                self.retry_at = now + 1.0
+                return
+
+    def _invoke_window(self, take: int, final: bool, end: float) -> bool:
+        batch = self.views.take_stream(take)
+        oversized = len(self.window_state) > WINDOW_STATE_LIMIT_BYTES
+        event = {
+            "Records": delivered(batch),
+            "window": {"start": end - self.window_seconds, "end": end},
+            "shardId": "shardId-memory",
+            "eventSourceARN": STREAM_ARN,
+            "isFinalInvokeForWindow": final or oversized,
+            "isWindowTerminatedEarly": not final and oversized,
+        }
+
+        def invoke() -> str:
+            # The state's JSON round trip is billed too: it is a cost of the window, paid at every invocation.
+            event["state"] = json.loads(self.window_state)
+            return json.dumps(aggregate(event, self.processor)["state"], separators=(",", ":"))
+
+        try:
+            self.window_state = self._timed(invoke)
+        except WindowNotApplied:
+            self.failed_batches += 1
+            self.views.stream[:0] = batch
+            return False
+        del self.arrivals[:take]
+        self.records += len(batch)
+        self.open_window_end = None if event["isFinalInvokeForWindow"] and final else end
+        self.windows += bool(event["isFinalInvokeForWindow"])
+        return True
+
+    def _settle_batches(self, final: bool) -> None:
+        """Run the aggregator on every full batch, as Lambda polls the stream; a batch with failed records puts
+        them back (Lambda resumes from the lowest failed sequence number) and waits for the next second."""
+        while len(self.views.stream) >= self.batch_size or (final and self.views.stream):
+            batch = self.views.take_stream(self.batch_size)
+            event = {"Records": delivered(batch)}
+            response = self._timed(partial(process_partial_response, event, read_view, self.processor))
+            self.records += len(batch)
+            failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+            if failed:
+                self.failed_batches += 1
+                first = min(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed)
+                self.views.stream[:0] = batch[first:]
+                return
+
+    def pending(self) -> int:
+        return len(self.views.stream) + (self.open_window_end is not None)
+
+    def refresh(self) -> int:
+        result = take_snapshot(self.board, self.settings, now="1970-01-01T00:00:00.000Z")
+        self._top = [(item, views) for item, views in result.snapshot["items"]]
+        return result.gathered.items_read
+
+    def frontend_read_units(self) -> float:
+        """GET /leaderboard: one eventually consistent GetItem of the snapshot item."""
+        return read_units(self.board.snapshot_item_size(self.settings.board), consistent=False)
+
+    def top(self) -> list[tuple[str, int]]:
+        return self._top
+
+    def aggregator_cpu_us_per_record(self) -> float | None:
+        return self.cpu_seconds / self.records * 1e6 if self.records else None
+
+
+def delivered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records as the function receives them: freshly decoded from the invoke payload by the Lambda runtime (not
+    billed to the aggregator, as for any stream consumer), not the objects the in-memory stream built long before."""
+    return cast(list[dict[str, Any]], json.loads(json.dumps(records)))
+
+
+def make_design(name: str, workload: Workload, emulator: CapacityEmulator) -> Design:
+    if name == SHARDBOARD:
+        return ShardboardDesign(workload, emulator)
+    if name in (SEED_SHARDED, SEED_UNSHARDED):
+        return SeedDesign(workload, name == SEED_SHARDED, emulator)
+    raise ValueError(f"unknown design {name!r}; choose from {', '.join(DESIGNS)}")

@@ -1,0 +1,128 @@
+"""``shardboard bench`` (``make bench``): seed 002's two designs and shardboard, side by side, on the emulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
+from shardboard_tools.bench.designs import DESIGNS
+from shardboard_tools.bench.notes import NOTES
+from shardboard_tools.bench.report import chart, markdown, table, targets
+from shardboard_tools.bench.run import run_benchmark
+from shardboard_tools.bench.workload import Workload
+
+
+def command_line(ctx: click.Context) -> str:
+    """How to reproduce this run: ``make bench`` for the defaults, else the options that differ."""
+    changed = []
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if param.name in ("as_json", "no_files", "out") or value == param.default or value in ((), None):
+            continue
+        flag = param.opts[0] if isinstance(param, click.Option) else ""
+        for one in value if isinstance(value, tuple) else (value,):
+            changed.append(f"{flag} {one:g}" if isinstance(one, float) else f"{flag} {one}")
+    return "shardboard bench " + " ".join(changed) if changed else "make bench"
+
+
+@click.command()
+@click.option(
+    "--views", type=click.IntRange(min=1000), default=Workload.views, show_default=True, help="Views offered."
+)
+@click.option("--views-per-sec", type=click.FloatRange(min=1), default=Workload.views_per_s, show_default=True)
+@click.option("--items", type=click.IntRange(min=10), default=Workload.items, show_default=True, help="Catalogue size.")
+@click.option("--zipf-s", type=click.FloatRange(min=0), default=Workload.zipf_s, show_default=True)
+@click.option("--top", "top_n", type=click.IntRange(min=1), default=Workload.top_n, show_default=True)
+@click.option("--gsi-shards", type=click.IntRange(min=1), default=Workload.gsi_shards, show_default=True)
+@click.option("--write-shards", type=click.IntRange(min=1), default=Workload.write_shards, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=Workload.batch_size, show_default=True)
+@click.option("--refresh-seconds", type=click.FloatRange(min=0.1), default=Workload.refresh_seconds, show_default=True)
+@click.option(
+    "--aggregation-window",
+    type=click.FloatRange(min=0, max=900),
+    default=Workload.aggregation_window_seconds,
+    show_default=True,
+    help="shardboard's tumbling window in simulated seconds (AggregationWindowSeconds; 0 = apply every batch).",
+)
+@click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
+@click.option(
+    "--scenario",
+    type=click.Choice(["designs", "viral-ramp", "viral-ramp-additive"]),
+    default="designs",
+    show_default=True,
+    help="designs: the side-by-side run; viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("docs"),
+    show_default=True,
+    help="Where benchmarks.md and benchmarks.png go.",
+)
+@click.option("--no-files", is_flag=True, help="Do not write docs/benchmarks.md and the chart.")
+def bench(
+    *,
+    views: int,
+    views_per_sec: float,
+    items: int,
+    zipf_s: float,
+    top_n: int,
+    gsi_shards: int,
+    write_shards: int,
+    batch_size: int,
+    refresh_seconds: float,
+    aggregation_window: float,
+    designs: tuple[str, ...],
+    scenario: str,
+    as_json: bool,
+    out: Path,
+    no_files: bool,
+) -> None:
+    """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
+    if scenario != "designs":
+        from shardboard_tools.scenarios.report import run_scenario
+
+        run_scenario(scenario, as_json, out, write_files=not no_files)
+        return
+    workload = Workload(
+        items=items,
+        zipf_s=zipf_s,
+        views=views,
+        views_per_s=views_per_sec,
+        batch_size=batch_size,
+        top_n=top_n,
+        gsi_shards=gsi_shards,
+        write_shards=write_shards,
+        refresh_seconds=refresh_seconds,
+        aggregation_window_seconds=aggregation_window,
+    )
+    chosen = designs or DESIGNS
+    screen = Console(stderr=True) if as_json else Console()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        tasks = {name: progress.add_task(name, total=views) for name in chosen}
+        result = run_benchmark(
+            workload, chosen, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
+        )
+    screen.print(table(result))
+    for target in targets(result):
+        screen.print(
+            f"target {target.name}: {target.wanted}, found {target.found}: {'met' if target.met else 'MISSED'}"
+        )
+    if not no_files:
+        png = chart(result, out / "benchmarks.png")
+        document = markdown(result, command_line(click.get_current_context()), png.name, NOTES)
+        (out / "benchmarks.md").write_text(document, encoding="utf-8")
+        screen.print(f"wrote {out / 'benchmarks.md'} and {png}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2))

@@ -1,0 +1,47 @@
+"""What every ``shardboard`` command shares: the runtime, one-line errors and the console."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+from rich.console import Console
+
+from shardboard.domain import validation
+from shardboard.settings import ConfigError
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.template import TemplateError
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def fail(reason: str, code: int = 1) -> NoReturn:
+    """Exit non-zero with a one-line reason."""
+    errors.print(f"shardboard: {reason}", markup=False, highlight=False)
+    sys.exit(code)
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Turn expected failures into one line on stderr instead of a traceback (bad input exits 2)."""
+    try:
+        yield
+    except (validation.BadInput, TemplateError, ConfigError) as error:
+        fail(str(error), 2)
+    except ClientError as error:
+        info = error.response.get("Error", {})
+        fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
+    except BotoCoreError as error:
+        fail(f"cannot reach DynamoDB: {error}")
+
+
+def runtime(ctx: click.Context) -> Runtime:
+    """The Runtime the ``shardboard`` group built from template.yaml and the environment."""
+    obj = ctx.find_root().obj
+    assert isinstance(obj, Runtime)
+    return obj

@@ -1,0 +1,117 @@
+"""``shardboard demo`` (the whole pipeline on DynamoDB Local, with a report) and ``shardboard web``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.table import Table
+
+from shardboard_tools.cli.common import console, errors, one_line_errors, runtime
+from shardboard_tools.local.engine import EngineError, local_engine
+
+
+@click.command()
+@click.option("--duration", type=click.FloatRange(min=1), default=40.0, show_default=True, help="Seconds of load.")
+@click.option("--views", "total_views", type=click.IntRange(min=1), help="Stop after this many views instead.")
+@click.option("--rate", type=click.FloatRange(min=0), default=300.0, show_default=True, help="Views/s (0: max).")
+@click.option("--items", type=click.IntRange(min=1), default=2000, show_default=True, help="Distinct items.")
+@click.option("--zipf", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Zipf exponent s.")
+@click.option("--viral-share", type=click.FloatRange(0, 1), default=0.1, show_default=True, help="Viral item share.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Writer threads.")
+@click.option("--refresh", type=click.FloatRange(min=0.1), default=2.0, show_default=True, help="Snapshot every s.")
+@click.option("--live/--no-live", default=None, help="Live table (default: when the output is a terminal).")
+@click.option("--web/--no-web", default=True, show_default=True, help="Serve the leaderboard page on localhost.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port of the page (default: a free one).")
+@click.option("--seed", type=int, help="Seed of the load generator, for a repeatable workload.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def demo(  # noqa: PLR0917 - one parameter per click option
+    ctx: click.Context,
+    duration: float,
+    total_views: int | None,
+    rate: float,
+    items: int,
+    zipf: float,
+    viral_share: float,
+    concurrency: int,
+    refresh: float,
+    live: bool | None,
+    web: bool,
+    port: int,
+    seed: int | None,
+    as_json: bool,
+) -> None:
+    """Run everything locally: DynamoDB Local, load, stream runner, snapshots, live view; then report and verify."""
+    from shardboard_tools.local.demo import DemoOptions, run_demo
+    from shardboard_tools.local.loadgen import LoadSpec
+    from shardboard_tools.local.stream_runner import default_state_dir
+
+    rt = runtime(ctx)
+    spec = LoadSpec(
+        items=items,
+        zipf_exponent=zipf,
+        viral_share=viral_share,
+        views_per_second=rate,
+        concurrency=concurrency,
+        duration_seconds=duration,
+        total_views=total_views,
+        seed=seed,
+    )
+    options = DemoOptions(
+        load=spec,
+        refresh_seconds=refresh,
+        live=console.is_terminal if live is None else live,
+        web=web,
+        web_port=port,
+        state_dir=default_state_dir(),
+    )
+    with one_line_errors():
+        try:
+            with local_engine(announce=lambda notice: errors.print(notice, markup=False)) as engine:
+                console.print(f"engine: {engine.kind} at {engine.endpoint}")
+                report = run_demo(rt, options, console)
+        except EngineError as error:
+            errors.print(f"shardboard: {error}", markup=False)
+            sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+    else:
+        console.print(_report_table(report))
+        console.print(f"verify: {'exact' if report.verify_exact else 'NOT exact'}")
+    if not report.verify_exact:
+        sys.exit(1)
+
+
+def _report_table(report: object) -> Table:
+    from shardboard_tools.local.demo import DemoReport
+
+    assert isinstance(report, DemoReport)
+
+    def seconds(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f} s"
+
+    table = Table(title="shardboard demo", show_header=False)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("views written", f"{report.views:,} ({report.views_per_second:,.0f}/s)"),
+        ("write units per view", f"{report.write_units_per_view:.2f}"),
+        (
+            "aggregate writes",
+            f"{report.aggregate_writes:,} ({report.aggregate_writes / max(report.views, 1):.3f}/view)",
+        ),
+        ("aggregator invocations", f"{report.aggregator_invocations:,}"),
+        ("items read per refresh", f"{report.items_read_per_refresh:,.1f} (N+S = {report.refresh_floor})"),
+        ("snapshot refreshes", f"{report.refreshes}"),
+        ("freshness p50 / p99", f"{seconds(report.freshness_p50_seconds)} / {seconds(report.freshness_p99_seconds)}"),
+        ("failure destination", f"{report.dead_letter_batches} batch(es)"),
+        ("snapshot = exact top N", "yes" if report.snapshot_exact else "no"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+COMMANDS = [demo]

@@ -1,0 +1,186 @@
+"""``shardboard demo``: the whole pipeline on a local engine under load, then a report of what it cost and proved.
+
+engine (DynamoDB Local) -> tables from template.yaml -> load generator -> stream runner (event source mapping) ->
+aggregator -> scheduler -> snapshot handler -> live view / web page (read API) -> drain, final snapshot, verify.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+
+from shardboard.domain.snapshot import leaderboard_json
+from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Vitals, render
+from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.scheduler import SnapshotScheduler
+from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.local.template import create_tables
+from shardboard_tools.local.webapp import LeaderboardServer
+from shardboard_tools.operations.verification import verify
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    load: LoadSpec
+    refresh_seconds: float = 2.0  # the template's rate(1 minute) would leave a one-minute demo with one refresh
+    live: bool = True
+    web: bool = True
+    web_port: int = 0
+    rows: int = 10
+    state_dir: Path | None = None
+
+
+@dataclass
+class DemoReport:
+    views: int
+    views_per_second: float
+    write_units_per_view: float
+    aggregate_writes: int
+    aggregator_invocations: int
+    records_delivered: int
+    refreshes: int
+    items_read_per_refresh: float
+    refresh_floor: int  # N + S: the fewest items an exact scatter-gather can read
+    freshness_p50_seconds: float | None
+    freshness_p99_seconds: float | None
+    verify_exact: bool
+    snapshot_exact: bool | None
+    differences: int
+    dead_letter_batches: int
+    load_errors: int
+    seconds: float
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _AggregatorCounter:
+    """The real aggregator handler, counting the aggregate writes it reports per batch."""
+
+    def __init__(self) -> None:
+        from shardboard.handlers import aggregate
+
+        self.module = aggregate
+        self.writes = 0
+        self.invocations = 0
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        response = self.module.handler(event, context)
+        self.writes += self.module.processor.outcome.aggregate_writes
+        self.invocations += 1
+        return dict(response)
+
+
+def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
+    """Run the pipeline against the endpoint the environment points at (see shardboard_tools.local.engine)."""
+    from shardboard.handlers import read_api, snapshot
+
+    started = time.monotonic()
+    create_tables(rt.dynamodb, rt.template)
+    rt.export_to_handlers()
+    settings = rt.settings
+    tracker = FreshnessTracker(rt.views.scan_totals())
+    aggregator = _AggregatorCounter()
+    runner = StreamRunner(
+        rt.dynamodb,
+        rt.streams,
+        settings.views_table,
+        aggregator,
+        mapping=EventSourceMapping.from_template(rt.template),
+        state_dir=options.state_dir,
+    )
+    items_read: list[int] = []
+
+    def refreshed(summary: dict[str, Any], visible_at: float) -> None:
+        items_read.append(int(summary["items_read"]))
+        stored = rt.board.get_snapshot(settings.board, consistent=True)
+        if stored:
+            tracker.snapshot(stored["items"], visible_at)
+
+    scheduler = SnapshotScheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
+    load = LoadResult()
+    with ExitStack() as stack:
+        follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
+        follower.start()
+        stack.callback(follower.join)
+        stack.callback(runner.stop)
+        scheduler.start()
+        stack.callback(scheduler.stop)
+        web = LeaderboardServer(read_api.handler, options.web_port).start() if options.web else None
+        if web:
+            stack.callback(web.stop)
+            console.print(f"leaderboard page: {web.url}")
+        load = _load(rt, options, console, tracker=tracker, runner=runner, scheduler=scheduler, web=web)
+    console.print(f"load done: {load.views:,} views in {load.seconds:.1f}s; draining the stream…")
+    runner.drain()
+    scheduler.run_now()  # one refresh after the drain: the snapshot now counts every view
+    report = verify(rt.views, rt.board, settings)
+    return DemoReport(
+        views=load.views,
+        views_per_second=load.views_per_second,
+        write_units_per_view=load.write_units_per_view,
+        aggregate_writes=aggregator.writes,
+        aggregator_invocations=aggregator.invocations,
+        records_delivered=runner.stats.records,
+        refreshes=scheduler.runs,
+        items_read_per_refresh=sum(items_read) / len(items_read) if items_read else 0.0,
+        refresh_floor=settings.top_n + settings.board_shards,
+        freshness_p50_seconds=tracker.percentile(0.50),
+        freshness_p99_seconds=tracker.percentile(0.99),
+        verify_exact=report.exact,
+        snapshot_exact=report.snapshot_exact,
+        differences=len(report.differences),
+        dead_letter_batches=runner.stats.dead_letter_batches,
+        load_errors=load.errors,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _load(
+    rt: Runtime,
+    options: DemoOptions,
+    console: Console,
+    *,
+    tracker: FreshnessTracker,
+    runner: StreamRunner,
+    scheduler: SnapshotScheduler,
+    web: LeaderboardServer | None,
+) -> LoadResult:
+    """Generate the load, with the live view refreshing beside it when asked for."""
+    spec, write_shards = options.load, rt.settings.write_shards
+    if not options.live:
+        return generate(rt.views, spec, write_shards, on_view=tracker.view, show_progress=True)
+    progress = {"views": 0}
+    started = time.monotonic()
+
+    def counted(item: str, landed: float) -> None:
+        tracker.view(item, landed)
+        progress["views"] += 1  # one writer per increment under the GIL; a display figure, not a measurement
+
+    def frame() -> Any:
+        stored = rt.board.get_snapshot(rt.settings.board)
+        vitals = Vitals(
+            views=progress["views"],
+            elapsed=time.monotonic() - started,
+            target_seconds=spec.duration_seconds,
+            records_delivered=runner.stats.records,
+            iterator_age=runner.stats.iterator_age_seconds,
+            freshness_p50=tracker.percentile(0.5),
+            refreshes=scheduler.runs,
+            web_url=web.url if web else None,
+        )
+        return render(leaderboard_json(stored) if stored else None, vitals, options.rows)
+
+    with Live(frame(), console=console, refresh_per_second=4, transient=False) as live:
+        with LiveTicker(lambda: live.update(frame())):
+            result = generate(rt.views, spec, write_shards, on_view=counted, show_progress=False)
+        live.update(frame())
+    return result

@@ -1,0 +1,98 @@
+"""Wire the deployed functions to any DynamoDB endpoint: settings, clients, stores and in-process handler calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import dynamodb_client, streams_client
+from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.settings import Settings
+from shardboard_tools.capacity.hook import install_from_env
+from shardboard_tools.local.lambda_context import LocalContext
+from shardboard_tools.local.template import DEFAULT_STACK, Template
+
+# DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
+_LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@dataclass
+class Runtime:
+    """Everything a local command needs, built once from template.yaml plus the environment."""
+
+    template: Template
+    settings: Settings
+
+    @classmethod
+    def from_template(
+        cls,
+        path: Path | None = None,
+        parameters: Mapping[str, str] | None = None,
+        stack: str = DEFAULT_STACK,
+        **changes: Any,
+    ) -> Runtime:
+        template = Template.load(path, parameters, stack)
+        settings = Settings.from_env(defaults=template.settings(**changes))
+        # Opt-in (SHARDBOARD_EMULATE_CAPACITY=1): DynamoDB Local then throttles like DynamoDB (capacity/hook.py).
+        install_from_env(template.create_table_requests())
+        return cls(template, settings)
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return dynamodb_client()
+
+    @cached_property
+    def streams(self) -> Any:
+        return streams_client()
+
+    @property
+    def views(self) -> ViewStore:
+        return ViewStore(self.dynamodb, self.settings.views_table)
+
+    @property
+    def board(self) -> BoardStore:
+        return BoardStore(self.dynamodb, self.settings.board_table)
+
+    @property
+    def shard_metadata(self) -> ShardMetadataStore:
+        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+
+    @cached_property
+    def router(self) -> ShardRouter | None:
+        """This process's shard-count cache (dynamic sharding), or None when MaxWriteShards == WriteShards."""
+        policy = ShardPolicy.of(self.settings)
+        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
+
+    def export_to_handlers(self) -> None:
+        """Give in-process handlers the environment Lambda would give them, and reset their cached clients."""
+        os.environ.update(self.settings.as_env())
+        # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
+        if self.template.parameters.get("MetricsNamespace"):
+            os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", self.template.parameters["MetricsNamespace"])
+        from shardboard.handlers import observability
+
+        if observability.metrics.namespace is None:  # imported before the variable was set
+            observability.metrics.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE")
+        observability.settings.cache_clear()
+        observability.client.cache_clear()
+
+    def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
+        return handler(event, LocalContext())
+
+
+def use_local_credentials_if_needed() -> None:
+    """Pointed at a local endpoint with no credentials configured, sign with dummy ones."""
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
+        for name, value in _LOCAL_CREDENTIALS.items():
+            os.environ.setdefault(name, value)

@@ -1,0 +1,231 @@
+"""Read template.yaml (the one schema) and create its tables on any DynamoDB endpoint.
+
+cfn-flip's loader understands CloudFormation's short tags (!Ref, !Sub, !GetAtt, !If ...); the few intrinsics the
+tables use are resolved here against parameter values, so local tables are exactly the deployed ones.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+from cfn_flip import load_yaml
+
+from shardboard.adapters.dynamodb import error_code
+from shardboard.settings import Settings
+
+DEFAULT_STACK = "shardboard"
+# Properties of AWS::DynamoDB::Table that CreateTable takes as they are.
+_CREATE_TABLE_KEYS = (
+    "TableName",
+    "AttributeDefinitions",
+    "KeySchema",
+    "GlobalSecondaryIndexes",
+    "LocalSecondaryIndexes",
+    "BillingMode",
+    "ProvisionedThroughput",
+    "StreamSpecification",
+)
+_SETTINGS_FROM_PARAMETERS = {
+    "WriteShards": "write_shards",
+    "MaxWriteShards": "max_write_shards",
+    "ShardCooldownSeconds": "shard_cooldown_seconds",
+    "BoardShards": "board_shards",
+    "TopN": "top_n",
+    "BoardName": "board",
+    "SnapshotSchedule": "schedule",
+}
+
+
+class TemplateError(ValueError):
+    """template.yaml could not be read or uses an intrinsic this resolver does not know."""
+
+
+def default_template_path() -> Path:
+    """SHARDBOARD_TEMPLATE, else ./template.yaml, else the repository's (next to src/)."""
+    if os.environ.get("SHARDBOARD_TEMPLATE"):
+        return Path(os.environ["SHARDBOARD_TEMPLATE"])
+    here = Path.cwd() / "template.yaml"
+    return here if here.exists() else Path(__file__).resolve().parents[3] / "template.yaml"
+
+
+@dataclass(frozen=True)
+class Template:
+    body: dict[str, Any]
+    parameters: dict[str, str]
+    stack: str = DEFAULT_STACK
+
+    @classmethod
+    def load(
+        cls, path: Path | None = None, overrides: Mapping[str, str] | None = None, stack: str = DEFAULT_STACK
+    ) -> Template:
+        path = path or default_template_path()
+        try:
+            body = load_yaml(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise TemplateError(f"cannot read {path}: {error}") from error
+        declared = body.get("Parameters", {})
+        unknown = set(overrides or {}) - set(declared)
+        if unknown:
+            raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
+        parameters = {name: str(spec.get("Default", "")) for name, spec in declared.items()}
+        for name, value in (overrides or {}).items():
+            parameters[name] = _checked(name, str(value), declared[name])
+        return cls(body, parameters, stack)
+
+    # -- intrinsic functions
+    def resolve(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [self.resolve(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            ((key, value),) = node.items()
+            intrinsics: dict[str, Callable[[Any], Any]] = {
+                "Ref": self._ref,
+                "Fn::Sub": self._sub,
+                "Fn::If": self._if,
+                "Fn::Equals": self._equals,
+            }
+            if key in intrinsics:
+                return intrinsics[key](value)
+            if key.startswith("Fn::"):
+                raise TemplateError(f"{key} is not supported in table properties")
+        resolved = {k: self.resolve(v) for k, v in node.items()}
+        return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+    def _if(self, value: list[Any]) -> Any:
+        condition, when_true, when_false = value
+        return self.resolve(when_true if self.condition(condition) else when_false)
+
+    def _equals(self, value: list[Any]) -> bool:
+        left, right = self.resolve(value)
+        return str(left) == str(right)
+
+    def condition(self, name: str) -> bool:
+        return bool(self.resolve(self.body.get("Conditions", {})[name]))
+
+    def _ref(self, name: str) -> Any:
+        pseudo = {
+            "AWS::StackName": self.stack,
+            "AWS::Region": os.environ.get("AWS_REGION", "us-east-1"),
+            "AWS::AccountId": "000000000000",
+            "AWS::NoValue": _NO_VALUE,
+            "AWS::URLSuffix": "amazonaws.com",
+        }
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
+        if name in self.body.get("Resources", {}):
+            return self.table_name(name)
+        raise TemplateError(f"!Ref {name}: not a parameter or resource")
+
+    def _sub(self, value: Any) -> str:
+        text, variables = (value, {}) if isinstance(value, str) else (value[0], self.resolve(value[1]))
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return str(variables[name]) if name in variables else str(self._ref(name))
+
+        return re.sub(r"\$\{([^}!]+)\}", replace, text)
+
+    # -- tables
+    def table_resources(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: r for name, r in self.body.get("Resources", {}).items() if r.get("Type") == "AWS::DynamoDB::Table"
+        }
+
+    def table_name(self, logical_id: str) -> str:
+        properties = self.table_resources()[logical_id].get("Properties", {})
+        return str(self.resolve(properties["TableName"])) if "TableName" in properties else f"{self.stack}-{logical_id}"
+
+    def create_table_requests(self) -> dict[str, dict[str, Any]]:
+        """CreateTable arguments for every table, keyed by logical id."""
+        requests = {}
+        for logical_id, resource in self.table_resources().items():
+            properties = self.resolve(resource.get("Properties", {}))
+            request = {k: properties[k] for k in _CREATE_TABLE_KEYS if k in properties}
+            request["TableName"] = self.table_name(logical_id)
+            if "StreamSpecification" in request:  # CloudFormation implies it; CreateTable wants it said
+                request["StreamSpecification"] = {**request["StreamSpecification"], "StreamEnabled": True}
+            requests[logical_id] = _numbers_as_ints(request)
+        return requests
+
+    def settings(self, **changes: Any) -> Settings:
+        """Settings as the deployed functions would see them, from the template's parameters."""
+        values: dict[str, Any] = {
+            "views_table": self.table_name("ViewsTable"),
+            "board_table": self.table_name("BoardTable"),
+            **({"shards_table": self.table_name("ShardsTable")} if "ShardsTable" in self.table_resources() else {}),
+            "sparse_index": self.parameters.get("SparseIndex", "true").lower() == "true",
+        }
+        for parameter, field_name in _SETTINGS_FROM_PARAMETERS.items():
+            if parameter in self.parameters:
+                raw = self.parameters[parameter]
+                values[field_name] = raw if field_name in ("board", "schedule") else int(raw)
+        values.update(changes)
+        return Settings(**values)
+
+
+def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
+    """Refuse a parameter value the way CloudFormation would (type, range, allowed values, pattern)."""
+    if spec.get("Type") == "Number":
+        try:
+            number = float(value)
+        except ValueError:
+            raise TemplateError(f"parameter {name} must be a number, got {value!r}") from None
+        low, high = spec.get("MinValue"), spec.get("MaxValue")
+        if (low is not None and number < float(low)) or (high is not None and number > float(high)):
+            raise TemplateError(f"parameter {name} must be from {low} to {high}, got {value}")
+    allowed = spec.get("AllowedValues")
+    if allowed and value not in [str(a) for a in allowed]:
+        raise TemplateError(f"parameter {name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+    pattern = spec.get("AllowedPattern")
+    if pattern and not re.fullmatch(pattern, value):
+        raise TemplateError(f"parameter {name} must match {pattern}, got {value!r}")
+    return value
+
+
+def create_tables(client: Any, template: Template, wait_seconds: float = 60) -> list[str]:
+    """Create every table of the template that does not exist yet; returns the names created."""
+    created = []
+    for request in template.create_table_requests().values():
+        try:
+            client.create_table(**request)
+            created.append(request["TableName"])
+        except ClientError as error:
+            if error_code(error) != "ResourceInUseException":
+                raise
+    deadline = time.monotonic() + wait_seconds
+    for name in created:
+        while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"table {name} did not become ACTIVE in {wait_seconds}s")
+            time.sleep(0.2)
+    return created
+
+
+class _NoValue:
+    pass
+
+
+_NO_VALUE = _NoValue()
+
+
+def _numbers_as_ints(node: Any) -> Any:
+    """Template parameters arrive as strings; CreateTable wants integers for capacity units."""
+    if isinstance(node, dict):
+        return {
+            k: int(v) if k.endswith("CapacityUnits") and isinstance(v, str | int) else _numbers_as_ints(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_numbers_as_ints(n) for n in node]
+    return node

@@ -1,0 +1,308 @@
+"""The chaos run: a realistic workload with a seeded random schedule of every fault, then the exactness checks.
+
+Rounds of traffic (Zipf-skewed views plus one viral item, written by threads) flow while the stream runner delivers
+them to a :class:`FaultyFunction` whose DynamoDB client throttles, times out, loses responses, resends writes and
+races, and whose process is killed before, between and after its writes. Some rounds also restart the runner from its
+checkpoints, run a second runner on the same stream, or lose aggregates and rebuild them while traffic flows. Then the
+faults stop, the stream drains, the failure destination is redriven, a snapshot is taken and everything is checked:
+every aggregate equals the sum of its base shards, nothing is negative or missing, the index holds every contender and
+the snapshot is the exact top N. The schedule follows from the seed; thread timing does not, so a seed replays the
+same faults, not the same interleaving.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.views_table import ViewStore
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.stream_runner import EventSourceMapping, RunStats, StreamRunner, read_dead_letters
+from shardboard_tools.operations.recovery import RebuildProgress, RedriveResult, rebuild, redrive
+from shardboard_tools.operations.verification import Report, verify
+from shardboard_tools.testing.faults import (
+    ClientFaults,
+    Container,
+    FaultRates,
+    FaultyFunction,
+    FunctionFaults,
+    KillSwitch,
+    Totals,
+)
+
+# The template parameters of a chaos board: small enough that a run takes well under a minute on DynamoDB Local,
+# large enough that batches hold many items and the sparse index matters. Two retries keep poisoned batches short.
+CHAOS_PARAMETERS = {
+    "TopN": "10",
+    "WriteShards": "4",
+    "BoardShards": "3",
+    "StreamBatchSize": "25",
+    "StreamBatchingWindowSeconds": "0",
+    "StreamMaximumRetryAttempts": "2",
+}
+WRITER_THREADS = 8
+
+
+@dataclass(frozen=True)
+class ChaosPlan:
+    seed: int
+    items: int = 60
+    views: int = 3000
+    rounds: int = 6
+    # The aggregator's tumbling window in seconds (AggregationWindowSeconds); 0 = the template's default, per batch.
+    aggregation_window: int = 0
+
+
+@dataclass
+class ChaosReport:
+    plan: ChaosPlan
+    views_written: int = 0
+    views_refused: int = 0  # writes that failed at the writer (not recorded: the base table is the truth)
+    faults: Counter[str] = field(default_factory=Counter)
+    totals: Totals = field(default_factory=Totals)
+    runner: RunStats = field(default_factory=RunStats)
+    runner_restarts: int = 0
+    rebuilds: list[RebuildProgress] = field(default_factory=list)
+    redriven: list[RedriveResult] = field(default_factory=list)
+    negative: list[str] = field(default_factory=list)
+    verified: Report | None = None
+
+    @property
+    def exact(self) -> bool:
+        report = self.verified
+        return bool(report and report.exact and report.snapshot_exact and not self.negative)
+
+
+def round_rates(rng: random.Random, first: bool) -> tuple[FaultRates, FunctionFaults]:
+    """Every fault in every round, each at a random rate; the first round kills between two writes often."""
+    client = FaultRates(
+        throttle_retried=rng.uniform(0, 0.04),
+        throttle_surfaced=rng.uniform(0, 0.05),
+        timeout_retried=rng.uniform(0, 0.03),
+        lost_response=rng.uniform(0, 0.06),
+        resent=rng.uniform(0, 0.06),
+        race=rng.uniform(0, 0.1),
+    )
+    function = FunctionFaults(
+        kill_before_writes=rng.uniform(0, 0.1),
+        kill_between_writes=0.5 if first else rng.uniform(0, 0.25),
+        kill_after_writes=rng.uniform(0, 0.1),
+        duplicate=rng.uniform(0, 0.15),
+        late_duplicate=rng.uniform(0, 0.15),
+        resplit=rng.uniform(0, 0.2),
+        poison=rng.uniform(0, 0.04),
+        parallel=rng.uniform(0, 0.2),
+    )
+    return client, function
+
+
+class Chaos:
+    """One chaos run against the tables of ``rt`` (created already), with state in ``state_dir``."""
+
+    def __init__(self, rt: Runtime, plan: ChaosPlan, state_dir: Path, say: Callable[[str], None]) -> None:
+        from shardboard.handlers import observability
+
+        self.rt, self.plan, self.state_dir, self.say = rt, plan, state_dir, say
+        self.rng = random.Random(plan.seed)
+        self.report = ChaosReport(plan)
+        rt.export_to_handlers()
+        self.client = observability.client()
+        self.client_faults = ClientFaults(
+            self.client,
+            FaultRates(),
+            random.Random(self.rng.random()),
+            table=rt.settings.board_table,
+            competitor=dynamodb_client(),
+        ).install()
+        self.stream_faults = ClientFaults(
+            rt.streams, FaultRates(), random.Random(self.rng.random()), operations=frozenset({"GetRecords"})
+        ).install()
+        self.kill = KillSwitch(self.client)
+        self.function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(self.rng.random()), self.kill)
+        self.mapping = EventSourceMapping.from_template(rt.template)
+        if plan.aggregation_window:
+            self.mapping = replace(self.mapping, tumbling_window_seconds=plan.aggregation_window)
+        self.runner = self._new_runner()
+        names = [f"item-{k:03d}" for k in range(plan.items)]
+        self.names, self.weights = [*names, "viral"], [*(1 / (k + 1) for k in range(plan.items)), 2.0]
+
+    def _new_runner(self, state: bool = True, handler: Any = None) -> StreamRunner:
+        rt = self.rt
+        return StreamRunner(
+            rt.dynamodb,
+            rt.streams,
+            rt.settings.views_table,
+            handler or self.function,
+            mapping=self.mapping,
+            state_dir=self.state_dir if state else None,
+        )
+
+    # -- traffic
+    def _write(self, views: ViewStore, count: int, rng: random.Random) -> None:
+        picks = rng.choices(self.names, self.weights, k=count)
+        shards = [rng.randrange(self.rt.settings.write_shards) for _ in picks]
+
+        def add(item: str, shard: int) -> bool:
+            try:
+                views.add_view(item, shard)
+            except (ClientError, BotoCoreError):
+                return False
+            return True
+
+        with ThreadPoolExecutor(WRITER_THREADS) as pool:
+            landed = list(pool.map(add, picks, shards))
+        self.report.views_written += sum(landed)
+        self.report.views_refused += len(landed) - sum(landed)
+
+    def _deliver_until(self, done: threading.Event) -> None:
+        """Run the runner until ``done`` and the stream is caught up; a crashed runner restarts from its checkpoints."""
+        while True:
+            finished = done.is_set()
+            try:
+                delivered = self.runner.run_once()
+            except (ClientError, BotoCoreError) as error:  # the runner process died on a stream read
+                self.say(f"  runner crashed ({type(error).__name__}); restarting from its checkpoints")
+                self._restart_runner()
+                continue
+            if finished and delivered == 0:
+                return
+
+    def _restart_runner(self) -> None:
+        self._add_stats(self.runner.stats)
+        self.report.runner_restarts += 1
+        self.runner = self._new_runner()
+
+    def _add_stats(self, stats: RunStats) -> None:
+        total = self.report.runner
+        for name in ("batches", "records", "retries", "invocations", "function_errors", "bisections"):
+            setattr(total, name, getattr(total, name) + getattr(stats, name))
+        total.dead_letter_batches += stats.dead_letter_batches
+        total.dead_letter_records += stats.dead_letter_records
+
+    # -- one round
+    def run_round(self, number: int) -> None:
+        rng = random.Random(self.rng.random())
+        client_rates, function_faults = round_rates(rng, first=number == 1)
+        self.client_faults.rates = client_rates
+        self.stream_faults.rates = FaultRates(throttle_surfaced=rng.choice([0.0, 0.02]), timeout_retried=0.02)
+        self.function.faults = function_faults
+        episodes = [
+            name
+            for name, chance in (("restart", 0.4), ("second runner", 0.3), ("wipe + rebuild", 0.25))
+            if rng.random() < chance
+        ]
+        self.say(f"round {number}: {', '.join(episodes) or 'faults only'}")
+        if "restart" in episodes:
+            self._restart_runner()
+        writer = dynamodb_client()
+        writer_faults = ClientFaults(
+            writer, FaultRates(throttle_retried=0.01, timeout_retried=0.01), random.Random(rng.random())
+        ).install()
+        views = ViewStore(writer, self.rt.settings.views_table)
+        done = threading.Event()
+        side: list[threading.Thread] = []
+
+        def traffic() -> None:
+            try:
+                self._write(views, self.plan.views // self.plan.rounds, random.Random(rng.random()))
+            finally:
+                done.set()
+
+        side.append(threading.Thread(target=traffic))
+        if "second runner" in episodes:  # a second runner from TRIM_HORIZON, its own container and checkpoints
+            second = self._new_runner(state=False, handler=Container.fresh().handler)
+            side.append(threading.Thread(target=self._second_runner, args=(second,)))
+        if "wipe + rebuild" in episodes:
+            side.append(threading.Thread(target=self._wipe_and_rebuild, args=(rng,)))
+        for thread in side:
+            thread.start()
+        self._deliver_until(done)
+        for thread in side:
+            thread.join()
+        writer_faults.uninstall()
+        self._snapshot()
+
+    def _second_runner(self, runner: StreamRunner) -> None:
+        """The mistaken second runner: its stream reads see the injected faults too, and a crash just ends it (the
+        main runner is restarted after a crash; this one is not needed for anything)."""
+        try:
+            runner.drain()
+        except (BotoCoreError, ClientError) as error:
+            self.say(f"  second runner crashed ({type(error).__name__}); left stopped")
+
+    def _wipe_and_rebuild(self, rng: random.Random) -> None:
+        board = self.rt.board
+        aggregates = list(board.scan_aggregates())
+        lost = rng.sample(aggregates, k=len(aggregates) // 2) if aggregates else []
+        for item in lost:
+            board.delete_aggregate(item)
+        self.say(f"  lost {len(lost)} aggregates; rebuilding while traffic flows")
+        clean = self.rt.board  # the rebuild's own process: the aggregator's faults are not its faults
+        self.report.rebuilds.append(rebuild(self.rt.views, clean, self.rt.settings, RebuildProgress.fresh(4)))
+
+    def _snapshot(self) -> None:
+        from shardboard.handlers import snapshot
+        from shardboard_tools.cli.pipeline import scheduled_event
+
+        try:
+            self.rt.invoke(snapshot.handler, scheduled_event())
+        except (ClientError, BotoCoreError, Exception) as error:  # the next schedule refreshes it
+            self.report.faults["snapshot_failed"] += 1
+            self.say(f"  snapshot failed ({type(error).__name__}); the next schedule retries")
+
+    # -- the whole run
+    def run(self) -> ChaosReport:
+        for number in range(1, self.plan.rounds + 1):
+            self.run_round(number)
+        self.say("faults off: draining the stream")
+        for faults in (self.client_faults, self.stream_faults):
+            faults.uninstall()
+        self.kill.uninstall()
+        self.function.faults = FunctionFaults()
+        self.function.poisoned.clear()
+        self._restart_runner()
+        self.runner.drain()
+        self._add_stats(self.runner.stats)
+        letters = read_dead_letters(self.state_dir)
+        if letters:
+            self.say(f"redriving {len(letters)} failed batch(es) from the failure destination")
+            rt = self.rt
+            self.report.redriven = redrive(rt.views, rt.board, rt.streams, rt.settings, letters)
+        self._snapshot()
+        self._check()
+        return self.report
+
+    def _check(self) -> None:
+        rt, report = self.rt, self.report
+        report.faults.update(self.client_faults.injected)
+        report.faults.update({f"stream_{k}": v for k, v in self.stream_faults.injected.items()})
+        report.faults.update(self.function.injected)
+        report.totals = self.function.totals
+        report.verified = verify(rt.views, rt.board, rt.settings)
+        for item, (views, _) in rt.board.scan_aggregates().items():
+            state = rt.board.state(item)
+            if views < 0 or any(value < 0 for value in state.applied.values()):
+                report.negative.append(item)
+
+
+def chaos_runtime(stack: str, overrides: dict[str, str] | None = None) -> Runtime:
+    """A Runtime with the chaos board's parameters and its own tables (``stack`` names them)."""
+    from shardboard_tools.local.template import create_tables
+
+    rt = Runtime.from_template(None, {**CHAOS_PARAMETERS, **(overrides or {})}, stack)
+    create_tables(rt.dynamodb, rt.template)
+    return rt
+
+
+def shortened(plan: ChaosPlan) -> ChaosPlan:
+    """The version `make test` runs: same faults, a tenth of the traffic."""
+    return replace(plan, items=30, views=max(300, plan.views // 10), rounds=3)
