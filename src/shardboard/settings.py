@@ -102,20 +102,3 @@ class Settings:
             sparse_index=env.get("SPARSE_INDEX", str(defaults.sparse_index)).lower() in ("1", "true", "yes"),
             write_concurrency=integer("WRITE_CONCURRENCY", defaults.write_concurrency),
         )
-
-    def as_env(self) -> dict[str, str]:
-        """The environment a deployed function gets for these settings (the inverse of from_env)."""
-        return {
-            "VIEWS_TABLE": self.views_table,
-            "BOARD_TABLE": self.board_table,
-            "SHARDS_TABLE": self.shards_table,
-            "BOARD_NAME": self.board,
-            "WRITE_SHARDS": str(self.write_shards),
-            "MAX_WRITE_SHARDS": str(self.max_write_shards),
-            "SHARD_COOLDOWN_SECONDS": str(self.shard_cooldown_seconds),
-            "BOARD_SHARDS": str(self.board_shards),
-            "TOP_N": str(self.top_n),
-            "SNAPSHOT_SCHEDULE": self.schedule,
-            "SPARSE_INDEX": str(self.sparse_index).lower(),
-            "WRITE_CONCURRENCY": str(self.write_concurrency),
-        }

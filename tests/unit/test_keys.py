@@ -92,7 +92,6 @@ def test_settings_from_env_override_defaults():
     base = Settings(top_n=7)
     settings = Settings.from_env({"TOP_N": "3", "SPARSE_INDEX": "false"}, defaults=base)
     assert (settings.top_n, settings.sparse_index, settings.board_shards) == (3, False, base.board_shards)
-    assert Settings.from_env(settings.as_env()) == settings
     with pytest.raises(ConfigError):
         Settings.from_env({"TOP_N": "many"})
     with pytest.raises(ConfigError):

@@ -12,15 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain.dynamic_sharding import ShardPolicy, review_all
 from shardboard.domain.snapshot import take_snapshot
-from shardboard.handlers.observability import (
-    board_store,
-    log_metrics,
-    logger,
-    metrics,
-    settings,
-    shard_metadata_store,
-    tracer,
-)
+from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
+from shardboard.handlers.wiring import board_store, settings, shard_metadata_store
 
 
 @logger.inject_lambda_context
