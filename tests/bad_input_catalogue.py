@@ -72,8 +72,14 @@ HTTP: list[HttpCase] = [
     HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
     HttpCase("negative limit", "GET", "/leaderboard", "limit=-1", message="limit must be a whole number"),
     HttpCase("fractional limit", "GET", "/leaderboard", "limit=1.5", message="limit must be a whole number"),
+    HttpCase("limit in superscript digits", "GET", "/leaderboard", "limit=²", message="whole number from 1 to 10"),
+    HttpCase("limit in Arabic-Indic digits", "GET", "/leaderboard", "limit=٣", message="whole number from 1 to 10"),
+    HttpCase("limit in fullwidth digits", "GET", "/leaderboard", "limit=\uff15", message="whole number from 1 to 10"),
+    HttpCase("limit of 5,000 digits", "GET", "/leaderboard", "limit=" + "9" * 5000, message="must be from 1 to 10"),
     HttpCase("item id with a newline", "GET", "/items/bad%0Aid", message="control character (U+000A)"),
     HttpCase("item id of 513 bytes", "GET", "/items/" + "y" * 513, message="id is 513 bytes"),
+    HttpCase("item id with an encoded NUL", "GET", "/items/%00", message="control character (U+0000)"),
+    HttpCase("item id with a broken escape", "GET", "/items/%ZZ", status=404, message="no views recorded for item"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 
