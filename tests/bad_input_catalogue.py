@@ -113,6 +113,7 @@ CLI: list[CliCase] = [
     CliCase("non-numeric parameter", ("-p", "TopN=many", "init"), "parameter TopN must be a number"),
     CliCase("parameter out of range", ("-p", "TopN=0", "init"), "parameter TopN must be from 1 to 5000"),
     CliCase("parameter not allowed", ("-p", "SparseIndex=maybe", "init"), "must be one of true, false"),
+    CliCase("malformed schedule", ("-p", "SnapshotSchedule=cron(0 12 * *)", "init"), "not a valid EventBridge"),
     CliCase("batch size 0", ("process", "--batch-size", "0"), "0 is not in the range 1<=x<=10000"),
     CliCase("rebuild with 0 segments", ("rebuild", "--segments", "0"), "0 is not in the range 1<=x<=1000"),
     CliCase("redrive file that is not failure messages", ("redrive", "--file", "{bad_letters}"), "line 1 is not"),
