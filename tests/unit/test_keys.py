@@ -85,7 +85,7 @@ def test_schedule_seconds():
     assert schedule_seconds("rate(1 minute)") == 60
     assert schedule_seconds("rate(5 minutes)") == 300
     assert schedule_seconds("rate(2 hours)") == 7200
-    assert schedule_seconds("cron(0 * * * ? *)") == 60
+    assert schedule_seconds("cron(0 * * * ? *)") == 3600  # hourly (was answered 60 for every cron)
 
 
 def test_settings_from_env_override_defaults():
