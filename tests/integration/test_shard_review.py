@@ -14,7 +14,7 @@ from tests.conftest import load_event
 def review(pipeline):
     from shardboard.handlers import shard_review
 
-    return pipeline.runtime.invoke(shard_review.handler, load_event("snapshot_scheduled.json"))
+    return pipeline.runtime.invoke(shard_review.handler, load_event("shard_review_scheduled.json"))
 
 
 @pytest.fixture
