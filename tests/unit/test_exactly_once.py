@@ -42,9 +42,10 @@ class FakeBoard:
     def state(self, item_id: str) -> AggregateState:
         return self._state(item_id)
 
-    def join_index(self, item_id: str, board_shard: str) -> None:
+    def join_index(self, item_id: str, board_shard: str) -> bool:
         self.writes += 1
         self.items[item_id]["board_shard"] = board_shard
+        return True
 
     def views(self, item_id: str) -> int:
         return self._state(item_id).views
