@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.recording import record_views
 from tests.conftest import load_event
 
@@ -84,3 +85,26 @@ def test_post_views_with_count_1000_is_one_write(pipeline):
     assert json.loads(response["body"]) == {"id": "images/001.jpg", "recorded": 1000}
     assert len(counter_records(pipeline)) == 1
     assert pipeline.truth() == {"images/001.jpg": 1000}
+
+
+class Throttling(ViewStore):
+    """A base table at its limit: every write is refused (the adapter's Throttled, after botocore's retries)."""
+
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
+        raise Throttled(ThrottleScope.TABLE)
+
+
+def test_post_views_throttled_answers_503_and_writes_nothing(pipeline, monkeypatch):
+    from shardboard.handlers import record_views as function
+
+    # Given a base table that throttles every write and no dynamic sharding to react
+    monkeypatch.setattr(function, "view_store", lambda: Throttling(None, pipeline.settings.views_table))
+    monkeypatch.setattr(function, "shard_router", lambda: None)
+    event = load_event("record_views_post.json")
+    # When a request for 3 views arrives
+    response = pipeline.runtime.invoke(function.handler, event)
+    # Then it is told to retry (503, Retry-After: 1) and nothing was written, so the retry is exact
+    assert response["statusCode"] == 503
+    assert response["headers"]["Retry-After"] == "1"
+    assert "no views were recorded" in json.loads(response["body"])["message"]
+    assert pipeline.truth() == {}
