@@ -1,8 +1,8 @@
 """What the domain needs from the outside world, as small Protocols, and the values that cross that boundary.
 
-Adapters implement these for DynamoDB (shardboard.adapters); the tools implement them in memory
-(shardboard_tools.memory), and tests/contract runs one suite of cases against both. The domain imports neither boto3
-nor botocore: errors arrive here as domain outcomes (``Throttled``, a refused ``MoveResult``, a False).
+Adapters implement these for DynamoDB (shardboard.adapters), the tools in memory (shardboard_tools.capacity.memory),
+and tests/contract runs one suite of cases against both. The domain imports neither boto3 nor botocore: errors
+arrive here as domain outcomes (``Throttled``, a refused ``MoveResult``, a False).
 """
 
 from __future__ import annotations
