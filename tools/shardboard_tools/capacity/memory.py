@@ -22,7 +22,13 @@ from typing import Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.board_table import aggregate_state, board_state_from_item, snapshot_from_item, snapshot_item
+from shardboard.adapters.board_table import (
+    BoardStore,
+    aggregate_state,
+    board_state_from_item,
+    snapshot_from_item,
+    snapshot_item,
+)
 from shardboard.adapters.dynamodb import Item, throttle_scope
 from shardboard.adapters.keys import (
     BOARD_SHARD,
@@ -45,16 +51,11 @@ from shardboard.adapters.keys import (
     threshold_pk,
     view_pk,
 )
-from shardboard.adapters.shards_table import shard_metadata_from_item
+from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
+from shardboard.adapters.views_table import ViewStore
+from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
-from shardboard.domain.ports import (
-    AggregateState,
-    BoardState,
-    Cursor,
-    MoveResult,
-    ShardMetadata,
-    Throttled,
-)
+from shardboard.domain.ports import AggregateState, BoardState, Cursor, MoveResult, ShardMetadata, Throttled
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
@@ -473,3 +474,14 @@ def _condition_holds(old: dict[str, Any] | None, expected: ShardMetadata | None,
         and int(old[NUMBER_OF_SHARDS]["N"]) == expected.number_of_shards
         and last_updated <= math.floor(now - cooldown)
     )
+
+
+# The type checker holds both implementations of each port to it: a method missing or typed differently in either
+# fails `make lint` (the behaviour is held to DynamoDB's by tests/contract).
+IMPLEMENTATIONS: tuple[
+    tuple[type[ports.ViewCounters], ...], tuple[type[ports.Board], ...], tuple[type[ports.ShardMetadataStore], ...]
+] = (
+    (MemoryViewStore, ViewStore),
+    (MemoryBoardStore, BoardStore),
+    (MemoryShardMetadataStore, ShardMetadataStore),
+)
