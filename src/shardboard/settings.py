@@ -26,7 +26,7 @@ DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
 DEFAULT_BOARD = "global"
 DEFAULT_SCHEDULE = "rate(1 minute)"
-# One request may record at most this many views (each view is one base-table write).
+# One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
 
 

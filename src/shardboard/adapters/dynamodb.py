@@ -11,7 +11,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shardboard.domain.dynamic_sharding import ThrottleScope
+from shardboard.domain.ports import ThrottleScope
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})

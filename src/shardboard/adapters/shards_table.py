@@ -21,7 +21,7 @@ from shardboard.adapters.keys import (
     SHARD_HISTORY,
     shards_pk,
 )
-from shardboard.domain.dynamic_sharding import ShardMetadata
+from shardboard.domain.ports import ShardMetadata
 
 
 def shard_metadata_from_item(item: Mapping[str, Any]) -> ShardMetadata:

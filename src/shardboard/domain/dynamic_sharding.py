@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any, Literal, Protocol
 
+from shardboard.domain.ports import ShardMetadata, ShardMetadataStore, ThrottleScope
 from shardboard.settings import Settings
 
 # Writers keep "this item has no metadata" this long: one GetItem per long-tail item per TTL per writer. Staleness
@@ -48,32 +48,6 @@ RETRY_BASE_SECONDS = 0.05
 RETRY_CAP_SECONDS = 1.0
 
 Growth = Literal["double", "add"]
-
-
-class ThrottleScope(Enum):
-    """Which limit refused a write. Only a partition limit is helped by more shards."""
-
-    PARTITION = "partition"
-    TABLE = "table"
-
-
-@dataclass(frozen=True)
-class ShardMetadata:
-    """seed 004's metadata item for one item that needed more than the default."""
-
-    item_id: str
-    number_of_shards: int
-    last_updated: int  # epoch seconds of the last change (the optimistic lock and the cooldown's start)
-    max_shards: int  # the most shards the item ever had: readers of all shards read this many
-    history: frozenset[str] = frozenset()  # "epoch:count"
-    # The shrink review's bookkeeping: views and time at the last review, and since when traffic has been low.
-    reviewed_views: int = 0
-    reviewed_at: int = 0
-    quiet_since: int | None = None
-
-    def history_counts(self) -> list[tuple[int, int]]:
-        """(epoch, count) pairs in time order."""
-        return sorted(tuple(int(part) for part in entry.split(":", 1)) for entry in self.history)  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
@@ -124,27 +98,6 @@ class ShardPolicy:
         if half >= count or needed > half:
             return None
         return half
-
-
-class ShardMetadataStore(Protocol):
-    """What the writers and the review need of the metadata table (``store.ShardMetadataStore``)."""
-
-    def get(self, item_id: str, consistent: bool = False) -> ShardMetadata | None: ...
-
-    def change_count(
-        self,
-        item_id: str,
-        expected: ShardMetadata | None,
-        count: int,
-        now: int,
-        *,
-        cooldown_seconds: float,
-        default: int,
-    ) -> ShardMetadata | None: ...
-
-    def note_review(self, metadata: ShardMetadata, views: int, now: int, quiet_since: int | None) -> None: ...
-
-    def scan(self) -> list[ShardMetadata]: ...
 
 
 class Clock(Protocol):
