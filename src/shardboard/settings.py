@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shardboard.schedule import ScheduleError, interval_seconds
 
-# seed 001: W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
+# The write-shard formula (docs/background.md): W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
 # 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears 1,000 WCU/s.
 DEFAULT_WRITE_SHARDS = 20
 # Dynamic sharding (docs/dynamic-sharding.md): a viral item may double its write shards up to this many. 128 shards

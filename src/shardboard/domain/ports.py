@@ -68,7 +68,7 @@ class BoardState:
 
 @dataclass(frozen=True)
 class ShardMetadata:
-    """seed 004's metadata item for one item that needed more than the default."""
+    """The shard metadata item (docs/dynamic-sharding.md) for one item that needed more than the default."""
 
     item_id: str
     number_of_shards: int

@@ -3,7 +3,8 @@
 One write per request, however large its count, so a request either counts every view or none: a failed request is
 safe to retry. The aggregator takes any step of a counter (stream records carry absolute OLD and NEW values).
 With a :class:`~shardboard.domain.dynamic_sharding.ShardRouter` the shard range is the item's current count
-(seed 004), and a write throttled at the partition level grows it before the write is retried in the larger range.
+(docs/dynamic-sharding.md), and a write throttled at the partition level grows it before the write is retried in
+the larger range.
 """
 
 from __future__ import annotations
