@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,18 @@ def make_pipeline() -> Iterator[Any]:
 @pytest.fixture
 def pipeline(make_pipeline: Any) -> Pipeline:
     return make_pipeline()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def stream_clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A SimulatedClock that also stamps moto's stream records (ApproximateCreationDateTime): give it to a
+    StreamRunner and move it instead of sleeping. It starts 0.25 s into a 15-minute window."""
+    from datetime import UTC, datetime
+
+    import moto.dynamodb.models.table as moto_table
+
+    from shardboard_tools.lambda_model.clock import SimulatedClock
+
+    clock = SimulatedClock((int(time.time()) // 900) * 900 + 0.25)
+    monkeypatch.setattr(moto_table, "utcnow", lambda: datetime.fromtimestamp(clock.now(), UTC).replace(tzinfo=None))
+    return clock

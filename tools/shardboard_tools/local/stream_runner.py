@@ -22,8 +22,10 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +34,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import error_code
+from shardboard_tools.lambda_model.clock import Clock, WallClock
 from shardboard_tools.local.event_filter import matches_any
 from shardboard_tools.local.lambda_context import LocalContext
 from shardboard_tools.local.streams import lambda_event, lambda_record, latest_stream_arn, shards_parents_first
@@ -56,6 +59,10 @@ RETRY_BACKOFF_CAP_SECONDS = 2.0
 MAX_TUMBLING_WINDOW_SECONDS = 900
 # A window's state above 1 MB ends the window early (isWindowTerminatedEarly).
 MAX_WINDOW_STATE_BYTES = 1024 * 1024
+# DynamoDB Streams keeps a record 24 hours: with MaximumRecordAgeInSeconds -1 that is how long a batch is retried.
+STREAM_RETENTION_SECONDS = 24 * 3600
+# ParallelizationFactor: 1 to 10 concurrent batches per shard.
+MAX_PARALLELIZATION_FACTOR = 10
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +89,13 @@ class EventSourceMapping:
     function_name: str = "AggregatorFunction"
     function_timeout_seconds: float = 3.0
     tumbling_window_seconds: int = 0  # 0: no window
+    parallelization_factor: int = 1  # concurrent batches per shard, records of one partition key in order
 
     def __post_init__(self) -> None:
         if not 0 <= self.tumbling_window_seconds <= MAX_TUMBLING_WINDOW_SECONDS:
             raise ValueError(f"TumblingWindowInSeconds must be 0..{MAX_TUMBLING_WINDOW_SECONDS}")
+        if not 1 <= self.parallelization_factor <= MAX_PARALLELIZATION_FACTOR:
+            raise ValueError(f"ParallelizationFactor must be 1..{MAX_PARALLELIZATION_FACTOR}")
 
     @classmethod
     def from_template(cls, template: Template, function: str = "AggregatorFunction") -> EventSourceMapping:
@@ -118,6 +128,7 @@ class EventSourceMapping:
             function_name=function,
             function_timeout_seconds=float(template.resolve(properties.get("Timeout", globals_timeout))),
             tumbling_window_seconds=int(setting("TumblingWindowInSeconds", 0)),
+            parallelization_factor=int(setting("ParallelizationFactor", 1)),
         )
 
 
@@ -201,7 +212,8 @@ class RunStats:
     records: int = 0  # records handed to the function, retries included
     retries: int = 0  # invocations repeated after a failure
     invocations: int = 0
-    function_errors: int = 0  # invocations that raised
+    function_errors: int = 0  # invocations that raised or ran over the function's timeout
+    timeouts: int = 0  # invocations that ran over the function's timeout
     partial_failures: int = 0  # invocations that reported batchItemFailures
     bisections: int = 0
     filtered: int = 0  # records dropped by FilterCriteria before the function
@@ -218,7 +230,12 @@ class _Shard:
     iterator: str | None = None
     closed: bool = False  # GetRecords returned no NextShardIterator: nothing more will arrive
     pending: deque[Record] = field(default_factory=deque)  # read, not yet handled (Lambda-shaped)
+    matching: int = 0  # pending records that pass FilterCriteria: only they fill a batch
     rewound: bool = False  # an expired iterator sent the reader back to the checkpoint (read by the window path)
+
+
+class FunctionTimedOut(Exception):
+    """The invocation ran over the function's Timeout: Lambda ends it, a function error."""
 
 
 @dataclass
@@ -290,7 +307,8 @@ class StreamRunner:
 
     ``mapping`` defaults to the template's settings for AggregatorFunction; ``batch_size`` / ``max_retries``
     override it. ``state_dir`` (e.g. :func:`default_state_dir`) persists checkpoints and receives the dead-letter
-    file; without it positions live in memory and dead letters only in :attr:`dead_letters`.
+    file; without it positions live in memory and dead letters only in :attr:`dead_letters`. ``clock`` is read for
+    batching windows, window ends, record ages, timeouts and back-offs (a :class:`SimulatedClock` in tests).
     """
 
     dynamodb: Any
@@ -303,6 +321,7 @@ class StreamRunner:
     state_dir: Path | None = None
     stats: RunStats = field(default_factory=RunStats)
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
+    clock: Clock = field(default_factory=WallClock)
 
     def __post_init__(self) -> None:
         if self.mapping is None:
@@ -321,6 +340,10 @@ class StreamRunner:
         self._shards: dict[str, _Shard] = {}
         self._windows: dict[str, TumblingWindow] = {}  # shard id -> its open window (in memory, as Lambda's state)
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # parallel batches of one shard share the stats and the failure destination
+        # Shards open when the mapping first read the stream: the only ones StartingPosition LATEST applies to.
+        self._initial_shards: set[str] | None = None
+        self._partition_key: str | None = None
 
     @property
     def positions(self) -> dict[str, str]:
@@ -335,6 +358,8 @@ class StreamRunner:
         delivered = 0
         shards = shards_parents_first(self.streams, arn)
         known = {s["ShardId"] for s in shards}
+        if self._initial_shards is None:
+            self._initial_shards = {s["ShardId"] for s in shards if self._open_at_start(s)}
         for description in shards:
             shard_id, parent = description["ShardId"], description.get("ParentShardId")
             if self.checkpoints.get(shard_id).finished:
@@ -356,7 +381,7 @@ class StreamRunner:
         while quiet < idle_passes and not self._stop.is_set():
             delivered = self.run_once()
             if delivered == 0 and self._windows:
-                self._stop.wait(POLL_SECONDS)
+                self.clock.sleep(POLL_SECONDS, self._stop)
                 continue
             quiet = quiet + 1 if delivered == 0 else 0
         return self.stats
@@ -368,10 +393,16 @@ class StreamRunner:
         """
         while not self._stop.is_set():
             if self.run_once() == 0:
-                self._stop.wait(poll_seconds)
+                self.clock.sleep(poll_seconds, self._stop)
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _open_at_start(self, shard: Record) -> bool:
+        """Open when the mapping starts, and not the child of a shard it has already read (a restart)."""
+        parent = self.checkpoints.shards.get(shard.get("ParentShardId") or "")
+        closed = "EndingSequenceNumber" in shard.get("SequenceNumberRange", {})
+        return not closed and (parent is None or (parent.sequence_number is None and not parent.finished))
 
     # -- one shard
     def _process_shard(self, arn: str, shard: _Shard) -> int:
@@ -383,7 +414,9 @@ class StreamRunner:
             if batch is None:
                 break
             records, last_sequence = batch
-            if records:
+            if records and self.settings.parallelization_factor > 1:
+                delivered += self._deliver_in_parallel(arn, shard.shard_id, records)
+            elif records:
                 delivered += self._deliver(arn, shard.shard_id, records)
             self.checkpoints.advance(shard.shard_id, last_sequence)
         if shard.closed and not shard.pending and not self._stop.is_set():
@@ -391,49 +424,72 @@ class StreamRunner:
         return delivered
 
     def _next_batch(self, arn: str, shard: _Shard) -> tuple[list[Record], str] | None:
-        """Up to BatchSize records (waiting up to the batching window to fill it), minus filtered ones.
+        """Up to BatchSize matching records (waiting up to the batching window to fill it), filtered first.
 
-        Returns the records to invoke with and the sequence number of the last record taken, or None when the
-        shard has nothing new.
+        Returns the records to invoke with and the sequence number of the last record taken (filtered ones
+        included), or None when the shard has nothing new.
         """
         self._gather(arn, shard)
         if not shard.pending:
             return None
-        taken = self._take(shard)
+        taken = self._take(shard, limit=self._cut_size())
         return self._filtered(taken), taken[-1]["dynamodb"]["SequenceNumber"]
 
+    def _cut_size(self) -> int:
+        """Matching records taken at once: a batch for each of the shard's ParallelizationFactor lanes."""
+        return self.settings.batch_size * self.settings.parallelization_factor
+
     def _gather(self, arn: str, shard: _Shard) -> None:
-        """Read until BatchSize records are pending, waiting up to the batching window for a batch to fill."""
-        settings = self.settings
-        started = time.monotonic()
-        while len(shard.pending) < settings.batch_size and not shard.closed:
-            if self._read(arn, shard, settings.batch_size - len(shard.pending)):
+        """Read until a cut's worth of matching records is pending, waiting up to the batching window for it.
+
+        Lambda filters before it batches: records FilterCriteria drops do not count towards BatchSize.
+        """
+        settings, wanted = self.settings, self._cut_size()
+        started = self.clock.now()
+        while shard.matching < wanted and not shard.closed:
+            if self._read(arn, shard, wanted - shard.matching):
                 continue
-            waited = time.monotonic() - started
+            waited = self.clock.now() - started
             if not shard.pending or waited >= settings.batching_window_seconds or self._stop.is_set():
                 break
-            time.sleep(min(POLL_SECONDS, settings.batching_window_seconds - waited))
+            self.clock.sleep(min(POLL_SECONDS, settings.batching_window_seconds - waited))
 
-    def _take(self, shard: _Shard, holds: Callable[[Record], bool] | None = None, size: int = 2) -> list[Record]:
-        """Pop up to BatchSize pending records (while ``holds`` accepts them) that fit in one invocation's payload.
+    def _take(
+        self,
+        shard: _Shard,
+        holds: Callable[[Record], bool] | None = None,
+        size: int = 2,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Pop pending records up to BatchSize matching ones (while ``holds`` accepts them) within the payload cap.
 
+        Records FilterCriteria drops are popped too (the checkpoint passes them) but neither count nor weigh.
         ``size`` is the event's size without records (2: the ``{"Records": [...]}`` wrapper).
         """
         taken: list[Record] = []
-        while shard.pending and len(taken) < self.settings.batch_size:
+        kept, limit = 0, limit or self.settings.batch_size
+        while shard.pending and kept < limit:
             if holds is not None and not holds(shard.pending[0]):
                 break
+            if not self._matches(shard.pending[0]):
+                taken.append(shard.pending.popleft())
+                continue
             record_size = len(json.dumps(shard.pending[0], default=str)) + 1
-            if taken and size + record_size > MAX_PAYLOAD_BYTES:
+            if kept and size + record_size > MAX_PAYLOAD_BYTES * self.settings.parallelization_factor:
                 break
             taken.append(shard.pending.popleft())
+            shard.matching -= 1
+            kept += 1
             size += record_size
         return taken
 
+    def _matches(self, record: Record) -> bool:
+        patterns = self.settings.filter_patterns
+        return not patterns or matches_any(patterns, record)
+
     def _filtered(self, taken: list[Record]) -> list[Record]:
         """``taken`` minus the records FilterCriteria drops before the function."""
-        patterns = self.settings.filter_patterns
-        kept = [r for r in taken if not patterns or matches_any(patterns, r)]
+        kept = [r for r in taken if self._matches(r)]
         self.stats.filtered += len(taken) - len(kept)
         return kept
 
@@ -450,11 +506,13 @@ class StreamRunner:
             if error_code(error) in ("ExpiredIteratorException", "TrimmedDataAccessException"):
                 shard.iterator = None  # re-open from the checkpoint on the next read
                 shard.pending.clear()
+                shard.matching = 0
                 shard.rewound = True
                 return False
             raise
-        records = response.get("Records", [])
-        shard.pending.extend(lambda_record(r, arn) for r in records)
+        records = [lambda_record(r, arn) for r in response.get("Records", [])]
+        shard.pending.extend(records)
+        shard.matching += sum(1 for r in records if self._matches(r))
         shard.iterator = response.get("NextShardIterator")
         if shard.iterator is None:
             shard.closed = True
@@ -466,7 +524,7 @@ class StreamRunner:
         if after:
             kwargs.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
         else:
-            kwargs["ShardIteratorType"] = self.settings.starting_position
+            kwargs["ShardIteratorType"] = self._starting_position(shard_id)
         try:
             return self.streams.get_shard_iterator(**kwargs).get("ShardIterator")  # type: ignore[no-any-return]
         except ClientError as error:
@@ -476,23 +534,38 @@ class StreamRunner:
             kwargs = {"StreamArn": arn, "ShardId": shard_id, "ShardIteratorType": "TRIM_HORIZON"}
             return self.streams.get_shard_iterator(**kwargs).get("ShardIterator")  # type: ignore[no-any-return]
 
+    def _starting_position(self, shard_id: str) -> str:
+        """StartingPosition for a shard without a checkpoint.
+
+        LATEST applies to the shards open when the mapping started; a shard split off later (the child of a shard
+        the mapping read) starts at TRIM_HORIZON, or its first records would be skipped.
+        """
+        initial = self._initial_shards or set()
+        if self.settings.starting_position == "LATEST" and shard_id in initial:
+            return "LATEST"
+        return "TRIM_HORIZON"
+
     # -- one batch: retries, partial failures, bisect, the failure destination
-    def _deliver(self, arn: str, shard_id: str, records: list[Record]) -> int:
-        """Invoke until every record of the batch succeeded or went to the failure destination."""
+    def _deliver(self, arn: str, shard_id: str, records: list[Record], *, checkpoint: bool = True) -> int:
+        """Invoke until every record of the batch succeeded or went to the failure destination.
+
+        ``checkpoint=False``: a lane of a parallel cut, whose checkpoint moves when every lane is done.
+        """
         queue: deque[list[Record]] = deque([records])
         attempts, delivered = 0, 0
+        advance = self.checkpoints.advance if checkpoint else _no_checkpoint
         while queue:
-            batch = self._expire(arn, shard_id, queue.popleft(), attempts)
+            batch = self._expire(arn, shard_id, queue.popleft(), attempts, checkpoint=checkpoint)
             if not batch:
                 continue
             failure = self._invoke(batch)
             delivered += len(batch)
             if failure is None:
-                self.checkpoints.advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
+                advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
                 attempts = 0
                 continue
             if failure.index > 0:  # records before the lowest failed one are done: Lambda checkpoints there
-                self.checkpoints.advance(shard_id, batch[failure.index - 1]["dynamodb"]["SequenceNumber"])
+                advance(shard_id, batch[failure.index - 1]["dynamodb"]["SequenceNumber"])
                 queue.appendleft(batch[failure.index :])
                 attempts = 0
                 continue
@@ -511,13 +584,38 @@ class StreamRunner:
                     attempts=attempts,
                     function_error=failure.function_error,
                 )
-                self.checkpoints.advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
+                advance(shard_id, batch[-1]["dynamodb"]["SequenceNumber"])
                 attempts = 0
                 continue
-            self.stats.retries += 1
+            with self._lock:
+                self.stats.retries += 1
             queue.appendleft(batch)
-            time.sleep(_backoff_seconds(attempts))
+            self.clock.sleep(_backoff_seconds(attempts), self._stop)
         return delivered
+
+    def _deliver_in_parallel(self, arn: str, shard_id: str, records: list[Record]) -> int:
+        """ParallelizationFactor N: the cut's records go to N lanes by partition key, each lane's batches in order.
+
+        Lanes run at once (one invocation each at a time), so records of one partition key stay in order while
+        different keys overlap; the shard's checkpoint passes the cut when every lane is done, as Lambda moves it
+        only past records every lane has handled.
+        """
+        lanes = split_by_partition_key(records, self.settings.parallelization_factor, self._partition_key_of())
+        size = self.settings.batch_size
+
+        def lane(part: list[Record]) -> int:
+            batches = [part[i : i + size] for i in range(0, len(part), size)]
+            return sum(self._deliver(arn, shard_id, batch, checkpoint=False) for batch in batches)
+
+        with ThreadPoolExecutor(len(lanes), thread_name_prefix=f"lane-{shard_id}") as pool:
+            return sum(pool.map(lane, lanes))
+
+    def _partition_key_of(self) -> str:
+        """The base table's partition key attribute (Lambda routes a record to a lane by its hash)."""
+        if self._partition_key is None:
+            schema = self.dynamodb.describe_table(TableName=self.table)["Table"]["KeySchema"]
+            self._partition_key = next(k["AttributeName"] for k in schema if k["KeyType"] == "HASH")
+        return self._partition_key
 
     def _expire(
         self, arn: str, shard_id: str, batch: list[Record], attempts: int, *, checkpoint: bool = True
@@ -527,9 +625,9 @@ class StreamRunner:
         ``checkpoint=False`` leaves the checkpoint where it is (a tumbling window moves it at its end).
         """
         limit = self.settings.max_record_age_seconds
-        if limit < 0:
-            return batch
-        now = time.time()
+        if limit < 0:  # no limit of the mapping's own: the stream's retention is one (the records are gone)
+            limit = STREAM_RETENTION_SECONDS
+        now = self.clock.now()
         fresh = next((i for i, r in enumerate(batch) if now - _arrival(r) <= limit), len(batch))
         if fresh:
             self._dead_letter(
@@ -541,28 +639,52 @@ class StreamRunner:
 
     def _invoke(self, batch: list[Record]) -> _Failure | None:
         """Call the function once; None when the whole batch succeeded."""
-        self.stats.invocations += 1
-        self.stats.records += len(batch)
-        self.stats.iterator_age_seconds = max(0.0, time.time() - _arrival(batch[-1]))
+        with self._lock:
+            self.stats.invocations += 1
+            self.stats.records += len(batch)
+            self.stats.iterator_age_seconds = max(0.0, self.clock.now() - _arrival(batch[-1]))
         try:
-            response = self.handler(lambda_event(batch), self._context())
+            response = self._call(lambda_event(batch))
         except Exception as error:  # a function error: Lambda sees an Unhandled error, whatever it was
-            self.stats.function_errors += 1
-            self.stats.last_error = repr(error)
-            log.warning("function error", extra={"error": repr(error), "records": len(batch)})
+            self._function_error(error, len(batch))
             return _Failure(0, function_error=True)
-        self.stats.batches += 1
+        with self._lock:
+            self.stats.batches += 1
         if not self.settings.report_batch_item_failures:
             return None
         index = failed_index(batch, response)
         if index is not None:
-            self.stats.partial_failures += 1
+            with self._lock:
+                self.stats.partial_failures += 1
             return _Failure(index, function_error=False)
         return None
 
+    def _call(self, event: dict[str, Any]) -> Any:
+        """The function's response; an invocation that ran over the function's Timeout raises FunctionTimedOut.
+
+        Lambda stops such an invocation and counts it as a function error; in-process it cannot be interrupted, so
+        its response is discarded when it returns.
+        """
+        started = self.clock.now()
+        response = self.handler(event, self._context())
+        elapsed = self.clock.now() - started
+        if elapsed > self.settings.function_timeout_seconds:
+            with self._lock:
+                self.stats.timeouts += 1
+            raise FunctionTimedOut(f"Task timed out after {self.settings.function_timeout_seconds:.2f} seconds")
+        return response
+
+    def _function_error(self, error: Exception, records: int) -> None:
+        with self._lock:
+            self.stats.function_errors += 1
+            self.stats.last_error = repr(error)
+        log.warning("function error", extra={"error": repr(error), "records": records})
+
     def _context(self) -> LocalContext:
         return LocalContext(
-            function_name=self.settings.function_name, timeout_seconds=self.settings.function_timeout_seconds
+            function_name=self.settings.function_name,
+            timeout_seconds=self.settings.function_timeout_seconds,
+            clock=self.clock.now,
         )
 
     # -- one shard in tumbling windows
@@ -619,7 +741,7 @@ class StreamRunner:
             self._read(arn, shard, self.settings.batch_size)  # look ahead once: does the window go on?
         if shard.pending:
             return not window.holds(shard.pending[0])
-        return shard.closed or time.time() >= window.end
+        return shard.closed or self.clock.now() >= window.end
 
     def _deliver_window(
         self, arn: str, shard_id: str, window: TumblingWindow, records: list[Record], *, final: bool
@@ -658,7 +780,7 @@ class StreamRunner:
                 self._end_window(shard_id, window)  # past them, and their state with them
                 return delivered
             self.stats.retries += 1
-            time.sleep(_backoff_seconds(attempts))
+            self.clock.sleep(_backoff_seconds(attempts), self._stop)
 
     def _end_window(self, shard_id: str, window: TumblingWindow) -> None:
         """Checkpoint at the last record the window took and drop its state.
@@ -677,16 +799,12 @@ class StreamRunner:
         self.stats.invocations += 1
         self.stats.records += len(records)
         if records:
-            self.stats.iterator_age_seconds = max(0.0, time.time() - _arrival(records[-1]))
+            self.stats.iterator_age_seconds = max(0.0, self.clock.now() - _arrival(records[-1]))
         try:
             # Lambda serialises the response: one that is not JSON fails like a raised error.
-            response = json.loads(
-                json.dumps(self.handler(window.event(arn, shard_id, records, final=final), self._context()))
-            )
+            response = json.loads(json.dumps(self._call(window.event(arn, shard_id, records, final=final))))
         except Exception as error:
-            self.stats.function_errors += 1
-            self.stats.last_error = repr(error)
-            log.warning("function error", extra={"error": repr(error), "records": len(records)})
+            self._function_error(error, len(records))
             return _Failure(0, function_error=True)
         state = response.get("state") if isinstance(response, dict) else None
         if not isinstance(state, dict):
@@ -703,6 +821,14 @@ class StreamRunner:
         self, arn: str, shard_id: str, batch: list[Record], *, condition: str, attempts: int, function_error: bool
     ) -> None:
         """Send the batch's description where Lambda's on-failure destination would (records are not included)."""
+        with self._lock:
+            self._send_to_destination(
+                arn, shard_id, batch, condition=condition, attempts=attempts, function_error=function_error
+            )
+
+    def _send_to_destination(
+        self, arn: str, shard_id: str, batch: list[Record], *, condition: str, attempts: int, function_error: bool
+    ) -> None:
         self.stats.dead_letter_batches += 1
         self.stats.dead_letter_records += len(batch)
         if not self.settings.on_failure_destination:
@@ -715,6 +841,7 @@ class StreamRunner:
             attempts=attempts,
             function_error=function_error,
             function_name=self.settings.function_name,
+            now=self.clock.now(),
         )
         self.dead_letters.append(letter)
         if self.state_dir is not None:
@@ -756,6 +883,7 @@ def dead_letter(
     attempts: int,
     function_error: bool,
     function_name: str,
+    now: float | None = None,
 ) -> dict[str, Any]:
     """The JSON Lambda sends to an SQS/SNS on-failure destination for a DynamoDB stream batch.
 
@@ -774,7 +902,7 @@ def dead_letter(
         },
         "responseContext": response,
         "version": "1.0",
-        "timestamp": _iso(time.time()),
+        "timestamp": _iso(time.time() if now is None else now),
         "DDBStreamBatchInfo": {
             "shardId": shard_id,
             "startSequenceNumber": batch[0]["dynamodb"]["SequenceNumber"],
@@ -785,6 +913,19 @@ def dead_letter(
             "streamArn": stream_arn,
         },
     }
+
+
+def split_by_partition_key(records: Sequence[Record], lanes: int, partition_key: str) -> list[list[Record]]:
+    """The non-empty lanes of ``records``: one partition key always in the same lane, in stream order."""
+    parts: list[list[Record]] = [[] for _ in range(lanes)]
+    for record in records:
+        key = json.dumps(record["dynamodb"]["Keys"].get(partition_key), sort_keys=True)
+        parts[zlib.crc32(key.encode()) % lanes].append(record)
+    return [part for part in parts if part]
+
+
+def _no_checkpoint(shard_id: str, sequence_number: str) -> None:
+    """A lane of a parallel cut leaves the shard's checkpoint to the cut."""
 
 
 def read_dead_letters(state_dir: Path) -> list[dict[str, Any]]:
