@@ -19,7 +19,7 @@ import pytest
 
 from shardboard.domain.recording import record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
-from shardboard_tools.local.event_filter import matches_any
+from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.local.stream_runner import (
     MAX_WINDOW_STATE_BYTES,
     EventSourceMapping,

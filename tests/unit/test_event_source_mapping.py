@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shardboard_tools.local.event_filter import matches, matches_any
+from shardboard_tools.lambda_model.event_filter import matches, matches_any
 from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, dead_letter, failed_index
 from shardboard_tools.local.template import Template
 from tests.conftest import ROOT, load_event
