@@ -38,7 +38,9 @@ class Function:
         return [r["dynamodb"]["SequenceNumber"] for e in self.events for r in e["Records"]]
 
 
-def runner(pipeline: Any, function: Function, tmp_path: Any, clock: SimulatedClock, **settings: Any) -> StreamRunner:
+def runner(
+    pipeline: Any, function: Function, tmp_path: Any, clock: SimulatedClock, lane_handler: Any = None, **settings: Any
+) -> StreamRunner:
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),
         batching_window_seconds=0,
@@ -54,6 +56,7 @@ def runner(pipeline: Any, function: Function, tmp_path: Any, clock: SimulatedClo
         mapping=mapping,
         state_dir=tmp_path / "state",
         clock=clock,
+        lane_handler=lane_handler,
     )
 
 
@@ -162,3 +165,24 @@ def test_with_unlimited_retries_a_batch_ends_at_the_failure_destination_when_its
     assert 5 < len(function.events) < 20
     records = pipeline.stream_records()
     assert list(run.positions.values()) == [records[-1]["dynamodb"]["SequenceNumber"]]
+
+
+def test_each_further_lane_gets_its_own_execution_environment(pipeline, tmp_path):
+    # Given views of eight items, and a runner with ParallelizationFactor 2 that makes a function per further lane
+    rng = random.Random(5)
+    for item in "abcdefgh":
+        record_views(pipeline.views, item, 2, pipeline.settings.write_shards, rng)
+    main, further = Function(), []
+
+    def environment() -> Function:
+        further.append(Function())
+        return further[-1]
+
+    clock = SimulatedClock(time.time())
+    run = runner(pipeline, main, tmp_path, clock, environment, batch_size=10, parallelization_factor=2)
+    # When it delivers the stream
+    run.drain()
+    # Then one more environment was made, and the two lanes' records went to different functions, none twice
+    assert len(further) == 1 and main.events and further[0].events
+    assert not set(main.sequences()) & set(further[0].sequences())
+    assert len(main.sequences()) + len(further[0].sequences()) == 16

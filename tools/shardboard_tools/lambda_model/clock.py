@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -49,3 +50,13 @@ class SimulatedClock:
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> None:
         if stop is None or not stop.is_set():
             self.advance(max(0.0, seconds))
+
+
+class DrivenClock:
+    """A simulation's virtual time read through ``now``: the simulation moves it, so nothing may wait on it."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self.now = now
+
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> None:
+        raise RuntimeError("a driven clock cannot be waited on: deliver with wait=False")

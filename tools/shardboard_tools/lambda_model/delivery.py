@@ -144,7 +144,9 @@ class StreamDelivery:
     """The event source mapping of one function: :meth:`deliver` hands a shard's due records to ``function``.
 
     ``destination`` receives each on-failure message (the mapping's OnFailure destination); ``partition_key`` is
-    the base table's hash key attribute, by which ParallelizationFactor lanes are chosen.
+    the base table's hash key attribute, by which ParallelizationFactor lanes are chosen; ``environments`` makes
+    the function of each further lane (Lambda runs concurrent batches in their own execution environments; None:
+    the lanes share ``function``, which must then bear concurrent calls).
     """
 
     def __init__(
@@ -158,6 +160,7 @@ class StreamDelivery:
         partition_key: Callable[[], str] | None = None,
         wait: bool = True,
         stop: threading.Event | None = None,
+        environments: Callable[[], Handler] | None = None,
     ) -> None:
         self.mapping = mapping
         self.function = function
@@ -170,6 +173,9 @@ class StreamDelivery:
         self.stats = RunStats()
         self._shards: dict[str, _ShardState] = {}
         self._lock = threading.Lock()  # parallel lanes share the stats and the failure destination
+        self._environments = environments
+        self._lane_functions: list[Handler] = [function]
+        self._lane = threading.local()  # the function of the lane a thread delivers
 
     # -- what the caller sees
     def open_windows(self) -> bool:
@@ -199,7 +205,7 @@ class StreamDelivery:
             if batch is None:
                 break
             records, last_sequence = batch
-            if records and self.mapping.parallelization_factor > 1:
+            if records and self._lanes() > 1:
                 delivered += self._deliver_in_parallel(feed, records)
             elif records:
                 delivered += self._deliver(feed, state, deque([records]), 0, last_sequence)
@@ -225,8 +231,12 @@ class StreamDelivery:
         return self._filtered(taken), sequence_number(taken[-1])
 
     def _cut_size(self) -> int:
-        """Matching records taken at once: a batch for each of the shard's ParallelizationFactor lanes."""
-        return self.mapping.batch_size * self.mapping.parallelization_factor
+        """Matching records taken at once: a batch for each of the shard's lanes."""
+        return self.mapping.batch_size * self._lanes()
+
+    def _lanes(self) -> int:
+        """ParallelizationFactor; a shard in tumbling windows is one lane (each window's state is one sequence)."""
+        return 1 if self.mapping.tumbling_window_seconds else self.mapping.parallelization_factor
 
     def _gather(self, feed: ShardFeed, state: _ShardState) -> bool:
         """Read until a cut's worth of matching records is pending; whether a batch is due.
@@ -276,24 +286,41 @@ class StreamDelivery:
         Records FilterCriteria drops are popped too (the checkpoint passes them) but neither count nor weigh.
         ``size`` is the event's size without records (2: the ``{"Records": [...]}`` wrapper).
         """
-        taken: list[Record] = []
-        kept, limit = 0, limit or self.mapping.batch_size
-        cap = MAX_PAYLOAD_BYTES * self.mapping.parallelization_factor
-        while state.pending and kept < limit:
-            if holds is not None and not holds(state.pending[0]):
-                break
-            if not self._matches(state.pending[0]):
-                taken.append(state.pending.popleft())
-                continue
-            record_size = len(json.dumps(state.pending[0], default=str)) + 1
-            if kept and size + record_size > cap:
-                break
-            taken.append(state.pending.popleft())
-            state.matching -= 1
-            kept += 1
-            size += record_size
+        limit = limit or self.mapping.batch_size
+        cap = MAX_PAYLOAD_BYTES * self._lanes()
+        taken = self._pop(state, holds, limit)
+        # One measure of the whole batch; record by record only when it is over the cap (rare: 6 MB).
+        if size + len(json.dumps([r for r in taken if self._matches(r)], default=str)) > cap:
+            self._put_back(state, taken)
+            taken = self._pop(state, holds, limit, (size, cap))
         if not state.pending:
             state.gathering_since = None
+        return taken
+
+    def _pop(
+        self,
+        state: _ShardState,
+        holds: Callable[[Record], bool] | None,
+        limit: int,
+        payload: tuple[int, int] | None = None,
+    ) -> list[Record]:
+        """Pop up to ``limit`` matching records and the filtered ones among them; ``payload`` (size so far, cap)
+        stops before the first matching record that would not fit."""
+        taken: list[Record] = []
+        kept = 0
+        while state.pending and kept < limit:
+            record = state.pending[0]
+            if holds is not None and not holds(record):
+                break
+            if self._matches(record) and payload is not None:
+                record_size = len(json.dumps(record, default=str)) + 1
+                if kept and payload[0] + record_size > payload[1]:
+                    break
+                payload = (payload[0] + record_size, payload[1])
+            if self._matches(record):
+                state.matching -= 1
+                kept += 1
+            taken.append(state.pending.popleft())
         return taken
 
     def _put_back(self, state: _ShardState, taken: list[Record]) -> None:
@@ -382,13 +409,16 @@ class StreamDelivery:
         """
         lanes = split_by_partition_key(records, self.mapping.parallelization_factor, self.partition_key())
         size = self.mapping.batch_size
+        while self._environments is not None and len(self._lane_functions) < len(lanes):
+            self._lane_functions.append(self._environments())
 
-        def lane(part: list[Record]) -> int:
+        def lane(number: int, part: list[Record]) -> int:
+            self._lane.function = self._lane_functions[min(number, len(self._lane_functions) - 1)]
             batches = [part[i : i + size] for i in range(0, len(part), size)]
             return sum(self._deliver(feed, None, deque([batch]), 0) for batch in batches)
 
         with ThreadPoolExecutor(len(lanes), thread_name_prefix=f"lane-{feed.shard_id}") as pool:
-            return sum(pool.map(lane, lanes))
+            return sum(pool.map(lane, range(len(lanes)), lanes))
 
     def _expire(self, feed: ShardFeed, batch: list[Record], attempts: int, *, checkpoint: bool = True) -> list[Record]:
         """Drop (to the failure destination) the leading records older than MaximumRecordAgeInSeconds.
@@ -433,7 +463,7 @@ class StreamDelivery:
             timeout_seconds=self.mapping.function_timeout_seconds,
             clock=self.clock.now,
         )
-        response = self.function(event, context)
+        response = getattr(self._lane, "function", self.function)(event, context)
         if self.clock.now() - started > self.mapping.function_timeout_seconds:
             self._count("timeouts")
             raise FunctionTimedOut(f"Task timed out after {self.mapping.function_timeout_seconds:.2f} seconds")

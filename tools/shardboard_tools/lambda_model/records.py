@@ -22,8 +22,9 @@ def sequence_number(record: Mapping[str, Any]) -> str:
 
 
 def arrival(record: Mapping[str, Any]) -> float:
-    """ApproximateCreationDateTime in epoch seconds (the record's arrival in the stream)."""
-    return float(record["dynamodb"].get("ApproximateCreationDateTime") or time.time())
+    """ApproximateCreationDateTime in epoch seconds (the record's arrival in the stream; 0 is a virtual clock's)."""
+    created = record["dynamodb"].get("ApproximateCreationDateTime")
+    return time.time() if created is None else float(created)
 
 
 def failed_index(batch: Sequence[Record], response: Any) -> int | None:

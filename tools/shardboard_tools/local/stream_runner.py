@@ -188,6 +188,8 @@ class StreamRunner:
     override it. ``state_dir`` (e.g. :func:`default_state_dir`) persists checkpoints and receives the dead-letter
     file; without it positions live in memory and dead letters only in :attr:`dead_letters`. ``clock`` is read for
     batching windows, window ends, record ages, timeouts and back-offs (a :class:`SimulatedClock` in tests).
+    ``lane_handler`` makes the handler of each further ParallelizationFactor lane (its own execution environment:
+    the deployed aggregator keeps per-invocation state in a module-level processor); None: lanes share ``handler``.
     """
 
     dynamodb: Any
@@ -200,6 +202,7 @@ class StreamRunner:
     state_dir: Path | None = None
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     clock: Clock = field(default_factory=WallClock)
+    lane_handler: Callable[[], Handler] | None = None
 
     def __post_init__(self) -> None:
         if self.mapping is None:
@@ -224,6 +227,7 @@ class StreamRunner:
             destination=self._send_to_destination,
             partition_key=self._partition_key,
             stop=self._stop,
+            environments=self.lane_handler,
         )
         self._shards: dict[str, StreamsShard] = {}
         # Shards open when the mapping first read the stream: the only ones StartingPosition LATEST applies to.
