@@ -530,23 +530,30 @@ class StreamDelivery:
         if window is not None and window.terminated_early:
             return window, [], True  # the state outgrew 1 MB: a final invocation with it, before any more records
         due = self._gather(feed, state)
-        if state.window is None:  # none open, or an expired iterator dropped it
-            if not state.pending:
-                return None
-            state.window = TumblingWindow.opened_by(state.pending[0], self.mapping.tumbling_window_seconds)
-        window = state.window
-        size = len(json.dumps(window.event(feed.stream_arn, feed.shard_id, [], final=False)))
-        taken = self._take(state, window.holds, size)
+        window = self._open_window(state)
+        if window is None or (not due and self._window_goes_on(state, window)):
+            return None  # no record, or not a full batch yet and more of the window may come (the cheap test)
+        taken = self._take(state, window.holds, window.event_bytes(feed.stream_arn, feed.shard_id))
         final = self._window_over(feed, state, window)
         if _window_lost(state):
             return None  # rewound while looking ahead: the window is read again from the checkpoint
-        if not taken and not final:
-            return None
-        if not due and not final:  # not a full batch yet, and the window goes on: wait for more records
+        if (not taken or not due) and not final:  # nothing, or not a full batch yet while the window goes on
             self._put_back(state, taken)
             return None
         window.took(taken)
         return window, self._filtered(taken), final
+
+    def _open_window(self, state: _ShardState) -> TumblingWindow | None:
+        """The shard's open window; the first pending record opens one when none is (or a rewind dropped it)."""
+        if state.window is None and state.pending:
+            state.window = TumblingWindow.opened_by(state.pending[0], self.mapping.tumbling_window_seconds)
+        return state.window
+
+    def _window_goes_on(self, state: _ShardState, window: TumblingWindow) -> bool:
+        """Whether, as far as the newest record read tells, the window goes on (records arrive in time order)."""
+        newest = state.pending[-1] if state.pending else None
+        in_window = newest is None or window.holds(newest)
+        return in_window and not state.closed and self.clock.now() < window.end
 
     def _window_over(self, feed: ShardFeed, state: _ShardState, window: TumblingWindow) -> bool:
         """Whether the window has no more records to come.

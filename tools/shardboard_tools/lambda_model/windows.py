@@ -26,6 +26,7 @@ class TumblingWindow:
     delivered: list[Record] = field(default_factory=list)  # records of the invocations that built ``state``
     last_sequence: str | None = None  # last record taken, filtered ones included: the checkpoint at the window's end
     terminated_early: bool = False  # the state outgrew 1 MB: the next invocation is a final one, then it reopens
+    state_bytes: int = 2  # the state's JSON size (``{}``), kept so that sizing a batch never serialises it
 
     @classmethod
     def opened_by(cls, record: Record, seconds: float) -> TumblingWindow:
@@ -46,18 +47,27 @@ class TumblingWindow:
     def succeeded(self, records: Sequence[Record], state: dict[str, Any], *, final: bool) -> None:
         self.delivered.extend(records)
         self.state = state
-        # A state over 1 MB ends the window early; a final invocation's state is dropped anyway.
-        if not final and len(json.dumps(state)) > MAX_WINDOW_STATE_BYTES:
+        if final:
+            return  # a final invocation's state is dropped
+        self.state_bytes = len(json.dumps(state))
+        # A state over 1 MB ends the window early.
+        if self.state_bytes > MAX_WINDOW_STATE_BYTES:
             self.terminated_early = True
 
-    def event(self, stream_arn: str, shard_id: str, records: list[Record], *, final: bool) -> dict[str, Any]:
-        """The invocation event of a DynamoDB stream with a tumbling window."""
+    def event_bytes(self, stream_arn: str, shard_id: str) -> int:
+        """Size of the window's event without records: what a batch's payload starts from."""
+        return len(json.dumps(self.event(stream_arn, shard_id, [], final=False, state={}))) - 2 + self.state_bytes
+
+    def event(
+        self, stream_arn: str, shard_id: str, records: list[Record], *, final: bool, state: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The invocation event of a DynamoDB stream with a tumbling window (``state`` instead of the window's)."""
         return {
             **lambda_event(records),
             "window": {"start": iso_seconds(self.start), "end": iso_seconds(self.end)},
             # Lambda passes the state as JSON: the function never gets back the object it returned, and a retry
             # gets the same state even if the failed attempt changed its copy.
-            "state": json.loads(json.dumps(self.state)),
+            "state": json.loads(json.dumps(self.state if state is None else state)),
             "shardId": shard_id,
             "eventSourceARN": stream_arn,
             "isFinalInvokeForWindow": final,
