@@ -123,7 +123,9 @@ def test_parallelization_factor_runs_batches_at_once_keeping_each_partition_key_
             both_in.wait()  # only passes when a second lane invokes at the same time
 
     function = Function(meet)
-    run = runner(pipeline, function, tmp_path, SimulatedClock(time.time()), batch_size=4, parallelization_factor=2)
+    clock = SimulatedClock(time.time())
+    # (the fake function bears concurrent calls: it is its own further lane's environment)
+    run = runner(pipeline, function, tmp_path, clock, lambda: function, batch_size=4, parallelization_factor=2)
     # When the runner delivers the stream with ParallelizationFactor 2
     run.drain()
     # Then two batches were in the function at once, every record came once
@@ -186,3 +188,26 @@ def test_each_further_lane_gets_its_own_execution_environment(pipeline, tmp_path
     assert len(further) == 1 and main.events and further[0].events
     assert not set(main.sequences()) & set(further[0].sequences())
     assert len(main.sequences()) + len(further[0].sequences()) == 16
+
+
+def test_lanes_without_environments_of_their_own_take_turns_in_the_one_function(pipeline, tmp_path):
+    # Given views of eight items, and a function that notes how many calls are in it at once
+    rng = random.Random(5)
+    for item in "abcdefgh":
+        record_views(pipeline.views, item, 2, pipeline.settings.write_shards, rng)
+    inside, most, lanes = [0], [0], set()
+
+    def count_inside(event: dict[str, Any], call: int) -> None:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        lanes.add(threading.current_thread().name)
+        for _ in range(100):
+            time.sleep(0)  # yields to the other lane's thread: it would come in now if it could
+        inside[0] -= 1
+
+    function = Function(count_inside)
+    run = runner(pipeline, function, tmp_path, SimulatedClock(time.time()), batch_size=2, parallelization_factor=2)
+    # When it delivers the stream with ParallelizationFactor 2 and no lane_handler (the deployed handler's case)
+    run.drain()
+    # Then every record came from both lanes' threads, one invocation at a time
+    assert len(function.sequences()) == 16 and len(lanes) == 2 and most == [1]

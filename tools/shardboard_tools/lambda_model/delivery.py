@@ -146,7 +146,7 @@ class StreamDelivery:
     ``destination`` receives each on-failure message (the mapping's OnFailure destination); ``partition_key`` is
     the base table's hash key attribute, by which ParallelizationFactor lanes are chosen; ``environments`` makes
     the function of each further lane (Lambda runs concurrent batches in their own execution environments; None:
-    the lanes share ``function``, which must then bear concurrent calls).
+    the lanes take turns in ``function``, since an in-process handler with module state cannot take two calls).
     """
 
     def __init__(
@@ -176,6 +176,7 @@ class StreamDelivery:
         self._environments = environments
         self._lane_functions: list[Handler] = [function]
         self._lane = threading.local()  # the function of the lane a thread delivers
+        self._turns = threading.Lock()  # lanes without environments of their own take turns in the one function
 
     # -- what the caller sees
     def open_windows(self) -> bool:
@@ -463,11 +464,18 @@ class StreamDelivery:
             timeout_seconds=self.mapping.function_timeout_seconds,
             clock=self.clock.now,
         )
-        response = getattr(self._lane, "function", self.function)(event, context)
+        response = self._run_function(event, context)
         if self.clock.now() - started > self.mapping.function_timeout_seconds:
             self._count("timeouts")
             raise FunctionTimedOut(f"Task timed out after {self.mapping.function_timeout_seconds:.2f} seconds")
         return response
+
+    def _run_function(self, event: dict[str, Any], context: Any) -> Any:
+        function = getattr(self._lane, "function", None)
+        if function is not None and self._environments is not None:
+            return function(event, context)
+        with self._turns:
+            return self.function(event, context)
 
     def _count_invocation(self, records: list[Record]) -> None:
         with self._lock:

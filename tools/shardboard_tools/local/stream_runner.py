@@ -188,8 +188,9 @@ class StreamRunner:
     override it. ``state_dir`` (e.g. :func:`default_state_dir`) persists checkpoints and receives the dead-letter
     file; without it positions live in memory and dead letters only in :attr:`dead_letters`. ``clock`` is read for
     batching windows, window ends, record ages, timeouts and back-offs (a :class:`SimulatedClock` in tests).
-    ``lane_handler`` makes the handler of each further ParallelizationFactor lane (its own execution environment:
-    the deployed aggregator keeps per-invocation state in a module-level processor); None: lanes share ``handler``.
+    ``lane_handler`` makes the handler of each further ParallelizationFactor lane (its own execution environment);
+    None: the lanes take turns in ``handler`` (the deployed aggregator keeps per-invocation state in a module-level
+    processor: two calls at once would share it).
     """
 
     dynamodb: Any
