@@ -17,7 +17,8 @@ from shardboard.domain.batch import ViewRecord, fold
 from shardboard.domain.recording import record_views
 from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
 from shardboard.handlers import aggregate
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner
 
 STEPS = [
     ViewRecord("images/1.jpg", 3, 0, 1, "1"),

@@ -13,7 +13,8 @@ from dataclasses import replace
 import pytest
 
 from shardboard.adapters.dynamodb import dynamodb_client
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.testing.faults import (
     ClientFaults,

@@ -15,7 +15,8 @@ from typing import Any
 from shardboard.domain.recording import record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
 from shardboard_tools.lambda_model.event_filter import matches_any
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 
 
 class Function:

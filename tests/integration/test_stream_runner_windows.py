@@ -20,13 +20,9 @@ import pytest
 from shardboard.domain.recording import record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
 from shardboard_tools.lambda_model.event_filter import matches_any
-from shardboard_tools.local.stream_runner import (
-    MAX_WINDOW_STATE_BYTES,
-    EventSourceMapping,
-    StreamRunner,
-    read_dead_letters,
-    window_start,
-)
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.lambda_model.windows import MAX_WINDOW_STATE_BYTES, window_start
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.local.streams import latest_stream_arn
 from shardboard_tools.local.template import Template
 from tests.conftest import ROOT

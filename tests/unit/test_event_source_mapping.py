@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from shardboard_tools.lambda_model.event_filter import matches, matches_any
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, dead_letter, failed_index
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.lambda_model.records import dead_letter, failed_index
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.template import Template
 from tests.conftest import ROOT, load_event
 

@@ -27,26 +27,9 @@ from shardboard.adapters.dynamodb import error_code
 from shardboard_tools.lambda_model.clock import Clock, WallClock
 from shardboard_tools.lambda_model.delivery import POLL_SECONDS, Page, RunStats, StreamDelivery
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
-from shardboard_tools.lambda_model.records import Record, dead_letter, failed_index, iso_millis
-from shardboard_tools.lambda_model.windows import MAX_WINDOW_STATE_BYTES, TumblingWindow, window_start
+from shardboard_tools.lambda_model.records import Record, iso_millis
 from shardboard_tools.local.streams import lambda_record, latest_stream_arn, shards_parents_first
 from shardboard_tools.local.template import Template, TemplateError
-
-__all__ = [
-    "DEAD_LETTERS_FILE",
-    "MAX_WINDOW_STATE_BYTES",
-    "CheckpointStore",
-    "EventSourceMapping",
-    "RunStats",
-    "StreamRunner",
-    "TumblingWindow",
-    "dead_letter",
-    "default_state_dir",
-    "failed_index",
-    "read_dead_letters",
-    "window_start",
-    "write_atomically",
-]
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
