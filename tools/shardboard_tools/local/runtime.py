@@ -76,8 +76,12 @@ class Runtime:
         return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
 
     def export_to_handlers(self) -> None:
-        """Hand the in-process functions this runtime's settings and client, as a Lambda container would build them."""
-        wiring.use(wiring.Container(self.settings, self.dynamodb))
+        """Hand the in-process functions this runtime's settings, as a Lambda container would build them.
+
+        The functions get a client of their own, as in their own container: faults a test injects into the
+        functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
+        """
+        wiring.use(wiring.Container(self.settings, dynamodb_client()))
         # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
         if observability.metrics.namespace is None and self.template.parameters.get("MetricsNamespace"):
             observability.metrics.namespace = self.template.parameters["MetricsNamespace"]
