@@ -3,39 +3,38 @@
 NOTES = """
 ## How it is measured
 
-- **Virtual time.** View *i* arrives at simulated second *i / rate*. Every request a design makes is stamped with
-  that time and priced by its own `CapacityEmulator` (`src/shardboard/capacity/`): 1 write unit per started KB of
+- **Virtual time.** View *i* arrives at simulated second *i / rate*. Every request a design makes is stamped with that
+  time and priced by its own `CapacityEmulator` (`tools/shardboard_tools/capacity/`): 1 write unit per started KB of
   the larger of the old and new item, index writes on the GSI's partition key value (none when the item is in the
   index neither before nor after, two when an indexed sort key changes), eventually consistent reads at half cost,
-  queries by summed size per 4 KB. A partition key value (of a table or of a GSI) that would exceed 1,000 write
-  units or 3,000 read units within one simulated second is refused with `ProvisionedThroughputExceededException`,
-  and nothing is booked, as DynamoDB does. No burst capacity is modelled in the benchmark: DynamoDB never lets one
+  queries by summed size per 4 KB. A partition key value (of a table or of a GSI) that would exceed 1,000 write units
+  or 3,000 read units within one simulated second is refused with `ProvisionedThroughputExceededException`, and
+  nothing is booked, as DynamoDB does. No burst capacity is modelled in the benchmark: DynamoDB never lets one
   partition key value exceed those ceilings, burst or not.
 - **Real code decides the requests.** `shardboard` runs `record_views` against an in-memory base table, the real
-  aggregator (`handlers.aggregate.aggregate`: Powertools' batch processor, `read_view`, the window state, the fold
-  and `apply_deltas`) on that table's stream in 1,000-record batches inside 10 s tumbling windows
+  aggregator (`handlers.aggregate.aggregate`: Powertools' batch processor, `read_view`, the window state, the fold and
+  `apply_deltas`) on that table's stream in 1,000-record batches inside 10 s tumbling windows
   (`AggregationWindowSeconds`; `--aggregation-window 0` applies every batch as it comes), and `take_snapshot` every
   refresh interval. Delivery is Lambda's: batches never cross a window; a window's final invocation comes once the
-  clock passes its end; the state travels as JSON between invocations and a state over 1 MB ends the window early;
-  a final invocation that fails is retried a simulated second later with the same state. Without windows, a batch
-  with throttled items reports them and Lambda's resume-from-the-lowest-failed-record is replayed likewise.
+  clock passes its end; the state travels as JSON between invocations and a state over 1 MB ends the window early; a
+  final invocation that fails is retried a simulated second later with the same state. Without windows, a batch with
+  throttled items reports them and Lambda's resume-from-the-lowest-failed-record is replayed likewise.
 - **The aggregator's requests take time.** One invocation does not send thousands of writes in one instant: its
   requests are stamped as the deployed function sends them, 16 in flight (`WRITE_CONCURRENCY`) at 5 ms each
   (`capacity.emulator.PacedClock`), so a window's final invocation spreads its writes over a few simulated seconds.
-- **The seed designs** are seed 002 as written: one `UpdateItem ADD ViewCount :1` per view on the image item, a
-  leaderboard GSI on `IMAGES` (or on a `PARTITION_k` drawn at creation), and N items queried from every GSI
-  partition value per refresh.
+- **The seed designs** are seed 002's (docs/background.md) as written: one `UpdateItem ADD ViewCount :1` per view on
+  the image item, a leaderboard GSI on `IMAGES` (or on a `PARTITION_k` drawn at creation), and N items queried from
+  every GSI partition value per refresh.
 - **Metrics.** `write units per view` counts every write unit (base, aggregates, GSI, snapshot, threshold) over the
-  views recorded. `max partition write units/s` is the busiest partition key value in any one simulated second.
-  `viral item views/s sustained` bisects (2 %) on the rate of a single item, each probe lasting 2 simulated seconds,
-  for the highest rate with zero throttled requests. `items read per refresh` is the last refresh of the run
-  (steady state: it sizes its first pages from the previous snapshot). `aggregator CPU` is `time.process_time` of
-  the real handler path per record, minus the in-memory store's own time (in Lambda that time is the DynamoDB
-  client's), with the calibrated cost of that metering removed, best of 3 runs; the window state's JSON round trip
-  at every invocation is included (a cost the window adds); decoding the event's records and freeing them afterwards
-  are not (the Lambda runtime's work, the same for any stream consumer). It is the only machine-dependent figure.
-- **Exactness.** `exact top N` compares each design's last leaderboard with the true top N of the views it
-  recorded.
+  views recorded. `max partition write units/s` is the busiest partition key value in any one simulated second. `viral
+  item views/s sustained` bisects (2 %) on the rate of a single item, each probe lasting 2 simulated seconds, for the
+  highest rate with zero throttled requests. `items read per refresh` is the last refresh of the run (steady state: it
+  sizes its first pages from the previous snapshot). `aggregator CPU` is `time.process_time` of the real handler path
+  per record, minus the in-memory store's own time (in Lambda that time is the DynamoDB client's), with the calibrated
+  cost of that metering removed, best of 3 runs; the window state's JSON round trip at every invocation is included (a
+  cost the window adds); decoding the event's records and freeing them afterwards are not (the Lambda runtime's work,
+  the same for any stream consumer). It is the only machine-dependent figure.
+- **Exactness.** `exact top N` compares each design's last leaderboard with the true top N of the views it recorded.
 
 ## Where the write units go, and why windows
 
@@ -55,7 +54,7 @@ The figure is measured as the aggregator runs in its Lambda: alone in the proces
 100,000 views of the workload). The second row is the same path measured during the main run, where the simulated
 writers run between batches and evict the aggregator's working set from the CPU caches. What changed to get here,
 from ~118 us per record first measured on this harness: the aggregator reads only the four attributes it needs from
-the stream record's wire-format images, first on a fast path of plain lookups (`store.stream_view_record`; anything
+the stream record's wire-format images, first on a fast path of plain lookups (`stream_view_record`; anything
 unusual takes the careful path that names the reason), the fold reads records by position, board shards are cached
 per item id, `apply_deltas` applies items inline when `write_concurrency` is 1 (the in-memory store has no network
 latency to overlap; in Lambda the pool stays), the processor lets go of its batch once it has answered (Powertools

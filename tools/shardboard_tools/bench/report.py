@@ -183,7 +183,7 @@ def markdown(result: dict[str, Any], command: str, chart_name: str, notes: str) 
         lines += [f"| {seed} | {label} | {ratio} |" for seed, label, ratio in found]
     checked = targets(result)
     if checked:
-        lines += ["", "## Targets (issue 5)", "", "| target | wanted | found | met |", "|---|---|---:|:---:|"]
+        lines += ["", "## Targets", "", "| target | wanted | found | met |", "|---|---|---:|:---:|"]
         lines += [f"| {t.name} | {t.wanted} | {t.found} | {'yes' if t.met else '**no**'} |" for t in checked]
     workload = result["workload"]
     lines += ["", "## Workload", "", *[f"- `{k}`: {v}" for k, v in workload.items()], "", notes.strip(), ""]

@@ -64,7 +64,7 @@ def reshard(ctx: click.Context, target: int, grace_seconds: float | None, as_jso
 @click.option("--json", "as_json", is_flag=True, help="Print the metadata as JSON.")
 @click.pass_context
 def shards(ctx: click.Context, review: bool, as_json: bool) -> None:
-    """Items whose write shards grew past the default (seed 004's metadata table)."""
+    """Items whose write shards grew past the default (the shard metadata table: docs/dynamic-sharding.md)."""
     rt = runtime(ctx)
     policy = ShardPolicy.of(rt.settings)
     with one_line_errors():

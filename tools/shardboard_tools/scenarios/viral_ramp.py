@@ -4,9 +4,9 @@ Everything runs in virtual time on the capacity emulator: 50 writers (each its o
 Lambda containers would be) write every view through the real recording code into the in-memory base table, whose
 partition key values are held to 1,000 write units/s; a throttled view waits a jittered back-off and is retried,
 so no view is lost. Once per virtual second the stream goes through the real ``apply_batch``; once per review
-period the real shrink review runs. The report checks what issue 7 asks: growth until throttling stops, at most
-one change per cooldown window, no throttling once the load stops rising, exact counts, a long tail that never
-leaves the default.
+period the real shrink review runs. The report checks what dynamic sharding promises (docs/dynamic-sharding.md):
+growth until throttling stops, at most one change per cooldown window, no throttling once the load stops rising,
+exact counts, a long tail that never leaves the default.
 """
 
 from __future__ import annotations
