@@ -14,6 +14,7 @@ from shardboard_tools.bench.notes import NOTES
 from shardboard_tools.bench.report import chart, markdown, table, targets
 from shardboard_tools.bench.run import run_benchmark
 from shardboard_tools.bench.workload import Workload
+from shardboard_tools.cli.common import require_extra
 
 
 def command_line(ctx: click.Context) -> str:
@@ -84,6 +85,7 @@ def bench(
     no_files: bool,
 ) -> None:
     """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
+    require_extra("bench", "bench", "numpy", *(() if no_files else ("matplotlib",)))
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
 

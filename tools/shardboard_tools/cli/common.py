@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +23,14 @@ errors = Console(stderr=True)
 
 def fail(reason: str, code: int = 1) -> NoReturn:
     """Exit non-zero with a one-line reason."""
-    errors.print(f"shardboard: {reason}", markup=False, highlight=False)
+    errors.print(f"shardboard: {reason}", markup=False, highlight=False, soft_wrap=True)  # one line, never wrapped
     sys.exit(code)
+
+
+def require_extra(command: str, extra: str, *modules: str) -> None:
+    """Exit 2 with the pip line to run when an optional dependency of ``command`` is not installed."""
+    if any(importlib.util.find_spec(module) is None for module in modules):
+        fail(f"`shardboard {command}` needs the {extra} extra: pip install 'shardboard[{extra}]'", 2)
 
 
 @contextmanager
