@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,7 +45,18 @@ def one_line_errors() -> Iterator[None]:
         info = error.response.get("Error", {})
         fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
     except BotoCoreError as error:
-        fail(f"cannot reach DynamoDB: {error}")
+        fail(f"cannot reach DynamoDB: {error}{_endpoint_hint()}")
+
+
+def _endpoint_hint() -> str:
+    """Where the command looked: a new user most often meant a local engine and set no endpoint."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    if endpoint:
+        return f" (AWS_ENDPOINT_URL_DYNAMODB={endpoint}: is the engine running? `shardboard local` starts one)"
+    return (
+        " (no AWS_ENDPOINT_URL_DYNAMODB: for DynamoDB Local, `shardboard local` starts one and prints the"
+        " variables to export; for AWS, configure credentials)"
+    )
 
 
 def runtime(ctx: click.Context) -> Runtime:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.live import Live
 
 from shardboard.domain.snapshot import leaderboard_json
-from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Vitals, render
+from shardboard_tools.local.live import FreshnessTracker, LiveTicker, StreamLag, Vitals, render
 from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import SnapshotScheduler
@@ -114,7 +114,11 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         stack.callback(runner.stop)
         scheduler.start()
         stack.callback(scheduler.stop)
-        web = LeaderboardServer(read_api.handler, options.web_port).start() if options.web else None
+        web = (
+            LeaderboardServer(read_api.handler, options.web_port, options.refresh_seconds).start()
+            if options.web
+            else None
+        )
         if web:
             stack.callback(web.stop)
             console.print(f"leaderboard page: {web.url}")
@@ -159,10 +163,12 @@ def _load(
     if not options.live:
         return generate(rt.views, spec, write_shards, on_view=tracker.view, show_progress=True)
     progress = {"views": 0}
+    lag = StreamLag()
     started = time.monotonic()
 
     def counted(item: str, landed: float) -> None:
         tracker.view(item, landed)
+        lag.view(landed)
         progress["views"] += 1  # one writer per increment under the GIL; a display figure, not a measurement
 
     def frame() -> Any:
@@ -172,7 +178,7 @@ def _load(
             elapsed=time.monotonic() - started,
             target_seconds=spec.duration_seconds,
             records_delivered=runner.stats.records,
-            iterator_age=runner.stats.iterator_age_seconds,
+            stream_lag=lag.seconds(runner.stats.records, time.time()),
             freshness_p50=tracker.percentile(0.5),
             refreshes=scheduler.runs,
             web_url=web.url if web else None,
