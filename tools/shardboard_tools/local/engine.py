@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -211,6 +212,8 @@ def _start_moto(notice: str) -> Engine:
         raise EngineError(
             "no local engine: install Java 17 and run `make dynamodb-local`, or `pip install 'moto[server]'`"
         ) from error
+    # Werkzeug logs one access line per request at INFO on stderr: hundreds per second under the demo's load.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
