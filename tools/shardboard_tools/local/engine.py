@@ -108,17 +108,27 @@ class Engine:
         self._restore_signals.clear()
 
 
-def start_engine(install_dir: Path | None = None, announce: Callable[[str], None] | None = None) -> Engine:
-    """Start (or adopt) an engine; ``announce`` receives the one-line fallback notice, if any."""
-    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+def start_engine(
+    install_dir: Path | None = None,
+    announce: Callable[[str], None] | None = None,
+    *,
+    port: int | None = None,
+    adopt_endpoint: bool = True,
+) -> Engine:
+    """Start (or adopt) an engine; ``announce`` receives the one-line fallback notice, if any.
+
+    ``port``: listen there instead of on a free port. ``adopt_endpoint=False`` starts one even when
+    ``AWS_ENDPOINT_URL_DYNAMODB`` is set (``shardboard local``).
+    """
+    if adopt_endpoint and os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
         return Engine("external", os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
     home = dynamodb_local_home(install_dir)
     java = shutil.which("java")
     if home is not None and java is not None:
-        engine = _start_dynamodb_local(java, home)
+        engine = _start_dynamodb_local(java, home, port)
     else:
         missing = "java" if java is None else "DynamoDB Local (run `make dynamodb-local`)"
-        engine = _start_moto(f"{missing} not found: using moto's DynamoDB server instead of DynamoDB Local")
+        engine = _start_moto(f"{missing} not found: using moto's DynamoDB server instead of DynamoDB Local", port)
     if engine.notice and announce:
         announce(engine.notice)
     atexit.register(engine.stop)
@@ -172,10 +182,11 @@ def _can_run_source(java: str) -> bool:
     return (Path(java).resolve().parent / "javac").exists() and LAUNCHER.exists()
 
 
-def _start_dynamodb_local(java: str, home: Path, attempts: int = 3) -> Engine:
+def _start_dynamodb_local(java: str, home: Path, fixed_port: int | None = None, attempts: int = 3) -> Engine:
     last_output = ""
-    for _ in range(attempts):  # another process may grab the chosen port between bind and java's listen
-        port = free_port()
+    # Another process may grab a free port between our bind and java's listen: try again; a fixed port once.
+    for _ in range(1 if fixed_port else attempts):
+        port = fixed_port or free_port()
         log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - it lives as long as the process
         process = subprocess.Popen(
             dynamodb_local_command(java, home, port),
@@ -205,7 +216,7 @@ def _wait_ready(process: subprocess.Popen[bytes], port: int) -> bool:
     return False
 
 
-def _start_moto(notice: str) -> Engine:
+def _start_moto(notice: str, port: int | None = None) -> Engine:
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as error:
@@ -214,7 +225,7 @@ def _start_moto(notice: str) -> Engine:
         ) from error
     # Werkzeug logs one access line per request at INFO on stderr: hundreds per second under the demo's load.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     return Engine("moto", f"http://{host}:{port}", notice=notice, _moto=server)
