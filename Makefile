@@ -60,11 +60,16 @@ browser: install ## Chromium for the page test: found on PATH, else apt-get (~11
 demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
 	$(BIN)/shardboard demo
 
-unit: install ## Fast tests only (no DynamoDB Local)
-	$(BIN)/pytest tests/unit tests/integration -q
+# Tests run in parallel (pytest-xdist): every DynamoDB Local test gets its engine on a free port and tables of its
+# own, so workers never share one; tests marked xdist_group stay on one worker (--dist loadgroup). Each worker's JVM
+# takes ~250 MB, hence the cap on `auto`.
+PYTEST_PARALLEL := -n $(or $(WORKERS),auto) --maxprocesses 4 --dist loadgroup
+
+unit: install ## Fast tests only: unit and moto, no DynamoDB Local, no slow tier
+	$(BIN)/pytest tests/unit tests/integration -q -m "not slow" $(PYTEST_PARALLEL)
 
 test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
 	$(BIN)/ruff check src tools tests

@@ -35,14 +35,11 @@ def test_bench_without_the_extra_exits_2_with_the_pip_line():
     assert result.stderr == ("shardboard: `shardboard bench` needs the bench extra: pip install 'shardboard[bench]'\n")
 
 
-def test_plan_and_help_work_without_the_extra():
+def test_plan_works_without_the_extra():
     # Given an interpreter without numpy and matplotlib
-    # When the help and `shardboard plan` run
-    help_text = shardboard_without_bench_extra("--help")
+    # When `shardboard plan` runs (importing the whole command group, bench included)
     planned = shardboard_without_bench_extra("plan", "--views-per-sec", "1000", "--partitions", "4", "--json")
-    # Then both succeed: the exact overload probability needs no numpy
-    assert help_text.returncode == 0, help_text.stderr
-    assert "plan" in help_text.stdout
+    # Then it succeeds: the exact overload probability needs no numpy
     assert planned.returncode == 0, planned.stderr
     document = json.loads(planned.stdout)
     assert document["partitions"] == 4

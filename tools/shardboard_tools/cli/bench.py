@@ -49,6 +49,13 @@ def command_line(ctx: click.Context) -> str:
     show_default=True,
     help="shardboard's tumbling window in simulated seconds (AggregationWindowSeconds; 0 = apply every batch).",
 )
+@click.option(
+    "--probe-seconds",
+    type=click.FloatRange(min=0.1),
+    default=Workload.probe_seconds,
+    show_default=True,
+    help="Simulated seconds of each probe of the viral-item rate search.",
+)
 @click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
 @click.option(
     "--scenario",
@@ -78,6 +85,7 @@ def bench(
     batch_size: int,
     refresh_seconds: float,
     aggregation_window: float,
+    probe_seconds: float,
     designs: tuple[str, ...],
     scenario: str,
     as_json: bool,
@@ -102,6 +110,7 @@ def bench(
         write_shards=write_shards,
         refresh_seconds=refresh_seconds,
         aggregation_window_seconds=aggregation_window,
+        probe_seconds=probe_seconds,
     )
     chosen = designs or DESIGNS
     screen = Console(stderr=True) if as_json else Console()
