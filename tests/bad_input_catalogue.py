@@ -72,8 +72,14 @@ HTTP: list[HttpCase] = [
     HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
     HttpCase("negative limit", "GET", "/leaderboard", "limit=-1", message="limit must be a whole number"),
     HttpCase("fractional limit", "GET", "/leaderboard", "limit=1.5", message="limit must be a whole number"),
+    HttpCase("limit in superscript digits", "GET", "/leaderboard", "limit=²", message="whole number from 1 to 10"),
+    HttpCase("limit in Arabic-Indic digits", "GET", "/leaderboard", "limit=٣", message="whole number from 1 to 10"),
+    HttpCase("limit in fullwidth digits", "GET", "/leaderboard", "limit=\uff15", message="whole number from 1 to 10"),
+    HttpCase("limit of 5,000 digits", "GET", "/leaderboard", "limit=" + "9" * 5000, message="must be from 1 to 10"),
     HttpCase("item id with a newline", "GET", "/items/bad%0Aid", message="control character (U+000A)"),
     HttpCase("item id of 513 bytes", "GET", "/items/" + "y" * 513, message="id is 513 bytes"),
+    HttpCase("item id with an encoded NUL", "GET", "/items/%00", message="control character (U+0000)"),
+    HttpCase("item id with a broken escape", "GET", "/items/%ZZ", status=404, message="no views recorded for item"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 
@@ -107,6 +113,7 @@ CLI: list[CliCase] = [
     CliCase("non-numeric parameter", ("-p", "TopN=many", "init"), "parameter TopN must be a number"),
     CliCase("parameter out of range", ("-p", "TopN=0", "init"), "parameter TopN must be from 1 to 5000"),
     CliCase("parameter not allowed", ("-p", "SparseIndex=maybe", "init"), "must be one of true, false"),
+    CliCase("malformed schedule", ("-p", "SnapshotSchedule=cron(0 12 * *)", "init"), "not a valid EventBridge"),
     CliCase("batch size 0", ("process", "--batch-size", "0"), "0 is not in the range 1<=x<=10000"),
     CliCase("rebuild with 0 segments", ("rebuild", "--segments", "0"), "0 is not in the range 1<=x<=1000"),
     CliCase("redrive file that is not failure messages", ("redrive", "--file", "{bad_letters}"), "line 1 is not"),

@@ -141,11 +141,8 @@ def make_pipeline() -> Iterator[Any]:
     """Build a pipeline on moto from template.yaml with parameter overrides, e.g. ``make_pipeline(TopN="3")``."""
     from moto import mock_aws
 
-    from shardboard.settings import Settings
+    from shardboard.handlers import wiring
 
-    handler_env = Settings().as_env().keys()
-    for name in handler_env:  # a previous pipeline's exported settings must not leak into this one
-        os.environ.pop(name, None)
     with mock_aws():
 
         def build(**parameters: str) -> Pipeline:
@@ -155,8 +152,7 @@ def make_pipeline() -> Iterator[Any]:
             return Pipeline(runtime)
 
         yield build
-    for name in handler_env:
-        os.environ.pop(name, None)
+    wiring.use(None)  # the next test's functions build their own collaborators
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ Domain code never reads ``os.environ``: it receives a :class:`Settings`.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from shardboard.schedule import ScheduleError, interval_seconds
 
 # seed 001: W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
 # 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears 1,000 WCU/s.
@@ -28,20 +29,17 @@ DEFAULT_SCHEDULE = "rate(1 minute)"
 # One request may record at most this many views (each view is one base-table write).
 MAX_VIEWS_PER_REQUEST = 1000
 
-_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
-_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
-
 
 class ConfigError(ValueError):
     """A setting is missing or malformed."""
 
 
 def schedule_seconds(expression: str) -> int:
-    """Seconds between snapshot refreshes for an EventBridge ``rate(...)`` expression (60 for ``cron``)."""
-    match = _RATE.match(expression.strip())
-    if not match:
-        return 60
-    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).rstrip("s")]
+    """Smallest interval between two firings of an EventBridge ``rate(...)`` or ``cron(...)`` schedule."""
+    try:
+        return interval_seconds(expression)
+    except ScheduleError as error:
+        raise ConfigError(f"schedule {expression!r} is not a valid EventBridge schedule: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -68,6 +66,7 @@ class Settings:
             raise ConfigError("max_write_shards must be >= write_shards and shard_cooldown_seconds >= 0")
         if not self.board or "#" in self.board:
             raise ConfigError(f"board name must be non-empty and contain no '#': {self.board!r}")
+        schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
 
     @property
     def refresh_seconds(self) -> int:
@@ -102,20 +101,3 @@ class Settings:
             sparse_index=env.get("SPARSE_INDEX", str(defaults.sparse_index)).lower() in ("1", "true", "yes"),
             write_concurrency=integer("WRITE_CONCURRENCY", defaults.write_concurrency),
         )
-
-    def as_env(self) -> dict[str, str]:
-        """The environment a deployed function gets for these settings (the inverse of from_env)."""
-        return {
-            "VIEWS_TABLE": self.views_table,
-            "BOARD_TABLE": self.board_table,
-            "SHARDS_TABLE": self.shards_table,
-            "BOARD_NAME": self.board,
-            "WRITE_SHARDS": str(self.write_shards),
-            "MAX_WRITE_SHARDS": str(self.max_write_shards),
-            "SHARD_COOLDOWN_SECONDS": str(self.shard_cooldown_seconds),
-            "BOARD_SHARDS": str(self.board_shards),
-            "TOP_N": str(self.top_n),
-            "SNAPSHOT_SCHEDULE": self.schedule,
-            "SPARSE_INDEX": str(self.sparse_index).lower(),
-            "WRITE_CONCURRENCY": str(self.write_concurrency),
-        }

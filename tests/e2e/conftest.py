@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from shardboard.settings import Settings
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.template import create_tables
@@ -36,13 +35,10 @@ def local_env(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
 
     The functions' settings a test exports (Runtime.export_to_handlers) are removed on both sides of it.
     """
-    from shardboard.handlers import observability
+    from shardboard.handlers import wiring
 
     def forget_handler_settings() -> None:
-        for name in Settings().as_env():
-            os.environ.pop(name, None)
-        observability.settings.cache_clear()
-        observability.client.cache_clear()
+        wiring.use(None)
 
     forget_handler_settings()
     for name, value in engine.env().items():

@@ -55,9 +55,9 @@ def runner(pipeline, handler, tmp_path, *, batch_size=10, max_retries=3, state=T
 
 
 def aggregator_client():
-    from shardboard.handlers import observability
+    from shardboard.handlers import wiring
 
-    return observability.client()
+    return wiring.client()
 
 
 def assert_exact(pipeline):
@@ -100,13 +100,10 @@ def test_client_faults_on_the_aggregator_leave_counts_exact(pipeline, tmp_path, 
 
 @pytest.mark.parametrize("step", ["before any write", "between two writes", "after the writes"])
 def test_a_kill_at_every_step_of_a_batch_is_healed_by_the_retry(make_pipeline, tmp_path, capsys, step):
-    from shardboard.handlers import observability
-
     # Given one batch of five items, written one at a time (so "between two writes" is exact)
     pipeline = make_pipeline()
     pipeline.runtime.settings = replace(pipeline.settings, write_concurrency=1)
     pipeline.runtime.export_to_handlers()
-    observability.settings.cache_clear()
     record(pipeline)
     switch = KillSwitch(aggregator_client())
     container, outcomes = Container.main(), []

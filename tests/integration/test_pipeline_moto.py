@@ -71,7 +71,7 @@ def test_overlapping_resplit_batches_count_once(pipeline):
 def test_a_batch_whose_third_write_fails_is_retried_exactly(pipeline):
     from botocore.exceptions import ClientError
 
-    from shardboard.handlers import observability
+    from shardboard.handlers import wiring
 
     # Given a batch touching five items, and a DynamoDB that fails the third aggregate write
     record(pipeline, {f"item-{i}": 3 + i for i in range(5)})
@@ -84,7 +84,7 @@ def test_a_batch_whose_third_write_fails_is_retried_exactly(pipeline):
             if calls["n"] == 3:
                 raise ClientError({"Error": {"Code": "InternalServerError", "Message": "injected"}}, "UpdateItem")
 
-    client = observability.client()
+    client = wiring.client()
     client.meta.events.register("provide-client-params.dynamodb.UpdateItem", fail_third_write)
     # When the batch is delivered
     response = pipeline.aggregate(records)

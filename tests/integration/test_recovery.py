@@ -9,6 +9,8 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
+from shardboard.adapters.keys import view_pk
+from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.domain.recording import record_views
 from shardboard_tools.cli import main
 from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
@@ -137,3 +139,45 @@ def test_verify_json_lists_every_difference_and_the_rebuild_command_fixes_them(b
 def test_redrive_without_failed_batches_says_so(board, cli):
     result = cli("redrive")
     assert result.exit_code == 0 and "nothing to redrive" in result.output
+
+
+def test_redrive_repairs_a_record_lost_on_a_write_shard_above_write_shards(make_pipeline, tmp_path):
+    from shardboard.domain.dynamic_sharding import readable_shards
+    from shardboard_tools.local.stream_runner import read_dead_letters
+    from shardboard_tools.operations.recovery import redrive
+    from shardboard_tools.testing.faults import FaultyFunction, FunctionFaults
+
+    # Given an item grown by dynamic sharding past WriteShards=2: 3 views on shard 0, then 2 on shard 6 and 2 on 7
+    pipeline = make_pipeline(WriteShards="2", MaxWriteShards="8")
+    store = ShardMetadataStore(pipeline.runtime.dynamodb, pipeline.settings.shards_table)
+    assert store.change_count("viral", None, 8, 1_000, cooldown_seconds=5, default=2) is not None
+    for shard in (0, 0, 0, 6, 7, 6, 7):
+        pipeline.views.add_view("viral", shard)
+    # And an aggregator that can never process the records of shards 6 and 7 (no applied_6 or applied_7 anywhere)
+    function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(1))
+    lost = {view_pk("viral", 6), view_pk("viral", 7)}
+    function.poisoned.update(
+        r["dynamodb"]["SequenceNumber"] for r in pipeline.stream_records() if r["dynamodb"]["Keys"]["pk"]["S"] in lost
+    )
+
+    mapping = replace(
+        EventSourceMapping.from_template(pipeline.runtime.template),
+        batching_window_seconds=0,
+        batch_size=1,
+        max_retry_attempts=0,
+    )
+    rt = pipeline.runtime
+    runner = StreamRunner(
+        rt.dynamodb, rt.streams, pipeline.settings.views_table, function, mapping=mapping, state_dir=tmp_path / "state"
+    )
+    runner.drain()
+    letters = read_dead_letters(tmp_path / "state")
+    assert len(letters) == 4 and pipeline.board.aggregate_views("viral") == 3
+    # When the failure destination's batches are redriven
+    results = redrive(pipeline.views, pipeline.board, rt.streams, pipeline.settings, letters)
+    # Then the 4 views of shards 6 and 7 (in different batches) are restored exactly; a second redrive adds nothing
+    assert [r.views_added for r in results] == [4, 0, 0, 0]
+    assert pipeline.board.aggregate_views("viral") == 7
+    assert pipeline.views.item_total("viral", readable_shards(store.get("viral", consistent=True), 2)) == 7
+    again = redrive(pipeline.views, pipeline.board, rt.streams, pipeline.settings, letters)
+    assert sum(r.views_added for r in again) == 0 and pipeline.board.aggregate_views("viral") == 7

@@ -128,12 +128,12 @@ def test_reshard_and_shards_commands(monkeypatch):
     from click.testing import CliRunner
     from moto import mock_aws
 
-    from shardboard.settings import Settings
     from shardboard_tools.cli import main
+    from shardboard_tools.local.template import Template
 
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    for name in Settings().as_env():
+    for name in Template.load().function_environment():
         monkeypatch.delenv(name, raising=False)
     runner = CliRunner()
     with mock_aws():

@@ -79,6 +79,19 @@ def test_failed_snapshot_refreshes_are_kept_in_an_encrypted_queue(resources):
     assert resources["SnapshotFailureQueue"]["Properties"]["SqsManagedSseEnabled"] is True
 
 
+def test_the_shard_review_is_its_own_scheduled_function_never_retried(resources, sam_template):
+    # Its own rule on its own schedule parameter: a failing review cannot fail or delay a snapshot refresh
+    rule = resources["ShardReviewFunctionReview"]["Properties"]
+    assert rule["ScheduleExpression"] == {"Ref": "ShardReviewSchedule"}
+    assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": ["ShardReviewFunction", "Arn"]}
+    assert parameter(sam_template, rule["ScheduleExpression"])["Default"] == "rate(1 minute)"
+    # A retry would run after the next tick's review and measure nothing new: a failure is counted, not retried
+    invoke = resources["ShardReviewFunctionEventInvokeConfig"]["Properties"]
+    assert (invoke["MaximumRetryAttempts"], invoke["MaximumEventAgeInSeconds"]) == (0, 60)
+    snapshot_rule = resources["SnapshotFunctionRefresh"]["Properties"]
+    assert [t["Arn"] for t in snapshot_rule["Targets"]] == [{"Fn::GetAtt": ["SnapshotFunction", "Arn"]}]
+
+
 def counter_record(event_name: str, item_id: str, shard: int, views: int) -> dict[str, Any]:
     """A base-table stream record as ViewStore.add_view's write produces it (DynamoDB JSON, as Lambda filters it)."""
     image = {PK: {"S": view_pk(item_id, shard)}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}}

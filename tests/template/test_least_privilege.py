@@ -27,9 +27,12 @@ EXPECTED_GRANTS = {
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot
         ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold
         ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather)
-        ("dynamodb:Scan", "ShardsTable"),  # the re-shard review
-        ("dynamodb:UpdateItem", "ShardsTable"),
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
+    },
+    "ShardReviewFunction": {
+        ("dynamodb:GetItem", "BoardTable"),  # aggregate_views: the item's views, to measure its rate
+        ("dynamodb:Scan", "ShardsTable"),  # ShardMetadataStore.scan: every grown item
+        ("dynamodb:UpdateItem", "ShardsTable"),  # change_count (shrink) and note_review
     },
     "ReadApiFunction": {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views

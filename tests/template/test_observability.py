@@ -63,6 +63,34 @@ def test_dead_letter_queue_depth_alarms(alarms, queue):
     assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
+def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
+    # The FilterCriteria keep every record that is not a counter from the aggregator: a skipped one is a fault.
+    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "RecordsSkipped", service="shardboard")
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Sum", 300, 1)
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_the_aggregator_emits_the_metric_the_skipped_records_alarm_watches(pipeline, capsys):
+    from shardboard.handlers import observability
+
+    # Given a counter record and a record that is not a counter (a REMOVE) in one batch
+    observability.metrics.clear_metrics()
+    pipeline.views.add_view("a", 0)
+    counter = pipeline.stream_records()[-1]
+    removal = {**counter, "eventName": "REMOVE"}
+    capsys.readouterr()
+    # When the real aggregator handler runs
+    assert pipeline.aggregate([counter, removal]) == {"batchItemFailures": []}
+    # Then its EMF line counts the skipped record in the alarm's namespace and dimension
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    emf = next(line for line in lines if "RecordsSkipped" in line)
+    (directive,) = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == os.environ["POWERTOOLS_METRICS_NAMESPACE"]
+    assert emf["service"] == "shardboard" and directive["Dimensions"] == [["service"]]
+    assert emf["RecordsSkipped"] == [1.0] and emf["ViewsAggregated"] == [1.0]
+
+
 @pytest.mark.parametrize("function", FUNCTIONS)
 @pytest.mark.parametrize("metric", ["Errors", "Throttles"])
 def test_every_function_has_error_and_throttle_alarms(resources, alarms, function, metric):
@@ -129,9 +157,9 @@ def test_local_runs_export_the_templates_namespace(monkeypatch):
         monkeypatch.setattr(observability.metrics, "namespace", None)
         # When the local runtime hands its settings to the handlers
         Runtime.from_template(ROOT / "template.yaml", {"MetricsNamespace": "ShardboardLocal"}).export_to_handlers()
-        # Then they use the template's namespace, as a deployed function would
+        # Then they use the template's namespace, as a deployed function would, and the environment is untouched
         assert observability.metrics.namespace == "ShardboardLocal"
-        assert os.environ["POWERTOOLS_METRICS_NAMESPACE"] == "ShardboardLocal"
+        assert "POWERTOOLS_METRICS_NAMESPACE" not in os.environ
 
 
 def test_the_dashboard_is_valid_json_over_existing_resources(resources, sam_template):

@@ -60,9 +60,17 @@ def limit(value: str | None, maximum: int) -> int:
     """Parse the ``limit`` query parameter: 1..maximum, defaulting to maximum."""
     if value is None or value == "":
         return maximum
-    if not value.isdigit():
-        raise BadInput(f"limit must be a whole number from 1 to {maximum}, got {value!r}")
-    number = int(value)
-    if not 1 <= number <= maximum:
-        raise BadInput(f"limit must be from 1 to {maximum}, got {number}")
-    return number
+    # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "٣" (which int() reads as 3).
+    if not (value.isascii() and value.isdigit()):
+        raise BadInput(f"limit must be a whole number from 1 to {maximum}, got {_shown(value)}")
+    digits = value.lstrip("0") or "0"
+    # Longer than the maximum's digits is out of range; int() itself refuses strings of over 4,300 digits.
+    if len(digits) > len(str(maximum)) or not 1 <= int(digits) <= maximum:
+        raise BadInput(f"limit must be from 1 to {maximum}, got {_shown(digits, quoted=False)}")
+    return int(digits)
+
+
+def _shown(value: str, *, quoted: bool = True, width: int = 40) -> str:
+    """``value`` for a one-line message: repr'd (escapes newlines) unless ``quoted`` is off, and cut to ``width``."""
+    text = repr(value) if quoted else value
+    return text if len(text) <= width else text[: width - 3] + "..."

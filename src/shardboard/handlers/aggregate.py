@@ -21,7 +21,8 @@ from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_rec
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.window import AggregationWindow
-from shardboard.handlers.observability import board_store, log_metrics, logger, metrics, settings, tracer
+from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
+from shardboard.handlers.wiring import board_store, settings
 from shardboard.settings import Settings
 
 

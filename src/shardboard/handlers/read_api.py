@@ -13,7 +13,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.snapshot import leaderboard_json
-from shardboard.handlers.observability import board_store, log_metrics, logger, metrics, rejected, settings, tracer
+from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
+from shardboard.handlers.wiring import board_store, settings
 
 app = APIGatewayHttpResolver()
 

@@ -12,16 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.recording import record_views
-from shardboard.handlers.observability import (
-    log_metrics,
-    logger,
-    metrics,
-    rejected,
-    settings,
-    shard_router,
-    tracer,
-    view_store,
-)
+from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
+from shardboard.handlers.wiring import settings, shard_router, view_store
 
 app = APIGatewayHttpResolver()
 

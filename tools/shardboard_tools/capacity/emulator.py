@@ -45,8 +45,6 @@ TABLE_THROTTLED = "ThrottlingException"
 PARTITION_WRITE_UNITS_PER_S = 1000.0
 PARTITION_READ_UNITS_PER_S = 3000.0
 ARN_PREFIX = "arn:aws:dynamodb:us-east-1:000000000000:table/"
-# How long DynamoDB retains unused capacity for bursts (best effort).
-DYNAMODB_BURST_SECONDS = 300.0
 
 
 class Clock(Protocol):

@@ -14,6 +14,7 @@ from shardboard.adapters.dynamodb import dynamodb_client, streams_client
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.handlers import observability, wiring
 from shardboard.settings import Settings
 from shardboard_tools.capacity.hook import install_from_env
 from shardboard_tools.local.lambda_context import LocalContext
@@ -75,17 +76,11 @@ class Runtime:
         return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
 
     def export_to_handlers(self) -> None:
-        """Give in-process handlers the environment Lambda would give them, and reset their cached clients."""
-        os.environ.update(self.settings.as_env())
+        """Hand the in-process functions this runtime's settings and client, as a Lambda container would build them."""
+        wiring.use(wiring.Container(self.settings, self.dynamodb))
         # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
-        if self.template.parameters.get("MetricsNamespace"):
-            os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", self.template.parameters["MetricsNamespace"])
-        from shardboard.handlers import observability
-
-        if observability.metrics.namespace is None:  # imported before the variable was set
-            observability.metrics.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE")
-        observability.settings.cache_clear()
-        observability.client.cache_clear()
+        if observability.metrics.namespace is None and self.template.parameters.get("MetricsNamespace"):
+            observability.metrics.namespace = self.template.parameters["MetricsNamespace"]
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
         return handler(event, LocalContext())

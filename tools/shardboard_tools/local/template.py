@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,6 @@ _CREATE_TABLE_KEYS = (
     "ProvisionedThroughput",
     "StreamSpecification",
 )
-_SETTINGS_FROM_PARAMETERS = {
-    "WriteShards": "write_shards",
-    "MaxWriteShards": "max_write_shards",
-    "ShardCooldownSeconds": "shard_cooldown_seconds",
-    "BoardShards": "board_shards",
-    "TopN": "top_n",
-    "BoardName": "board",
-    "SnapshotSchedule": "schedule",
-}
 
 
 # A symlink to the repository's template.yaml: one source of truth, and the wheel holds a copy of its content.
@@ -162,20 +153,21 @@ class Template:
             requests[logical_id] = _numbers_as_ints(request)
         return requests
 
-    def settings(self, **changes: Any) -> Settings:
-        """Settings as the deployed functions would see them, from the template's parameters."""
-        values: dict[str, Any] = {
-            "views_table": self.table_name("ViewsTable"),
-            "board_table": self.table_name("BoardTable"),
-            **({"shards_table": self.table_name("ShardsTable")} if "ShardsTable" in self.table_resources() else {}),
-            "sparse_index": self.parameters.get("SparseIndex", "true").lower() == "true",
+    def function_environment(self, function: str = "AggregatorFunction") -> dict[str, str]:
+        """The environment Lambda gives ``function``: the Globals' variables plus its own, resolved."""
+
+        def variables(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
+            return dict((node or {}).get("Environment", {}).get("Variables", {}))
+
+        merged = {
+            **variables(self.body.get("Globals", {}).get("Function")),
+            **variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
         }
-        for parameter, field_name in _SETTINGS_FROM_PARAMETERS.items():
-            if parameter in self.parameters:
-                raw = self.parameters[parameter]
-                values[field_name] = raw if field_name in ("board", "schedule") else int(raw)
-        values.update(changes)
-        return Settings(**values)
+        return {name: str(self.resolve(value)) for name, value in merged.items()}
+
+    def settings(self, function: str = "AggregatorFunction", **changes: Any) -> Settings:
+        """Settings as the deployed function sees them: read from the environment the template gives it."""
+        return replace(Settings.from_env(self.function_environment(function)), **changes)
 
 
 def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:

@@ -235,6 +235,8 @@ class RedriveResult:
     batch: BatchRange
     records: int = 0
     items: list[str] = field(default_factory=list)
+    # The write shards each item's records were on: with dynamic sharding, shards up to MaxWriteShards.
+    shards: dict[str, set[int]] = field(default_factory=dict)
     repairs: list[Repair] = field(default_factory=list)
     expired: bool = False  # the range fell off the stream's 24-hour retention: only `rebuild` can repair it
 
@@ -243,8 +245,9 @@ class RedriveResult:
         return sum(r.views_added for r in self.repairs)
 
 
-def items_in_range(streams: Any, batch: BatchRange) -> tuple[list[str], int] | None:
-    """Item ids the records of ``batch`` touched (stream order) and how many records; None when no longer retained."""
+def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[int]], int] | None:
+    """The items the records of ``batch`` touched (stream order), each with the write shards its records were on, and
+    how many records; None when the range is no longer retained."""
     try:
         iterator = streams.get_shard_iterator(
             StreamArn=batch.stream_arn,
@@ -256,27 +259,28 @@ def items_in_range(streams: Any, batch: BatchRange) -> tuple[list[str], int] | N
         if error_code(error) in ("TrimmedDataAccessException", "ResourceNotFoundException"):
             return None
         raise
-    items: dict[str, None] = {}
+    items: dict[str, set[int]] = {}
     records, end = 0, int(batch.end)
     while iterator:
         response = streams.get_records(ShardIterator=iterator, Limit=1000)
         page = response.get("Records", [])
         for record in page:
             if int(record["dynamodb"]["SequenceNumber"]) > end:
-                return list(items), records
+                return items, records
             records += 1
-            item = _item_of(record)
-            if item is not None:
-                items[item] = None
+            counter = _counter_of(record)
+            if counter is not None:
+                items.setdefault(counter[0], set()).add(counter[1])
         iterator = response.get("NextShardIterator") if page else None
-    return list(items), records
+    return items, records
 
 
 _deserializer = TypeDeserializer()
 
 
-def _item_of(record: Mapping[str, Any]) -> str | None:
-    """The item a raw stream record counts for, or None for a record that changes no count (as the aggregator)."""
+def _counter_of(record: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The item and write shard a raw stream record counts for, or None for a record that changes no count (as the
+    aggregator)."""
     stream = record.get("dynamodb", {})
 
     def image(name: str) -> dict[str, Any] | None:
@@ -284,7 +288,8 @@ def _item_of(record: Mapping[str, Any]) -> str | None:
         return None if raw is None else {k: _deserializer.deserialize(v) for k, v in raw.items()}
 
     try:
-        return view_record(record.get("eventName"), image("NewImage"), image("OldImage"), "").item_id
+        step = view_record(record.get("eventName"), image("NewImage"), image("OldImage"), "")
+        return step.item_id, step.shard
     except (UnexpectedRecord, TypeError, ValueError):
         return None
 
@@ -298,19 +303,30 @@ def redrive(
     *,
     concurrency: int = DEFAULT_SEGMENTS,
 ) -> list[RedriveResult]:
-    """Repair exactly the items the failed batches touched; an item in several batches is repaired once."""
+    """Repair exactly the items the failed batches touched; an item in several batches is repaired once.
+
+    Each item is repaired on every write shard its records were on, in any of the batches: a shard at or above
+    WriteShards (an item grown by dynamic sharding) that no record reached has no ``applied_k`` that would name it.
+    """
     placement = Placement.read(board, settings)
     results = [RedriveResult(BatchRange.of(letter)) for letter in letters]
-    repaired: dict[str, Repair] = {}
+    shards: dict[str, set[int]] = {}
+    first_batch: dict[str, RedriveResult] = {}  # a repair is reported under the first batch naming its item
     for result in results:
         found = items_in_range(streams, result.batch)
         if found is None:
             result.expired = True
             continue
-        result.items, result.records = found
-        todo = [item for item in result.items if item not in repaired]
-        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
-            for repair in pool.map(lambda item: repair_item(views, board, settings, placement, item), todo):
-                repaired[repair.item_id] = repair
-                result.repairs.append(repair)
+        result.shards, result.records = found
+        result.items = list(result.shards)
+        for item, item_shards in result.shards.items():
+            shards.setdefault(item, set()).update(item_shards)
+            first_batch.setdefault(item, result)
+
+    def repair(item: str) -> Repair:
+        return repair_item(views, board, settings, placement, item, shards=shards[item])
+
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(shards)))) as pool:
+        for done in pool.map(repair, list(shards)):
+            first_batch[done.item_id].repairs.append(done)
     return results

@@ -109,13 +109,13 @@ class Chaos:
     """One chaos run against the tables of ``rt`` (created already), with state in ``state_dir``."""
 
     def __init__(self, rt: Runtime, plan: ChaosPlan, state_dir: Path, say: Callable[[str], None]) -> None:
-        from shardboard.handlers import observability
+        from shardboard.handlers import wiring
 
         self.rt, self.plan, self.state_dir, self.say = rt, plan, state_dir, say
         self.rng = random.Random(plan.seed)
         self.report = ChaosReport(plan)
         rt.export_to_handlers()
-        self.client = observability.client()
+        self.client = wiring.client()
         self.client_faults = ClientFaults(
             self.client,
             FaultRates(),

@@ -1,0 +1,95 @@
+"""The composition root: a function's settings, DynamoDB client and stores, built once per container.
+
+Nothing is built at import. A Lambda container builds its collaborators at the first invocation from the
+environment the template gives it; the local runtime and the tests hand the functions theirs with :func:`use`, so
+no caller has to write the environment or reach into a cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import Any
+
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.settings import Settings
+
+
+class Container:
+    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
+
+    def __init__(self, settings: Settings, dynamodb: Any) -> None:
+        self.settings = settings
+        self.dynamodb = dynamodb
+
+    @classmethod
+    def from_env(cls) -> Container:
+        """What a Lambda container builds: settings from its environment, the default client."""
+        return cls(Settings.from_env(), dynamodb_client())
+
+    @cached_property
+    def views(self) -> ViewStore:
+        return ViewStore(self.dynamodb, self.settings.views_table)
+
+    @cached_property
+    def board(self) -> BoardStore:
+        return BoardStore(self.dynamodb, self.settings.board_table)
+
+    @cached_property
+    def shard_metadata(self) -> ShardMetadataStore:
+        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+
+    @cached_property
+    def router(self) -> ShardRouter | None:
+        """The writers' shard-count cache (dynamic sharding), or None when it is off."""
+        policy = ShardPolicy.of(self.settings)
+        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
+
+
+_current: Container | None = None
+_lock = threading.Lock()
+
+
+def container() -> Container:
+    """The functions' collaborators, built at the first call (never at import time)."""
+    global _current  # noqa: PLW0603 - the one per-container singleton, behind use()
+    if _current is None:
+        with _lock:
+            if _current is None:
+                _current = Container.from_env()
+    return _current
+
+
+def use(replacement: Container | None) -> None:
+    """Give the functions these collaborators (local runtime, tests); None: rebuild from the environment."""
+    global _current  # noqa: PLW0603
+    with _lock:
+        _current = replacement
+
+
+def settings() -> Settings:
+    return container().settings
+
+
+def client() -> Any:
+    return container().dynamodb
+
+
+def view_store() -> ViewStore:
+    return container().views
+
+
+def board_store() -> BoardStore:
+    return container().board
+
+
+def shard_metadata_store() -> ShardMetadataStore:
+    return container().shard_metadata
+
+
+def shard_router() -> ShardRouter | None:
+    return container().router
