@@ -75,6 +75,7 @@ lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam valida
 	$(BIN)/ruff check src tools tests
 	$(BIN)/ruff format --check src tools tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
 

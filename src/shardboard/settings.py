@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from shardboard.schedule import ScheduleError, interval_seconds
 
-# seed 001: W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s on <= 1 KB base items needs
-# 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears 1,000 WCU/s.
+# The write-shard formula (docs/background.md): W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s
+# on <= 1 KB base items needs 10 shards; x2 headroom absorbs the random imbalance between shards, so no shard nears
+# 1,000 WCU/s.
 DEFAULT_WRITE_SHARDS = 20
 # Dynamic sharding (docs/dynamic-sharding.md): a viral item may double its write shards up to this many. 128 shards
 # carry ~100,000 views/s of 1 KB items; past that, each aggregate's applied_<k> attributes (one per shard) make
@@ -26,7 +27,7 @@ DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
 DEFAULT_BOARD = "global"
 DEFAULT_SCHEDULE = "rate(1 minute)"
-# One request may record at most this many views (each view is one base-table write).
+# One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
 
 

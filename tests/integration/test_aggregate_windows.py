@@ -74,7 +74,9 @@ def test_an_unreadable_batch_in_the_state_is_refused():
 
 def test_a_window_carries_no_records_into_the_final_invocation_without_writing(pipeline):
     """A non-final invocation writes nothing; a final invocation with no records applies the state."""
-    record_views(pipeline.views, "a", 5, pipeline.settings.write_shards, random.Random(3))
+    rng = random.Random(3)
+    for _ in range(5):  # one request (one write, one stream record) per view
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
     records = pipeline.stream_records()
     invoke = pipeline.runtime.invoke
     answer = invoke(aggregate.handler, {**window_event({}, final=False), "Records": records})
@@ -113,7 +115,8 @@ def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_
     items = [f"images/{n}.jpg" for n in range(12)]
     for _ in range(3):  # views in two windows or more: some before a window boundary, some after
         for item in rng.sample(items, 8):
-            record_views(pipeline.views, item, rng.randint(1, 4), pipeline.settings.write_shards, rng)
+            for _ in range(rng.randint(1, 4)):  # one request (one write, one stream record) per view
+                record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng)
         time.sleep(0.6)
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),

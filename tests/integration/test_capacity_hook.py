@@ -18,6 +18,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client, throttle_scope
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.batch import ShardMove
+from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard_tools.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
 from shardboard_tools.capacity.hook import attach, install_from_env, uninstall
 from shardboard_tools.capacity.schema import TableSchema
@@ -57,13 +58,16 @@ def test_a_hot_key_is_throttled_after_botocore_retries(pipeline):
     # When one write shard of one item takes its limit of views in one simulated second
     for _ in range(50):
         views.add_view("viral.jpg", 0)
-    # Then the next view fails with DynamoDB's code after botocore retried it
-    with pytest.raises(ClientError) as refused:
+    # Then the next view fails with DynamoDB's code after botocore retried it, as the domain's Throttled outcome
+    with pytest.raises(Throttled) as refused:
         views.add_view("viral.jpg", 0)
-    assert refused.value.response["Error"]["Code"] == PARTITION_THROTTLED
-    assert refused.value.response["ResponseMetadata"]["RetryAttempts"] == 1
-    assert refused.value.response["ThrottlingReasons"][0]["reason"] == "TableWriteKeyRangeThroughputExceeded"
-    assert throttle_scope(refused.value) is not None
+    assert refused.value.scope is ThrottleScope.PARTITION
+    error = refused.value.__cause__
+    assert isinstance(error, ClientError)
+    assert error.response["Error"]["Code"] == PARTITION_THROTTLED
+    assert error.response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert error.response["ThrottlingReasons"][0]["reason"] == "TableWriteKeyRangeThroughputExceeded"
+    assert throttle_scope(error) is ThrottleScope.PARTITION
     assert emulator.usage.throttled_requests == 2
     # And another write shard of the same item is not affected (the point of write sharding)
     views.add_view("viral.jpg", 1)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import random
 
-from botocore.exceptions import ClientError
-
 from shardboard.adapters.keys import ITEM_ID, SHARD
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter, readable_shards
+from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.recording import record_views
 from shardboard_tools.capacity.emulator import VirtualClock
 from shardboard_tools.local.runtime import Runtime
@@ -47,18 +46,12 @@ def test_metadata_conditions_on_dynamodb(pipeline):
 
 
 class HotShardZero(ViewStore):
-    """A base table whose shard 0 of every item is at its partition limit (DynamoDB's ThrottlingReasons)."""
+    """A base table whose shard 0 of every item is at its partition limit (the adapter's Throttled outcome)."""
 
-    def add_view(self, item_id: str, shard: int) -> float:
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
         if shard == 0:
-            raise ClientError(
-                {
-                    "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"},
-                    "ThrottlingReasons": [{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": self.table}],
-                },
-                "UpdateItem",
-            )
-        return super().add_view(item_id, shard)
+            raise Throttled(ThrottleScope.PARTITION)
+        return super().add_view(item_id, shard, count)
 
 
 def test_a_partition_throttle_grows_the_item_and_every_view_is_counted(make_pipeline):
@@ -87,11 +80,11 @@ def test_post_views_uses_the_grown_range(make_pipeline):
     metadata_store(pipeline).change_count("images/001.jpg", None, 4, 1, cooldown_seconds=5, default=1)
     from shardboard.handlers import record_views as handler
 
-    # When the HTTP API records 40 views of it
+    # When the HTTP API takes 20 requests of 2 views each (a request is one write, on one shard)
     event = load_event("record_views_post.json")
-    event["body"] = json.dumps({"id": "images/001.jpg", "count": 40})
-    response = pipeline.runtime.invoke(handler.handler, event)
-    assert response["statusCode"] == 202
+    event["body"] = json.dumps({"id": "images/001.jpg", "count": 2})
+    for _ in range(20):
+        assert pipeline.runtime.invoke(handler.handler, event)["statusCode"] == 202
     # Then they spread over shards 0-3, not just the default shard 0
     items = pipeline.runtime.dynamodb.scan(TableName=pipeline.settings.views_table)["Items"]
     shards = {int(i[SHARD]["N"]) for i in items if i[ITEM_ID]["S"] == "images/001.jpg"}

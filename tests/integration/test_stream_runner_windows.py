@@ -85,9 +85,11 @@ def delivered(events: list[dict[str, Any]]) -> list[str]:
 def record(pipeline: Any, seconds: int = 1) -> None:
     """20 views, the last 8 after the next window boundary: the stream spans two windows or more."""
     rng = random.Random(1)
-    record_views(pipeline.views, "a", 12, pipeline.settings.write_shards, rng)
+    for _ in range(12):  # one request (one write, one stream record) per view
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
     time.sleep(seconds - time.time() % seconds + 0.01)
-    record_views(pipeline.views, "b", 8, pipeline.settings.write_shards, rng)
+    for _ in range(8):
+        record_views(pipeline.views, "b", 1, pipeline.settings.write_shards, rng)
 
 
 def windowed_runner(
@@ -242,7 +244,9 @@ def test_a_window_stays_open_until_its_end(pipeline, tmp_path):
     # Given views written well inside one 15-minute window
     if time.time() % 900 > 880:  # too close to its end: write in the next one
         time.sleep(900 - time.time() % 900 + 0.01)
-    record_views(pipeline.views, "a", 6, pipeline.settings.write_shards, random.Random(1))
+    rng = random.Random(1)
+    for _ in range(6):  # one request (one write, one stream record) per view
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
     function = WindowFunction()
     run = windowed_runner(pipeline, function, tmp_path, seconds=900, batch_size=2)
     # When one pass reads the stream to its current end

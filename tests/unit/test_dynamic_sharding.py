@@ -12,12 +12,12 @@ from shardboard.adapters.dynamodb import throttle_scope
 from shardboard.domain.dynamic_sharding import (
     ShardPolicy,
     ShardRouter,
-    ThrottleScope,
     readable_shards,
     review_item,
 )
+from shardboard.domain.ports import ThrottleScope
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.scenarios.memory_shards import MemoryShardMetadataStore
+from shardboard_tools.capacity.memory import MemoryShardMetadataStore
 from shardboard_tools.scenarios.viral_ramp import RampSpec, run_viral_ramp
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -12,42 +11,22 @@ from hypothesis import strategies as st
 from shardboard.domain.aggregation import AggregateContention, apply_item
 from shardboard.domain.batch import ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
 from shardboard.domain.ports import AggregateState, MoveResult
+from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
+from shardboard_tools.capacity.memory import MemoryBoardStore
 
 
-class FakeBoard:
-    """The compare-and-set contract of BoardStore.move, in memory (a fake of our own interface)."""
+def memory_board() -> MemoryBoardStore:
+    """The in-memory Board (tests/contract holds it to DynamoDB's compare-and-set semantics)."""
+    return MemoryBoardStore(CapacityEmulator(VirtualClock()))
 
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, object]] = {}
-        self.writes = 0
 
-    def _state(self, item_id: str) -> AggregateState:
-        item = self.items.get(item_id, {})
-        applied = dict(item.get("applied", {}))  # type: ignore[call-overload]
-        return AggregateState(applied, int(item.get("views", 0)), "board_shard" in item)  # type: ignore[call-overload]
+def requests(board: MemoryBoardStore) -> int:
+    """Requests the board has served (reads and writes)."""
+    return board.data.emulator.usage.requests
 
-    def move(self, item_id: str, moves: Sequence[ShardMove], board_shard: str | None) -> MoveResult:
-        self.writes += 1
-        state = self._state(item_id)
-        if any(state.applied.get(m.shard, 0) != m.expected for m in moves):
-            return MoveResult(applied=False, state=state)
-        item = self.items.setdefault(item_id, {"applied": {}, "views": 0})
-        for m in moves:
-            item["applied"][m.shard] = m.target  # type: ignore[index]
-        item["views"] = int(item["views"]) + sum(m.target - m.expected for m in moves)  # type: ignore[call-overload]
-        if board_shard is not None:
-            item["board_shard"] = board_shard
-        return MoveResult(applied=True, state=self._state(item_id))
 
-    def state(self, item_id: str) -> AggregateState:
-        return self._state(item_id)
-
-    def join_index(self, item_id: str, board_shard: str) -> None:
-        self.writes += 1
-        self.items[item_id]["board_shard"] = board_shard
-
-    def views(self, item_id: str) -> int:
-        return self._state(item_id).views
+def views(board: MemoryBoardStore, item_id: str) -> int:
+    return board.state(item_id).views
 
 
 def stream_of(increments: list[tuple[str, int]]) -> list[ViewRecord]:
@@ -61,9 +40,9 @@ def stream_of(increments: list[tuple[str, int]]) -> list[ViewRecord]:
     return records
 
 
-def deliver(board: FakeBoard, batch: list[ViewRecord]) -> None:
+def deliver(board: MemoryBoardStore, batch: list[ViewRecord]) -> None:
     for delta in fold(batch).values():
-        apply_item(board, delta, "global#0", threshold=0)  # type: ignore[arg-type]
+        apply_item(board, delta, "global#0", threshold=0)
 
 
 increments = st.lists(st.tuples(st.sampled_from(["a", "b#1", "ü"]), st.integers(0, 3)), min_size=1, max_size=60)
@@ -75,7 +54,7 @@ def test_at_least_once_delivery_counts_exactly_once(increments, seed):
     # Given the stream of a random history of views
     rng = random.Random(seed)
     records = stream_of(increments)
-    board = FakeBoard()
+    board = memory_board()
     # When Lambda delivers it at least once: random batches, each maybe duplicated, re-split, or replayed
     # from an earlier checkpoint (a partial-failure restart), in stream order
     position = 0
@@ -98,7 +77,7 @@ def test_at_least_once_delivery_counts_exactly_once(increments, seed):
     truth: dict[str, int] = {}
     for item, _ in increments:
         truth[item] = truth.get(item, 0) + 1
-    assert {item: board.views(item) for item in truth} == truth
+    assert {item: views(board, item) for item in truth} == truth
 
 
 @settings(max_examples=200, deadline=None)
@@ -110,20 +89,20 @@ def test_lost_records_are_healed_by_the_next_record_of_their_shard(increments, s
     last_of_shard = {(r.item_id, r.shard): r.sequence_number for r in records}
     # ... except each shard's last record, which arrives later
     survivors = [r for r in records if r.sequence_number in last_of_shard.values() or rng.random() < 0.5]
-    board = FakeBoard()
+    board = memory_board()
     for start in range(0, len(survivors), 5):
         deliver(board, survivors[start : start + 5])
     truth: dict[str, int] = {}
     for item, _ in increments:
         truth[item] = truth.get(item, 0) + 1
-    assert {item: board.views(item) for item in truth} == truth
+    assert {item: views(board, item) for item in truth} == truth
 
 
 def test_one_write_per_item_per_batch_in_order():
-    board = FakeBoard()
+    board = memory_board()
     deliver(board, stream_of([("a", 0), ("a", 1), ("a", 0), ("b", 2), ("a", 1)]))
-    assert board.writes == 2  # one compare-and-set per distinct item, covering all its shards
-    assert board.views("a") == 4 and board.views("b") == 1
+    assert requests(board) == 2  # one compare-and-set per distinct item, covering all its shards; no reads
+    assert views(board, "a") == 4 and views(board, "b") == 1
 
 
 def test_catch_up_skips_shards_already_applied():
@@ -134,40 +113,42 @@ def test_catch_up_skips_shards_already_applied():
 
 
 def test_replay_is_reported_and_writes_nothing_new():
-    board = FakeBoard()
+    board = memory_board()
     batch = stream_of([("a", 0), ("a", 0)])
     deliver(board, batch)
-    outcome = apply_item(board, fold(batch)["a"], "global#0", threshold=0)  # type: ignore[arg-type]
+    outcome = apply_item(board, fold(batch)["a"], "global#0", threshold=0)
     assert outcome.replay_absorbed and outcome.views_added == 0
-    assert board.views("a") == 2
+    assert views(board, "a") == 2
 
 
 def test_sparse_index_joins_only_at_the_threshold():
-    board = FakeBoard()
+    board = memory_board()
     records = stream_of([("a", 0)] * 3)
-    apply_item(board, fold(records[:2])["a"], "global#0", threshold=3)  # type: ignore[arg-type]
+    apply_item(board, fold(records[:2])["a"], "global#0", threshold=3)
     assert not board.state("a").in_index
-    apply_item(board, fold(records[2:])["a"], "global#0", threshold=3)  # type: ignore[arg-type]
+    apply_item(board, fold(records[2:])["a"], "global#0", threshold=3)
     assert board.state("a").in_index
 
 
 def test_a_crash_between_count_and_index_join_is_healed_by_the_replay():
     # Given an aggregate that reached the threshold but whose index join never happened
-    board = FakeBoard()
+    board = memory_board()
     records = stream_of([("a", 0)] * 4)
     board.move("a", [ShardMove(0, 0, 4)], None)
     # When the batch is replayed
-    outcome = apply_item(board, fold(records)["a"], "global#0", threshold=2)  # type: ignore[arg-type]
+    outcome = apply_item(board, fold(records)["a"], "global#0", threshold=2)
     # Then nothing is counted twice and the item joins the index
     assert outcome.replay_absorbed and outcome.joined_index
-    assert board.views("a") == 4 and board.state("a").in_index
+    assert views(board, "a") == 4 and board.state("a").in_index
 
 
 def test_endless_contention_fails_the_item_not_the_process():
-    class AlwaysRefused(FakeBoard):
+    class AlwaysRefused(MemoryBoardStore):
+        """Another writer always got there first (two runners on one stream by mistake)."""
+
         def move(self, item_id, moves, board_shard):  # type: ignore[no-untyped-def]
-            self.writes += 1
             return MoveResult(applied=False, state=AggregateState({0: 0}, 0, False))
 
+    board = AlwaysRefused(CapacityEmulator(VirtualClock()))
     with pytest.raises(AggregateContention):
-        apply_item(AlwaysRefused(), fold(stream_of([("a", 0)]))["a"], "global#0", threshold=0)  # type: ignore[arg-type]
+        apply_item(board, fold(stream_of([("a", 0)]))["a"], "global#0", threshold=0)

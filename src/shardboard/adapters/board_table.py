@@ -28,7 +28,7 @@ from shardboard.adapters.keys import (
     threshold_pk,
 )
 from shardboard.domain.batch import ShardMove
-from shardboard.domain.ports import AggregateState, BoardState, MoveResult
+from shardboard.domain.ports import AggregateState, BoardState, Cursor, MoveResult
 from shardboard.domain.sharding import board_layout_prefix
 
 
@@ -116,15 +116,18 @@ class BoardStore:
         )
         return aggregate_state(response.get("Item"))
 
-    def join_index(self, item_id: str, board_shard: str) -> None:
-        """Give an existing aggregate its GSI key (sparse index: it reached the published threshold)."""
-        self.client.update_item(
-            TableName=self.table,
-            Key={PK: s_attr(aggregate_pk(item_id))},
-            UpdateExpression="SET #bs = :bs",
-            ConditionExpression="attribute_exists(#pk)",
-            ExpressionAttributeNames={"#bs": BOARD_SHARD, "#pk": PK},
-            ExpressionAttributeValues={":bs": s_attr(board_shard)},
+    def join_index(self, item_id: str, board_shard: str) -> bool:
+        """Give an existing aggregate its GSI key (sparse index: it reached the published threshold).
+
+        False when there is no aggregate or it is keyed already: like ``move``'s if_not_exists, an item in the index
+        keeps its key (during a reshard, possibly the other layout's), since only `reshard` moves items.
+        """
+        return self._conditional_update(
+            aggregate_pk(item_id),
+            "SET #bs = :bs",
+            "attribute_exists(#pk) AND attribute_not_exists(#bs)",
+            {"#bs": BOARD_SHARD, "#pk": PK},
+            {":bs": s_attr(board_shard)},
         )
 
     def delete_aggregate(self, item_id: str) -> None:
@@ -158,7 +161,7 @@ class BoardStore:
 
     # -- the GSI
     def query_shard(
-        self, board_shard: str, limit: int, start: Item | None
+        self, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Best ``limit`` (id, views) of one board shard, resuming after ``start``; returns the next cursor."""
         kwargs: dict[str, Any] = {
@@ -171,7 +174,7 @@ class BoardStore:
             "Limit": limit,
         }
         if start:
-            kwargs["ExclusiveStartKey"] = start
+            kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
         rows = [(item[ITEM_ID]["S"], int_of(item.get(VIEWS))) for item in response.get("Items", [])]
         return rows, response.get("LastEvaluatedKey")

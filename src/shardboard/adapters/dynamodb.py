@@ -11,7 +11,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shardboard.domain.dynamic_sharding import ThrottleScope
+from shardboard.domain.ports import ThrottleScope
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
@@ -56,7 +56,7 @@ def throttle_scope(error: ClientError) -> ThrottleScope | None:
     ``ThrottlingReasons`` decides when DynamoDB sends it. Without it (older endpoints, the local emulator),
     ``ThrottlingException``/``RequestLimitExceeded`` are table or account limits, and a
     ``ProvisionedThroughputExceededException`` on an on-demand table can only come from a partition; on a provisioned
-    table, seed 004's CloudWatch test (consumed below provisioned capacity) tells them apart (docs/dynamic-sharding.md).
+    table, the CloudWatch test (consumed below provisioned capacity) tells them apart (docs/dynamic-sharding.md).
     """
     code = error_code(error)
     if code not in THROTTLING_CODES:

@@ -42,7 +42,7 @@ def applied_attr(shard: int) -> str:
     return f"{APPLIED_PREFIX}{shard}"
 
 
-# Shard metadata (seed 004's partition key metadata table).
+# Shard metadata (docs/dynamic-sharding.md).
 NUMBER_OF_SHARDS = "number_of_shards"
 LAST_UPDATED = "last_updated"
 MAX_SHARDS = "max_shards"

@@ -1,4 +1,4 @@
-"""The shard metadata table (seed 004): one item per item that needed more write shards than the default."""
+"""The shard metadata table (docs/dynamic-sharding.md): one item per item that needed more than the default shards."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from shardboard.adapters.keys import (
     SHARD_HISTORY,
     shards_pk,
 )
-from shardboard.domain.dynamic_sharding import ShardMetadata
+from shardboard.domain.ports import ShardMetadata
 
 
 def shard_metadata_from_item(item: Mapping[str, Any]) -> ShardMetadata:
@@ -39,7 +39,7 @@ def shard_metadata_from_item(item: Mapping[str, Any]) -> ShardMetadata:
 
 
 class ShardMetadataStore:
-    """seed 004's partition key metadata table: one item per item that needed more than the default shards."""
+    """The partition key metadata table: one item per item that needed more than the default shards."""
 
     def __init__(self, client: Any, table: str) -> None:
         self.client = client
@@ -64,7 +64,7 @@ class ShardMetadataStore:
     ) -> ShardMetadata | None:
         """Set the shard count if nobody changed it since ``expected`` and the cooldown has passed; None if refused.
 
-        The condition on ``last_updated`` is seed 004's optimistic lock; the cutoff re-checks the cooldown on the
+        The condition on ``last_updated`` is the optimistic lock; the cutoff re-checks the cooldown on the
         server, so writers with skewed clocks or stale caches still make at most one change per cooldown window.
         """
         names = {

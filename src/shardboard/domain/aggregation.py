@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.batch import (
     ItemDelta,
     ViewRecord,
@@ -19,7 +18,7 @@ from shardboard.domain.batch import (
     lower_bound_after,
     optimistic_moves,
 )
-from shardboard.domain.ports import AggregateState
+from shardboard.domain.ports import AggregateState, Board
 from shardboard.domain.sharding import board_shard_of, board_shard_value
 from shardboard.settings import Settings
 
@@ -67,7 +66,7 @@ class BatchOutcome:
         return sum(o.joined_index for o in self.items.values())
 
 
-def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold: int) -> ItemOutcome:
+def apply_item(board: Board, delta: ItemDelta, board_shard: str, threshold: int) -> ItemOutcome:
     """Advance one aggregate by what this batch saw, exactly once; join the GSI once views reach ``threshold``."""
     moves = optimistic_moves(delta)
     if not moves:
@@ -95,18 +94,17 @@ def apply_item(board: BoardStore, delta: ItemDelta, board_shard: str, threshold:
     joined = False
     # Also on a pure replay: a crash between the count and the index write is healed here.
     if not state.in_index and state.views >= threshold:
-        board.join_index(delta.item_id, board_shard)
+        joined = board.join_index(delta.item_id, board_shard)
         writes += 1
-        joined = True
     return ItemOutcome(added, writes, replayed, healed, joined)
 
 
-def apply_batch(board: BoardStore, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
+def apply_batch(board: Board, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
     """Fold ``records`` by item and apply every item in parallel; failures are per item, never per batch."""
     return apply_deltas(board, fold(records), settings)
 
 
-def apply_deltas(board: BoardStore, deltas: dict[str, ItemDelta], settings: Settings) -> BatchOutcome:
+def apply_deltas(board: Board, deltas: dict[str, ItemDelta], settings: Settings) -> BatchOutcome:
     """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per item."""
     outcome = BatchOutcome()
     if not deltas:

@@ -1,4 +1,4 @@
-"""Dynamic write sharding (seed 004): an item's shard count grows when its base writes hit the partition limit.
+"""Dynamic write sharding: an item's shard count grows when its base writes hit the partition limit.
 
 States of one item (docs/dynamic-sharding.md draws them):
 
@@ -6,7 +6,7 @@ States of one item (docs/dynamic-sharding.md draws them):
 * **grown**: a metadata item holds ``number_of_shards`` (> default), ``last_updated`` (epoch seconds of the last
   change), ``max_shards`` (the most it ever had) and ``shard_history`` (``epoch:count`` strings).
 * A writer whose write is throttled *at the partition level* refreshes the metadata (at most once per
-  ``refresh_seconds``), and once the cooldown has passed plus its own random back-off (seed 004: 1-10 s) it doubles
+  ``refresh_seconds``), and once the cooldown has passed plus its own random back-off (1-10 s) it doubles
   the count with a conditional update on ``last_updated`` (optimistic locking); the store also checks the cooldown
   on the server side, so any number of writers make at most one change per cooldown window.
 * A review (the snapshot schedule) halves the count when the item's measured rate has needed at most half of it
@@ -21,10 +21,10 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from shardboard.domain.ports import ShardMetadata, ShardMetadataStore, ThrottleScope
 from shardboard.settings import Settings
 
 # Writers keep "this item has no metadata" this long: one GetItem per long-tail item per TTL per writer. Staleness
@@ -36,44 +36,18 @@ GROWN_CACHE_TTL_SECONDS = 5.0
 # A throttled writer re-reads the metadata (strongly consistent) at most this often per item: 50 writers cost at
 # most 50 reads/s on the metadata key however many of their writes are throttled.
 REFRESH_SECONDS = 1.0
-# seed 004: each writer waits a random 1-10 s after the cooldown before it tries to change the count.
+# Each writer waits a random 1-10 s after the cooldown before it tries to change the count.
 BACKOFF_SECONDS = (1.0, 10.0)
 # A shrink needs this long of low traffic: a quiet spell between two bursts must not cost a regrowth.
 SHRINK_AFTER_SECONDS = 600.0
-# seed 001's headroom: after a shrink each shard runs at most half its partition limit, so random imbalance
-# between shards and the next minutes' growth do not throttle at once.
+# The write-shard formula's 2x headroom: after a shrink each shard runs at most half its partition limit, so random
+# imbalance between shards and the next minutes' growth do not throttle at once.
 SHRINK_HEADROOM = 2.0
 # A write retried after a table-level or partition throttle waits base x 2^attempt (capped), with full jitter.
 RETRY_BASE_SECONDS = 0.05
 RETRY_CAP_SECONDS = 1.0
 
 Growth = Literal["double", "add"]
-
-
-class ThrottleScope(Enum):
-    """Which limit refused a write. Only a partition limit is helped by more shards."""
-
-    PARTITION = "partition"
-    TABLE = "table"
-
-
-@dataclass(frozen=True)
-class ShardMetadata:
-    """seed 004's metadata item for one item that needed more than the default."""
-
-    item_id: str
-    number_of_shards: int
-    last_updated: int  # epoch seconds of the last change (the optimistic lock and the cooldown's start)
-    max_shards: int  # the most shards the item ever had: readers of all shards read this many
-    history: frozenset[str] = frozenset()  # "epoch:count"
-    # The shrink review's bookkeeping: views and time at the last review, and since when traffic has been low.
-    reviewed_views: int = 0
-    reviewed_at: int = 0
-    quiet_since: int | None = None
-
-    def history_counts(self) -> list[tuple[int, int]]:
-        """(epoch, count) pairs in time order."""
-        return sorted(tuple(int(part) for part in entry.split(":", 1)) for entry in self.history)  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
@@ -118,33 +92,12 @@ class ShardPolicy:
         return min(self.max_shards, bigger)
 
     def shrunk(self, count: int, views_per_second: float) -> int | None:
-        """Half the count when the measured rate needs at most that (seed 001's formula with headroom); else None."""
+        """Half the count when the measured rate needs at most that (write-shard formula with headroom), else None."""
         half = max(self.default_shards, count // 2)
         needed = math.ceil(views_per_second * SHRINK_HEADROOM / self.partition_write_units)
         if half >= count or needed > half:
             return None
         return half
-
-
-class ShardMetadataStore(Protocol):
-    """What the writers and the review need of the metadata table (``store.ShardMetadataStore``)."""
-
-    def get(self, item_id: str, consistent: bool = False) -> ShardMetadata | None: ...
-
-    def change_count(
-        self,
-        item_id: str,
-        expected: ShardMetadata | None,
-        count: int,
-        now: int,
-        *,
-        cooldown_seconds: float,
-        default: int,
-    ) -> ShardMetadata | None: ...
-
-    def note_review(self, metadata: ShardMetadata, views: int, now: int, quiet_since: int | None) -> None: ...
-
-    def scan(self) -> list[ShardMetadata]: ...
 
 
 class Clock(Protocol):
@@ -233,7 +186,7 @@ class ShardRouter:
         last_updated = metadata.last_updated if metadata else None
         with self._lock:
             if plan.seen_last_updated != last_updated or plan.try_after == math.inf:
-                # A new cooldown window: count down a fresh random back-off from its end (seed 004).
+                # A new cooldown window: count down a fresh random back-off from its end.
                 cooldown_end = (last_updated + self.policy.cooldown_seconds) if last_updated is not None else now
                 plan.seen_last_updated = last_updated
                 plan.try_after = max(now, cooldown_end) + self.rng.uniform(*self.policy.backoff_seconds)
@@ -312,7 +265,7 @@ def review_item(
 ) -> ReviewOutcome:
     """One shrink review of one grown item, given its total views now (from its aggregate).
 
-    Traffic is "low" when half the shards would carry it with seed 001's headroom; it must stay low for
+    Traffic is "low" when half the shards would carry it with the write-shard formula's headroom; it must stay low for
     ``shrink_after_seconds`` and the cooldown must have passed since the last change.
     """
     elapsed = now - metadata.reviewed_at
@@ -353,14 +306,3 @@ def review_all(
         views = views_of(metadata.item_id)
         outcomes.append(review_item(store, metadata, views or 0, now, policy))
     return outcomes
-
-
-def with_count(metadata: ShardMetadata, count: int, now: int) -> ShardMetadata:
-    """``metadata`` after a change to ``count`` at ``now`` (what the conditional update writes)."""
-    return replace(
-        metadata,
-        number_of_shards=count,
-        last_updated=now,
-        max_shards=max(metadata.max_shards, count),
-        history=metadata.history | {f"{now}:{count}"},
-    )

@@ -1,7 +1,10 @@
-"""Record views: each view is one counter increment on a randomly chosen write shard of its item.
+"""Record views: a request's ``count`` views are one counter write on a randomly chosen write shard of its item.
 
+One write per request, however large its count, so a request either counts every view or none: a failed request is
+safe to retry. The aggregator takes any step of a counter (stream records carry absolute OLD and NEW values).
 With a :class:`~shardboard.domain.dynamic_sharding.ShardRouter` the shard range is the item's current count
-(seed 004), and a write throttled at the partition level grows it before the write is retried in the larger range.
+(docs/dynamic-sharding.md), and a write throttled at the partition level grows it before the write is retried in
+the larger range.
 """
 
 from __future__ import annotations
@@ -11,16 +14,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from botocore.exceptions import ClientError
-
-from shardboard.adapters.dynamodb import throttle_scope
-from shardboard.adapters.views_table import ViewStore
 from shardboard.domain import validation
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.ports import Throttled, ViewCounters
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()
-# Attempts per view when a router is in charge (each after botocore's own retries): enough for a doubling to land.
+# Attempts per request when a router is in charge (each after botocore's own retries): enough for a doubling to land.
 MAX_WRITE_ATTEMPTS = 6
 
 
@@ -32,7 +32,7 @@ class Recorded:
 
 
 def record_views(
-    views: ViewStore,
+    views: ViewCounters,
     item_id: str,
     count: int,
     write_shards: int,
@@ -41,7 +41,7 @@ def record_views(
     router: ShardRouter | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Recorded:
-    """Record ``count`` views of ``item_id``; input is validated first, so bad input writes nothing.
+    """Record ``count`` views of ``item_id`` in one counter write; bad input, or a write that fails, writes nothing.
 
     Without ``router`` every item has ``write_shards`` shards; with it, each item has its own (dynamic) count.
     """
@@ -49,41 +49,39 @@ def record_views(
     count = validation.view_count(count)
     rng = rng or _RNG
     if router is None:
-        units = sum(views.add_view(item_id, rng.randrange(write_shards)) for _ in range(count))
+        units = views.add_view(item_id, rng.randrange(write_shards), count)
     else:
-        units = sum(add_routed_view(views, router, item_id, rng, sleep) for _ in range(count))
+        units = add_routed_view(views, router, item_id, rng, sleep, count=count)
     return Recorded(item_id, count, units)
 
 
-def attempt_view(views: ViewStore, router: ShardRouter, item_id: str) -> float | None:
+def attempt_view(views: ViewCounters, router: ShardRouter, item_id: str, count: int = 1) -> float | None:
     """One write on a shard the router picks; None when it was throttled (the router has reacted to it)."""
     shard, drawn_from = router.pick(item_id)
     try:
-        return views.add_view(item_id, shard)
-    except ClientError as error:
-        scope = throttle_scope(error)
-        if scope is None:
-            raise
-        router.throttled(item_id, scope, drawn_from)
+        return views.add_view(item_id, shard, count)
+    except Throttled as throttled:
+        router.throttled(item_id, throttled.scope, drawn_from)
         return None
 
 
 def add_routed_view(
-    views: ViewStore,
+    views: ViewCounters,
     router: ShardRouter,
     item_id: str,
     rng: random.Random,
     sleep: Callable[[float], None] = time.sleep,
+    *,
+    count: int = 1,
 ) -> float:
-    """Write one view, retrying throttled attempts with jittered back-off (each retry may land in a larger range)."""
+    """Write ``count`` views, retrying throttled attempts with jittered back-off (a retry may use a larger range)."""
     for attempt in range(MAX_WRITE_ATTEMPTS):
         shard, drawn_from = router.pick(item_id)
         try:
-            return views.add_view(item_id, shard)
-        except ClientError as error:
-            scope = throttle_scope(error)
-            if scope is None or attempt == MAX_WRITE_ATTEMPTS - 1:
+            return views.add_view(item_id, shard, count)
+        except Throttled as throttled:
+            if attempt == MAX_WRITE_ATTEMPTS - 1:
                 raise
-            router.throttled(item_id, scope, drawn_from)
+            router.throttled(item_id, throttled.scope, drawn_from)
             sleep(retry_delay(attempt, rng))
     raise AssertionError("unreachable: the last attempt returns or raises")

@@ -15,7 +15,7 @@ def board_shard_of(item_id: str, board_shards: int) -> int:
 
 
 def write_shards_needed(views_per_second: float, item_kb: float = 1.0, headroom: float = 2.0) -> int:
-    """seed 001's formula with headroom: W = ceil(writes/s x ceil(item KB) / 1000 x headroom), at least 1.
+    """The write-shard formula (docs/background.md): W = ceil(writes/s x ceil(item KB) / 1000 x headroom), >= 1.
 
     1,000 is DynamoDB's write-unit ceiling per partition key value per second; a write costs one unit per
     started KB.

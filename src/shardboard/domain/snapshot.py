@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import Item
+from shardboard.domain.ports import Board, Cursor
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
 from shardboard.domain.sharding import board_shard_value
 from shardboard.settings import Settings
@@ -26,9 +25,9 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def gather_layout(board: BoardStore, settings: Settings, shards: int, previous_hits: dict[int, int] | None) -> Gathered:
+def gather_layout(board: Board, settings: Settings, shards: int, previous_hits: dict[int, int] | None) -> Gathered:
     """Exact top N of the aggregates keyed in one GSI layout (``shards`` board shards)."""
-    cursors: dict[int, Item | None] = {}
+    cursors: dict[int, Cursor | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> Page:
         rows, cursors[shard] = board.query_shard(
@@ -41,7 +40,7 @@ def gather_layout(board: BoardStore, settings: Settings, shards: int, previous_h
     return gather_top_n(settings.top_n, shards, fetch, previous_hits)
 
 
-def gather_board(board: BoardStore, settings: Settings, previous_hits: dict[int, int] | None) -> Gathered:
+def gather_board(board: Board, settings: Settings, previous_hits: dict[int, int] | None) -> Gathered:
     """Exact top N over the board's layouts: one, or during a reshard the old one first, then the new one.
 
     An item only ever moves from the old layout to the new one, so reading the whole old layout before the new
@@ -63,7 +62,7 @@ def gather_board(board: BoardStore, settings: Settings, previous_hits: dict[int,
     )
 
 
-def take_snapshot(board: BoardStore, settings: Settings, now: str | None = None) -> SnapshotResult:
+def take_snapshot(board: Board, settings: Settings, now: str | None = None) -> SnapshotResult:
     """Gather the exact top N; write the snapshot item only when its content changed."""
     previous = board.get_snapshot(settings.board, consistent=True)
     gathered = gather_board(board, settings, previous["shard_hits"] if previous else None)

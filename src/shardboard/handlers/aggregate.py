@@ -16,10 +16,10 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_record
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas
 from shardboard.domain.batch import ViewRecord
+from shardboard.domain.ports import Board
 from shardboard.domain.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, settings
@@ -42,9 +42,7 @@ class AggregatingProcessor(BatchProcessor):
     skipped: int
     window: AggregationWindow | None = None  # set per invocation: the tumbling window, if the event has one
 
-    def __init__(
-        self, board: Callable[[], BoardStore] = board_store, config: Callable[[], Settings] = settings
-    ) -> None:
+    def __init__(self, board: Callable[[], Board] = board_store, config: Callable[[], Settings] = settings) -> None:
         """``board``/``config`` default to the function's own; the benchmark passes its in-memory store."""
         super().__init__(event_type=EventType.DynamoDBStreams)
         self.board = board

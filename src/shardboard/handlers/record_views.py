@@ -1,4 +1,8 @@
-"""HTTP API: ``POST /views`` with ``{"id": "...", "count": 1}`` records views on random write shards."""
+"""HTTP API: ``POST /views`` with ``{"id": "...", "count": 1}`` records the request's views in one counter write.
+
+One write per request, so the answer is exact: 202 means every view was counted, any error means none was, and the
+client's retry cannot double count. A write still throttled after the retries answers 503 with Retry-After.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
+from shardboard.domain.ports import Throttled
 from shardboard.domain.recording import record_views
 from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
 
 app = APIGatewayHttpResolver()
+# Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
+RETRY_AFTER_SECONDS = 1
 
 
 @app.post("/views")
@@ -30,9 +37,24 @@ def post_views() -> Response[dict[str, Any]]:
         item_id, count = validation.view_request(body)
     except validation.BadInput as error:
         raise rejected(error) from None
-    recorded = record_views(view_store(), item_id, count, settings().write_shards, router=shard_router())
+    try:
+        recorded = record_views(view_store(), item_id, count, settings().write_shards, router=shard_router())
+    except Throttled as error:
+        return throttled(error)
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
     return Response(202, "application/json", {"id": recorded.item_id, "recorded": recorded.views})
+
+
+def throttled(error: Throttled) -> Response[dict[str, Any]]:
+    """Nothing was written: the client may retry the same request safely."""
+    metrics.add_metric(name="RequestsThrottled", unit=MetricUnit.Count, value=1)
+    logger.warning("views throttled", extra={"scope": error.scope.value})
+    return Response(
+        503,
+        "application/json",
+        {"message": "throttled: no views were recorded; retry the request"},
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

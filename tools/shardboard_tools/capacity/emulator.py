@@ -9,7 +9,7 @@ API (also used by the dynamic-sharding work):
   ``ProvisionedThroughputExceededException`` when a partition key value (of the table or of one of its GSIs) would
   exceed its limit in that second; ``ThrottlingException`` when a table-level limit would be exceeded. Both carry
   ``ThrottlingReasons`` (``TableWriteKeyRangeThroughputExceeded``, ``IndexWriteKeyRangeThroughputExceeded``, ...)
-  as DynamoDB sends them, so ``store.throttle_scope`` tells partition from table throttling.
+  as DynamoDB sends them, so ``adapters.dynamodb.throttle_scope`` tells partition from table throttling.
   ``.record(charges)`` books units of a request already served (a Query's size is known only afterwards).
 * ``capacity.schema.TableSchema.write_charges(key, old, new)`` turns a write into charges (base + GSI partitions).
 * Clocks: :class:`VirtualClock` (a simulated time the caller advances: the benchmark stamps every request with the

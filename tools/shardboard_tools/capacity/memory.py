@@ -1,9 +1,10 @@
-"""In-memory ViewStore and BoardStore that charge every request to a CapacityEmulator.
+"""The in-memory implementation of each port (``shardboard.domain.ports``), charging every request to a
+CapacityEmulator: ``MemoryViewStore`` (ViewCounters), ``MemoryBoardStore`` (Board), ``MemoryShardMetadataStore``.
 
-They implement the methods of ``store.ViewStore`` / ``store.BoardStore`` that the domain code calls, with the same
-signatures, results and error codes, on items kept in DynamoDB's wire format, so the real domain code (recording,
-the batch fold, ``apply_batch``, ``take_snapshot`` / ``gather_top_n``) decides every request while the emulator
-prices it. With a ``VirtualClock`` a benchmark runs hundreds of thousands of views in simulated time.
+Items are kept in DynamoDB's wire format and every condition is the adapter's ConditionExpression evaluated in
+Python, so the real domain code (recording, the batch fold, ``apply_batch``, ``take_snapshot``) decides every request
+while the emulator prices it; tests/contract runs the same cases against these and the DynamoDB adapters. With a
+``VirtualClock`` a benchmark runs hundreds of thousands of views in simulated time.
 
 ``MemoryViewStore.stream`` collects the base table's stream (NEW_AND_OLD_IMAGES) as Lambda delivers it, so the
 real aggregator handler can consume it.
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
@@ -27,23 +29,33 @@ from shardboard.adapters.board_table import (
     snapshot_from_item,
     snapshot_item,
 )
-from shardboard.adapters.dynamodb import CONDITION_FAILED, Item
+from shardboard.adapters.dynamodb import Item, throttle_scope
 from shardboard.adapters.keys import (
     BOARD_SHARD,
     BY_VIEWS_INDEX,
     ITEM_ID,
+    LAST_UPDATED,
+    MAX_SHARDS,
+    NUMBER_OF_SHARDS,
     PK,
+    QUIET_SINCE,
+    REVIEWED_AT,
+    REVIEWED_VIEWS,
     SHARD,
+    SHARD_HISTORY,
     VIEWS,
     aggregate_pk,
     applied_attr,
+    shards_pk,
     snapshot_pk,
     threshold_pk,
     view_pk,
 )
+from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
-from shardboard.domain.ports import AggregateState, BoardState, MoveResult
+from shardboard.domain.ports import AggregateState, BoardState, Cursor, MoveResult, ShardMetadata, Throttled
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
@@ -60,13 +72,6 @@ def views_schema(table: str) -> TableSchema:
 def board_schema(table: str) -> TableSchema:
     """template.yaml's board table: the by-views GSI projects item_id (keys are always projected)."""
     return TableSchema(table, PK, None, (IndexSchema(BY_VIEWS_INDEX, BOARD_SHARD, VIEWS, frozenset({ITEM_ID})),))
-
-
-def condition_failed(operation: str, old: Item | None = None) -> ClientError:
-    response: dict[str, Any] = {"Error": {"Code": CONDITION_FAILED, "Message": "The conditional request failed"}}
-    if old is not None:
-        response["Item"] = old
-    return ClientError(response, operation)  # type: ignore[arg-type]
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -157,24 +162,31 @@ class MemoryTable:
         self.emulator.admit("Scan", [Charge(self.schema.name, self.schema.name, None, "read", units)])
 
 
-class MemoryViewStore(ViewStore):
-    """``store.ViewStore`` in memory: write-sharded counters plus their stream (a subclass, so it type-checks)."""
+class MemoryViewStore:
+    """The base table in memory (the ViewCounters port): write-sharded counters plus their stream."""
 
     def __init__(self, emulator: CapacityEmulator, table: str = "memory-views") -> None:
-        super().__init__(client=None, table=table)
+        self.table = table
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(views_schema(table), emulator)
         self.stream: list[dict[str, Any]] = []
         self._sequence = 0
 
     @metered
-    def add_view(self, item_id: str, shard: int) -> float:
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
+        """``ADD views :count`` on one counter; a throttled write raises ``Throttled`` and changes nothing."""
         pk = view_pk(item_id, shard)
         with self.data.lock:
             old = self.data.items.get(pk)
-            views = int(old[VIEWS]["N"]) + 1 if old else 1
+            views = int(old[VIEWS]["N"]) + count if old else count
             new = {PK: {"S": pk}, VIEWS: {"N": str(views)}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}}
-            self.data.write("UpdateItem", pk, new)
+            try:
+                self.data.write("UpdateItem", pk, new)
+            except ClientError as error:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
 
@@ -209,9 +221,18 @@ class MemoryViewStore(ViewStore):
 
     @metered
     def item_total(self, item_id: str, write_shards: int) -> int:
+        """Exact views of one item: the sum of its shard counters (strongly consistent)."""
+        return sum(self._counters(item_id, range(write_shards)).values())
+
+    @metered
+    def shard_counts(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards``; shards never written are left out."""
+        return self._counters(item_id, sorted(set(shards)))
+
+    def _counters(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
         with self.data.lock:
-            items = [self.data.read("BatchGetItem", view_pk(item_id, k), True) for k in range(write_shards)]
-        return sum(int(item[VIEWS]["N"]) for item in items if item)
+            items = {k: self.data.read("BatchGetItem", view_pk(item_id, k), True) for k in shards}
+        return {k: int(item[VIEWS]["N"]) for k, item in items.items() if item}
 
     @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
@@ -223,11 +244,11 @@ class MemoryViewStore(ViewStore):
         return totals
 
 
-class MemoryBoardStore(BoardStore):
-    """``store.BoardStore`` in memory: aggregates, the sharded by-views GSI, snapshot and threshold items."""
+class MemoryBoardStore:
+    """The board table in memory (the Board port): aggregates, the sharded by-views GSI, snapshot and threshold."""
 
     def __init__(self, emulator: CapacityEmulator, table: str = "memory-board") -> None:
-        super().__init__(client=None, table=table)
+        self.table = table
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(board_schema(table), emulator)
         self.index = self.data.schema.index(BY_VIEWS_INDEX)
@@ -264,14 +285,16 @@ class MemoryBoardStore(BoardStore):
             return aggregate_state(self.data.read("GetItem", aggregate_pk(item_id), consistent=True))
 
     @metered
-    def join_index(self, item_id: str, board_shard: str) -> None:
+    def join_index(self, item_id: str, board_shard: str) -> bool:
+        """``attribute_exists(pk) AND attribute_not_exists(board_shard)``: an indexed item keeps its key."""
         pk = aggregate_pk(item_id)
         with self.data.lock:
             old = self.data.items.get(pk)
-            if old is None:
+            if old is None or BOARD_SHARD in old:
                 self.data.refuse("UpdateItem", pk)
-                raise condition_failed("UpdateItem")
+                return False
             self._write_aggregate("UpdateItem", pk, {**old, BOARD_SHARD: {"S": board_shard}})
+        return True
 
     @metered
     def aggregate_views(self, item_id: str) -> int | None:
@@ -302,7 +325,7 @@ class MemoryBoardStore(BoardStore):
     # -- the GSI
     @metered
     def query_shard(
-        self, board_shard: str, limit: int, start: Item | None
+        self, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Like DynamoDB: best first, resumes after ``start``, returns a cursor whenever ``limit`` was reached."""
         with self.data.lock:
@@ -375,3 +398,90 @@ class MemoryBoardStore(BoardStore):
 def _applied(item: Mapping[str, Any], shard: int) -> int | None:
     value = item.get(applied_attr(shard))
     return int(value["N"]) if value else None
+
+
+class MemoryShardMetadataStore:
+    """The shard metadata table in memory (the ShardMetadataStore port), every GetItem and UpdateItem priced.
+
+    Same conditions as the adapter's expressions (optimistic lock on ``last_updated``, server-side cooldown cutoff),
+    so the viral ramp exercises the real races, and a hot metadata key would throttle.
+    """
+
+    def __init__(self, emulator: CapacityEmulator, table: str = "memory-shards") -> None:
+        self.data = MemoryTable(TableSchema(table, PK), emulator)
+
+    def get(self, item_id: str, consistent: bool = False) -> ShardMetadata | None:
+        with self.data.lock:
+            item = self.data.read("GetItem", shards_pk(item_id), consistent)
+        return None if item is None else shard_metadata_from_item(item)
+
+    def change_count(
+        self,
+        item_id: str,
+        expected: ShardMetadata | None,
+        count: int,
+        now: int,
+        *,
+        cooldown_seconds: float,
+        default: int,
+    ) -> ShardMetadata | None:
+        pk = shards_pk(item_id)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if not _condition_holds(old, expected, now, cooldown_seconds):
+                self.data.refuse("UpdateItem", pk)
+                return None
+            history = set(old[SHARD_HISTORY]["SS"]) if old and SHARD_HISTORY in old else set()
+            history.add(f"{now}:{count}")
+            if expected is None:
+                history.add(f"0:{default}")
+            most = max(count, default if expected is None else expected.max_shards)
+            new: dict[str, Any] = {
+                **(old or {PK: {"S": pk}}),
+                ITEM_ID: {"S": item_id},
+                NUMBER_OF_SHARDS: {"N": str(count)},
+                LAST_UPDATED: {"N": str(now)},
+                MAX_SHARDS: {"N": str(most)},
+                SHARD_HISTORY: {"SS": sorted(history)},
+            }
+            self.data.write("UpdateItem", pk, new)
+        return shard_metadata_from_item(new)
+
+    def note_review(self, metadata: ShardMetadata, views: int, now: int, quiet_since: int | None) -> None:
+        pk = shards_pk(metadata.item_id)
+        with self.data.lock:
+            old = self.data.items[pk]
+            new = {**old, REVIEWED_VIEWS: {"N": str(views)}, REVIEWED_AT: {"N": str(now)}}
+            new.pop(QUIET_SINCE, None)
+            if quiet_since is not None:
+                new[QUIET_SINCE] = {"N": str(quiet_since)}
+            self.data.write("UpdateItem", pk, new)
+
+    def scan(self) -> list[ShardMetadata]:
+        with self.data.lock:
+            return [shard_metadata_from_item(item) for item in self.data.scan() if ITEM_ID in item]
+
+
+def _condition_holds(old: dict[str, Any] | None, expected: ShardMetadata | None, now: int, cooldown: float) -> bool:
+    """The ConditionExpression of ``adapters.shards_table.ShardMetadataStore.change_count``."""
+    if expected is None:
+        return old is None or LAST_UPDATED not in old
+    if old is None or LAST_UPDATED not in old:
+        return False
+    last_updated = int(old[LAST_UPDATED]["N"])
+    return (
+        last_updated == expected.last_updated
+        and int(old[NUMBER_OF_SHARDS]["N"]) == expected.number_of_shards
+        and last_updated <= math.floor(now - cooldown)
+    )
+
+
+# The type checker holds both implementations of each port to it: a method missing or typed differently in either
+# fails `make lint` (the behaviour is held to DynamoDB's by tests/contract).
+IMPLEMENTATIONS: tuple[
+    tuple[type[ports.ViewCounters], ...], tuple[type[ports.Board], ...], tuple[type[ports.ShardMetadataStore], ...]
+] = (
+    (MemoryViewStore, ViewStore),
+    (MemoryBoardStore, BoardStore),
+    (MemoryShardMetadataStore, ShardMetadataStore),
+)

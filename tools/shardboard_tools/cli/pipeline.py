@@ -33,10 +33,10 @@ def init(ctx: click.Context) -> None:
 
 @click.command()
 @click.argument("items", nargs=-1, required=True)
-@click.option("-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (each one write).")
+@click.option("-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (one write per ITEM).")
 @click.pass_context
 def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
-    """Record COUNT views of each ITEM, each view on a random write shard."""
+    """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT) on a random write shard."""
     rt = runtime(ctx)
     with one_line_errors():
         # Validate everything first: bad input writes nothing.

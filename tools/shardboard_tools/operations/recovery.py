@@ -84,8 +84,8 @@ def repair_item(
     joined, writes = outcome.joined_index, outcome.writes
     if outcome.writes == 0 and not state.in_index and state.views >= placement.threshold and state.applied:
         # Already counted but left out of the index (a crash between the count and the join): join it now.
-        board.join_index(item_id, placement.key(item_id, settings))
-        joined, writes = True, writes + 1
+        # False when another writer keyed it first (it keeps that key): nothing for this repair to report.
+        joined, writes = board.join_index(item_id, placement.key(item_id, settings)), writes + 1
     ahead = any(applied > counts.get(k, 0) for k, applied in state.applied.items())
     return Repair(item_id, outcome.views_added, writes, joined, ahead)
 

@@ -25,18 +25,17 @@ from shardboard.domain.aggregation import apply_batch
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.dynamic_sharding import (
     Growth,
-    ShardMetadata,
     ShardPolicy,
     ShardRouter,
     readable_shards,
     retry_delay,
     review_all,
 )
+from shardboard.domain.ports import ShardMetadata
 from shardboard.domain.recording import attempt_view
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
-from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore
-from shardboard_tools.scenarios.memory_shards import MemoryShardMetadataStore
+from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
 
 VIRAL_ITEM = "viral"
 # Stream records per aggregator call (the template's StreamBatchSize).

@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.ports import Throttled
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.stream_runner import EventSourceMapping, RunStats, StreamRunner, read_dead_letters
 from shardboard_tools.operations.recovery import RebuildProgress, RedriveResult, rebuild, redrive
@@ -154,7 +155,7 @@ class Chaos:
         def add(item: str, shard: int) -> bool:
             try:
                 views.add_view(item, shard)
-            except (ClientError, BotoCoreError):
+            except (Throttled, ClientError, BotoCoreError):
                 return False
             return True
 

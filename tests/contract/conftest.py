@@ -1,0 +1,59 @@
+"""The ports under contract: each test in this folder runs against every implementation of them.
+
+``memory``: the in-memory stores (shardboard_tools.capacity.memory) on a virtual clock; ``moto``: the DynamoDB adapters
+on moto; ``dynamodb-local``: the DynamoDB adapters on Amazon DynamoDB Local (e2e: a java subprocess). The tables of
+the last two come from template.yaml, as in every other test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
+from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
+from shardboard_tools.local.runtime import Runtime
+from tests.conftest import Pipeline
+from tests.e2e.conftest import engine, local_env, make_local  # noqa: F401 - DynamoDB Local's fixtures, reused
+
+IMPLEMENTATIONS = ["memory", "moto", pytest.param("dynamodb-local", marks=pytest.mark.e2e)]
+
+
+@dataclass
+class Ports:
+    """One implementation of each port, plus how to read the base table's stream as Lambda receives it."""
+
+    name: str
+    views: Any  # ViewCounters, and the reads the tools use (item_total, shard_counts, scan_totals)
+    board: Any  # Board
+    shards: Any  # ShardMetadataStore
+    stream: Callable[[], list[dict[str, Any]]]
+
+    def counter_records(self) -> list[dict[str, Any]]:
+        """The base stream's counter records. moto also emits a key-only INSERT before the one an UpdateItem that
+        creates an item emits; DynamoDB emits only the second (that difference is moto's, not the port's)."""
+        return [r for r in self.stream() if "item_id" in r["dynamodb"]["NewImage"]]
+
+
+def dynamodb_ports(name: str, runtime: Runtime) -> Ports:
+    pipeline = Pipeline(runtime)
+    return Ports(name, runtime.views, runtime.board, runtime.shard_metadata, pipeline.stream_records)
+
+
+def memory_ports() -> Ports:
+    emulator = CapacityEmulator(VirtualClock())
+    views = MemoryViewStore(emulator)
+    return Ports("memory", views, MemoryBoardStore(emulator), MemoryShardMetadataStore(emulator), lambda: views.stream)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def ports(request: pytest.FixtureRequest) -> Ports:
+    """Fresh, empty tables of one implementation."""
+    if request.param == "memory":
+        return memory_ports()
+    if request.param == "moto":
+        return dynamodb_ports("moto", request.getfixturevalue("make_pipeline")().runtime)
+    return dynamodb_ports("dynamodb-local", request.getfixturevalue("make_local")())

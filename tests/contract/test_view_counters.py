@@ -1,0 +1,90 @@
+"""The ViewCounters port (the base table): ADD on one counter, exact reads, and the stream's OLD/NEW images."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from shardboard.adapters.stream_records import stream_view_record
+from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.batch import ViewRecord
+from shardboard.domain.ports import Throttled, ThrottleScope
+from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
+from shardboard_tools.capacity.memory import MemoryViewStore
+
+
+def test_add_view_adds_count_to_one_counter(ports):
+    # Given three writes on two counters of "a" and one of "b"
+    ports.views.add_view("a", 0)
+    ports.views.add_view("a", 0, 4)
+    ports.views.add_view("a", 2, 3)
+    ports.views.add_view("b", 1, 1000)
+    # Then each counter holds the sum of what was added to it, and the reads agree
+    assert ports.views.shard_counts("a", [0, 1, 2]) == {0: 5, 2: 3}
+    assert ports.views.item_total("a", 3) == 8
+    assert ports.views.item_total("a", 1) == 5
+    assert ports.views.item_total("c", 3) == 0
+    assert ports.views.scan_totals() == {"a": 8, "b": 1000}
+
+
+def test_the_stream_carries_each_counters_absolute_old_and_new_values(ports):
+    # Given a counter created by one write and advanced by two more, and another counter of the same item
+    ports.views.add_view("a", 0)
+    ports.views.add_view("a", 0, 4)
+    ports.views.add_view("a", 7, 2)
+    ports.views.add_view("a", 0, 10)
+    # When the stream is read as Lambda receives it
+    records = ports.counter_records()
+    # Then there is one record per write: INSERT (no OldImage) then MODIFY, in order per counter
+    assert [r["eventName"] for r in records if r["dynamodb"]["Keys"]["pk"]["S"] == "view#0#a"] == [
+        "INSERT",
+        "MODIFY",
+        "MODIFY",
+    ]
+    assert all(("OldImage" in r["dynamodb"]) == (r["eventName"] == "MODIFY") for r in records)
+    steps = [stream_view_record(r)[:4] for r in records]
+    assert [s for s in steps if s[1] == 0] == [("a", 0, 0, 1), ("a", 0, 1, 5), ("a", 0, 5, 15)]
+    assert [s for s in steps if s[1] == 7] == [("a", 7, 0, 2)]
+    assert all(isinstance(stream_view_record(r), ViewRecord) for r in records)
+
+
+def test_a_throttled_write_is_the_domain_outcome_and_writes_nothing_in_memory():
+    # Given an in-memory base table whose partitions take 2 write units a second
+    views = MemoryViewStore(CapacityEmulator(VirtualClock(), Limits(partition_write_units=2)))
+    views.add_view("a", 0)
+    views.add_view("a", 0, 5)
+    # When a third write hits the same counter in the same second
+    with pytest.raises(Throttled) as refused:
+        views.add_view("a", 0, 100)
+    # Then it is refused at the partition level, as the adapter reports it, and nothing was written
+    assert refused.value.scope is ThrottleScope.PARTITION
+    assert views.item_total("a", 1) == 6
+    assert len(views.stream) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "reasons", "scope"),
+    [
+        ("ProvisionedThroughputExceededException", ["TableWriteKeyRangeThroughputExceeded"], ThrottleScope.PARTITION),
+        ("ProvisionedThroughputExceededException", ["TableWriteProvisionedThroughputExceeded"], ThrottleScope.TABLE),
+        ("ThrottlingException", [], ThrottleScope.TABLE),
+    ],
+)
+def test_a_throttled_write_is_the_domain_outcome_on_dynamodb(code, reasons, scope):
+    # Given DynamoDB refusing the write (after botocore's retries) with its code and ThrottlingReasons
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    views = ViewStore(client, "views")
+    listed = {"ThrottlingReasons": [{"reason": r, "resource": "views"} for r in reasons]} if reasons else None
+    with Stubber(client) as stub:
+        stub.add_client_error(
+            "update_item",
+            code,
+            "rate exceeded",
+            400,
+            modeled_fields=listed,
+        )
+        # When a view is recorded, the adapter raises the domain's Throttled with the limit's scope
+        with pytest.raises(Throttled) as refused:
+            views.add_view("a", 0, 3)
+    assert refused.value.scope is scope
