@@ -13,6 +13,7 @@ f_j(s) being the probability that s keys spread uniformly over j partitions leav
 from __future__ import annotations
 
 import math
+import operator
 import random
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -38,36 +39,34 @@ MAX_GSI_SHARDS = 4096
 def overload_probability(shards: int, partitions: int, factor: float = OVERLOAD_FACTOR) -> float:
     """Exact P(some partition holds more than ``factor`` x shards/partitions of ``shards`` uniformly hashed keys).
 
-    Plain Python (no numpy) so that ``shardboard plan`` works on a base install; the sums are O(1.5 S^2).
+    Plain Python (no numpy) so that ``shardboard plan`` works on a base install; O(1.5 S^2) multiply-adds.
     """
     if shards < 0 or partitions < 1:
         raise ValueError("shards >= 0 and partitions >= 1 are required")
     if partitions == 1 or shards == 0:
         return 0.0
     cap = math.floor(factor * shards / partitions + 1e-12)
-    log_factorial = [0.0] * (shards + 1)
-    for n in range(1, shards + 1):
-        log_factorial[n] = log_factorial[n - 1] + math.log(n)
     ways = [1.0] + [0.0] * shards  # f_0: no keys on no partitions
     for j in range(1, partitions + 1):
-        ways = _add_partition(ways, log_factorial, j, cap)
+        ways = _add_partition(ways, j, cap)
     return min(1.0, max(0.0, 1.0 - ways[shards]))
 
 
-def _add_partition(previous: list[float], log_factorial: list[float], j: int, cap: int) -> list[float]:
-    """f_j from f_{j-1}: the j-th partition takes x <= cap of s keys, each key with probability 1/j."""
+def _add_partition(previous: list[float], j: int, cap: int) -> list[float]:
+    """f_j from f_{j-1}: the j-th partition takes x <= cap of s keys, each key with probability 1/j.
+
+    The binomial probabilities of x = 0..cap come row by row from Pascal's rule, B(s+1)(x) = B(s)(x) q + B(s)(x-1) p:
+    no factorials, and terms too small for a double become 0 instead of overflowing.
+    """
     if j == 1:  # the last partition takes every key (x == s), allowed only while s <= cap
         return [previous[0] if total <= cap else 0.0 for total in range(len(previous))]
-    log_p = -math.log(j)
-    log_q = math.log1p(-1.0 / j)
+    p = 1.0 / j
+    q = 1.0 - p
     result = [0.0] * len(previous)
+    row = [1.0]  # Binomial(total, p)(x) for x = 0..min(cap, total); total = 0 here
     for total in range(len(previous)):
-        log_total = log_factorial[total]
-        result[total] = sum(
-            math.exp(log_total - log_factorial[x] - log_factorial[total - x] + x * log_p + (total - x) * log_q)
-            * previous[total - x]
-            for x in range(min(cap, total) + 1)
-        )
+        result[total] = sum(map(operator.mul, row, reversed(previous[total - len(row) + 1 : total + 1])))
+        row = [kept * q + moved * p for kept, moved in zip([*row, 0.0], [0.0, *row], strict=True)][: cap + 1]
     return result
 
 
