@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
+from shardboard.domain.recording import record_views
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.streams import (
     lambda_event,
@@ -63,6 +66,11 @@ class Pipeline:
         self.settings = runtime.settings
         self.views = runtime.views
         self.board = runtime.board
+
+    def record_one_by_one(self, item_id: str, views: int, rng: random.Random) -> None:
+        """``views`` requests of one view each: one counter write and one stream record per view."""
+        for _ in range(views):
+            record_views(self.views, item_id, 1, self.settings.write_shards, rng)
 
     def stream_records(self) -> list[dict[str, Any]]:
         """Every record of the base table's stream, shaped as Lambda delivers it, in stream order per shard."""
@@ -158,3 +166,18 @@ def make_pipeline() -> Iterator[Any]:
 @pytest.fixture
 def pipeline(make_pipeline: Any) -> Pipeline:
     return make_pipeline()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def stream_clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A SimulatedClock that also stamps moto's stream records (ApproximateCreationDateTime): give it to a
+    StreamRunner and move it instead of sleeping. It starts 0.25 s into a 15-minute window."""
+    from datetime import UTC, datetime
+
+    import moto.dynamodb.models.table as moto_table
+
+    from shardboard_tools.lambda_model.clock import SimulatedClock
+
+    clock = SimulatedClock((int(time.time()) // 900) * 900 + 0.25)
+    monkeypatch.setattr(moto_table, "utcnow", lambda: datetime.fromtimestamp(clock.now(), UTC).replace(tzinfo=None))
+    return clock

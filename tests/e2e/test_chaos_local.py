@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.operations.recovery import RebuildProgress, rebuild
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.testing.chaos import CHAOS_PARAMETERS, Chaos, ChaosPlan, shortened

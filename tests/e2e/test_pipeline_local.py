@@ -10,9 +10,10 @@ from click.testing import CliRunner
 
 from shardboard.handlers import aggregate, snapshot
 from shardboard_tools.cli import main
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.loadgen import LoadSpec, generate
 from shardboard_tools.local.scheduler import SnapshotScheduler
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.operations.verification import verify
 from tests.e2e.helpers import brute_force_top
 

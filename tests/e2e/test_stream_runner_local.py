@@ -15,8 +15,9 @@ import pytest
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamModel
 
 from shardboard.handlers import aggregate, snapshot
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.scheduler import scheduled_event
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.local.streams import latest_stream_arn
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +17,8 @@ from shardboard.domain.batch import ViewRecord, fold
 from shardboard.domain.recording import record_views
 from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
 from shardboard.handlers import aggregate
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner
 
 STEPS = [
     ViewRecord("images/1.jpg", 3, 0, 1, "1"),
@@ -110,14 +110,14 @@ class Faults:
         return answer
 
 
-def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_path):
+def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_path, stream_clock):
     rng = random.Random(11)
     items = [f"images/{n}.jpg" for n in range(12)]
     for _ in range(3):  # views in two windows or more: some before a window boundary, some after
         for item in rng.sample(items, 8):
             for _ in range(rng.randint(1, 4)):  # one request (one write, one stream record) per view
                 record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng)
-        time.sleep(0.6)
+        stream_clock.advance(0.6)
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),
         tumbling_window_seconds=1,
@@ -128,7 +128,13 @@ def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_
     faults = Faults()
     rt = pipeline.runtime
     runner = StreamRunner(
-        rt.dynamodb, rt.streams, pipeline.settings.views_table, faults, mapping=mapping, state_dir=tmp_path / "state"
+        rt.dynamodb,
+        rt.streams,
+        pipeline.settings.views_table,
+        faults,
+        mapping=mapping,
+        state_dir=tmp_path / "state",
+        clock=stream_clock,
     )
     runner.drain()
     assert faults.failed == ["non-final, before the handler", "final, after every write"]

@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 
 from shardboard.adapters.dynamodb import dynamodb_client
-from shardboard.domain.recording import record_views
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, read_dead_letters
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.testing.faults import (
     ClientFaults,
@@ -32,7 +32,7 @@ COUNTS = {"a": 14, "b#1": 9, "images/c.jpg": 7, "ünï": 5, "e": 3}
 def record(pipeline, counts=COUNTS, seed=7):
     rng = random.Random(seed)
     for item, count in counts.items():
-        record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng)
+        pipeline.record_one_by_one(item, count, rng)
 
 
 def runner(pipeline, handler, tmp_path, *, batch_size=10, max_retries=3, state=True, bisect=True):

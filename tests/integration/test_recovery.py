@@ -13,7 +13,8 @@ from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.domain.recording import record_views
 from shardboard_tools.cli import main
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.operations.recovery import RebuildProgress, rebuild
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.testing.faults import Container

@@ -9,8 +9,6 @@ from __future__ import annotations
 import copy
 import random
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -20,14 +18,11 @@ from typing import Any
 import pytest
 
 from shardboard.domain.recording import record_views
-from shardboard_tools.local.event_filter import matches_any
-from shardboard_tools.local.stream_runner import (
-    MAX_WINDOW_STATE_BYTES,
-    EventSourceMapping,
-    StreamRunner,
-    read_dead_letters,
-    window_start,
-)
+from shardboard_tools.lambda_model.clock import SimulatedClock
+from shardboard_tools.lambda_model.event_filter import matches_any
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.lambda_model.windows import MAX_WINDOW_STATE_BYTES, window_start
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.local.streams import latest_stream_arn
 from shardboard_tools.local.template import Template
 from tests.conftest import ROOT
@@ -82,18 +77,25 @@ def delivered(events: list[dict[str, Any]]) -> list[str]:
     return [sequence for event in events for sequence in sequences(event["Records"])]
 
 
-def record(pipeline: Any, seconds: int = 1) -> None:
+def record(pipeline: Any, clock: SimulatedClock, seconds: int = 1) -> None:
     """20 views, the last 8 after the next window boundary: the stream spans two windows or more."""
     rng = random.Random(1)
     for _ in range(12):  # one request (one write, one stream record) per view
         record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
-    time.sleep(seconds - time.time() % seconds + 0.01)
+    clock.advance(seconds - clock.now() % seconds + 0.01)
     for _ in range(8):
         record_views(pipeline.views, "b", 1, pipeline.settings.write_shards, rng)
 
 
 def windowed_runner(
-    pipeline: Any, function: WindowFunction, tmp_path: Any, *, seconds: int = 1, batch_size: int = 1, retries: int = 3
+    pipeline: Any,
+    function: WindowFunction,
+    tmp_path: Any,
+    clock: SimulatedClock,
+    *,
+    seconds: int = 1,
+    batch_size: int = 1,
+    retries: int = 3,
 ) -> StreamRunner:
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),
@@ -104,7 +106,13 @@ def windowed_runner(
     )
     rt = pipeline.runtime
     runner = StreamRunner(
-        rt.dynamodb, rt.streams, pipeline.settings.views_table, function, mapping=mapping, state_dir=tmp_path / "state"
+        rt.dynamodb,
+        rt.streams,
+        pipeline.settings.views_table,
+        function,
+        mapping=mapping,
+        state_dir=tmp_path / "state",
+        clock=clock,
     )
     function.runner = runner
     return runner
@@ -171,9 +179,9 @@ def test_a_window_outside_lambdas_range_is_refused(seconds):
 
 
 # ----------------------------------------------------------------------------------------------- happy path
-def test_window_events_have_lambdas_shape_and_carry_the_state(pipeline, tmp_path):
+def test_window_events_have_lambdas_shape_and_carry_the_state(pipeline, tmp_path, stream_clock):
     # Given views on the base table, and a function that tampers with the state it returned once it has returned it
-    record(pipeline, seconds=2)
+    record(pipeline, stream_clock, seconds=2)
     returned: list[dict[str, Any]] = []
 
     def tamper(event):
@@ -185,7 +193,7 @@ def test_window_events_have_lambdas_shape_and_carry_the_state(pipeline, tmp_path
 
     function = WindowFunction(fault=tamper)
     # When the runner delivers them in 2-second windows
-    run = windowed_runner(pipeline, function, tmp_path, seconds=2, batch_size=5)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, seconds=2, batch_size=5)
     run.drain()
 
     # Then every event has the tumbling-window keys, aligned bounds and records of its window only
@@ -214,11 +222,11 @@ def test_window_events_have_lambdas_shape_and_carry_the_state(pipeline, tmp_path
     assert run.stats.windows == len(windows) >= 2
 
 
-def test_every_record_is_delivered_once_and_checkpointed_at_window_ends(pipeline, tmp_path):
+def test_every_record_is_delivered_once_and_checkpointed_at_window_ends(pipeline, tmp_path, stream_clock):
     # Given views on the base table
-    record(pipeline)
+    record(pipeline, stream_clock)
     function = WindowFunction()
-    run = windowed_runner(pipeline, function, tmp_path, batch_size=5)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=5)
     # When the runner delivers them in 1-second windows, in batches of up to 5 (12 views before the boundary: a
     # batch must stop at it)
     run.drain()
@@ -240,15 +248,13 @@ def test_every_record_is_delivered_once_and_checkpointed_at_window_ends(pipeline
     assert run.stats.windows == len(windows) and run.stats.retries == 0
 
 
-def test_a_window_stays_open_until_its_end(pipeline, tmp_path):
+def test_a_window_stays_open_until_its_end(pipeline, tmp_path, stream_clock):
     # Given views written well inside one 15-minute window
-    if time.time() % 900 > 880:  # too close to its end: write in the next one
-        time.sleep(900 - time.time() % 900 + 0.01)
     rng = random.Random(1)
     for _ in range(6):  # one request (one write, one stream record) per view
         record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
     function = WindowFunction()
-    run = windowed_runner(pipeline, function, tmp_path, seconds=900, batch_size=2)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, seconds=900, batch_size=2)
     # When one pass reads the stream to its current end
     run.run_once()
     # Then every record reached the function, but the window is not over: no final invocation, no checkpoint
@@ -257,20 +263,20 @@ def test_a_window_stays_open_until_its_end(pipeline, tmp_path):
     assert run.positions == {} and run.stats.windows == 0
 
 
-def test_run_forever_ends_windows_on_time_without_new_records(pipeline, tmp_path):
+def test_run_forever_ends_windows_on_time_without_new_records(pipeline, tmp_path, stream_clock):
     # Given views in two windows or more, and a runner following the stream
-    record(pipeline)
+    record(pipeline, stream_clock)
     function = WindowFunction()
-    run = windowed_runner(pipeline, function, tmp_path, batch_size=5)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=5)
     windows = windows_of(delivered_records(pipeline, run), 1)
-    follower = threading.Thread(target=run.run_forever, kwargs={"poll_seconds": 0.05}, daemon=True)
-    follower.start()
-    # When no more views come (waiting for the last final invocation, at most 30 s)
-    deadline = time.monotonic() + 30
-    while run.stats.windows < len(windows) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    run.stop()
-    follower.join(timeout=10)
+
+    def stop_after_the_last_window(event):
+        if event["isFinalInvokeForWindow"] and run.stats.windows == len(windows) - 1:
+            run.stop()  # the process is stopped once this invocation has returned
+
+    function.fault = stop_after_the_last_window
+    # When no more views come: the runner polls, its clock moves past the last window's end
+    run.run_forever(poll_seconds=0.05)
     # Then every window had its final invocation, with the state of all its records
     finals = [e for e in function.events if e["isFinalInvokeForWindow"]]
     assert [f["state"].get("seen", []) + sequences(f["Records"]) for f in finals] == windows
@@ -278,10 +284,10 @@ def test_run_forever_ends_windows_on_time_without_new_records(pipeline, tmp_path
 
 # ----------------------------------------------------------------------------------------------- failures
 @pytest.mark.parametrize("failure", ["raises", "no state", "batchItemFailures", "not JSON"])
-def test_a_failed_invocation_is_retried_with_the_same_state(pipeline, tmp_path, failure):
+def test_a_failed_invocation_is_retried_with_the_same_state(pipeline, tmp_path, stream_clock, failure):
     # Given a function whose second invocation fails once, in one of the ways Lambda counts as a failure, after
     # changing the state it was given
-    record(pipeline)
+    record(pipeline, stream_clock)
 
     def second_fails(event):
         if len(function.calls) != 2:
@@ -296,7 +302,7 @@ def test_a_failed_invocation_is_retried_with_the_same_state(pipeline, tmp_path, 
         return {"state": {"seen": []}, "batchItemFailures": [{"itemIdentifier": sequences(event["Records"])[0]}]}
 
     function = WindowFunction(fault=second_fails)
-    run = windowed_runner(pipeline, function, tmp_path, batch_size=2)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=2)
     # When the runner delivers the stream
     run.drain()
     # Then the failed invocation is repeated as it was: same records, same window, same input state
@@ -308,11 +314,13 @@ def test_a_failed_invocation_is_retried_with_the_same_state(pipeline, tmp_path, 
     assert delivered(successful) == sequences(delivered_records(pipeline, run))
 
 
-def test_exhausted_retries_send_the_window_so_far_to_the_failure_destination_and_start_afresh(pipeline, tmp_path):
+def test_exhausted_retries_send_the_window_so_far_to_the_failure_destination_and_start_afresh(
+    pipeline, tmp_path, stream_clock
+):
     # Given a window of three records or more, and a function that always fails on its second record
-    record(pipeline)
+    record(pipeline, stream_clock)
     function = WindowFunction()
-    run = windowed_runner(pipeline, function, tmp_path, batch_size=1, retries=1)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=1, retries=1)
     first, poisoned, third = largest_window(pipeline, run)[:3]
 
     def poison(event):
@@ -337,11 +345,11 @@ def test_exhausted_retries_send_the_window_so_far_to_the_failure_destination_and
     assert run.stats.dead_letter_records == 2 and run.stats.windows == len(by_window(function.events))
 
 
-def test_a_runner_restarted_mid_window_delivers_the_window_again_from_the_checkpoint(pipeline, tmp_path):
+def test_a_runner_restarted_mid_window_delivers_the_window_again_from_the_checkpoint(pipeline, tmp_path, stream_clock):
     # Given a window of several records, and a runner that dies after the window's first invocation
-    record(pipeline)
+    record(pipeline, stream_clock)
     function = WindowFunction()
-    first_run = windowed_runner(pipeline, function, tmp_path, batch_size=1)
+    first_run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=1)
     window = largest_window(pipeline, first_run)
 
     def killed(event):
@@ -355,7 +363,7 @@ def test_a_runner_restarted_mid_window_delivers_the_window_again_from_the_checkp
     checkpoint = dict(first_run.positions)
     # When a new runner starts on the same state directory
     again = WindowFunction()
-    second_run = windowed_runner(pipeline, again, tmp_path, batch_size=1)
+    second_run = windowed_runner(pipeline, again, tmp_path, stream_clock, batch_size=1)
     second_run.drain()
     # Then it starts after the last window that ended, with an empty state: the window's first record comes again
     assert again.events[0]["state"] == {} and sequences(again.events[0]["Records"]) == window[:1]
@@ -364,11 +372,11 @@ def test_a_runner_restarted_mid_window_delivers_the_window_again_from_the_checkp
     assert delivered(again.events) == expected[expected.index(window[0]) :]
 
 
-def test_a_state_over_1_mb_ends_the_window_early(pipeline, tmp_path):
+def test_a_state_over_1_mb_ends_the_window_early(pipeline, tmp_path, stream_clock):
     # Given a window of several records, and a function whose state outgrows 1 MB on the window's first record
-    record(pipeline)
+    record(pipeline, stream_clock)
     function = WindowFunction()
-    run = windowed_runner(pipeline, function, tmp_path, batch_size=1)
+    run = windowed_runner(pipeline, function, tmp_path, stream_clock, batch_size=1)
     window = largest_window(pipeline, run)
     big = {"seen": window[:1], "padding": "x" * MAX_WINDOW_STATE_BYTES}
 

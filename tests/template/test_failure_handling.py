@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from shardboard.adapters.keys import ITEM_ID, PK, SHARD, VIEWS, aggregate_pk, snapshot_pk, view_pk
-from shardboard_tools.local.event_filter import matches_any
-from shardboard_tools.local.stream_runner import EventSourceMapping
+from shardboard_tools.lambda_model.event_filter import matches_any
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.template import Template
 from tests.conftest import load_event
 from tests.template.conftest import of_type, parameter

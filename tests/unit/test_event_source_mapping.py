@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from shardboard_tools.local.event_filter import matches, matches_any
-from shardboard_tools.local.stream_runner import EventSourceMapping, dead_letter, failed_index
+from shardboard_tools.lambda_model.event_filter import matches, matches_any
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.lambda_model.records import dead_letter, failed_index
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.template import Template
 from tests.conftest import ROOT, load_event
 
@@ -22,9 +26,16 @@ COUNTER = {"dynamodb": {"NewImage": {"item_id": {"S": [{"exists": True}]}}}}
         ({"eventName": [{"anything-but": ["REMOVE"]}]}, True),
         ({"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "view#"}]}}}}, True),
         ({"dynamodb": {"Keys": {"pk": {"S": [{"suffix": ".jpg"}]}}}}, True),
-        ({"dynamodb": {"NewImage": {"views": {"N": [{"numeric": [">", 0, "<=", 1]}]}}}}, True),
-        ({"dynamodb": {"NewImage": {"views": {"N": [{"numeric": [">", 1]}]}}}}, False),
+        # numeric compares JSON numbers only: a DynamoDB number is a string, matched as one
+        ({"dynamodb": {"NewImage": {"views": {"N": [{"numeric": [">", 0, "<=", 1]}]}}}}, False),
+        ({"dynamodb": {"NewImage": {"views": {"N": ["1"]}}}}, True),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 0]}]}}, True),
+        ({"dynamodb": {"SizeBytes": [{"numeric": [">", 10_000]}]}}, False),
         ({"dynamodb": {"OldImage": [{"exists": False}]}}, True),
+        # exists looks at leaves only: an object (NewImage, an attribute's {"S": ...}) is not one
+        ({"dynamodb": {"NewImage": [{"exists": True}]}}, False),
+        ({"dynamodb": {"NewImage": {"item_id": [{"exists": True}]}}}, False),
+        ({"dynamodb": {"NewImage": [{"exists": False}]}}, True),
         ({"dynamodb": {"NewImage": {"missing": {"S": [{"exists": True}]}}}}, False),
         ({"eventSource": [{"equals-ignore-case": "AWS:DYNAMODB"}]}, True),
     ],
@@ -81,3 +92,72 @@ def test_mapping_settings_come_from_the_template():
     assert mapping.report_batch_item_failures and mapping.bisect_on_function_error
     assert mapping.on_failure_destination and mapping.starting_position == "TRIM_HORIZON"
     assert mapping.function_timeout_seconds == 120
+
+
+class FakeStream:
+    """An in-memory DynamoDB stream behind the two clients the runner uses (describe_table and the Streams API)."""
+
+    def __init__(self) -> None:
+        self.shards: dict[str, dict[str, Any]] = {}
+        self.iterator_types: dict[str, str] = {}
+
+    def add(self, shard_id: str, sequences: list[int], parent: str | None = None) -> None:
+        self.shards[shard_id] = {"records": [], "closed": False, "parent": parent}
+        self.write(shard_id, sequences)
+
+    def write(self, shard_id: str, sequences: list[int]) -> None:
+        self.shards[shard_id]["records"].extend(
+            {"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(n), "Keys": {"pk": {"S": f"view#{n}"}}}}
+            for n in sequences
+        )
+
+    def describe_table(self, TableName: str) -> dict[str, Any]:
+        return {"Table": {"LatestStreamArn": "arn:stream", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}}
+
+    def describe_stream(self, StreamArn: str, **_: Any) -> dict[str, Any]:
+        shards = []
+        for shard_id, shard in self.shards.items():
+            bounds = {"StartingSequenceNumber": "0"} | ({"EndingSequenceNumber": "9"} if shard["closed"] else {})
+            parent = {"ParentShardId": shard["parent"]} if shard["parent"] else {}
+            shards.append({"ShardId": shard_id, "SequenceNumberRange": bounds, **parent})
+        return {"StreamDescription": {"Shards": shards}}
+
+    def get_shard_iterator(self, StreamArn: str, ShardId: str, ShardIteratorType: str, **kwargs: Any) -> Any:
+        self.iterator_types[ShardId] = ShardIteratorType
+        records = self.shards[ShardId]["records"]
+        start = {"LATEST": len(records), "TRIM_HORIZON": 0}.get(ShardIteratorType)
+        if start is None:
+            start = 1 + next(
+                i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] == kwargs["SequenceNumber"]
+            )
+        return {"ShardIterator": f"{ShardId}|{start}"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:
+        shard_id, start = ShardIterator.split("|")
+        shard = self.shards[shard_id]
+        page = shard["records"][int(start) : int(start) + Limit]
+        end = int(start) + len(page)
+        done = shard["closed"] and end == len(shard["records"])
+        return {"Records": page, "NextShardIterator": None if done else f"{shard_id}|{end}"}
+
+
+def test_latest_applies_only_to_the_shards_open_when_the_mapping_starts():
+    # Given a mapping starting at LATEST on a stream whose one open shard already holds records 1 and 2
+    stream = FakeStream()
+    stream.add("shardId-1", [1, 2])
+    seen: list[str] = []
+    mapping = EventSourceMapping(starting_position="LATEST", max_retry_attempts=0)
+    run = StreamRunner(stream, stream, "views", lambda event, _: seen.extend(sequences(event)), mapping=mapping)
+    run.run_once()
+    # When record 3 arrives, the shard is then split: its child holds records 4 and 5
+    stream.write("shardId-1", [3])
+    stream.shards["shardId-1"]["closed"] = True
+    stream.add("shardId-2", [4, 5], parent="shardId-1")
+    run.drain()
+    # Then the open shard started at its end, and the child from its first record (TRIM_HORIZON)
+    assert seen == ["3", "4", "5"]
+    assert stream.iterator_types == {"shardId-1": "LATEST", "shardId-2": "TRIM_HORIZON"}
+
+
+def sequences(event: dict[str, Any]) -> list[str]:
+    return [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]

@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 
 from shardboard.settings import ConfigError, Settings, schedule_seconds
-from shardboard_tools.local.scheduler import template_interval
-from shardboard_tools.local.template import Template
-from tests.conftest import ROOT
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
 
@@ -90,8 +87,3 @@ def test_settings_refuse_a_malformed_schedule_at_construction():
         "cron needs 6 fields (minutes hours day-of-month month day-of-week year), got 4"
     )
     assert Settings(schedule="cron(0 12 * * ? *)").refresh_seconds == DAY
-
-
-def test_the_local_scheduler_ticks_at_the_templates_cron_interval():
-    template = Template.load(ROOT / "template.yaml", {"SnapshotSchedule": "cron(0/5 * * * ? *)"})
-    assert template_interval(template) == 300.0

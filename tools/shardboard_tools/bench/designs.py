@@ -10,10 +10,8 @@ in-memory board.
 
 from __future__ import annotations
 
-import bisect
 import gc
 import json
-import math
 import random
 import time
 from collections.abc import Callable
@@ -24,7 +22,7 @@ from aws_lambda_powertools.utilities.batch import process_partial_response
 
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import take_snapshot
-from shardboard.handlers.aggregate import AggregatingProcessor, WindowNotApplied, aggregate, read_view
+from shardboard.handlers.aggregate import AggregatingProcessor, aggregate, read_view
 from shardboard.settings import Settings
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge, PacedClock
@@ -37,6 +35,10 @@ from shardboard_tools.capacity.memory import (
 )
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
+from shardboard_tools.lambda_model.clock import DrivenClock
+from shardboard_tools.lambda_model.delivery import StreamDelivery
+from shardboard_tools.lambda_model.feeds import MemoryShard
+from shardboard_tools.lambda_model.mapping import MAX_BATCHING_WINDOW_SECONDS, EventSourceMapping
 
 SEED_TABLE = "seed-images"
 SEED_INDEX = "leaderboard"
@@ -46,8 +48,8 @@ SHARDBOARD = "shardboard"
 DESIGNS = (SEED_UNSHARDED, SEED_SHARDED, SHARDBOARD)
 # DynamoDB's typical latency for one write from a Lambda in the same region (single-digit milliseconds).
 REQUEST_LATENCY_S = 0.005
-# Lambda ends a tumbling window early when the state it would carry exceeds 1 MB.
-WINDOW_STATE_LIMIT_BYTES = 1024 * 1024
+# Lambda's longest function timeout: the simulated aggregator is never cut short.
+MAX_FUNCTION_TIMEOUT_SECONDS = 900.0
 
 
 class Design(Protocol):
@@ -162,29 +164,46 @@ class ShardboardDesign:
         self.rng = random.Random(workload.seed)
         self.cpu_seconds = 0.0
         self.metering_overhead = metering_overhead_seconds()  # calibrated now, outside any measured window
-        self.records = 0
-        self.failed_batches = 0
         self._top: list[tuple[str, int]] = []
-        # Tumbling windows (AggregationWindowSeconds): each stream record's simulated arrival, oldest first, the
-        # state Lambda carries between a window's invocations, and the end of the window that state belongs to.
+        # The stream goes to the aggregator as Lambda delivers it (lambda_model), on the run's virtual clock: it
+        # never waits, a batch is due when full (the writers fill one long before the longest batching window) or
+        # at the end of the run, and a failed one is retried after its back-off.
+        self.stream = MemoryShard(self.views.take_stream, lambda: len(self.views.stream), STREAM_ARN)
         self.window_seconds = workload.aggregation_window_seconds
-        self.arrivals: list[float] = []
-        self.window_state = "{}"  # as Lambda keeps it between invocations: JSON
-        self.open_window_end: float | None = None
-        self.retry_at = 0.0
-        self.windows = 0
+        self.delivery = StreamDelivery(
+            bench_mapping(workload),
+            self._invoke_window if self.window_seconds > 0 else self._invoke_batch,
+            DrivenClock(emulator.clock.now),
+            wait=False,
+        )
 
     def view(self, item_id: str) -> None:
         before = len(self.views.stream)
         record_views(self.views, item_id, 1, self.settings.write_shards, self.rng)
-        if self.window_seconds > 0:
-            self.arrivals.extend([self.emulator.clock.now()] * (len(self.views.stream) - before))
+        now = self.emulator.clock.now()
+        for record in self.views.stream[before:]:  # its arrival places a record in its tumbling window
+            record["dynamodb"]["ApproximateCreationDateTime"] = now
 
     def settle(self, final: bool = False) -> None:
-        if self.window_seconds > 0:
-            self._settle_windows(final)
-        else:
-            self._settle_batches(final)
+        """Deliver what is due; ``final`` delivers everything now, as if the stream ended here."""
+        self.stream.closed = final
+        self.delivery.deliver(self.stream)
+        if final and not self.delivery.backlog(self.stream.shard_id):
+            # The run may go on after a final settle (tests do): later views reopen the stream.
+            self.stream.closed = False
+            self.delivery.forget(self.stream.shard_id)
+
+    @property
+    def records(self) -> int:
+        return self.delivery.stats.records
+
+    @property
+    def failed_batches(self) -> int:
+        return self.delivery.stats.function_errors + self.delivery.stats.partial_failures
+
+    @property
+    def windows(self) -> int:
+        return self.delivery.stats.windows
 
     def _timed(self, call: Callable[[], Any]) -> Any:
         """One invocation of the aggregator: its process CPU time (minus the in-memory store's own) is added to the
@@ -202,73 +221,27 @@ class ShardboardDesign:
             self.cpu_seconds += time.process_time() - started - store
             self.emulator.clock = clock
 
-    def _settle_windows(self, final: bool) -> None:
-        """Deliver the stream as Lambda does with a tumbling window: full batches of the oldest open window are
-        folded into its state; once the clock passes the window's end (or at the end of the run) its last records
-        go in the final invocation, which writes. A final invocation that fails is retried a simulated second later
-        with the state it had."""
-        now = self.emulator.clock.now()
-        while now >= self.retry_at:
-            end = self.open_window_end
-            if end is None:
-                if not self.arrivals:
-                    return
-                end = (math.floor(self.arrivals[0] / self.window_seconds) + 1) * self.window_seconds
-            in_window = bisect.bisect_left(self.arrivals, end)
-            closed = final or now >= end
-            take = min(in_window, self.batch_size)
-            if not closed and take < self.batch_size:
-                return  # Lambda waits for a full batch or the window's end
-            if not self._invoke_window(take, closed and take == in_window, end):
-                self.retry_at = now + 1.0
-                return
+    def _invoke_batch(self, event: dict[str, Any], context: Any) -> Any:
+        """The aggregator's batch path (the handler without its observability decorators)."""
+        event = {"Records": delivered(event["Records"])}
+        return self._timed(partial(process_partial_response, event, read_view, self.processor))
 
-    def _invoke_window(self, take: int, final: bool, end: float) -> bool:
-        batch = self.views.take_stream(take)
-        oversized = len(self.window_state) > WINDOW_STATE_LIMIT_BYTES
-        event = {
-            "Records": delivered(batch),
-            "window": {"start": end - self.window_seconds, "end": end},
-            "shardId": "shardId-memory",
-            "eventSourceARN": STREAM_ARN,
-            "isFinalInvokeForWindow": final or oversized,
-            "isWindowTerminatedEarly": not final and oversized,
-        }
+    def _invoke_window(self, event: dict[str, Any], context: Any) -> Any:
+        """The aggregator's tumbling-window path; a window that failed to apply raises, and Lambda retries it."""
+        event = {**event, "Records": delivered(event["Records"])}
+        state = json.dumps(event["state"], separators=(",", ":"))
 
-        def invoke() -> str:
+        def invoke() -> dict[str, Any]:
             # The state's JSON round trip is billed too: it is a cost of the window, paid at every invocation.
-            event["state"] = json.loads(self.window_state)
-            return json.dumps(aggregate(event, self.processor)["state"], separators=(",", ":"))
+            event["state"] = json.loads(state)
+            answer = aggregate(event, self.processor)
+            json.dumps(answer["state"], separators=(",", ":"))  # Lambda serialises the response
+            return answer
 
-        try:
-            self.window_state = self._timed(invoke)
-        except WindowNotApplied:
-            self.failed_batches += 1
-            self.views.stream[:0] = batch
-            return False
-        del self.arrivals[:take]
-        self.records += len(batch)
-        self.open_window_end = None if event["isFinalInvokeForWindow"] and final else end
-        self.windows += bool(event["isFinalInvokeForWindow"])
-        return True
-
-    def _settle_batches(self, final: bool) -> None:
-        """Run the aggregator on every full batch, as Lambda polls the stream; a batch with failed records puts
-        them back (Lambda resumes from the lowest failed sequence number) and waits for the next second."""
-        while len(self.views.stream) >= self.batch_size or (final and self.views.stream):
-            batch = self.views.take_stream(self.batch_size)
-            event = {"Records": delivered(batch)}
-            response = self._timed(partial(process_partial_response, event, read_view, self.processor))
-            self.records += len(batch)
-            failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-            if failed:
-                self.failed_batches += 1
-                first = min(i for i, r in enumerate(batch) if r["dynamodb"]["SequenceNumber"] in failed)
-                self.views.stream[:0] = batch[first:]
-                return
+        return self._timed(invoke)
 
     def pending(self) -> int:
-        return len(self.views.stream) + (self.open_window_end is not None)
+        return len(self.views.stream) + self.delivery.backlog(self.stream.shard_id)
 
     def refresh(self) -> int:
         result = take_snapshot(self.board, self.settings, now="1970-01-01T00:00:00.000Z")
@@ -290,6 +263,18 @@ def delivered(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records as the function receives them: freshly decoded from the invoke payload by the Lambda runtime (not
     billed to the aggregator, as for any stream consumer), not the objects the in-memory stream built long before."""
     return cast(list[dict[str, Any]], json.loads(json.dumps(records)))
+
+
+def bench_mapping(workload: Workload) -> EventSourceMapping:
+    """The aggregator's event source mapping in the benchmark: the workload's batch size and window, Lambda's
+    longest batching window (only full batches go before the end of the run), no filter, no retry limit."""
+    return EventSourceMapping(
+        batch_size=workload.batch_size,
+        batching_window_seconds=MAX_BATCHING_WINDOW_SECONDS,
+        report_batch_item_failures=True,
+        function_timeout_seconds=MAX_FUNCTION_TIMEOUT_SECONDS,
+        tumbling_window_seconds=workload.aggregation_window_seconds,
+    )
 
 
 def make_design(name: str, workload: Workload, emulator: CapacityEmulator) -> Design:

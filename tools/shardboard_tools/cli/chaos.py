@@ -55,7 +55,8 @@ def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_
 
     # The function logs every injected failure; a terminal wants the verdict (-v shows them).
     logger.setLevel(os.environ.get("POWERTOOLS_LOG_LEVEL", "INFO"))
-    logging.getLogger("shardboard_tools.local.stream_runner").setLevel(logging.ERROR)
+    for name in ("shardboard_tools.local.stream_runner", "shardboard_tools.lambda_model.delivery"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     default_state_dir().mkdir(parents=True, exist_ok=True)
     state_dir = tempfile.mkdtemp(prefix=f"chaos-{seed}-", dir=default_state_dir())
     with one_line_errors(), local_engine(announce=console.print):

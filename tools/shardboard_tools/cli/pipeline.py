@@ -64,7 +64,8 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     (default .shardboard/), so a stopped or killed runner resumes where it left off.
     """
     from shardboard.handlers import aggregate
-    from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner, default_state_dir
+    from shardboard_tools.lambda_model.mapping import EventSourceMapping
+    from shardboard_tools.local.stream_runner import StreamRunner, default_state_dir
 
     rt = runtime(ctx)
     rt.export_to_handlers()

@@ -17,11 +17,12 @@ from rich.console import Console
 from rich.live import Live
 
 from shardboard.domain.snapshot import leaderboard_json
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, StreamLag, Vitals, render
 from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import SnapshotScheduler
-from shardboard_tools.local.stream_runner import EventSourceMapping, StreamRunner
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.template import create_tables
 from shardboard_tools.local.webapp import LeaderboardServer
 from shardboard_tools.operations.verification import verify

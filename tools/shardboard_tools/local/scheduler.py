@@ -1,4 +1,4 @@
-"""Call the snapshot handler on the template's schedule (EventBridge locally), or on a shorter local interval."""
+"""Call a scheduled function (the snapshot job, the shard review) at a fixed rate, as EventBridge would."""
 
 from __future__ import annotations
 
@@ -9,21 +9,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.settings import schedule_seconds
 from shardboard_tools.local.lambda_context import LocalContext
-from shardboard_tools.local.template import Template
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
 log = logging.getLogger(__name__)
 
 
-def template_interval(template: Template) -> float:
-    """Seconds between refreshes for the template's SnapshotSchedule (``rate(1 minute)`` -> 60)."""
-    return float(schedule_seconds(template.parameters.get("SnapshotSchedule", "rate(1 minute)")))
-
-
-def scheduled_event(now: datetime | None = None) -> dict[str, Any]:
+def scheduled_event(now: datetime | None = None, rule: str = "shardboard-local-refresh") -> dict[str, Any]:
     """The event an EventBridge schedule sends (same shape as events/snapshot_scheduled.json)."""
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
@@ -34,7 +27,7 @@ def scheduled_event(now: datetime | None = None) -> dict[str, Any]:
         "account": "000000000000",
         "time": moment,
         "region": "us-east-1",
-        "resources": ["arn:aws:events:us-east-1:000000000000:rule/shardboard-local-refresh"],
+        "resources": [f"arn:aws:events:us-east-1:000000000000:rule/{rule}"],
         "detail": {},
     }
 
@@ -51,16 +44,18 @@ class SnapshotScheduler:
         handler: Handler,
         interval: float,
         on_result: Callable[[dict[str, Any], float], None] | None = None,
+        function_name: str = "SnapshotFunction",
     ) -> None:
         if interval <= 0:
-            raise ValueError("the snapshot interval must be positive")
+            raise ValueError("a schedule's interval must be positive")
         self.handler = handler
         self.interval = interval
         self.on_result = on_result
+        self.function_name = function_name
         self.runs = 0
         self.failures = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="snapshot-scheduler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=f"schedule-{function_name}", daemon=True)
 
     def start(self) -> SnapshotScheduler:
         self._thread.start()
@@ -73,7 +68,8 @@ class SnapshotScheduler:
 
     def run_now(self) -> dict[str, Any]:
         """One invocation, as the schedule would make it; returns the handler's summary."""
-        summary = dict(self.handler(scheduled_event(), LocalContext(function_name="SnapshotFunction")))
+        event = scheduled_event(rule=f"shardboard-local-{self.function_name}")
+        summary = dict(self.handler(event, LocalContext(function_name=self.function_name)))
         self.runs += 1
         if self.on_result:
             self.on_result(summary, time.time())
@@ -86,5 +82,5 @@ class SnapshotScheduler:
                 self.run_now()
             except Exception as error:  # the next tick retries, as the next scheduled event would
                 self.failures += 1
-                log.warning("snapshot run failed", extra={"error": repr(error)})
+                log.warning("scheduled run failed", extra={"function": self.function_name, "error": repr(error)})
             next_run = max(next_run + self.interval, time.monotonic())

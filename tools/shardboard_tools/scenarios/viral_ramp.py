@@ -35,11 +35,17 @@ from shardboard.domain.ports import ShardMetadata
 from shardboard.domain.recording import attempt_view
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
-from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
+from shardboard_tools.capacity.memory import STREAM_ARN, MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
+from shardboard_tools.lambda_model.clock import DrivenClock
+from shardboard_tools.lambda_model.delivery import StreamDelivery
+from shardboard_tools.lambda_model.feeds import MemoryShard
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 
 VIRAL_ITEM = "viral"
 # Stream records per aggregator call (the template's StreamBatchSize).
 BATCH_SIZE = 1000
+# The aggregator's event source mapping: every second's records go at once, in batches of BATCH_SIZE.
+RAMP_MAPPING = EventSourceMapping(batch_size=BATCH_SIZE, report_batch_item_failures=True, function_timeout_seconds=900)
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,8 @@ class ViralRamp:
         self.tail_throttles = 0
         self._sequence = itertools.count()
         self._next_writer = itertools.cycle(range(spec.writers))
+        self.stream = MemoryShard(self.views.take_stream, lambda: len(self.views.stream), STREAM_ARN)
+        self.delivery = StreamDelivery(RAMP_MAPPING, self._apply, DrivenClock(self.clock.now), wait=False)
 
     def run(self, on_second: Callable[[Second], None] | None = None) -> RampResult:
         spec = self.spec
@@ -226,11 +234,17 @@ class ViralRamp:
 
     # -- pipeline
     def _aggregate(self) -> None:
-        while self.views.stream:
-            records = [_view_record(raw) for raw in self.views.take_stream(BATCH_SIZE)]
-            outcome = apply_batch(self.board, records, self.settings)
-            if outcome.failures:
-                raise RuntimeError(f"aggregation failed: {outcome.failures}")
+        """Deliver the whole stream as Lambda would (batches of BATCH_SIZE, no batching window to wait out)."""
+        self.delivery.deliver(self.stream)
+        if self.delivery.stats.function_errors:
+            raise RuntimeError(f"aggregation failed: {self.delivery.stats.last_error}")
+
+    def _apply(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The aggregator: the real ``apply_batch`` on the batch's records; a failure is a bug of the scenario."""
+        outcome = apply_batch(self.board, [_view_record(raw) for raw in event["Records"]], self.settings)
+        if outcome.failures:
+            raise RuntimeError(f"{outcome.failures}")
+        return {"batchItemFailures": []}
 
     def _viral_shards(self) -> int:
         metadata = self.metadata.data.items.get(f"shards#{VIRAL_ITEM}")

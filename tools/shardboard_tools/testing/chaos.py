@@ -26,8 +26,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.ports import Throttled
+from shardboard_tools.lambda_model.delivery import RunStats
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.local.stream_runner import EventSourceMapping, RunStats, StreamRunner, read_dead_letters
+from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.operations.recovery import RebuildProgress, RedriveResult, rebuild, redrive
 from shardboard_tools.operations.verification import Report, verify
 from shardboard_tools.testing.faults import (
@@ -252,7 +254,7 @@ class Chaos:
 
     def _snapshot(self) -> None:
         from shardboard.handlers import snapshot
-        from shardboard_tools.cli.pipeline import scheduled_event
+        from shardboard_tools.local.scheduler import scheduled_event
 
         try:
             self.rt.invoke(snapshot.handler, scheduled_event())

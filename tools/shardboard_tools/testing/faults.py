@@ -22,7 +22,6 @@ import json
 import random
 import threading
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +33,10 @@ from aws_lambda_powertools.utilities.batch import process_partial_response
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
+from shardboard.adapters.keys import PK
 from shardboard.domain.aggregation import BatchOutcome
 from shardboard.handlers import aggregate
+from shardboard_tools.lambda_model.records import split_by_partition_key
 from shardboard_tools.local.lambda_context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -368,16 +369,13 @@ class FaultyFunction:
         return response
 
     def _parallel(self, records: Sequence[Record], context: Any) -> Any:
-        lanes: list[list[Record]] = [[], []]
-        for record in records:  # one base key (counter) always goes to the same lane, in order
-            lanes[zlib.crc32(json.dumps(record["dynamodb"]["Keys"], sort_keys=True).encode()) % 2].append(record)
-        containers = [Container.fresh(), Container.fresh()]
-        with ThreadPoolExecutor(2) as pool:
+        """The batch's records in two lanes by partition key (the delivery model's ParallelizationFactor rule), run
+        at once in two fresh containers: one batch becomes two overlapping invocations."""
+        lanes = split_by_partition_key(records, 2, PK)
+        containers = [Container.fresh() for _ in lanes]
+        with ThreadPoolExecutor(len(lanes)) as pool:
             responses = list(
-                pool.map(
-                    lambda lane: self._run(containers[lane], {"Records": lanes[lane]}, context) if lanes[lane] else {},
-                    range(2),
-                )
+                pool.map(lambda lane: self._run(containers[lane], {"Records": lanes[lane]}, context), range(len(lanes)))
             )
         return merge_responses(responses)
 

@@ -4,6 +4,10 @@ A pattern is a JSON object mirroring the record: a nested object descends into t
 accepted values (any one matches). Besides literal values the list may hold the comparison objects Lambda
 supports: ``prefix``, ``suffix``, ``equals-ignore-case``, ``anything-but``, ``numeric`` and ``exists``.
 A record matches a mapping's criteria when it matches any one of its filters.
+
+The rules are EventBridge's, as Lambda documents them: ``numeric`` compares JSON numbers only, so a DynamoDB number
+(``{"N": "5"}``, a string) never matches one; ``exists`` looks at leaves only, so ``{"NewImage": [{"exists": true}]}``
+never matches (NewImage is an object) and ``{"item_id": {"S": [{"exists": true}]}}`` is the way to test a field.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ def _as_list(value: Any) -> list[Any]:
 def _accepts(rule: Any, value: Any) -> bool:
     if isinstance(rule, Mapping):
         if "exists" in rule:
-            return (value is not _MISSING) == bool(rule["exists"])
+            return _is_leaf(value) == bool(rule["exists"])
         if value is _MISSING:
             return False
         # A list value (a DynamoDB L/SS attribute) matches when one of its elements does.
@@ -53,6 +57,11 @@ def _accepts(rule: Any, value: Any) -> bool:
     if value is _MISSING:
         return False
     return any(v == rule for v in _as_list(value))
+
+
+def _is_leaf(value: Any) -> bool:
+    """A value at the end of a path: present and not an object (an intermediate node has no value of its own)."""
+    return value is not _MISSING and not isinstance(value, Mapping)
 
 
 def _compare(rule: Mapping[str, Any], value: Any) -> bool:
@@ -73,10 +82,8 @@ def _compare(rule: Mapping[str, Any], value: Any) -> bool:
 
 
 def _numeric(conditions: list[Any], value: Any) -> bool:
-    """``[">", 0, "<=", 5]``; DynamoDB numbers arrive as strings (``{"N": "5"}``) and are compared as numbers."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+    """``[">", 0, "<=", 5]`` on a JSON number; a string (a DynamoDB ``N`` value included) is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     pairs = zip(conditions[::2], conditions[1::2], strict=True)
-    return all(_NUMERIC[op](number, float(bound)) for op, bound in pairs)
+    return all(_NUMERIC[op](float(value), float(bound)) for op, bound in pairs)
