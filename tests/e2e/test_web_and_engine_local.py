@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from shardboard_tools.local.webapp import LeaderboardServer
 from tests.e2e.helpers import brute_force_top, record_random_views
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = Path("/usr/bin/chromium")
+# `make browser` installs Debian's chromium (on PATH) or, without apt, Playwright's own download (its default).
+CHROMIUM = shutil.which("chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -42,7 +44,9 @@ def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
     # When Debian's Chromium opens the page
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            if CHROMIUM is None and not Path(playwright.chromium.executable_path).exists():
+                pytest.fail("no Chromium: run `make browser` (Debian's chromium, or Playwright's download)")
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page()
             page.goto(server.url + "?limit=5")
             page.wait_for_selector("#rows tr")

@@ -154,6 +154,7 @@ def test_shrink_needs_a_long_quiet_spell_and_readers_keep_every_shard():
     assert readable_shards(metadata, 1) == 32 == metadata.max_shards
 
 
+@pytest.mark.slow  # a scenario run of ~30 s: the slow tier, not the unit tier
 def test_viral_ramp_shortened_run():
     # Given the ramp at 1/10 scale (partition limit 100 units/s, 10 -> 2,000 views/s in 120 s, then 20 s at peak)
     result = run_viral_ramp(RampSpec(ramp_seconds=120, hold_seconds=20).scaled(10))
@@ -174,6 +175,7 @@ def test_viral_ramp_shortened_run():
     assert details["metadata_peak_read_units_per_s"] < 100
 
 
+@pytest.mark.slow  # a scenario run of ~30 s: the slow tier, not the unit tier
 def test_bench_viral_ramp_json(monkeypatch, tmp_path):
     import json
 

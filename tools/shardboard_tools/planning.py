@@ -13,11 +13,10 @@ f_j(s) being the probability that s keys spread uniformly over j partitions leav
 from __future__ import annotations
 
 import math
+import operator
 import random
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import numpy as np
 
 from shardboard.domain.ranking import Entry, Page, gather_top_n
 from shardboard.domain.sharding import write_shards_needed
@@ -38,41 +37,46 @@ MAX_GSI_SHARDS = 4096
 
 
 def overload_probability(shards: int, partitions: int, factor: float = OVERLOAD_FACTOR) -> float:
-    """Exact P(some partition holds more than ``factor`` x shards/partitions of ``shards`` uniformly hashed keys)."""
+    """Exact P(some partition holds more than ``factor`` x shards/partitions of ``shards`` uniformly hashed keys).
+
+    Plain Python (no numpy) so that ``shardboard plan`` works on a base install; O(1.5 S^2) multiply-adds.
+    """
     if shards < 0 or partitions < 1:
         raise ValueError("shards >= 0 and partitions >= 1 are required")
     if partitions == 1 or shards == 0:
         return 0.0
     cap = math.floor(factor * shards / partitions + 1e-12)
-    log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, shards + 1)))))
-    ways = np.zeros(shards + 1)
-    ways[0] = 1.0  # f_0: no keys on no partitions
+    ways = [1.0] + [0.0] * shards  # f_0: no keys on no partitions
     for j in range(1, partitions + 1):
-        ways = _add_partition(ways, log_factorial, j, cap)
-    return float(min(1.0, max(0.0, 1.0 - ways[shards])))
+        ways = _add_partition(ways, j, cap)
+    return min(1.0, max(0.0, 1.0 - ways[shards]))
 
 
-def _add_partition(
-    previous: np.ndarray[Any, Any], log_factorial: np.ndarray[Any, Any], j: int, cap: int
-) -> np.ndarray[Any, Any]:
-    """f_j from f_{j-1}: the j-th partition takes x <= cap of s keys, each key with probability 1/j."""
-    result = np.zeros_like(previous)
-    totals = np.arange(len(previous))
-    log_p = -math.log(j)
-    log_q = math.log1p(-1.0 / j) if j > 1 else 0.0  # j == 1: the last partition takes every key (x == s)
-    for x in range(min(cap, len(previous) - 1) + 1):
-        s = totals[x:]
-        rest = s - x
-        if j == 1:
-            weights = (rest == 0).astype(float)
-        else:
-            weights = np.exp(log_factorial[s] - log_factorial[x] - log_factorial[rest] + x * log_p + rest * log_q)
-        result[x:] += weights * previous[: len(previous) - x]
+def _add_partition(previous: list[float], j: int, cap: int) -> list[float]:
+    """f_j from f_{j-1}: the j-th partition takes x <= cap of s keys, each key with probability 1/j.
+
+    The binomial probabilities of x = 0..cap come row by row from Pascal's rule, B(s+1)(x) = B(s)(x) q + B(s)(x-1) p:
+    no factorials, and terms too small for a double become 0 instead of overflowing.
+    """
+    if j == 1:  # the last partition takes every key (x == s), allowed only while s <= cap
+        return [previous[0] if total <= cap else 0.0 for total in range(len(previous))]
+    p = 1.0 / j
+    q = 1.0 - p
+    result = [0.0] * len(previous)
+    row = [1.0]  # Binomial(total, p)(x) for x = 0..min(cap, total); total = 0 here
+    for total in range(len(previous)):
+        result[total] = sum(map(operator.mul, row, reversed(previous[total - len(row) + 1 : total + 1])))
+        row = [kept * q + moved * p for kept, moved in zip([*row, 0.0], [0.0, *row], strict=True)][: cap + 1]
     return result
 
 
 def monte_carlo_overload(shards: int, partitions: int, trials: int, seed: int = 0) -> float:
-    """The same probability estimated by hashing keys at random ``trials`` times (a check of the exact value)."""
+    """The same probability estimated by hashing keys at random ``trials`` times (a check of the exact value).
+
+    Needs numpy (the bench extra): only the tests call it.
+    """
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     placements = rng.integers(0, partitions, size=(trials, shards))
     counts = np.zeros((trials, partitions), dtype=np.int64)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy comes with the bench extra; the rest of the CLI must import this module without it
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Workload:
 
     def view_sequence(self) -> np.ndarray[Any, np.dtype[np.int64]]:
         """Item ranks (0-based) of every view, in arrival order: P(rank k) proportional to 1 / (k+1)^s."""
+        import numpy as np
+
         weights = 1.0 / np.arange(1, self.items + 1, dtype=np.float64) ** self.zipf_s
         rng = np.random.default_rng(self.seed)
         return rng.choice(self.items, size=self.views, p=weights / weights.sum()).astype(np.int64)

@@ -71,7 +71,8 @@ def runtime(ctx: click.Context) -> Runtime:
 
 for command in [*pipeline.COMMANDS, *recovery.COMMANDS]:
     main.add_command(command)
-main.add_command(demo.demo)
+for command in demo.COMMANDS:
+    main.add_command(command)
 main.add_command(plan.plan)
 main.add_command(bench.bench)
 for command in reshard.COMMANDS:

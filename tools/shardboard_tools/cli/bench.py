@@ -14,6 +14,7 @@ from shardboard_tools.bench.notes import NOTES
 from shardboard_tools.bench.report import chart, markdown, table, targets
 from shardboard_tools.bench.run import run_benchmark
 from shardboard_tools.bench.workload import Workload
+from shardboard_tools.cli.common import require_extra
 
 
 def command_line(ctx: click.Context) -> str:
@@ -48,6 +49,13 @@ def command_line(ctx: click.Context) -> str:
     show_default=True,
     help="shardboard's tumbling window in simulated seconds (AggregationWindowSeconds; 0 = apply every batch).",
 )
+@click.option(
+    "--probe-seconds",
+    type=click.FloatRange(min=0.1),
+    default=Workload.probe_seconds,
+    show_default=True,
+    help="Simulated seconds of each probe of the viral-item rate search.",
+)
 @click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
 @click.option(
     "--scenario",
@@ -77,6 +85,7 @@ def bench(
     batch_size: int,
     refresh_seconds: float,
     aggregation_window: float,
+    probe_seconds: float,
     designs: tuple[str, ...],
     scenario: str,
     as_json: bool,
@@ -84,6 +93,7 @@ def bench(
     no_files: bool,
 ) -> None:
     """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
+    require_extra("bench", "bench", "numpy", *(() if no_files else ("matplotlib",)))
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
 
@@ -100,6 +110,7 @@ def bench(
         write_shards=write_shards,
         refresh_seconds=refresh_seconds,
         aggregation_window_seconds=aggregation_window,
+        probe_seconds=probe_seconds,
     )
     chosen = designs or DESIGNS
     screen = Console(stderr=True) if as_json else Console()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +24,14 @@ errors = Console(stderr=True)
 
 def fail(reason: str, code: int = 1) -> NoReturn:
     """Exit non-zero with a one-line reason."""
-    errors.print(f"shardboard: {reason}", markup=False, highlight=False)
+    errors.print(f"shardboard: {reason}", markup=False, highlight=False, soft_wrap=True)  # one line, never wrapped
     sys.exit(code)
+
+
+def require_extra(command: str, extra: str, *modules: str) -> None:
+    """Exit 2 with the pip line to run when an optional dependency of ``command`` is not installed."""
+    if any(importlib.util.find_spec(module) is None for module in modules):
+        fail(f"`shardboard {command}` needs the {extra} extra: pip install 'shardboard[{extra}]'", 2)
 
 
 @contextmanager
@@ -37,7 +45,18 @@ def one_line_errors() -> Iterator[None]:
         info = error.response.get("Error", {})
         fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
     except BotoCoreError as error:
-        fail(f"cannot reach DynamoDB: {error}")
+        fail(f"cannot reach DynamoDB: {error}{_endpoint_hint()}")
+
+
+def _endpoint_hint() -> str:
+    """Where the command looked: a new user most often meant a local engine and set no endpoint."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
+    if endpoint:
+        return f" (AWS_ENDPOINT_URL_DYNAMODB={endpoint}: is the engine running? `shardboard local` starts one)"
+    return (
+        " (no AWS_ENDPOINT_URL_DYNAMODB: for DynamoDB Local, `shardboard local` starts one and prints the"
+        " variables to export; for AWS, configure credentials)"
+    )
 
 
 def runtime(ctx: click.Context) -> Runtime:

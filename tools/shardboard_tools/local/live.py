@@ -49,6 +49,31 @@ class FreshnessTracker:
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+class StreamLag:
+    """How far the stream runner is behind the writes: the age of the oldest view not delivered yet.
+
+    Lambda's IteratorAge (now minus the arrival of the last record delivered) cannot be measured here: DynamoDB Local
+    rounds each record's ApproximateCreationDateTime down to the minute, which makes it swing between 0 and 60 s.
+    The load generator knows when each write landed, and every view is one stream record delivered in write order,
+    so the n-th landing time is the arrival of the n-th record.
+    """
+
+    def __init__(self) -> None:
+        self._landed: list[float] = []
+        self._lock = threading.Lock()
+
+    def view(self, landed_at: float) -> None:
+        with self._lock:
+            self._landed.append(landed_at)
+
+    def seconds(self, delivered: int, now: float) -> float:
+        """0 when every view written so far was delivered; else how long ago the first undelivered one landed."""
+        with self._lock:
+            if delivered >= len(self._landed):
+                return 0.0
+            return max(0.0, now - self._landed[delivered])
+
+
 @dataclass
 class Vitals:
     """What the live view shows besides the board."""
@@ -57,7 +82,7 @@ class Vitals:
     elapsed: float
     target_seconds: float | None
     records_delivered: int
-    iterator_age: float
+    stream_lag: float  # StreamLag.seconds: measured from the writes, not from the records' rounded timestamps
     freshness_p50: float | None
     refreshes: int
     web_url: str | None = None
@@ -81,8 +106,8 @@ def render(board: Mapping[str, object] | None, vitals: Vitals, rows: int = 10) -
     fresh = "—" if vitals.freshness_p50 is None else f"{vitals.freshness_p50:.1f}s"
     lines = [
         f"load     {vitals.views:,} views · {rate:,.0f} views/s · {vitals.elapsed:.0f}s{target}",
-        f"stream   {vitals.records_delivered:,} records delivered · {behind:,} behind · iterator age "
-        f"{vitals.iterator_age:.1f}s",
+        f"stream   {vitals.records_delivered:,} records delivered · {behind:,} behind · lag "
+        f"{vitals.stream_lag:.1f}s (oldest undelivered view)",
         f"board    {vitals.refreshes} refreshes · freshness p50 {fresh}",
     ]
     if vitals.web_url:

@@ -34,16 +34,20 @@ _CREATE_TABLE_KEYS = (
 )
 
 
+# A symlink to the repository's template.yaml: one source of truth, and the wheel holds a copy of its content.
+PACKAGED_TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+
+
 class TemplateError(ValueError):
     """template.yaml could not be read or uses an intrinsic this resolver does not know."""
 
 
 def default_template_path() -> Path:
-    """SHARDBOARD_TEMPLATE, else ./template.yaml, else the repository's (next to src/)."""
+    """SHARDBOARD_TEMPLATE, else ./template.yaml, else the one shipped in the package (works outside the repository)."""
     if os.environ.get("SHARDBOARD_TEMPLATE"):
         return Path(os.environ["SHARDBOARD_TEMPLATE"])
     here = Path.cwd() / "template.yaml"
-    return here if here.exists() else Path(__file__).resolve().parents[3] / "template.yaml"
+    return here if here.exists() else PACKAGED_TEMPLATE
 
 
 @dataclass(frozen=True)

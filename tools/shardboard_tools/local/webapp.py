@@ -64,10 +64,14 @@ def index_html() -> bytes:
 
 
 class LeaderboardServer:
-    """``GET /`` is the page; every other GET goes to the read API handler. Listens on 127.0.0.1 only."""
+    """``GET /`` is the page; every other GET goes to the read API handler. Listens on 127.0.0.1 only.
 
-    def __init__(self, handler: Handler, port: int = 0) -> None:
+    ``refresh_seconds``: how often the local scheduler refreshes the snapshot, for the responses' max-age.
+    """
+
+    def __init__(self, handler: Handler, port: int = 0, refresh_seconds: float | None = None) -> None:
         self.handler = handler
+        self.refresh_seconds = refresh_seconds
         self.requests = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._request_class())
         self.httpd.daemon_threads = True
@@ -97,7 +101,16 @@ class LeaderboardServer:
         response = self.handler(http_api_event(method, target, headers, host), LocalContext(function_name="ReadApi"))
         body = response.get("body") or ""
         raw = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode("utf-8")
-        return int(response.get("statusCode", 200)), dict(response.get("headers") or {}), raw
+        return int(response.get("statusCode", 200)), self._cache_headers(dict(response.get("headers") or {})), raw
+
+    def _cache_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """The function's max-age is its schedule's (whole minutes); a local run refreshing faster states its own.
+
+        Rounded down: a cached answer is never older than one refresh interval.
+        """
+        if self.refresh_seconds is not None and "Cache-Control" in headers:
+            headers["Cache-Control"] = f"public, max-age={int(self.refresh_seconds)}"
+        return headers
 
     def _request_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
