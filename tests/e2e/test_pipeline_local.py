@@ -12,7 +12,7 @@ from shardboard.handlers import aggregate, snapshot
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.loadgen import LoadSpec, generate
-from shardboard_tools.local.scheduler import SnapshotScheduler
+from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.operations.verification import verify
 from tests.e2e.helpers import brute_force_top
@@ -31,7 +31,7 @@ def test_pipeline_under_load_is_exact(make_local, tmp_path):
         mapping=EventSourceMapping.from_template(rt.template),
         state_dir=tmp_path,
     )
-    scheduler = SnapshotScheduler(snapshot.handler, interval=0.5).start()
+    scheduler = Scheduler(snapshot.handler, interval=0.5).start()
     follower = threading.Thread(target=runner.run_forever, daemon=True)
     follower.start()
     spec = LoadSpec(items=300, viral_share=0.2, concurrency=8, total_views=2500, seed=3)

@@ -63,12 +63,6 @@ def main(
         ctx.obj = Runtime.from_template(template_path, overrides, stack)
 
 
-def runtime(ctx: click.Context) -> Runtime:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Runtime)
-    return obj
-
-
 for command in [*pipeline.COMMANDS, *recovery.COMMANDS]:
     main.add_command(command)
 for command in demo.COMMANDS:

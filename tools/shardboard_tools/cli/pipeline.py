@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import click
 from rich.table import Table
@@ -14,6 +13,7 @@ from shardboard.domain import validation
 from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import leaderboard_json
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
+from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
 
 
@@ -156,23 +156,6 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
             console.print(f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N")
     if not report.exact:
         sys.exit(1)
-
-
-def scheduled_event() -> dict[str, Any]:
-    """The EventBridge event the schedule sends (same shape as events/snapshot_scheduled.json)."""
-    from shardboard.domain.snapshot import iso_now
-
-    return {
-        "version": "0",
-        "id": "00000000-0000-0000-0000-000000000000",
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": "000000000000",
-        "time": iso_now().split(".")[0] + "Z",
-        "region": "us-east-1",
-        "resources": ["arn:aws:events:us-east-1:000000000000:rule/shardboard-local-refresh"],
-        "detail": {},
-    }
 
 
 COMMANDS = [init, record, process, snapshot, top, verify_command]

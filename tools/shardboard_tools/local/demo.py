@@ -17,11 +17,12 @@ from rich.console import Console
 from rich.live import Live
 
 from shardboard.domain.snapshot import leaderboard_json
+from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, StreamLag, Vitals, render
 from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.local.scheduler import SnapshotScheduler
+from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.template import create_tables
 from shardboard_tools.local.webapp import LeaderboardServer
@@ -85,7 +86,7 @@ class _AggregatorCounter:
 
 def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
     """Run the pipeline against the endpoint the environment points at (see shardboard_tools.local.engine)."""
-    from shardboard.handlers import read_api, snapshot
+    from shardboard.handlers import read_api, shard_review, snapshot
 
     started = time.monotonic()
     create_tables(rt.dynamodb, rt.template)
@@ -109,7 +110,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         if stored:
             tracker.snapshot(stored["items"], visible_at)
 
-    scheduler = SnapshotScheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
+    scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
     load = LoadResult()
     with ExitStack() as stack:
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
@@ -118,6 +119,10 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         stack.callback(runner.stop)
         scheduler.start()
         stack.callback(scheduler.stop)
+        # The shrink review runs on its own schedule, as its own function does in the stack.
+        review = Scheduler(shard_review.handler, _review_seconds(rt), function_name="ShardReviewFunction")
+        review.start()
+        stack.callback(review.stop)
         web = (
             LeaderboardServer(read_api.handler, options.web_port, options.refresh_seconds).start()
             if options.web
@@ -159,7 +164,7 @@ def _load(
     *,
     tracker: FreshnessTracker,
     runner: StreamRunner,
-    scheduler: SnapshotScheduler,
+    scheduler: Scheduler,
     web: LeaderboardServer | None,
 ) -> LoadResult:
     """Generate the load, with the live view refreshing beside it when asked for."""
@@ -194,3 +199,8 @@ def _load(
             result = generate(rt.views, spec, write_shards, on_view=counted, show_progress=False)
         live.update(frame())
     return result
+
+
+def _review_seconds(rt: Runtime) -> float:
+    """The template's ShardReviewSchedule interval, as the deployed schedule fires it."""
+    return float(schedule_seconds(rt.template.parameters.get("ShardReviewSchedule", "rate(1 minute)")))

@@ -32,7 +32,7 @@ def scheduled_event(now: datetime | None = None, rule: str = "shardboard-local-r
     }
 
 
-class SnapshotScheduler:
+class Scheduler:
     """A background thread invoking ``handler`` every ``interval`` seconds; ``on_result`` sees each summary.
 
     Like EventBridge it keeps a fixed rate (a slow run delays the next one, it never queues several), and a failed
@@ -57,7 +57,7 @@ class SnapshotScheduler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"schedule-{function_name}", daemon=True)
 
-    def start(self) -> SnapshotScheduler:
+    def start(self) -> Scheduler:
         self._thread.start()
         return self
 
