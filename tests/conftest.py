@@ -50,7 +50,7 @@ from shardboard_tools.local.streams import (
     read_shard,
     shards_parents_first,
 )
-from shardboard_tools.local.template import create_tables
+from shardboard_tools.template import create_tables
 
 
 def load_event(name: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.local.template import create_tables
+from shardboard_tools.template import create_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,7 +23,7 @@ from shardboard_tools.capacity import PARTITION_THROTTLED, CapacityEmulator, Lim
 from shardboard_tools.capacity.hook import attach, install_from_env, uninstall
 from shardboard_tools.capacity.schema import TableSchema
 from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.local.template import create_tables
+from shardboard_tools.template import create_tables
 from tests.conftest import ROOT
 
 

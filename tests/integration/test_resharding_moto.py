@@ -129,7 +129,7 @@ def test_reshard_and_shards_commands(monkeypatch):
     from moto import mock_aws
 
     from shardboard_tools.cli import main
-    from shardboard_tools.local.template import Template
+    from shardboard_tools.template import Template
 
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")

@@ -24,7 +24,7 @@ from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.lambda_model.windows import MAX_WINDOW_STATE_BYTES, window_start
 from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.local.streams import latest_stream_arn
-from shardboard_tools.local.template import Template
+from shardboard_tools.template import Template
 from tests.conftest import ROOT
 
 WINDOW_KEYS = {

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shardboard_tools.local.template import Template
+from shardboard_tools.template import Template
 from tests.template.conftest import of_type, parameter
 
 

@@ -11,7 +11,7 @@ import pytest
 from shardboard.adapters.keys import ITEM_ID, PK, SHARD, VIEWS, aggregate_pk, snapshot_pk, view_pk
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
-from shardboard_tools.local.template import Template
+from shardboard_tools.template import Template
 from tests.conftest import load_event
 from tests.template.conftest import of_type, parameter
 

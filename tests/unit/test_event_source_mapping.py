@@ -10,7 +10,7 @@ from shardboard_tools.lambda_model.event_filter import matches, matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.lambda_model.records import dead_letter, failed_index
 from shardboard_tools.local.stream_runner import StreamRunner
-from shardboard_tools.local.template import Template
+from shardboard_tools.template import Template
 from tests.conftest import ROOT, load_event
 
 SAMPLE = load_event("aggregate_stream_batch.json")["Records"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from shardboard_tools.local.template import PACKAGED_TEMPLATE, Template, default_template_path
+from shardboard_tools.template import PACKAGED_TEMPLATE, Template, default_template_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

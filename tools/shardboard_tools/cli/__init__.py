@@ -15,7 +15,7 @@ import click
 from shardboard_tools.cli import bench, demo, pipeline, plan, recovery, reshard
 from shardboard_tools.cli.common import one_line_errors
 from shardboard_tools.local.runtime import Runtime, use_local_credentials_if_needed
-from shardboard_tools.local.template import DEFAULT_STACK
+from shardboard_tools.template import DEFAULT_STACK
 
 
 def _parameters(values: tuple[str, ...]) -> dict[str, str]:

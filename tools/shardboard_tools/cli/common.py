@@ -16,7 +16,7 @@ from rich.console import Console
 from shardboard.domain import validation
 from shardboard.settings import ConfigError
 from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.local.template import TemplateError
+from shardboard_tools.template import TemplateError
 
 console = Console()
 errors = Console(stderr=True)

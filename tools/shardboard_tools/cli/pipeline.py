@@ -21,7 +21,7 @@ from shardboard_tools.operations.verification import verify
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create the tables of template.yaml (idempotent)."""
-    from shardboard_tools.local.template import create_tables
+    from shardboard_tools.template import create_tables
 
     rt = runtime(ctx)
     with one_line_errors():

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from shardboard.domain.dynamic_sharding import ShardPolicy, readable_shards, review_all
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
-from shardboard_tools.local.template import Template
 from shardboard_tools.operations import resharding
+from shardboard_tools.template import Template
 
 
 def aggregator_grace_seconds(template: Template) -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from shardboard_tools.lambda_model.clock import Clock
+from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import MAX_PAYLOAD_BYTES, EventSourceMapping
 from shardboard_tools.lambda_model.records import (
@@ -35,7 +36,6 @@ from shardboard_tools.lambda_model.records import (
     split_by_partition_key,
 )
 from shardboard_tools.lambda_model.windows import TumblingWindow
-from shardboard_tools.local.lambda_context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
 WindowStep = tuple[TumblingWindow, list[Record], bool]  # the window, the records to invoke with, final or not

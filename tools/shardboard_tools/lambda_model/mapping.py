@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shardboard_tools.local.template import Template, TemplateError
+from shardboard_tools.template import Template, TemplateError
 
 # Lambda's synchronous invocation payload limit: a batch is cut before it would exceed it.
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024

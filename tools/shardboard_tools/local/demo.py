@@ -24,9 +24,9 @@ from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
-from shardboard_tools.local.template import create_tables
 from shardboard_tools.local.webapp import LeaderboardServer
 from shardboard_tools.operations.verification import verify
+from shardboard_tools.template import create_tables
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.handlers import observability, wiring
 from shardboard.settings import Settings
 from shardboard_tools.capacity.hook import install_from_env
-from shardboard_tools.local.lambda_context import LocalContext
-from shardboard_tools.local.template import DEFAULT_STACK, Template
+from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.template import DEFAULT_STACK, Template
 
 # DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
 _LOCAL_CREDENTIALS = {

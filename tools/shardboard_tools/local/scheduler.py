@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard_tools.local.lambda_context import LocalContext
+from shardboard_tools.lambda_model.context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

@@ -29,7 +29,7 @@ from shardboard_tools.lambda_model.delivery import POLL_SECONDS, Page, RunStats,
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.lambda_model.records import Record, iso_millis
 from shardboard_tools.local.streams import lambda_record, latest_stream_arn, shards_parents_first
-from shardboard_tools.local.template import Template, TemplateError
+from shardboard_tools.template import Template, TemplateError
 
 Handler = Callable[[dict[str, Any], Any], Any]
 

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from shardboard_tools.local.lambda_context import LocalContext
+from shardboard_tools.lambda_model.context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 PAGE_ROUTES = ("/", "/index.html")

@@ -299,7 +299,7 @@ class Chaos:
 
 def chaos_runtime(stack: str, overrides: dict[str, str] | None = None) -> Runtime:
     """A Runtime with the chaos board's parameters and its own tables (``stack`` names them)."""
-    from shardboard_tools.local.template import create_tables
+    from shardboard_tools.template import create_tables
 
     rt = Runtime.from_template(None, {**CHAOS_PARAMETERS, **(overrides or {})}, stack)
     create_tables(rt.dynamodb, rt.template)

@@ -36,8 +36,8 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutErr
 from shardboard.adapters.keys import PK
 from shardboard.domain.aggregation import BatchOutcome
 from shardboard.handlers import aggregate
+from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.lambda_model.records import split_by_partition_key
-from shardboard_tools.local.lambda_context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Record = dict[str, Any]

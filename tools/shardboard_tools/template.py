@@ -35,7 +35,7 @@ _CREATE_TABLE_KEYS = (
 
 
 # A symlink to the repository's template.yaml: one source of truth, and the wheel holds a copy of its content.
-PACKAGED_TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+PACKAGED_TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 
 
 class TemplateError(ValueError):
