@@ -13,7 +13,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client, streams_client
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
 from shardboard.settings import Settings
 from shardboard_tools.capacity.hook import install_from_env
@@ -57,23 +57,26 @@ class Runtime:
     def streams(self) -> Any:
         return streams_client()
 
+    def stores(self) -> wiring.Container:
+        """The stores over this runtime's client, built as the functions build theirs (from the current settings)."""
+        return wiring.Container(self.settings, self.dynamodb)
+
     @property
     def views(self) -> ViewStore:
-        return ViewStore(self.dynamodb, self.settings.views_table)
+        return self.stores().views
 
     @property
     def board(self) -> BoardStore:
-        return BoardStore(self.dynamodb, self.settings.board_table)
+        return self.stores().board
 
     @property
     def shard_metadata(self) -> ShardMetadataStore:
-        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+        return self.stores().shard_metadata
 
     @cached_property
     def router(self) -> ShardRouter | None:
         """This process's shard-count cache (dynamic sharding), or None when MaxWriteShards == WriteShards."""
-        policy = ShardPolicy.of(self.settings)
-        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
+        return self.stores().router
 
     def export_to_handlers(self) -> None:
         """Hand the in-process functions this runtime's settings, as a Lambda container would build them.
