@@ -8,6 +8,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ for _name in (
     os.environ.pop(_name, None)
 
 from shardboard.domain.recording import record_views
+from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.streams import (
     lambda_event,
@@ -181,3 +183,54 @@ def stream_clock(monkeypatch: pytest.MonkeyPatch) -> Any:
     clock = SimulatedClock((int(time.time()) // 900) * 900 + 0.25)
     monkeypatch.setattr(moto_table, "utcnow", lambda: datetime.fromtimestamp(clock.now(), UTC).replace(tzinfo=None))
     return clock
+
+
+# -- DynamoDB Local: one engine per test session (per xdist worker), shared by tests/e2e and tests/contract;
+# each test gets its own tables (a stack name of its own).
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Engine]:
+    """DynamoDB Local (moto's server if Java or the package is missing), stopped when the session ends."""
+    saved = {name: os.environ.pop(name, None) for name in ("AWS_ENDPOINT_URL_DYNAMODB",)}
+    started = start_engine(announce=print)
+    try:
+        yield started
+    finally:
+        started.stop()
+        os.environ.update({k: v for k, v in saved.items() if v is not None})
+
+
+@pytest.fixture
+def local_env(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Point boto3 at the engine for this test only (moto-based tests in the same session must not see it).
+
+    The functions' settings a test exports (Runtime.export_to_handlers) are removed on both sides of it.
+    """
+    from shardboard.handlers import wiring
+
+    def forget_handler_settings() -> None:
+        wiring.use(None)
+
+    forget_handler_settings()
+    for name, value in engine.env().items():
+        monkeypatch.setenv(name, value)
+    yield engine.env()
+    forget_handler_settings()
+
+
+@pytest.fixture
+def make_local(local_env: dict[str, str]) -> Any:
+    """Build a Runtime on the engine with fresh tables: ``make_local(TopN="5", StreamBatchSize="50")``."""
+
+    def build(**parameters: str) -> Runtime:
+        stack = f"e2e-{uuid.uuid4().hex[:8]}"
+        runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, write_concurrency=8)
+        create_tables(runtime.dynamodb, runtime.template)
+        runtime.export_to_handlers()
+        return runtime
+
+    return build
+
+
+@pytest.fixture
+def local(make_local: Any) -> Runtime:
+    return make_local()  # type: ignore[no-any-return]

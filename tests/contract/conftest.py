@@ -17,7 +17,6 @@ from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
 from shardboard_tools.local.runtime import Runtime
 from tests.conftest import Pipeline
-from tests.e2e.conftest import engine, local_env, make_local  # noqa: F401 - DynamoDB Local's fixtures, reused
 
 IMPLEMENTATIONS = ["memory", "moto", pytest.param("dynamodb-local", marks=pytest.mark.e2e)]
 
