@@ -250,7 +250,7 @@ class ShardboardDesign:
 
     def frontend_read_units(self) -> float:
         """GET /leaderboard: one eventually consistent GetItem of the snapshot item."""
-        return read_units(self.board.snapshot_item_size(self.settings.board), consistent=False)
+        return read_units(self.board.snapshot_item_size(), consistent=False)
 
     def top(self) -> list[tuple[str, int]]:
         return self._top

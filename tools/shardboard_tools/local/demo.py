@@ -16,6 +16,8 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
+from shardboard.domain.periods import ALL
+from shardboard.domain.ports import PeriodKey
 from shardboard.domain.snapshot import leaderboard_json
 from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -106,7 +108,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
 
     def refreshed(summary: dict[str, Any], visible_at: float) -> None:
         items_read.append(int(summary["items_read"]))
-        stored = rt.board.get_snapshot(settings.board, consistent=True)
+        stored = rt.board.get_snapshot(PeriodKey(settings.board, ALL, ALL), consistent=True)
         if stored:
             tracker.snapshot(stored["items"], visible_at)
 
@@ -181,7 +183,7 @@ def _load(
         progress["views"] += 1  # one writer per increment under the GIL; a display figure, not a measurement
 
     def frame() -> Any:
-        stored = rt.board.get_snapshot(rt.settings.board)
+        stored = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL))
         vitals = Vitals(
             views=progress["views"],
             elapsed=time.monotonic() - started,

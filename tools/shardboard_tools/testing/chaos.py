@@ -291,10 +291,10 @@ class Chaos:
         report.faults.update(self.function.injected)
         report.totals = self.function.totals
         report.verified = verify(rt.views, rt.board, rt.settings)
-        for item, (views, _) in rt.board.scan_aggregates().items():
-            state = rt.board.state(item)
-            if views < 0 or any(value < 0 for value in state.applied.values()):
-                report.negative.append(item)
+        for row in rt.board.scan_counts():
+            numbers = [int(value["N"]) for value in row.values() if "N" in value]
+            if any(number < 0 for number in numbers):
+                report.negative.append(row["item_id"]["S"])
 
 
 def chaos_runtime(stack: str, overrides: dict[str, str] | None = None) -> Runtime:

@@ -1,0 +1,171 @@
+"""Calendar periods in UTC: which hour, day, ISO week and month a view falls in, and all time.
+
+A period is a kind and a bucket: ``("day", "2026-11-23")``, ``("week", "2026-W48")``, ``("month", "2026-11")``,
+``("hour", "2026-11-23T14")`` and ``("all", "all")``. Bucket ids sort in time order within a kind, so comparing two
+ids of one kind compares the periods. A week is the ISO week (Monday to Monday, week 53 in long years).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+ALL = "all"
+HOUR, DAY, WEEK, MONTH = "hour", "day", "week", "month"
+# Finest first: the finest configured kind is the one base counters are keyed by (see ``anchor_kind``).
+KINDS = (HOUR, DAY, WEEK, MONTH)
+DEFAULT_PERIODS = (DAY, WEEK, MONTH)
+
+
+class PeriodError(ValueError):
+    """A period kind, bucket or time that is not one we accept."""
+
+
+@dataclass(frozen=True, order=True)
+class Period:
+    """One calendar period: its kind, its bucket id and its UTC bounds [start, end)."""
+
+    kind: str
+    bucket: str
+    start: datetime | None = None  # None for all time
+    end: datetime | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        if self.kind == ALL:
+            return {"kind": ALL}
+        assert self.start is not None and self.end is not None
+        return {"kind": self.kind, "start": iso(self.start), "end": iso(self.end)}
+
+
+def iso(moment: datetime) -> str:
+    """``2026-11-23T00:00:00Z``: ISO-8601 in UTC with a Z (milliseconds only when there are some)."""
+    moment = moment.astimezone(UTC)
+    spec = "milliseconds" if moment.microsecond else "seconds"
+    return moment.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def parse_periods(text: str) -> tuple[str, ...]:
+    """The ``Periods`` parameter (``"day,week,month"``; empty keeps all time only), finest first."""
+    kinds = {part.strip().lower() for part in text.split(",") if part.strip()}
+    unknown = kinds - set(KINDS)
+    if unknown:
+        raise PeriodError(f"unknown period kind(s) {sorted(unknown)}: choose from {', '.join(KINDS)}")
+    return tuple(kind for kind in KINDS if kind in kinds)
+
+
+def anchor_kind(periods: Iterable[str]) -> str:
+    """The kind base counters are keyed by: the finest configured period, or all time when none is configured.
+
+    Every coarser period is a union of anchor buckets, which is what lets one counter per anchor bucket feed them.
+    """
+    configured = set(periods)
+    return next((kind for kind in KINDS if kind in configured), ALL)
+
+
+def start_of(kind: str, moment: datetime) -> datetime:
+    """The start of the ``kind`` period that ``moment`` falls in (UTC)."""
+    moment = moment.astimezone(UTC)
+    if kind == HOUR:
+        return moment.replace(minute=0, second=0, microsecond=0)
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if kind == DAY:
+        return day
+    if kind == WEEK:
+        return day - timedelta(days=day.weekday())
+    if kind == MONTH:
+        return day.replace(day=1)
+    raise PeriodError(f"{kind!r} has no start")
+
+
+def end_of(kind: str, start: datetime) -> datetime:
+    """The end (exclusive) of the ``kind`` period starting at ``start``."""
+    if kind == HOUR:
+        return start + timedelta(hours=1)
+    if kind == DAY:
+        return start + timedelta(days=1)
+    if kind == WEEK:
+        return start + timedelta(days=7)
+    if kind == MONTH:
+        return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+    raise PeriodError(f"{kind!r} has no end")
+
+
+def bucket_of(kind: str, moment: datetime) -> str:
+    """The bucket id of the ``kind`` period that ``moment`` falls in."""
+    if kind == ALL:
+        return ALL
+    start = start_of(kind, moment)
+    if kind == HOUR:
+        return start.strftime("%Y-%m-%dT%H")
+    if kind == DAY:
+        return start.strftime("%Y-%m-%d")
+    if kind == WEEK:
+        year, week, _ = start.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    return start.strftime("%Y-%m")
+
+
+def period_of(kind: str, moment: datetime) -> Period:
+    if kind == ALL:
+        return Period(ALL, ALL)
+    start = start_of(kind, moment)
+    return Period(kind, bucket_of(kind, start), start, end_of(kind, start))
+
+
+def period_from_bucket(kind: str, bucket: str) -> Period:
+    """The period a bucket id names (the inverse of ``bucket_of``)."""
+    return period_of(kind, bucket_start(kind, bucket))
+
+
+def bucket_start(kind: str, bucket: str) -> datetime:
+    try:
+        if kind == HOUR:
+            return datetime.strptime(bucket, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+        if kind == DAY:
+            return datetime.strptime(bucket, "%Y-%m-%d").replace(tzinfo=UTC)
+        if kind == WEEK:
+            year, week = bucket.split("-W")
+            return datetime.combine(date.fromisocalendar(int(year), int(week), 1), datetime.min.time(), UTC)
+        if kind == MONTH:
+            return datetime.strptime(bucket, "%Y-%m").replace(tzinfo=UTC)
+    except ValueError as error:
+        raise PeriodError(f"{bucket!r} is not a {kind} bucket") from error
+    raise PeriodError(f"{kind!r} has no buckets")
+
+
+def coarser_bucket(kind: str, anchor: str, anchor_bucket: str) -> str:
+    """The ``kind`` bucket containing the anchor bucket ``anchor_bucket`` (all time contains everything)."""
+    if kind == ALL:
+        return ALL
+    return bucket_of(kind, bucket_start(anchor, anchor_bucket))
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO-8601 date or date-time (``2026-11-23``, ``2026-11-23T14:05:00Z``, an offset); naive means UTC."""
+    if not isinstance(text, str) or not text.strip():
+        raise PeriodError("a time must be an ISO-8601 date or date-time")
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as error:
+        raise PeriodError(f"{text!r} is not an ISO-8601 date or date-time") from error
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def expires_at(kind: str, bucket: str, retention: int) -> int | None:
+    """When a past period's snapshot and entries may go (epoch seconds for DynamoDB's TTL): ``retention`` periods
+    of its kind after its end. All time never expires."""
+    if kind == ALL:
+        return None
+    end = end_of(kind, bucket_start(kind, bucket))
+    if kind == MONTH:
+        months = end.month - 1 + retention
+        end = end.replace(year=end.year + months // 12, month=months % 12 + 1)
+    else:
+        end += {HOUR: timedelta(hours=1), DAY: timedelta(days=1), WEEK: timedelta(days=7)}[kind] * retention
+    return int(end.timestamp())
