@@ -37,6 +37,8 @@ def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> 
         "breakdown": breakdown,
         "read_units_per_view": reads / views,
         "max_refresh_read_ratio": run.max_refresh_read_ratio,
+        "max_refresh_read_at": run.max_refresh_read_at,
+        "mean_refresh_read_ratio": run.refresh_items_read / max(1, run.refresh_minimum_items),
         "refreshes": run.refreshes,
         "refresh_items_read": run.refresh_items_read,
         "throttled_requests": run.throttled_requests,

@@ -77,12 +77,25 @@ class BoardsRun:
     throttled_requests: int = 0
     refreshes: int = 0
     refresh_items_read: int = 0
-    # Worst (items read / (N + S)) of one refresh, over boards, periods and refreshes.
+    # Worst (items read / (N + S)) of one refresh, over boards, periods and refreshes, and where it happened.
     max_refresh_read_ratio: float = 0.0
+    max_refresh_read_at: str | None = None
+    # Sum of (N + S) over the refreshes counted: items read / this = the mean ratio.
+    refresh_minimum_items: int = 0
     # The last leaderboard each (board, period, bucket) refresh produced.
     tops: dict[BucketKey, list[tuple[str, int]]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def note_refresh(self, key: BucketKey, items_read: int, n: int, shards: int, at: float) -> None:
+        """Count one refresh of ``key`` at ``at`` (seconds into the run) that read ``items_read`` items."""
+        self.refreshes += 1
+        self.refresh_items_read += items_read
+        self.refresh_minimum_items += n + shards
+        ratio = items_read / (n + shards)
+        if ratio > self.max_refresh_read_ratio:
+            self.max_refresh_read_ratio = ratio
+            self.max_refresh_read_at = f"{'/'.join(key)} at {at:g} s"
 
 
 class BoardsDesign(Protocol):
@@ -192,11 +205,7 @@ class SeedPerBoardDesign:
             design = self.instances.get(key)
             if design is None:
                 continue
-            read = design.refresh()
-            result.refreshes += 1
-            result.refresh_items_read += read
-            ratio = read / (design.top_n + design.partitions)
-            result.max_refresh_read_ratio = max(result.max_refresh_read_ratio, ratio)
+            result.note_refresh(key, design.refresh(), design.top_n, design.partitions, self.clock.now())
             result.tops[key] = list(design.top())
         touched.clear()
 
@@ -471,10 +480,8 @@ class StraightforwardDesign:
         self.hits[key] = gathered.shard_hits
         top = [(entry.id, entry.views) for entry in gathered.top]
         threshold = top[-1][1] if len(top) >= n else 0
-        result.refreshes += 1
-        result.refresh_items_read += gathered.items_read
-        if partitions:
-            result.max_refresh_read_ratio = max(result.max_refresh_read_ratio, gathered.items_read / (n + shards))
+        if partitions:  # a bucket's index can be empty (nothing viewed on a category board yet): nothing to read
+            result.note_refresh(key, gathered.items_read, n, shards, self.clock.now())
         result.tops[key] = top
         snapshot = {
             PK_ATTR: {"S": f"snapshot#{board}#{period}#{label}"},
