@@ -1,0 +1,83 @@
+"""``shardboard bench --scenario boards``: many boards and calendar periods, the baselines' figures.
+
+``run_boards`` runs each design (``boards_designs``) on the workload (``boards_workload``) in virtual time and
+returns, per design, its write units per view (and their breakdown: base table, aggregates, GSI entries,
+snapshots), its refresh reads, its worst refresh read ratio, its throttled requests, an on-demand price per million
+views, and whether its final top N of every (board, period bucket) equals a brute-force count of the workload.
+Per-view figures divide by the views offered (a throttled write costs nothing and its view is lost).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from shardboard_tools.bench.boards_designs import BOARDS_DESIGNS, BREAKDOWN, BoardsRun, make_boards_design
+from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, brute_force_tops
+
+# On-demand prices in us-east-1 (aws.amazon.com/dynamodb/pricing/on-demand, Standard table class, since the
+# November 2024 price cut): $1.25 per million write request units, $0.25 per million read request units.
+WRITE_REQUEST_UNIT_DOLLARS = 1.25 / 1_000_000
+READ_REQUEST_UNIT_DOLLARS = 0.25 / 1_000_000
+
+
+def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> dict[str, Any]:
+    """One design's figures as JSON (per view = per view offered)."""
+    views = max(1, run.views_offered)
+    writes = sum(run.write_units.values())
+    breakdown: dict[str, float] = {role: run.write_units[role] / views for role in BREAKDOWN}
+    breakdown["refresh_reads"] = run.refresh_read_units / views
+    breakdown["other_reads"] = run.other_read_units / views
+    reads = run.refresh_read_units + run.other_read_units
+    mismatched = sorted("/".join(key) for key, best in truth.items() if run.tops.get(key) != best)
+    return {
+        "write_units_per_view": writes / views,
+        "base_writes_per_view": breakdown["base"],
+        "breakdown": breakdown,
+        "read_units_per_view": reads / views,
+        "max_refresh_read_ratio": run.max_refresh_read_ratio,
+        "max_refresh_read_at": run.max_refresh_read_at,
+        "mean_refresh_read_ratio": run.refresh_items_read / max(1, run.refresh_minimum_items),
+        "refreshes": run.refreshes,
+        "refresh_items_read": run.refresh_items_read,
+        "throttled_requests": run.throttled_requests,
+        "views_offered": run.views_offered,
+        "views_recorded": run.views_recorded,
+        "cost_per_million_views": 1_000_000
+        * (writes * WRITE_REQUEST_UNIT_DOLLARS + reads * READ_REQUEST_UNIT_DOLLARS)
+        / views,
+        "exact": not mismatched,
+        "buckets": len(truth),
+        "mismatched_buckets": mismatched,
+        "seconds": run.seconds,
+        **run.extra,
+    }
+
+
+def run_boards(
+    workload: BoardsWorkload,
+    designs: tuple[str, ...] = BOARDS_DESIGNS,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
+    """The boards scenario's comparison as a JSON document."""
+    started = time.perf_counter()
+    views = workload.view_arrays()
+    generated = time.perf_counter()
+    truth = brute_force_tops(workload, views)
+    counted = time.perf_counter()
+    results = {}
+    for name in designs:
+        progress = (lambda done, name=name: on_progress(name, done)) if on_progress else None
+        run = make_boards_design(name, workload).run(views, progress)
+        results[name] = summarize(run, truth)
+    return {
+        "scenario": "boards",
+        "workload": workload.as_json(),
+        "timing": {
+            "generate_views_s": generated - started,
+            "brute_force_s": counted - generated,
+            "total_s": time.perf_counter() - started,
+        },
+        "designs": results,
+    }
