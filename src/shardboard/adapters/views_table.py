@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -13,7 +14,7 @@ from shardboard.adapters.dynamodb import Item, int_of, n_attr, parallel_scan, s_
 from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SHARD, VIEWS, board_counter, view_pk
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import ALL, DAY, bucket_of
 from shardboard.domain.ports import Throttled
 
 # BatchGetItem reads at most 100 keys per request.
@@ -37,20 +38,23 @@ class ViewStore:
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        anchor: str = DAY,
     ) -> None:
         self.client = client
         self.table = table
+        self.anchor = anchor  # the period kind base counters are keyed by (Settings.anchor)
         self.sleep = sleep
         self.rng = rng or random.Random()
 
     def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str = ALL, boards: Sequence[str] = ()
+        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
     ) -> float:
         """Add ``count`` views to one write shard's counters in one write: ``views`` (the global board) and one
         counter per category board named, in the item of the view's anchor bucket. Returns the write units consumed.
 
         A write still throttled after botocore's retries raises ``Throttled`` (it wrote nothing).
         """
+        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
         names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
         adds = ["#views :count"]
         for position, board in enumerate(boards):

@@ -10,6 +10,7 @@ stream retried for hours) move that bucket's entry and, in the same transaction,
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from shardboard.domain.batch import (
     lower_bound_after,
     optimistic_moves,
 )
-from shardboard.domain.periods import ALL, coarser_bucket, expires_at
+from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, expires_at
 from shardboard.domain.ports import AggregateState, Board, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.sharding import board_shard_of, period_shard_value
 from shardboard.settings import Settings
@@ -116,12 +117,11 @@ class Context:
         return tuple(kind for kind in self.kinds if kind != self.anchor)
 
     def period(self, board: str, kind: str, anchor_bucket: str) -> PeriodKey:
-        bucket = anchor_bucket if kind == self.anchor else coarser_bucket(kind, self.anchor, anchor_bucket)
-        return PeriodKey(board, kind, bucket)
+        return PeriodKey(board, kind, coarser_bucket(kind, self.anchor, anchor_bucket))
 
-    def periods(self, board: str, anchor_bucket: str) -> list[PeriodKey]:
+    def periods(self, board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
         """Every period a view of ``anchor_bucket`` counts in: the configured kinds, then all time."""
-        return [self.period(board, kind, anchor_bucket) for kind in (*self.kinds, ALL)]
+        return periods_of(self.settings.periods, board, anchor_bucket)
 
     def threshold(self, period: PeriodKey) -> int:
         if not self.settings.sparse_index:
@@ -136,6 +136,12 @@ class Context:
 
     def expires(self, period: PeriodKey) -> int | None:
         return expires_at(period.kind, period.bucket, self.settings.retention(period.kind))
+
+
+@functools.lru_cache(maxsize=65_536)  # every delta asks; a batch has few distinct (board, bucket) pairs
+def periods_of(kinds: tuple[str, ...], board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
+    anchor = anchor_kind(kinds)
+    return tuple(PeriodKey(board, kind, coarser_bucket(kind, anchor, anchor_bucket)) for kind in (*kinds, ALL))
 
 
 def read_context(board: Board, deltas: Iterable[ItemDelta], settings: Settings) -> Context:

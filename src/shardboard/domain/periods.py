@@ -7,6 +7,7 @@ ids of one kind compares the periods. A week is the ISO week (Monday to Monday, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -135,10 +136,22 @@ def bucket_start(kind: str, bucket: str) -> datetime:
     raise PeriodError(f"{kind!r} has no buckets")
 
 
+@functools.lru_cache(maxsize=4096)  # the aggregator checks every record's bucket; a batch has a handful of them
+def is_bucket(kind: str, bucket: str) -> bool:
+    """Whether ``bucket`` is a bucket id of ``kind`` as ``bucket_of`` writes it."""
+    if kind == ALL:
+        return bucket == ALL
+    try:
+        return bucket_of(kind, bucket_start(kind, bucket)) == bucket
+    except PeriodError:
+        return False
+
+
+@functools.lru_cache(maxsize=65_536)  # a handful of distinct buckets per batch, looked up for every item
 def coarser_bucket(kind: str, anchor: str, anchor_bucket: str) -> str:
     """The ``kind`` bucket containing the anchor bucket ``anchor_bucket`` (all time contains everything)."""
-    if kind == ALL:
-        return ALL
+    if kind in (ALL, anchor):
+        return ALL if kind == ALL else anchor_bucket
     return bucket_of(kind, bucket_start(anchor, anchor_bucket))
 
 

@@ -156,10 +156,10 @@ class ViewCounters(Protocol):
     """The base table: one item per (item, write shard, anchor bucket) with a counter per board."""
 
     def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str = "all", boards: Sequence[str] = ()
+        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
     ) -> float:
-        """Add ``count`` views to one write shard's counters in one write (``views`` and one per category board);
-        returns its write units, or raises Throttled."""
+        """Add ``count`` views to one write shard's counters in one write (``views`` and one per category board) in
+        anchor bucket ``bucket`` (None: the current one); returns its write units, or raises Throttled."""
         ...
 
 

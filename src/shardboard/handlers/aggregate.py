@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas, note_changes
 from shardboard.domain.batch import ViewRecord
+from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Board
 from shardboard.domain.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
@@ -58,9 +59,10 @@ class AggregatingProcessor(BatchProcessor):
 
     def process(self) -> list[tuple[Any, ...]]:
         read: list[tuple[DynamoDBRecord, list[ViewRecord] | None]] = []
+        anchor = self.config().anchor
         for raw in self.records:
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
-            read.append((record, self.handler(record=record)))
+            read.append((record, in_anchor(self.handler(record=record), anchor, record)))
         self.skipped = sum(views is None for _, views in read)
         self.outcome = self.apply_views([view for _, views in read if views for view in views])
         results = []
@@ -93,6 +95,22 @@ class AggregatingProcessor(BatchProcessor):
             outcome = apply_deltas(self.board(), window.deltas(), self.config())
         note_changes(self.board(), outcome, self.config(), int(self.clock()))
         return outcome
+
+
+def in_anchor(views: list[ViewRecord] | None, anchor: str, record: DynamoDBRecord) -> list[ViewRecord] | None:
+    """The record's counters if their bucket is one of this deployment's anchor buckets; else skip it (a counter
+    written under other Periods, or by hand) rather than guess its periods."""
+    if views and not is_bucket(anchor, views[0].bucket):
+        logger.warning(
+            "stream record skipped",
+            extra={
+                "reason": "foreign_bucket",
+                "detail": f"{views[0].bucket!r} is not a {anchor} bucket",
+                "event_id": record.event_id,
+            },
+        )
+        return None
+    return views
 
 
 def read_view(record: DynamoDBRecord) -> list[ViewRecord] | None:

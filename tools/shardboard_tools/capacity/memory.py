@@ -19,6 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
@@ -79,7 +80,7 @@ from shardboard.adapters.views_table import ViewStore
 from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, KINDS
+from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
     BoardState,
@@ -208,8 +209,9 @@ class MemoryTable:
 class MemoryViewStore:
     """The base table in memory (the ViewCounters port): write-sharded counters plus their stream."""
 
-    def __init__(self, emulator: CapacityEmulator, table: str = "memory-views") -> None:
+    def __init__(self, emulator: CapacityEmulator, table: str = "memory-views", anchor: str = ALL) -> None:
         self.table = table
+        self.anchor = anchor
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(views_schema(table), emulator)
         self.stream: list[dict[str, Any]] = []
@@ -217,10 +219,11 @@ class MemoryViewStore:
 
     @metered
     def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str = ALL, boards: Sequence[str] = ()
+        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
     ) -> float:
         """``ADD views :count`` (and each board's counter) on one counter item; a throttled write raises
-        ``Throttled`` and changes nothing."""
+        ``Throttled`` and changes nothing. ``bucket`` None: the current anchor bucket (wall clock)."""
+        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
         pk = view_pk(item_id, shard, bucket)
         with self.data.lock:
             old = self.data.items.get(pk)

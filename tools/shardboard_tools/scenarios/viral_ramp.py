@@ -149,7 +149,8 @@ class ViralRamp:
         self.views = MemoryViewStore(self.emulator)
         self.board = MemoryBoardStore(self.emulator)
         self.metadata = MemoryShardMetadataStore(self.emulator)
-        self.settings = Settings(write_shards=spec.default_shards, top_n=10, write_concurrency=1)
+        # One all-time board: the scenario is about write shards, not periods.
+        self.settings = Settings(write_shards=spec.default_shards, top_n=10, write_concurrency=1, periods=())
         self.policy = spec.policy()
         self.rng = random.Random(spec.seed)
         self.writers = [
