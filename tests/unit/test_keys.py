@@ -13,7 +13,6 @@ from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.domain.sharding import board_shard_of, board_shard_value, write_shards_needed
 from shardboard.settings import ConfigError, Settings, schedule_seconds
 
-
 buckets = st.sampled_from(["all", "2026-11-23", "2026-11-24", "2026-W48", "2026-11", "2026-11-23T14"])
 boards = st.from_regex(r"[a-z0-9_.:-]{1,8}", fullmatch=True)
 

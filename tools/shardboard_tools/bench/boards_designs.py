@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
 SEED_PER_BOARD = "seed-per-board"
 STRAIGHTFORWARD = "straightforward"
-BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD)
+SHARDBOARD_BOARDS = "shardboard"
+BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD, SHARDBOARD_BOARDS)
 # A refused write (throttled) is retried by the aggregator at most this many times before the run fails loudly.
 MAX_WRITE_ATTEMPTS = 1_000
 BREAKDOWN = ("base", "aggregates", "index", "snapshots")
@@ -511,4 +512,8 @@ def make_boards_design(name: str, workload: BoardsWorkload) -> BoardsDesign:
         return SeedPerBoardDesign(workload)
     if name == STRAIGHTFORWARD:
         return StraightforwardDesign(workload)
+    if name == SHARDBOARD_BOARDS:
+        from shardboard_tools.bench.boards_shardboard import ShardboardBoardsDesign  # it builds on this module
+
+        return ShardboardBoardsDesign(workload)
     raise ValueError(f"unknown boards design {name!r}; choose from {', '.join(BOARDS_DESIGNS)}")

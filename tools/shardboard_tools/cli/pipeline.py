@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import click
 from rich.table import Table
 
 from shardboard.domain import validation
-from shardboard.domain.periods import from_epoch, iso
+from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.recording import Where, record_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
@@ -117,14 +118,14 @@ def snapshot(ctx: click.Context) -> None:
     rt.export_to_handlers()
     with one_line_errors():
         summary = rt.invoke(snapshot_handler.handler, scheduled_event())
+    by_board: dict[str, list[dict[str, Any]]] = {}
     for one in summary["refreshed"]:
-        period = "all time" if one["kind"] == "all" else f"{one['kind']} {one['bucket']}"
-        state = "written" if one["written"] else "unchanged"
-        console.print(
-            f"{one['board']} · {period}: v{one['version']} {state}, {one['items']} items, {one['items_read']} read",
-            markup=False,
-        )
-    console.print(f"{summary['periods']} period(s) refreshed, {summary['written']} snapshot(s) written")
+        by_board.setdefault(one["board"], []).append(one)
+    for board, periods in sorted(by_board.items()):
+        kinds = ", ".join(one["kind"] for one in sorted(periods, key=lambda one: PERIOD_ORDER.index(one["kind"])))
+        written = sum(one["written"] for one in periods)
+        read = sum(one["items_read"] for one in periods)
+        console.print(f"{board}: {kinds} refreshed ({written} written, {read} items read)", markup=False)
 
 
 @click.command()
@@ -231,5 +232,8 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
     if not report.exact:
         sys.exit(1)
 
+
+# Periods in the order a board lists them: all time first, then finest to coarsest.
+PERIOD_ORDER = (ALL, *KINDS)
 
 COMMANDS = [init, record, process, snapshot, top, boards, verify_command]

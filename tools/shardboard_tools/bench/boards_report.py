@@ -1,0 +1,111 @@
+"""The boards scenario's report: a table side by side, its targets, and docs/benchmarks-boards.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+
+# The issue's targets for shardboard in this scenario (docs/benchmarks-boards.md).
+MAX_WRITE_UNITS_PER_VIEW = 2.5
+BASE_WRITES_PER_VIEW = 1.0
+MAX_REFRESH_READ_RATIO = 1.15
+
+ROWS = (
+    ("write units per view", "write_units_per_view", "{:.3f}"),
+    ("  base table", ("breakdown", "base"), "{:.3f}"),
+    ("  aggregates (and past entries)", ("breakdown", "aggregates"), "{:.3f}"),
+    ("  GSI entries", ("breakdown", "index"), "{:.3f}"),
+    ("  snapshots and thresholds", ("breakdown", "snapshots"), "{:.4f}"),
+    ("refresh read units per view", ("breakdown", "refresh_reads"), "{:.4f}"),
+    ("worst refresh read ratio (items / (N + S))", "max_refresh_read_ratio", "{:.2f}"),
+    ("mean refresh read ratio", "mean_refresh_read_ratio", "{:.2f}"),
+    ("throttled requests", "throttled_requests", "{:,}"),
+    ("cost per million views (on-demand, reads included)", "cost_per_million_views", "${:.2f}"),
+    ("exact on every (board, period)", "exact", "{}"),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    wanted: str
+    found: str
+    met: bool
+
+
+def _value(figures: dict[str, Any], key: str | tuple[str, str]) -> Any:
+    if isinstance(key, tuple):
+        return figures.get(key[0], {}).get(key[1])
+    return figures.get(key)
+
+
+def table(result: dict[str, Any]) -> Table:
+    designs = result["designs"]
+    shown = Table(
+        title=f"boards scenario: {result['workload']['views']:,} views, {len(result['workload']['boards'])} boards"
+    )
+    shown.add_column("metric")
+    for name in designs:
+        shown.add_column(name, justify="right")
+    for label, key, form in ROWS:
+        cells = []
+        for figures in designs.values():
+            value = _value(figures, key)
+            cells.append("-" if value is None else form.format(value))
+        shown.add_row(label, *cells)
+    return shown
+
+
+def targets(result: dict[str, Any]) -> list[Target]:
+    ours = result["designs"].get("shardboard")
+    if ours is None:
+        return []
+    return [
+        Target(
+            "one base-table write per view",
+            f"= {BASE_WRITES_PER_VIEW:g}",
+            f"{ours['base_writes_per_view']:.3f}",
+            abs(ours["base_writes_per_view"] - BASE_WRITES_PER_VIEW) < 1e-9,
+        ),
+        Target(
+            "write units per view",
+            f"<= {MAX_WRITE_UNITS_PER_VIEW:g}",
+            f"{ours['write_units_per_view']:.3f}",
+            ours["write_units_per_view"] <= MAX_WRITE_UNITS_PER_VIEW,
+        ),
+        Target(
+            "worst refresh read ratio",
+            f"<= {MAX_REFRESH_READ_RATIO:g}",
+            f"{ours['max_refresh_read_ratio']:.2f} (mean {ours['mean_refresh_read_ratio']:.2f})",
+            ours["max_refresh_read_ratio"] <= MAX_REFRESH_READ_RATIO,
+        ),
+        Target("exact on every board and period", "yes", "yes" if ours["exact"] else "no", bool(ours["exact"])),
+    ]
+
+
+def markdown(result: dict[str, Any], command: str, notes: str) -> str:
+    designs = result["designs"]
+    lines = [
+        "# Benchmark: many boards and calendar periods",
+        "",
+        f"Made by `{command}` (virtual time on the capacity emulator, as docs/benchmarks.md describes).",
+        "",
+        "| metric | " + " | ".join(designs) + " |",
+        "|---|" + "---:|" * len(designs),
+    ]
+    for label, key, form in ROWS:
+        cells = [("-" if (v := _value(f, key)) is None else form.format(v)) for f in designs.values()]
+        lines.append(f"| {label.strip()} | " + " | ".join(cells) + " |")
+    ours = designs.get("shardboard")
+    if ours and ours.get("index_write_units_by_index"):
+        lines += ["", "## shardboard's index writes per view, by index", "", "| index | write units per view |"]
+        lines.append("|---|---:|")
+        lines += [f"| `{name}` | {units:.3f} |" for name, units in sorted(ours["index_write_units_by_index"].items())]
+    lines += ["", "## Targets", "", "| target | wanted | found | met |", "|---|---|---:|:---:|"]
+    lines += [f"| {t.name} | {t.wanted} | {t.found} | {'yes' if t.met else 'no'} |" for t in targets(result)]
+    lines += ["", "## Workload", ""]
+    lines += [f"- `{key}`: {value}" for key, value in result["workload"].items()]
+    lines += ["", notes.strip(), ""]
+    return "\n".join(lines)

@@ -1,0 +1,168 @@
+"""shardboard itself in the boards scenario: the real code on in-memory tables, in virtual time.
+
+``record_views`` writes each view once (its global counter and its category's, in its day's base item); the real
+aggregator handler consumes the stream in 1,000-record batches inside Lambda tumbling windows (``lambda_model``);
+``refresh_changed`` refreshes every changed (board, period) each refresh interval. Units are booked by role: the base
+table, the board table while aggregating (aggregates, past entries, change marks), its GSIs, and the board table
+while refreshing (snapshots, thresholds); reads likewise.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
+from shardboard.domain.ports import PeriodKey, Throttled
+from shardboard.domain.recording import Where, record_views
+from shardboard.domain.snapshot import refresh_changed
+from shardboard.settings import Settings
+from shardboard_tools.bench.boards_designs import BoardsRun, ProgressCallback
+from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, Views, category_board
+from shardboard_tools.bench.designs import ShardboardDesign
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
+
+SHARDBOARD = "shardboard"
+BOARD_TABLE = "memory-board"
+VIEWS_TABLE = "memory-views"
+
+
+class ShardboardBoardsDesign:
+    """The single-board benchmark's ShardboardDesign (the real handler on the in-memory tables), with boards."""
+
+    name = SHARDBOARD
+
+    def __init__(self, workload: BoardsWorkload) -> None:
+        self.workload = workload
+        self.clock = VirtualClock()
+        self.emulator = CapacityEmulator(self.clock)
+        single = Workload(
+            items=workload.items,
+            views=workload.views,
+            views_per_s=workload.views_per_s,
+            batch_size=workload.batch_size,
+            top_n=workload.global_top_n,
+            gsi_shards=workload.gsi_shards,
+            write_shards=workload.write_shards,
+            refresh_seconds=workload.refresh_seconds,
+            aggregation_window_seconds=workload.aggregation_window_seconds,
+            seed=workload.seed,
+            periods=workload.periods,
+            start_epoch=workload.start.timestamp(),
+        )
+        self.design = ShardboardDesign(single, self.emulator)
+        self.design.settings = Settings(
+            views_table=VIEWS_TABLE,
+            board_table=BOARD_TABLE,
+            write_shards=workload.write_shards,
+            board_shards=workload.gsi_shards,
+            top_n=workload.global_top_n,
+            category_top_n=workload.category_top_n,
+            periods=tuple(p for p in workload.periods if p != ALL),
+            write_concurrency=1,
+        )
+        self.settings = self.design.settings
+        self.rng = random.Random(workload.seed)
+
+    def run(self, views: Views, on_progress: ProgressCallback | None = None) -> BoardsRun:
+        started = time.perf_counter()
+        workload, result = self.workload, BoardsRun(views_offered=len(views))
+        ids = workload.item_ids()
+        boards = [category_board(c) for c in range(workload.categories)]
+        start = workload.start.timestamp()
+        next_refresh = workload.refresh_seconds
+        refresh_writes = refresh_reads = 0.0
+        bucket_cache: dict[int, str] = {}
+        for position, (rank, category, offset) in enumerate(
+            zip(views.ranks.tolist(), views.categories.tolist(), views.offsets.tolist(), strict=True)
+        ):
+            self.clock.set(offset)
+            if offset >= next_refresh:
+                writes, reads = self._refresh(result, offset)
+                refresh_writes, refresh_reads = refresh_writes + writes, refresh_reads + reads
+                next_refresh += workload.refresh_seconds
+            second = int(start + offset)
+            bucket = bucket_cache.get(second) or bucket_cache.setdefault(
+                second, bucket_of(self.settings.anchor, from_epoch(second))
+            )
+            before = len(self.design.views.stream)
+            try:
+                record_views(
+                    self.design.views,
+                    ids[rank],
+                    1,
+                    self.settings.write_shards,
+                    self.rng,
+                    where=Where(bucket, (boards[category],)),
+                )
+                result.views_recorded += 1
+            except (Throttled, ClientError):
+                pass  # a lost view: the brute-force truth counts it, so exactness would show it
+            for record in self.design.views.stream[before:]:  # its arrival places it in its tumbling window
+                record["dynamodb"]["ApproximateCreationDateTime"] = offset
+            self.design.settle()
+            if on_progress and position % 50_000 == 0:
+                on_progress(position)
+        while self.design.pending():
+            self.clock.advance(1.0)
+            self.design.settle(final=True)
+        writes, reads = self._refresh(result, self.clock.now())
+        refresh_writes, refresh_reads = refresh_writes + writes, refresh_reads + reads
+        self._collect(result, refresh_writes, refresh_reads)
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _refresh(self, result: BoardsRun, at: float) -> tuple[float, float]:
+        """The snapshot job: every changed period; returns the write and read units it used."""
+        usage = self.emulator.usage
+        writes_before, reads_before = usage.units("write", BOARD_TABLE), usage.units("read")
+        now = iso(from_epoch(self.workload.start.timestamp() + at))
+        everything = PeriodKey(self.settings.board, ALL, ALL)
+        run = refresh_changed(self.design.board, self.settings, now=now, always=[everything])
+        for period, refreshed in run.results.items():
+            top_n = self.settings.top_n_of(period.board)
+            key: BucketKey = (period.board, period.kind, period.bucket)
+            result.note_refresh(key, refreshed.gathered.items_read, top_n, self.settings.board_shards, at)
+            result.tops[key] = [(item, views) for item, views in refreshed.snapshot["items"]]
+        if run.failures:
+            raise next(iter(run.failures.values()))
+        return usage.units("write", BOARD_TABLE) - writes_before, usage.units("read") - reads_before
+
+    def _collect(self, result: BoardsRun, refresh_writes: float, refresh_reads: float) -> None:
+        usage = self.emulator.usage
+        board_writes = usage.units("write", BOARD_TABLE)
+        result.throttled_requests = usage.throttled_requests
+        result.write_units["base"] = usage.units("write", VIEWS_TABLE)
+        result.write_units["aggregates"] = board_writes - refresh_writes
+        result.write_units["index"] = sum(
+            v
+            for (resource, kind), v in usage.consumed.items()
+            if kind == "write" and resource.startswith(f"{BOARD_TABLE}/")
+        )
+        result.write_units["snapshots"] = refresh_writes
+        result.refresh_read_units = refresh_reads
+        result.other_read_units = usage.units("read") - refresh_reads
+        result.extra = {
+            "records": self.design.records,
+            "windows": self.design.windows,
+            "index_write_units_by_index": {
+                resource.split("/", 1)[1]: round(v / max(1, result.views_offered), 4)
+                for (resource, kind), v in usage.consumed.items()
+                if kind == "write" and resource.startswith(f"{BOARD_TABLE}/")
+            },
+            "aggregator_cpu_us_per_record": self.design.aggregator_cpu_us_per_record(),
+        }
+
+
+def shardboard_tops(design: ShardboardBoardsDesign) -> dict[BucketKey, list[tuple[str, int]]]:
+    """Every period's stored snapshot (for tests)."""
+    found: dict[BucketKey, Any] = {}
+    for status in design.design.board.periods():
+        snapshot = design.design.board.get_snapshot(status.period)
+        if snapshot:
+            found[tuple(status.period)] = snapshot["items"]  # type: ignore[index]
+    return found
