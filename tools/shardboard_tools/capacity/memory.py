@@ -288,8 +288,9 @@ class MemoryViewStore:
     @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
         totals: dict[str, int] = {}
-        for name, _, _, _, views in self.scan_counters_all():
-            totals[name] = totals.get(name, 0) + views
+        for name, _, _, board, views in self.scan_counters_all():
+            if board == GLOBAL_BOARD:  # a category board's counter counts the same views again
+                totals[name] = totals.get(name, 0) + views
         return totals
 
     @metered
