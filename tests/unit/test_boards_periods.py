@@ -80,7 +80,11 @@ def deliver_at_least_once(world: World, rng: random.Random) -> None:
 
 
 @settings(max_examples=120, deadline=None)
-@given(views=views_strategy, seed=st.integers(0, 10**6), periods=st.sampled_from([("day", "week", "month"), ("hour", "day", "week", "month"), ()]))
+@given(
+    views=views_strategy,
+    seed=st.integers(0, 10**6),
+    periods=st.sampled_from([("day", "week", "month"), ("hour", "day", "week", "month"), ()]),
+)
 def test_every_board_and_period_counts_exactly_once(views, seed, periods):
     # Given views of random items on random boards, at random times around a day, week and month boundary
     config = Settings(periods=periods, write_concurrency=1, top_n=3, category_top_n=2)
