@@ -4,6 +4,7 @@ on every board and period, through the real aggregator."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections import defaultdict
@@ -264,10 +265,8 @@ def test_an_interrupted_import_run_again_counts_every_view_once(views, live, sto
     world.deliver()
     counters = parse(as_lines(views)).counters
     # When an import stops after `stop` writes, the aggregator runs, and the import is run again (twice)
-    try:
+    with contextlib.suppress(Interrupted):
         run_import(StopsAfter(world.views, stop), counters, workers=workers)
-    except Interrupted:
-        pass
     world.deliver()
     record(live[len(live) // 2 :])
     run_import(world.views, counters, workers=workers)

@@ -316,9 +316,11 @@ class MemoryViewStore:
 
     @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
+        """Every item's exact all-time views on the global board (as ``ViewStore.scan_totals``)."""
         totals: dict[str, int] = {}
-        for name, _, _, _, views in self.scan_counters_all():
-            totals[name] = totals.get(name, 0) + views
+        for name, _, _, board, views in self.scan_counters_all():
+            if board == GLOBAL_BOARD:
+                totals[name] = totals.get(name, 0) + views
         return totals
 
     @metered

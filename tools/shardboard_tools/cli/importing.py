@@ -35,8 +35,9 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    progress_console = Console(stderr=True)
-    with Progress(*COLUMNS, console=progress_console, transient=True) as bar:
+    screen = Console(stderr=True)
+    quiet = not screen.is_terminal  # a pipe or a log gets the summary lines only
+    with Progress(*COLUMNS, console=screen, transient=True, disable=quiet) as bar:
         task = bar.add_task("validating lines", total=len(lines))
         parsed = importing.parse_lines(lines, rt.settings.anchor, on_line=lambda _: bar.advance(task))
     if parsed.bad and not skip_bad:
@@ -44,7 +45,7 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
     for bad in parsed.bad:
         errors.print(f"shardboard: skipped {bad}", markup=False, highlight=False, soft_wrap=True)
     identity = importing.import_id(parsed.counters)
-    with one_line_errors(), Progress(*COLUMNS, console=progress_console, transient=True) as bar:
+    with one_line_errors(), Progress(*COLUMNS, console=screen, transient=True, disable=quiet) as bar:
         task = bar.add_task("writing counters", total=len(parsed.counters))
         try:
             done = importing.run_import(
@@ -52,12 +53,13 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
             )
         except importing.ImportConflict as conflict:
             fail(f"import conflict: {conflict}")
-    console.print(importing.summary(parsed, done), markup=False, highlight=False)
+    console.print(importing.summary(parsed, done), markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"import {identity[:12]} on write shard {importing.import_shard(identity)}"
         f" ({len(lines)} lines read, {len(parsed.bad)} bad)",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     if parsed.bad:
         fail(f"{len(parsed.bad)} bad line(s) skipped (first: {parsed.bad[0]})", 1)
