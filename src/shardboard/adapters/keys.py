@@ -14,6 +14,9 @@ BOARD = "board"
 # Base counters: the anchor bucket they count in, and one counter per category board besides ``views`` (global).
 BUCKET = "bucket"
 BOARD_COUNTER_PREFIX = "b:"
+# A counter written by `shardboard import` (on an import write shard): the import's identity, so a re-run of the
+# same import recognises its own counter and another import never overwrites it.
+IMPORT_ID = "import_id"
 BOARD_SHARD = "board_shard"
 BY_VIEWS_INDEX = "by-views"
 APPLIED_PREFIX = "applied_"

@@ -6,12 +6,31 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.dynamodb import Item, int_of, n_attr, parallel_scan, s_attr, throttle_scope
-from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SHARD, VIEWS, board_counter, view_pk
+from shardboard.adapters.dynamodb import (
+    CONDITION_FAILED,
+    Item,
+    error_code,
+    int_of,
+    n_attr,
+    parallel_scan,
+    s_attr,
+    throttle_scope,
+)
+from shardboard.adapters.keys import (
+    BOARD_COUNTER_PREFIX,
+    BUCKET,
+    IMPORT_ID,
+    ITEM_ID,
+    PK,
+    SHARD,
+    VIEWS,
+    board_counter,
+    view_pk,
+)
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dynamic_sharding import retry_delay
 from shardboard.domain.periods import ALL, DAY, bucket_of
@@ -22,6 +41,22 @@ BATCH_GET_KEYS = 100
 # Rounds of UnprocessedKeys retried (with jittered exponential back-off, capped) before a read gives up: DynamoDB
 # returns them when the partition or the response size limit was hit, and an immediate retry would hit it again.
 MAX_BATCH_GET_ROUNDS = 10
+
+
+# Outcomes of ``set_counters``: the counter was created; it holds this import already; another import holds it.
+WRITTEN, PRESENT, TAKEN = "written", "present", "taken"
+
+
+class CounterSet(NamedTuple):
+    """What one ``set_counters`` did and the write units it consumed (a refused condition consumes some too)."""
+
+    outcome: str  # WRITTEN, PRESENT or TAKEN
+    units: float
+
+
+def counter_attribute(board: str) -> str:
+    """The base attribute counting ``board``'s views: ``views`` for the global board, ``b:<board>`` otherwise."""
+    return VIEWS if board == GLOBAL_BOARD else board_counter(board)
 
 
 class UnprocessedKeysRemain(RuntimeError):
@@ -80,6 +115,53 @@ class ViewStore:
                 raise
             raise Throttled(scope) from error
         return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
+
+    def set_counters(
+        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
+    ) -> CounterSet:
+        """Create one counter item holding the absolute ``counts`` (per board; the global board's is ``views``),
+        tagged with ``import_id``, unless the item exists: then it is PRESENT when the same import wrote it, TAKEN
+        when another did (or a writer: import shards are outside the writers' range, so that never happens).
+
+        Used by ``shardboard import`` on its own write shards: a counter is written once, from nothing to its
+        total, so counters still only grow and the stream carries the step like any other. Raises Throttled.
+        """
+        names = {"#pk": PK, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET, "#import": IMPORT_ID}
+        values = {
+            ":item": s_attr(item_id),
+            ":shard": n_attr(shard),
+            ":bucket": s_attr(bucket),
+            ":import": s_attr(import_id),
+        }
+        sets = ["#item = :item", "#shard = :shard", "#bucket = :bucket", "#import = :import"]
+        for position, (board, count) in enumerate(sorted(counts.items())):
+            names[f"#c{position}"] = counter_attribute(board)
+            values[f":c{position}"] = n_attr(count)
+            sets.append(f"#c{position} = :c{position}")
+        key = {PK: s_attr(view_pk(item_id, shard, bucket))}
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=key,
+                UpdateExpression=f"SET {', '.join(sets)}",
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnConsumedCapacity="TOTAL",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                old: Item | None = error.response.get("Item")  # type: ignore[assignment]
+                if old is None:  # an engine that does not return it: read it
+                    old = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item", {})
+                owner = old.get(IMPORT_ID, {}).get("S")
+                return CounterSet(PRESENT if owner == import_id else TAKEN, 1.0)
+            scope = throttle_scope(error)
+            if scope is None:
+                raise
+            raise Throttled(scope) from error
+        return CounterSet(WRITTEN, float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0)))
 
     def item_total(self, item_id: str, write_shards: int, bucket: str = ALL) -> int:
         """Exact views of one item in one anchor bucket: the sum of its shard counters (strongly consistent)."""

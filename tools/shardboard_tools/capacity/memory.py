@@ -49,6 +49,7 @@ from shardboard.adapters.keys import (
     CLEAN_BOARD,
     DIRTY,
     EXPIRES_AT,
+    IMPORT_ID,
     ITEM_ID,
     LAST_UPDATED,
     MAX_SHARDS,
@@ -76,7 +77,7 @@ from shardboard.adapters.keys import (
     view_pk,
 )
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
-from shardboard.adapters.views_table import ViewStore
+from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet, ViewStore, counter_attribute
 from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
@@ -241,6 +242,37 @@ class MemoryViewStore:
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
 
+    @metered
+    def set_counters(
+        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
+    ) -> CounterSet:
+        """``SET`` absolute counters on a new counter item tagged ``import_id`` if the item does not exist
+        (``attribute_not_exists(pk)``); otherwise PRESENT (same import) or TAKEN, with the refused write's units."""
+        pk = view_pk(item_id, shard, bucket)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is not None:
+                self.data.refuse("UpdateItem", pk)
+                units = float(self.data.schema.write_charges({PK: {"S": pk}}, old, old)[0].units)
+                return CounterSet(PRESENT if old.get(IMPORT_ID, {}).get("S") == import_id else TAKEN, units)
+            new: Item = {
+                PK: {"S": pk},
+                ITEM_ID: {"S": item_id},
+                SHARD: {"N": str(shard)},
+                BUCKET: {"S": bucket},
+                IMPORT_ID: {"S": import_id},
+            }
+            new |= {counter_attribute(board): {"N": str(count)} for board, count in counts.items()}
+            try:
+                self.data.write("UpdateItem", pk, new)
+            except ClientError as error:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
+            self._emit(pk, None, new)
+        return CounterSet(WRITTEN, float(self.data.schema.write_charges({PK: {"S": pk}}, None, new)[0].units))
+
     def _emit(self, pk: str, old: Item | None, new: Item) -> None:
         self._sequence += 1
         change: dict[str, Any] = {
@@ -287,6 +319,7 @@ class MemoryViewStore:
 
     @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
+        """Every item's exact all-time views on the global board (as ``ViewStore.scan_totals``)."""
         totals: dict[str, int] = {}
         for name, _, _, board, views in self.scan_counters_all():
             if board == GLOBAL_BOARD:  # a category board's counter counts the same views again
