@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.aggregation import apply_deltas
+from shardboard.domain.aggregation import apply_deltas, note_changes
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import PeriodKey
@@ -66,6 +67,8 @@ def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id:
     outcome = apply_deltas(board, fold(steps), replace(settings, write_concurrency=1))
     if outcome.failures:
         raise next(iter(outcome.failures.values()))
+    # The periods it changed (or found changed by a delivery that may have died before its marks) get refreshed.
+    note_changes(board, outcome, settings, int(time.time()))
     ahead = state.bucket is not None and any(
         applied > counters.get((state.bucket, shard), 0) for shard, applied in state.applied.items()
     )
