@@ -1,10 +1,12 @@
-"""A period's snapshot is refreshed whenever its counts may have changed without a mark: a batch replayed after the
-process died between its count writes and its marks, and a repair (`redrive`, `rebuild`) that adds views. Found by
-the chaos run with boards and periods: the final refresh left such periods' snapshots stale."""
+"""Repairs and replays with boards and periods (found while extending the chaos run to them).
+
+A period's snapshot is refreshed whenever its counts may have changed without a mark: a batch replayed after the
+process died between its count writes and its marks, and a repair (`redrive`, `rebuild`) that adds views. And a lost
+aggregate that the stream recreated before `rebuild` read it is rebuilt with its history (its past entries)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.domain.aggregation import apply_batch, note_changes
@@ -14,7 +16,7 @@ from shardboard.domain.snapshot import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore
-from shardboard_tools.operations.recovery import repair_item
+from shardboard_tools.operations.recovery import RebuildProgress, rebuild, repair_item
 from shardboard_tools.operations.verification import verify
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -68,3 +70,18 @@ def test_a_repair_marks_the_periods_it_adds_views_to():
     refresh_changed(board, CONFIG, always=[EVERYTHING])
     report = verify(views, board, CONFIG)
     assert report.exact and report.snapshots_inexact == []
+
+
+def test_a_lost_aggregate_recreated_by_the_stream_before_the_rebuild_gets_its_past_buckets_back():
+    # Given "a" with views three days ago (archived into a past entry) and today
+    views, board = world()
+    views.add_view("a", 0, 1, bucket_of(CONFIG.anchor, NOW - timedelta(days=3)), ("cats",))
+    deliver(board, views.take_stream(10))
+    deliver(board, record(views, "a", 0))
+    # When its aggregate is lost and the stream recreates it from today's next views before the rebuild reads it
+    board.delete_aggregate("a")
+    deliver(board, record(views, "a", 1))
+    rebuild(views, board, CONFIG, RebuildProgress.fresh(1))  # type: ignore[arg-type]
+    # Then all time and the periods containing both days count the old views again
+    report = verify(views, board, CONFIG)  # type: ignore[arg-type]
+    assert report.differences == []

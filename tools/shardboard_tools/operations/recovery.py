@@ -59,9 +59,11 @@ class Repair:
 def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id: str, counters: Counters) -> Repair:
     """Bring one (board, item) up to its base counters in every period, exactly once (see the module docstring)."""
     state = board.state(board_name, item_id)
-    rebuilt = state.bucket is None and state.views == 0
+    buckets = {bucket for bucket, _ in counters}
+    lost = state.bucket is None and state.views == 0
+    rebuilt = lost or _lost_history(board, settings, board_name, item_id, buckets)
     if rebuilt:
-        for period in _periods(settings, board_name, {bucket for bucket, _ in counters}):
+        for period in _periods(settings, board_name, buckets):
             board.delete_entry(period, item_id)
     steps = [(board_name, item_id, bucket, shard, 0, value) for (bucket, shard), value in counters.items() if value]
     outcome = apply_deltas(board, fold(steps), replace(settings, write_concurrency=1))
@@ -81,6 +83,26 @@ def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id:
         board_name,
         rebuilt,
     )
+
+
+def _lost_history(board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: set[str]) -> bool:
+    """An aggregate lost and recreated (by the stream) before this repair read it: its all-time views lack the past
+    anchor buckets whose entries survived. A whole aggregate always holds its applied values plus those entries (a
+    late move changes an entry and the aggregate in one transaction), so it holds less only when it lost them.
+
+    Entries and aggregate are read apart: the aggregate is read again, and the test only counts when it did not move.
+    """
+    for _ in range(3):
+        state = board.state(board_name, item_id)
+        if state.bucket is None:
+            return False
+        past = [PeriodKey(board_name, settings.anchor, b) for b in sorted(buckets) if b < state.bucket]
+        if not past:
+            return False
+        held = sum(board.entry_state(period, item_id).views for period in past)
+        if board.state(board_name, item_id) == state:
+            return state.views < sum(state.applied.values()) + held
+    return False
 
 
 def _periods(settings: Settings, board: str, buckets: Iterable[str]) -> set[PeriodKey]:
