@@ -358,7 +358,8 @@ def apply_deltas(board: Board, deltas: dict[DeltaKey, ItemDelta], settings: Sett
         assert run is not None
         for delta_key, item_outcome in run:
             outcome.items[delta_key] = item_outcome
-            if item_outcome.views_added:
+            # A replay marks too: the delivery that applied it may have died before its marks (note_changes).
+            if item_outcome.views_added or item_outcome.replay_absorbed:
                 outcome.changed.update(ctx.periods(delta_key[0], delta_key[2]))
 
     if settings.write_concurrency == 1:  # nothing to overlap (an in-memory store): skip the pool's dispatch cost

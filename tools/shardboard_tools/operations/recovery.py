@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.aggregation import apply_deltas
+from shardboard.domain.aggregation import apply_deltas, note_changes
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import PeriodKey
@@ -58,14 +59,18 @@ class Repair:
 def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id: str, counters: Counters) -> Repair:
     """Bring one (board, item) up to its base counters in every period, exactly once (see the module docstring)."""
     state = board.state(board_name, item_id)
-    rebuilt = state.bucket is None and state.views == 0
+    buckets = {bucket for bucket, _ in counters}
+    lost = state.bucket is None and state.views == 0
+    rebuilt = lost or _lost_history(board, settings, board_name, item_id, buckets)
     if rebuilt:
-        for period in _periods(settings, board_name, {bucket for bucket, _ in counters}):
+        for period in _periods(settings, board_name, buckets):
             board.delete_entry(period, item_id)
     steps = [(board_name, item_id, bucket, shard, 0, value) for (bucket, shard), value in counters.items() if value]
     outcome = apply_deltas(board, fold(steps), replace(settings, write_concurrency=1))
     if outcome.failures:
         raise next(iter(outcome.failures.values()))
+    # The periods it changed (or found changed by a delivery that may have died before its marks) get refreshed.
+    note_changes(board, outcome, settings, int(time.time()))
     ahead = state.bucket is not None and any(
         applied > counters.get((state.bucket, shard), 0) for shard, applied in state.applied.items()
     )
@@ -78,6 +83,26 @@ def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id:
         board_name,
         rebuilt,
     )
+
+
+def _lost_history(board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: set[str]) -> bool:
+    """An aggregate lost and recreated (by the stream) before this repair read it: its all-time views lack the past
+    anchor buckets whose entries survived. A whole aggregate always holds its applied values plus those entries (a
+    late move changes an entry and the aggregate in one transaction), so it holds less only when it lost them.
+
+    Entries and aggregate are read apart: the aggregate is read again, and the test only counts when it did not move.
+    """
+    for _ in range(3):
+        state = board.state(board_name, item_id)
+        if state.bucket is None:
+            return False
+        past = [PeriodKey(board_name, settings.anchor, b) for b in sorted(buckets) if b < state.bucket]
+        if not past:
+            return False
+        held = sum(board.entry_state(period, item_id).views for period in past)
+        if board.state(board_name, item_id) == state:
+            return state.views < sum(state.applied.values()) + held
+    return False
 
 
 def _periods(settings: Settings, board: str, buckets: Iterable[str]) -> set[PeriodKey]:
