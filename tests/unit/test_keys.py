@@ -18,7 +18,9 @@ boards = st.from_regex(r"[a-z0-9_.:-]{1,8}", fullmatch=True)
 
 
 @given(st.text(min_size=1), st.integers(0, 999), buckets, st.text(min_size=1), st.integers(0, 999), buckets)
-def test_view_keys_are_distinct_for_distinct_items_shards_and_buckets(a, shard_a, bucket_a, b, shard_b, bucket_b):
+def test_view_keys_are_distinct_for_distinct_items_shards_and_buckets(  # noqa: PLR0917 - hypothesis arguments
+    a, shard_a, bucket_a, b, shard_b, bucket_b
+):
     if (a, shard_a, bucket_a) != (b, shard_b, bucket_b):
         assert view_pk(a, shard_a, bucket_a) != view_pk(b, shard_b, bucket_b)
 
