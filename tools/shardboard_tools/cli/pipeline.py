@@ -155,7 +155,7 @@ def top(  # noqa: PLR0917 - one parameter per click option
         click.echo(json.dumps(document, ensure_ascii=False, indent=2))
         return
     shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
-    table = Table(title=f"{document['board']} · {shown} · {document['generated_at']}")
+    table = Table(title=f"{document['board']} · {shown}", caption=document["generated_at"])
     table.add_column("rank", justify="right")
     table.add_column("id")
     table.add_column("views", justify="right")
