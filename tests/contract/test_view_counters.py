@@ -17,10 +17,10 @@ from shardboard_tools.capacity.memory import MemoryViewStore
 
 def test_add_view_adds_count_to_one_counter(ports):
     # Given three writes on two counters of "a" and one of "b"
-    ports.views.add_view("a", 0)
-    ports.views.add_view("a", 0, 4)
-    ports.views.add_view("a", 2, 3)
-    ports.views.add_view("b", 1, 1000)
+    ports.views.add_view("a", 0, 1, "all")
+    ports.views.add_view("a", 0, 4, "all")
+    ports.views.add_view("a", 2, 3, "all")
+    ports.views.add_view("b", 1, 1000, "all")
     # Then each counter holds the sum of what was added to it, and the reads agree
     assert ports.views.shard_counts("a", [0, 1, 2]) == {0: 5, 2: 3}
     assert ports.views.item_total("a", 3) == 8
@@ -31,10 +31,10 @@ def test_add_view_adds_count_to_one_counter(ports):
 
 def test_the_stream_carries_each_counters_absolute_old_and_new_values(ports):
     # Given a counter created by one write and advanced by two more, and another counter of the same item
-    ports.views.add_view("a", 0)
-    ports.views.add_view("a", 0, 4)
-    ports.views.add_view("a", 7, 2)
-    ports.views.add_view("a", 0, 10)
+    ports.views.add_view("a", 0, 1, "all")
+    ports.views.add_view("a", 0, 4, "all")
+    ports.views.add_view("a", 7, 2, "all")
+    ports.views.add_view("a", 0, 10, "all")
     # When the stream is read as Lambda receives it
     records = ports.counter_records()
     # Then there is one record per write: INSERT (no OldImage) then MODIFY, in order per counter

@@ -21,10 +21,10 @@ from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.stream_runner import StreamRunner
 
 STEPS = [
-    ViewRecord("images/1.jpg", 3, 0, 1, "1"),
-    ViewRecord("ünï #2", 0, 4, 5, "2"),
-    ViewRecord("images/1.jpg", 3, 1, 2, "3"),
-    ViewRecord("images/1.jpg", 7, 9, 10, "4"),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1, "1"),
+    ViewRecord("cats", "ünï #2", "2026-11-23", 0, 4, 5, "2"),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 1, 2, "3"),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 7, 9, 10, "4"),
 ]
 
 
@@ -57,8 +57,8 @@ def test_a_plain_batch_has_no_window():
 
 @pytest.mark.parametrize(
     "state",
-    [{"v": 1, "items": {}}, {"v": 2, "log": "x"}, {"v": 2, "log": [3]}, "oops"],
-    ids=["older-version", "log-not-a-list", "entry-not-a-string", "not-an-object"],
+    [{"v": 1, "items": {}}, {"v": 3, "log": "x"}, {"v": 3, "log": [3]}, {"v": 2, "log": []}, "oops"],
+    ids=["older-version", "log-not-a-list", "entry-not-a-string", "single-board-version", "not-an-object"],
 )
 def test_a_state_this_function_did_not_write_is_refused(state):
     with pytest.raises(WindowStateError):
@@ -66,7 +66,7 @@ def test_a_state_this_function_did_not_write_is_refused(state):
 
 
 def test_an_unreadable_batch_in_the_state_is_refused():
-    window = AggregationWindow.of(window_event({"v": 2, "log": ["not base64 at all!"]}, final=True))
+    window = AggregationWindow.of(window_event({"v": 3, "log": ["not base64 at all!"]}, final=True))
     assert window is not None
     with pytest.raises(WindowStateError):
         window.deltas()
