@@ -37,7 +37,7 @@ def get(path: str, query: str = "", headers: dict | None = None):
 
 def test_post_views_sample_event_records_three_views(pipeline):
     status, _, body = call(pipeline, "record_views", load_event("record_views_post.json"))
-    assert (status, body) == (202, {"id": "images/001.jpg", "recorded": 3})
+    assert (status, body) == (202, {"id": "images/001.jpg", "recorded": 3, "boards": ["global"]})
     assert pipeline.truth() == {"images/001.jpg": 3}
 
 
@@ -68,7 +68,7 @@ def test_bad_post_is_refused_with_400_and_writes_nothing(pipeline, body, reason)
 
 def test_leaderboard_before_any_snapshot_is_404(pipeline):
     status, _, body = call(pipeline, "read_api", load_event("read_leaderboard_get.json"))
-    assert status == 404 and "no snapshot yet" in body["message"]
+    assert status == 404 and "has no views yet" in body["message"]
 
 
 def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):

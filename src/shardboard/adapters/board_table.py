@@ -431,8 +431,10 @@ class BoardStore:
         return rows, response.get("LastEvaluatedKey")
 
     # -- snapshots and period items
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Item | None:
-        """The snapshot item as plain values, or None before the first snapshot."""
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Item | None:
+        """A period's snapshot (a bare board name: its all-time one), or None before the first."""
+        if isinstance(period, str):
+            period = PeriodKey(period, ALL, ALL)
         item = self._get(snapshot_pk(*period), consistent)
         return None if item is None else snapshot_from_item(item)
 

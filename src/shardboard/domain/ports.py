@@ -246,7 +246,7 @@ class Board(Protocol):
         """The snapshot includes every change counted up to ``changes`` (unless another batch counted one since)."""
         ...
 
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Snapshot | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Snapshot | None:
         """The snapshot, or None before the first one."""
         ...
 

@@ -591,7 +591,10 @@ class MemoryBoardStore:
 
     # -- snapshots and period items
     @metered
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Item | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Item | None:
+        """A period's snapshot (a bare board name: its all-time one), or None before the first."""
+        if isinstance(period, str):
+            period = PeriodKey(period, ALL, ALL)
         with self.data.lock:
             item = self.data.read("GetItem", snapshot_pk(*period), consistent)
         return None if item is None else snapshot_from_item(item)
