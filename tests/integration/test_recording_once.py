@@ -85,7 +85,7 @@ def test_post_views_with_count_1000_is_one_write(pipeline):
     response = pipeline.runtime.invoke(function.handler, event)
     # Then it answered 202 after exactly one base write
     assert response["statusCode"] == 202
-    assert json.loads(response["body"]) == {"id": "images/001.jpg", "recorded": 1000}
+    assert json.loads(response["body"]) == {"id": "images/001.jpg", "recorded": 1000, "boards": ["global"]}
     assert len(counter_records(pipeline)) == 1
     assert pipeline.truth() == {"images/001.jpg": 1000}
 
