@@ -42,7 +42,7 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.streams import (
@@ -72,15 +72,7 @@ class Pipeline:
     def record_one_by_one(self, item_id: str, views: int, rng: random.Random) -> None:
         """``views`` requests of one view each: one counter write and one stream record per view."""
         for _ in range(views):
-            record_views(self.views, item_id, 1, self.settings.write_shards, rng, where=Where.of(self.settings.anchor))
-
-    def where(self) -> Where:
-        """Where a view recorded now counts (the global board only)."""
-        return Where.of(self.settings.anchor)
-
-    def bucket(self) -> str:
-        """The anchor bucket of a view recorded now (the aggregator refuses none other with periods configured)."""
-        return Where.of(self.settings.anchor).bucket
+            record_views(self.views, item_id, 1, self.settings.write_shards, rng)
 
     def stream_records(self) -> list[dict[str, Any]]:
         """Every record of the base table's stream, shaped as Lambda delivers it, in stream order per shard."""

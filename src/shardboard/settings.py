@@ -9,8 +9,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
 from shardboard.schedule import ScheduleError, interval_seconds
 
 # The write-shard formula (docs/background.md): W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s
@@ -27,8 +25,7 @@ DEFAULT_SHARD_COOLDOWN_SECONDS = 5
 # 10 board shards keep every leaderboard-GSI partition key below 1/10 of the board's index writes.
 DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
-DEFAULT_CATEGORY_TOP_N = 100
-DEFAULT_BOARD = GLOBAL_BOARD
+DEFAULT_BOARD = "global"
 DEFAULT_SCHEDULE = "rate(1 minute)"
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
@@ -61,17 +58,9 @@ class Settings:
     sparse_index: bool = True
     # Parallel aggregate writes per batch: a 1,000-record batch touches hundreds of items.
     write_concurrency: int = 16
-    # Calendar periods kept besides all time, finest first (docs/boards-and-periods.md), and N of category boards.
-    periods: tuple[str, ...] = DEFAULT_PERIODS
-    category_top_n: int = DEFAULT_CATEGORY_TOP_N
-    # How long past periods stay readable (then their snapshots and entries expire by TTL), in units of their kind.
-    retention_hours: int = 48
-    retention_days: int = 35
-    retention_weeks: int = 16
-    retention_months: int = 24
 
     def __post_init__(self) -> None:
-        for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
+        for name in ("write_shards", "board_shards", "top_n", "write_concurrency"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_write_shards < self.write_shards or self.shard_cooldown_seconds < 0:
@@ -83,22 +72,6 @@ class Settings:
     @property
     def refresh_seconds(self) -> int:
         return schedule_seconds(self.schedule)
-
-    @property
-    def anchor(self) -> str:
-        """The period kind base counters are keyed by (the finest configured one; all time when none is)."""
-        return anchor_kind(self.periods)
-
-    def top_n_of(self, board: str) -> int:
-        return self.top_n if board == GLOBAL_BOARD else self.category_top_n
-
-    def retention(self, kind: str) -> int:
-        return {
-            "hour": self.retention_hours,
-            "day": self.retention_days,
-            "week": self.retention_weeks,
-            "month": self.retention_months,
-        }.get(kind, 0)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, defaults: Settings | None = None) -> Settings:
@@ -128,19 +101,4 @@ class Settings:
             schedule=env.get("SNAPSHOT_SCHEDULE", defaults.schedule),
             sparse_index=env.get("SPARSE_INDEX", str(defaults.sparse_index)).lower() in ("1", "true", "yes"),
             write_concurrency=integer("WRITE_CONCURRENCY", defaults.write_concurrency),
-            periods=periods(env.get("PERIODS"), defaults.periods),
-            category_top_n=integer("CATEGORY_TOP_N", defaults.category_top_n),
-            retention_hours=integer("RETENTION_HOURS", defaults.retention_hours),
-            retention_days=integer("RETENTION_DAYS", defaults.retention_days),
-            retention_weeks=integer("RETENTION_WEEKS", defaults.retention_weeks),
-            retention_months=integer("RETENTION_MONTHS", defaults.retention_months),
         )
-
-
-def periods(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
-    if raw is None:
-        return default
-    try:
-        return parse_periods(raw)
-    except PeriodError as error:
-        raise ConfigError(f"PERIODS: {error}") from None

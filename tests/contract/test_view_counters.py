@@ -1,5 +1,4 @@
-"""The ViewCounters port (the base table): ADD on one item's counters (global and per board) in one anchor bucket, exact
-reads, and the stream's OLD/NEW images."""
+"""The ViewCounters port (the base table): ADD on one counter, exact reads, and the stream's OLD/NEW images."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from shardboard.adapters.stream_records import stream_view_records
+from shardboard.adapters.stream_records import stream_view_record
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.ports import Throttled, ThrottleScope
@@ -38,49 +37,16 @@ def test_the_stream_carries_each_counters_absolute_old_and_new_values(ports):
     # When the stream is read as Lambda receives it
     records = ports.counter_records()
     # Then there is one record per write: INSERT (no OldImage) then MODIFY, in order per counter
-    assert [r["eventName"] for r in records if r["dynamodb"]["Keys"]["pk"]["S"] == "view#0#all#a"] == [
+    assert [r["eventName"] for r in records if r["dynamodb"]["Keys"]["pk"]["S"] == "view#0#a"] == [
         "INSERT",
         "MODIFY",
         "MODIFY",
     ]
     assert all(("OldImage" in r["dynamodb"]) == (r["eventName"] == "MODIFY") for r in records)
-    steps = [(v.item_id, v.shard, v.old, v.new) for r in records for v in stream_view_records(r)]
+    steps = [stream_view_record(r)[:4] for r in records]
     assert [s for s in steps if s[1] == 0] == [("a", 0, 0, 1), ("a", 0, 1, 5), ("a", 0, 5, 15)]
     assert [s for s in steps if s[1] == 7] == [("a", 7, 0, 2)]
-    assert all(isinstance(v, ViewRecord) for r in records for v in stream_view_records(r))
-
-
-def test_a_write_counts_on_the_global_board_and_each_board_named_in_its_anchor_bucket(ports):
-    views = ports.views
-    # Given views of "a" in two days, some of them also on the "cats" and "dogs" boards
-    views.add_view("a", 0, 2, "2026-11-22", ("cats",))
-    views.add_view("a", 0, 3, "2026-11-22", ("cats", "dogs"))
-    views.add_view("a", 1, 4, "2026-11-23")
-    views.add_view("a", 0, 1, "2026-11-23", ("dogs",))
-    views.add_view("b", 0, 7, "2026-11-23", ("cats",))
-    # Then each (bucket, shard) item holds a counter per board, ``views`` being the global board's
-    assert views.counters("a", [("2026-11-22", 0), ("2026-11-23", 0), ("2026-11-23", 1), ("2026-11-24", 0)]) == {
-        ("2026-11-22", 0): {"global": 5, "cats": 5, "dogs": 3},
-        ("2026-11-23", 0): {"global": 1, "dogs": 1},
-        ("2026-11-23", 1): {"global": 4},
-    }
-    # And the global reads are per bucket
-    assert views.shard_counts("a", [0, 1], "2026-11-23") == {0: 1, 1: 4}
-    assert views.item_total("a", 2, "2026-11-22") == 5
-    assert views.item_total("a", 2) == 0  # no view was counted in the all-time bucket
-    # And the exact totals sum every bucket of the global board only (category counters are not extra views)
-    assert views.scan_totals() == {"a": 10, "b": 7}
-    # And each write's record carries one view record per board counter it changed, in its bucket
-    steps = [
-        [(v.board, v.bucket, v.old, v.new) for v in stream_view_records(r)]
-        for r in ports.counter_records()
-        if r["dynamodb"]["NewImage"]["item_id"]["S"] == "a" and r["dynamodb"]["NewImage"]["shard"]["N"] == "0"
-    ]
-    assert [sorted(step) for step in steps] == [
-        [("cats", "2026-11-22", 0, 2), ("global", "2026-11-22", 0, 2)],
-        [("cats", "2026-11-22", 2, 5), ("dogs", "2026-11-22", 0, 3), ("global", "2026-11-22", 2, 5)],
-        [("dogs", "2026-11-23", 0, 1), ("global", "2026-11-23", 0, 1)],
-    ]
+    assert all(isinstance(stream_view_record(r), ViewRecord) for r in records)
 
 
 def test_a_throttled_write_is_the_domain_outcome_and_writes_nothing_in_memory():

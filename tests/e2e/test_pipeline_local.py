@@ -8,8 +8,6 @@ import threading
 import pytest
 from click.testing import CliRunner
 
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import PeriodKey
 from shardboard.handlers import aggregate, snapshot
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -52,8 +50,7 @@ def test_pipeline_under_load_is_exact(make_local, tmp_path):
     report = verify(rt.views, rt.board, rt.settings)
     assert report.exact, report.differences[:5]
     assert report.views == 2500
-    everything = PeriodKey(rt.settings.board, ALL, ALL)
-    assert rt.board.get_snapshot(everything, consistent=True)["items"] == brute_force_top(rt)
+    assert rt.board.get_snapshot(rt.settings.board, consistent=True)["items"] == brute_force_top(rt)
     assert scheduler.runs >= 2
     assert runner.stats.dead_letter_batches == 0
 
@@ -75,8 +72,6 @@ def test_demo_reports_exact_on_the_session_engine(local_env, tmp_path, monkeypat
     assert report["views"] == 800
     assert report["verify_exact"] is True and report["snapshot_exact"] is True
     assert report["write_units_per_view"] == pytest.approx(1.0)
-    # Each view counts on the global board and its item's category board: at most one write per board and view.
-    assert 0 < report["aggregate_writes"] <= 2 * 800
-    assert report["boards"] >= 2 and report["snapshots_inexact"] == 0
+    assert 0 < report["aggregate_writes"] <= 800
     assert report["refreshes"] >= 1 and report["items_read_per_refresh"] > 0
     assert report["freshness_p50_seconds"] is not None

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from shardboard.domain.batch import ViewRecord, fold
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
 from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -76,9 +76,7 @@ def test_a_window_carries_no_records_into_the_final_invocation_without_writing(p
     """A non-final invocation writes nothing; a final invocation with no records applies the state."""
     rng = random.Random(3)
     for _ in range(5):  # one request (one write, one stream record) per view
-        record_views(
-            pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng)
     records = pipeline.stream_records()
     invoke = pipeline.runtime.invoke
     answer = invoke(aggregate.handler, {**window_event({}, final=False), "Records": records})
@@ -118,14 +116,7 @@ def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_
     for _ in range(3):  # views in two windows or more: some before a window boundary, some after
         for item in rng.sample(items, 8):
             for _ in range(rng.randint(1, 4)):  # one request (one write, one stream record) per view
-                record_views(
-                    pipeline.views,
-                    item,
-                    1,
-                    pipeline.settings.write_shards,
-                    rng,
-                    where=Where.of(pipeline.settings.anchor),
-                )
+                record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng)
         stream_clock.advance(0.6)
     mapping = replace(
         EventSourceMapping.from_template(pipeline.runtime.template),

@@ -82,16 +82,16 @@ def test_writes_are_priced_from_the_item_and_its_index_entry(pipeline):
     board = BoardStore(client, pipeline.settings.board_table)
     index = f"{pipeline.settings.board_table}/by-views"
     # When an aggregate is created outside the index, then joins it, then its views move
-    board.move("global", "a", "all", [ShardMove(0, 0, 3)], kinds=(), joins={})
+    board.move("a", [ShardMove(0, 0, 3)], None)
     assert emulator.usage.units("write", index) == 0
-    board.join_index("global", "a", "all", "global#10#1")
+    board.join_index("a", "global#10#1")
     assert emulator.usage.units("write", index) == 1
-    board.move("global", "a", "all", [ShardMove(0, 3, 5)], kinds=(), joins={"all": "global#10#1"})
+    board.move("a", [ShardMove(0, 3, 5)], "global#10#1")
     # Then the sort-key change cost a delete and a put on the GSI key
     assert emulator.usage.units("write", index) == 3
     assert emulator.usage.peak("write").units >= 1
     # And a query is booked on the index partition it read
-    rows, _ = board.query_shard("all", "global#10#1", 10, None)
+    rows, _ = board.query_shard("global#10#1", 10, None)
     assert rows == [("a", 5)]
     assert emulator.usage.units("read", index) >= 0.5
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
 
 from shardboard.adapters.keys import ITEM_ID, SHARD
 from shardboard.adapters.shards_table import ShardMetadataStore
@@ -49,12 +48,10 @@ def test_metadata_conditions_on_dynamodb(pipeline):
 class HotShardZero(ViewStore):
     """A base table whose shard 0 of every item is at its partition limit (the adapter's Throttled outcome)."""
 
-    def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str = "all", boards: Sequence[str] = ()
-    ) -> float:
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
         if shard == 0:
             raise Throttled(ThrottleScope.PARTITION)
-        return super().add_view(item_id, shard, count, bucket, boards)
+        return super().add_view(item_id, shard, count)
 
 
 def test_a_partition_throttle_grows_the_item_and_every_view_is_counted(make_pipeline):
@@ -66,7 +63,7 @@ def test_a_partition_throttle_grows_the_item_and_every_view_is_counted(make_pipe
     views = HotShardZero(pipeline.runtime.dynamodb, pipeline.settings.views_table)
     # When 30 views arrive one per second (throttled attempts wait, in virtual time, and retry)
     for _ in range(30):
-        record_views(views, "hot", 1, 1, random.Random(4), router=router, sleep=clock.advance, where=pipeline.where())
+        record_views(views, "hot", 1, 1, random.Random(4), router=router, sleep=clock.advance)
         clock.advance(1.0)
     # Then the item grew past the hot shard, every view landed, and readers of all shards see them
     metadata = metadata_store(pipeline).get("hot", consistent=True)

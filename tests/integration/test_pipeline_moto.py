@@ -6,7 +6,7 @@ import json
 import random
 
 from shardboard.domain.ranking import Entry, top
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import leaderboard_json
 
 SEED_EXAMPLE = {
@@ -22,9 +22,7 @@ SEED_EXAMPLE = {
 def record(pipeline, counts, seed=7):
     rng = random.Random(seed)
     for item, count in counts.items():
-        record_views(
-            pipeline.views, item, count, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng)
 
 
 def aggregates(pipeline):

@@ -21,7 +21,7 @@ def get(path: str, limit: str | None = None):
 @pytest.fixture
 def board(make_pipeline):
     pipeline = make_pipeline(TopN="10")
-    pipeline.views.add_view("a", 0, 1, pipeline.bucket())
+    pipeline.views.add_view("a", 0)
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()
     return pipeline

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -38,9 +37,7 @@ def test_a_thousand_views_are_one_base_write_and_count_a_thousand(pipeline):
     # Given an empty pipeline with the template's 20 write shards
     assert pipeline.settings.write_shards == 20
     # When one request records 1,000 views
-    recorded = record_views(
-        pipeline.views, "viral.jpg", 1000, pipeline.settings.write_shards, random.Random(3), where=pipeline.where()
-    )
+    recorded = record_views(pipeline.views, "viral.jpg", 1000, pipeline.settings.write_shards, random.Random(3))
     # Then the base table took exactly one write: one counter, one stream record (OLD 0, NEW 1000)
     records = counter_records(pipeline)
     assert len(records) == 1
@@ -55,10 +52,10 @@ def test_a_thousand_views_are_one_base_write_and_count_a_thousand(pipeline):
 def test_a_second_request_on_the_same_counter_is_aggregated_as_its_delta(pipeline):
     # Given 1,000 views aggregated on write shard 0
     views = pipeline.views
-    views.add_view("a", 0, 1000, pipeline.bucket())
+    views.add_view("a", 0, 1000)
     assert pipeline.aggregate(pipeline.stream_records()) == {"batchItemFailures": []}
     # When 250 more land on the same counter and the whole stream is delivered again (a replay)
-    views.add_view("a", 0, 250, pipeline.bucket())
+    views.add_view("a", 0, 250)
     assert pipeline.aggregate(pipeline.stream_records()) == {"batchItemFailures": []}
     # Then the aggregate is exact: 1,250, the first record absorbed as a replay
     assert pipeline.board.aggregate_views("a") == 1250
@@ -69,7 +66,7 @@ def test_a_failed_request_writes_nothing(pipeline):
     views = ViewStore(FailingWrites(pipeline.runtime.dynamodb), pipeline.settings.views_table)
     # When a request for 1,000 views fails
     with pytest.raises(ClientError):
-        record_views(views, "a", 1000, pipeline.settings.write_shards, random.Random(3), where=pipeline.where())
+        record_views(views, "a", 1000, pipeline.settings.write_shards, random.Random(3))
     # Then no view was written, so the client's retry cannot double count
     assert pipeline.truth() == {}
     assert pipeline.stream_records() == []
@@ -93,9 +90,7 @@ def test_post_views_with_count_1000_is_one_write(pipeline):
 class Throttling(ViewStore):
     """A base table at its limit: every write is refused (the adapter's Throttled, after botocore's retries)."""
 
-    def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str = "all", boards: Sequence[str] = ()
-    ) -> float:
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
         raise Throttled(ThrottleScope.TABLE)
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -28,9 +28,7 @@ def record_workload(pipeline, items=30, views=400, seed=11):
     rng = random.Random(seed)
     names = [f"item-{k:02d}" for k in range(items)]
     for name in rng.choices(names, weights=[1 / (k + 1) for k in range(items)], k=views):
-        record_views(
-            pipeline.views, name, 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, name, 1, pipeline.settings.write_shards, rng)
 
 
 def drain(pipeline):
@@ -155,7 +153,7 @@ def test_redrive_repairs_a_record_lost_on_a_write_shard_above_write_shards(make_
     store = ShardMetadataStore(pipeline.runtime.dynamodb, pipeline.settings.shards_table)
     assert store.change_count("viral", None, 8, 1_000, cooldown_seconds=5, default=2) is not None
     for shard in (0, 0, 0, 6, 7, 6, 7):
-        pipeline.views.add_view("viral", shard, 1, pipeline.bucket())
+        pipeline.views.add_view("viral", shard)
     # And an aggregator that can never process the records of shards 6 and 7 (no applied_6 or applied_7 anywhere)
     function = FaultyFunction(Container.main(), FunctionFaults(), random.Random(1))
     lost = {view_pk("viral", 6), view_pk("viral", 7)}

@@ -9,7 +9,7 @@ import pytest
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.ranking import Entry, top
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard.domain.snapshot import take_snapshot
 from shardboard_tools.operations import resharding
 from shardboard_tools.operations.verification import verify
@@ -21,9 +21,7 @@ def load(pipeline, rng, views=60):
     """Zipf-ish views over ITEMS, then the whole stream through the real aggregator (replays are absorbed)."""
     weights = [1 / (rank + 1) for rank in range(len(ITEMS))]
     for item in rng.choices(ITEMS, weights=weights, k=views):
-        record_views(
-            pipeline.views, item, 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng)
     assert pipeline.aggregate(pipeline.stream_records()) == {"batchItemFailures": []}
 
 

@@ -22,7 +22,7 @@ def grown(make_pipeline):
     """Dynamic sharding on (2 -> up to 8 shards), 5 views of "hot" aggregated, and "hot" grown to 8 shards."""
     pipeline = make_pipeline(WriteShards="2", MaxWriteShards="8")
     for shard in (0, 1, 0, 1, 0):
-        pipeline.views.add_view("hot", shard, 1, pipeline.bucket())
+        pipeline.views.add_view("hot", shard)
     pipeline.aggregate(pipeline.stream_records())
     store = ShardMetadataStore(pipeline.runtime.dynamodb, pipeline.settings.shards_table)
     now = int(time.time())

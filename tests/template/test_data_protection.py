@@ -52,16 +52,8 @@ def test_provisioned_on_request_for_tables_and_index():
     for name, request in requests.items():
         assert request["BillingMode"] == "PROVISIONED", name
         assert set(request["ProvisionedThroughput"]) == {"ReadCapacityUnits", "WriteCapacityUnits"}, name
-    indexes = requests["BoardTable"]["GlobalSecondaryIndexes"]
-    assert {index["IndexName"] for index in indexes} == {
-        "by-views",
-        "by-hour",
-        "by-day",
-        "by-week",
-        "by-month",
-        "by-change",
-    }
-    assert all(index["ProvisionedThroughput"]["WriteCapacityUnits"] == 300 for index in indexes)
+    (index,) = requests["BoardTable"]["GlobalSecondaryIndexes"]
+    assert index["ProvisionedThroughput"]["WriteCapacityUnits"] == 300
     assert requests["BoardTable"]["ProvisionedThroughput"]["WriteCapacityUnits"] == int(
         template.parameters["BoardWriteCapacity"]
     )

@@ -110,7 +110,7 @@ def test_the_filter_drops_removes_key_only_and_foreign_records(patterns):
     del remove["dynamodb"]["NewImage"]
     key_only = {"eventName": "INSERT", "dynamodb": {"NewImage": {PK: {"S": view_pk("a", 1)}}}}  # moto's extra record
     aggregate = counter_record("MODIFY", "a", 1, 3)
-    aggregate["dynamodb"]["NewImage"][PK] = {"S": aggregate_pk("global", "a")}
+    aggregate["dynamodb"]["NewImage"][PK] = {"S": aggregate_pk("a")}
     snapshot = {"eventName": "MODIFY", "dynamodb": {"NewImage": {PK: {"S": snapshot_pk("global")}}}}
     for record in (remove, key_only, aggregate, snapshot):
         assert not matches_any(patterns, record), record

@@ -18,22 +18,15 @@ EXPECTED_GRANTS = {
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
     },
     "AggregatorFunction": {
-        ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
-        ("dynamodb:GetItem", "BoardTable"),  # state / entry_state
-        ("dynamodb:PutItem", "BoardTable"),  # archive: a past period's entry
-        ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods
+        ("dynamodb:UpdateItem", "BoardTable"),  # BoardStore.move / join_index
+        ("dynamodb:GetItem", "BoardTable"),  # BoardStore.state / get_threshold
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {
-        ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / get_board_state
+        ("dynamodb:GetItem", "BoardTable"),  # get_snapshot
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot
-        ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold / mark_refreshed
-        ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather), all time
-        ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
-        ("dynamodb:Query", "BoardTable/index/by-day"),
-        ("dynamodb:Query", "BoardTable/index/by-week"),
-        ("dynamodb:Query", "BoardTable/index/by-month"),
-        ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
+        ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold
+        ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather)
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
     "ShardReviewFunction": {

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.aggregation import AggregateContention, Context, ItemOutcome, apply_delta
-from shardboard.domain.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
-from shardboard.domain.ports import AggregateState, BoardState, MoveResult, PeriodKey
-from shardboard.settings import Settings
+from shardboard.domain.aggregation import AggregateContention, apply_item
+from shardboard.domain.batch import ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
+from shardboard.domain.ports import AggregateState, MoveResult
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
 
@@ -27,17 +26,7 @@ def requests(board: MemoryBoardStore) -> int:
 
 
 def views(board: MemoryBoardStore, item_id: str) -> int:
-    return board.state("global", item_id).views
-
-
-def apply_item(board: MemoryBoardStore, delta: ItemDelta, threshold: int = 0) -> ItemOutcome:
-    """The aggregator's per-item step on the global board, all time only, with a published threshold."""
-    state = BoardState(threshold, None, None)
-    return apply_delta(board, delta, Context(Settings(periods=()), {PeriodKey("global", "all", "all"): state}))
-
-
-def one(records: list[ViewRecord], item: str = "a") -> ItemDelta:
-    return fold(records)[("global", item, "all")]
+    return board.state(item_id).views
 
 
 def stream_of(increments: list[tuple[str, int]]) -> list[ViewRecord]:
@@ -47,13 +36,13 @@ def stream_of(increments: list[tuple[str, int]]) -> list[ViewRecord]:
     for sequence, (item, shard) in enumerate(increments):
         old = counters.get((item, shard), 0)
         counters[(item, shard)] = old + 1
-        records.append(ViewRecord("global", item, "all", shard, old, old + 1, f"{sequence:020d}"))
+        records.append(ViewRecord(item, shard, old, old + 1, f"{sequence:020d}"))
     return records
 
 
 def deliver(board: MemoryBoardStore, batch: list[ViewRecord]) -> None:
     for delta in fold(batch).values():
-        apply_item(board, delta)
+        apply_item(board, delta, "global#0", threshold=0)
 
 
 increments = st.lists(st.tuples(st.sampled_from(["a", "b#1", "ü"]), st.integers(0, 3)), min_size=1, max_size=60)
@@ -117,7 +106,7 @@ def test_one_write_per_item_per_batch_in_order():
 
 
 def test_catch_up_skips_shards_already_applied():
-    delta = one(stream_of([("a", 0), ("a", 0), ("a", 1)]))
+    delta = fold(stream_of([("a", 0), ("a", 0), ("a", 1)]))["a"]
     assert optimistic_moves(delta) == [ShardMove(0, 0, 2), ShardMove(1, 0, 1)]
     assert catch_up_moves(delta, {0: 2, 1: 0}) == [ShardMove(1, 0, 1)]
     assert catch_up_moves(delta, {0: 5, 1: 1}) == []
@@ -127,7 +116,7 @@ def test_replay_is_reported_and_writes_nothing_new():
     board = memory_board()
     batch = stream_of([("a", 0), ("a", 0)])
     deliver(board, batch)
-    outcome = apply_item(board, one(batch))
+    outcome = apply_item(board, fold(batch)["a"], "global#0", threshold=0)
     assert outcome.replay_absorbed and outcome.views_added == 0
     assert views(board, "a") == 2
 
@@ -135,31 +124,31 @@ def test_replay_is_reported_and_writes_nothing_new():
 def test_sparse_index_joins_only_at_the_threshold():
     board = memory_board()
     records = stream_of([("a", 0)] * 3)
-    apply_item(board, one(records[:2]), threshold=3)
-    assert not board.state("global", "a").in_index
-    apply_item(board, one(records[2:]), threshold=3)
-    assert board.state("global", "a").in_index
+    apply_item(board, fold(records[:2])["a"], "global#0", threshold=3)
+    assert not board.state("a").in_index
+    apply_item(board, fold(records[2:])["a"], "global#0", threshold=3)
+    assert board.state("a").in_index
 
 
 def test_a_crash_between_count_and_index_join_is_healed_by_the_replay():
     # Given an aggregate that reached the threshold but whose index join never happened
     board = memory_board()
     records = stream_of([("a", 0)] * 4)
-    board.move("global", "a", "all", [ShardMove(0, 0, 4)], kinds=(), joins={})
+    board.move("a", [ShardMove(0, 0, 4)], None)
     # When the batch is replayed
-    outcome = apply_item(board, one(records), threshold=2)
+    outcome = apply_item(board, fold(records)["a"], "global#0", threshold=2)
     # Then nothing is counted twice and the item joins the index
     assert outcome.replay_absorbed and outcome.joined_index
-    assert views(board, "a") == 4 and board.state("global", "a").in_index
+    assert views(board, "a") == 4 and board.state("a").in_index
 
 
 def test_endless_contention_fails_the_item_not_the_process():
     class AlwaysRefused(MemoryBoardStore):
         """Another writer always got there first (two runners on one stream by mistake)."""
 
-        def move(self, board, item_id, bucket, moves, *, kinds, joins):  # type: ignore[no-untyped-def]
-            return MoveResult(applied=False, state=AggregateState({0: 0}, 0, False, "all"))
+        def move(self, item_id, moves, board_shard):  # type: ignore[no-untyped-def]
+            return MoveResult(applied=False, state=AggregateState({0: 0}, 0, False))
 
     board = AlwaysRefused(CapacityEmulator(VirtualClock()))
     with pytest.raises(AggregateContention):
-        apply_item(board, one(stream_of([("a", 0)])))
+        apply_item(board, fold(stream_of([("a", 0)]))["a"], "global#0", threshold=0)

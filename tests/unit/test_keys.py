@@ -8,36 +8,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardboard.adapters.keys import aggregate_pk, entry_pk, view_pk
-from shardboard.adapters.stream_records import UnexpectedRecord, view_records
+from shardboard.adapters.keys import aggregate_pk, view_pk
+from shardboard.adapters.stream_records import UnexpectedRecord, view_record
 from shardboard.domain.sharding import board_shard_of, board_shard_value, write_shards_needed
 from shardboard.settings import ConfigError, Settings, schedule_seconds
 
-buckets = st.sampled_from(["all", "2026-11-23", "2026-11-24", "2026-W48", "2026-11", "2026-11-23T14"])
-boards = st.from_regex(r"[a-z0-9_.:-]{1,8}", fullmatch=True)
 
-
-@given(st.text(min_size=1), st.integers(0, 999), buckets, st.text(min_size=1), st.integers(0, 999), buckets)
-def test_view_keys_are_distinct_for_distinct_items_shards_and_buckets(  # noqa: PLR0917 - hypothesis arguments
-    a, shard_a, bucket_a, b, shard_b, bucket_b
-):
-    if (a, shard_a, bucket_a) != (b, shard_b, bucket_b):
-        assert view_pk(a, shard_a, bucket_a) != view_pk(b, shard_b, bucket_b)
-
-
-@given(boards, st.text(min_size=1), boards, st.text(min_size=1))
-def test_aggregate_keys_are_distinct_for_distinct_boards_and_items(board_a, a, board_b, b):
-    # Board names hold no '#', so the board part of a key ends at its first '#' whatever the id holds.
-    if (board_a, a) != (board_b, b):
-        assert aggregate_pk(board_a, a) != aggregate_pk(board_b, b)
-        assert entry_pk(board_a, "day", "2026-11-23", a) != entry_pk(board_b, "day", "2026-11-23", b)
+@given(st.text(min_size=1), st.integers(0, 999), st.text(min_size=1), st.integers(0, 999))
+def test_view_keys_are_distinct_for_distinct_items_and_shards(a, shard_a, b, shard_b):
+    if (a, shard_a) != (b, shard_b):
+        assert view_pk(a, shard_a) != view_pk(b, shard_b)
 
 
 def test_tricky_ids_stay_distinct():
     ids = ["a#1", "a", "1#a", "a#1#2", "x/y.jpg", "ünï", "a b"]
-    keys = {view_pk(i, s, "2026-11-23") for i in ids for s in range(3)}
+    keys = {view_pk(i, s) for i in ids for s in range(3)}
     assert len(keys) == len(ids) * 3
-    assert len({aggregate_pk("global", i) for i in ids} | {aggregate_pk("cats", i) for i in ids}) == 2 * len(ids)
+    assert len({aggregate_pk(i) for i in ids}) == len(ids)
 
 
 @given(st.text(min_size=1), st.integers(1, 64))
@@ -62,24 +49,14 @@ def test_seed_001_formula():
     assert write_shards_needed(0) == 1
 
 
-def image(item: str, shard: int, views: int, bucket: str = "2026-11-23", **boards: int) -> dict:
-    found = {"pk": view_pk(item, shard, bucket), "item_id": item, "shard": Decimal(shard), "bucket": bucket}
-    return {**found, "views": Decimal(views), **{f"b:{name}": Decimal(n) for name, n in boards.items()}}
+def image(item: str, shard: int, views: int) -> dict:
+    return {"pk": view_pk(item, shard), "item_id": item, "shard": Decimal(shard), "views": Decimal(views)}
 
 
 def test_insert_and_modify_records_become_counter_steps():
-    (step,) = view_records("INSERT", image("a#1", 2, 1), None, "9")
-    assert (step.board, step.bucket, step.old, step.new) == ("global", "2026-11-23", 0, 1)
-    (step,) = view_records("MODIFY", image("x/y.jpg", 4, 8), image("x/y.jpg", 4, 7), "10")
+    assert view_record("INSERT", image("a#1", 2, 1), None, "9").old == 0
+    step = view_record("MODIFY", image("x/y.jpg", 4, 8), image("x/y.jpg", 4, 7), "10")
     assert (step.item_id, step.shard, step.old, step.new, step.sequence_number) == ("x/y.jpg", 4, 7, 8, "10")
-
-
-def test_a_record_yields_one_step_per_board_counter_that_moved():
-    new, old = image("a", 1, 5, cats=3, bw=2), image("a", 1, 4, cats=2, bw=2)
-    steps = view_records("MODIFY", new, old, "7")
-    assert sorted((s.board, s.old, s.new) for s in steps) == [("cats", 2, 3), ("global", 4, 5)]
-    first = view_records("INSERT", image("a", 1, 1, cats=1), None, "1")
-    assert sorted((s.board, s.old, s.new) for s in first) == [("cats", 0, 1), ("global", 0, 1)]
 
 
 @pytest.mark.parametrize(
@@ -90,7 +67,6 @@ def test_a_record_yields_one_step_per_board_counter_that_moved():
         ("INSERT", None, None, "missing_image"),
         ("MODIFY", image("a", 1, 3), None, "missing_image"),
         ("INSERT", {"pk": "view#1#a"}, None, "missing_attribute"),
-        ("INSERT", {k: v for k, v in image("a", 1, 3).items() if k != "bucket"}, None, "missing_attribute"),
         ("INSERT", {**image("a", 1, 3), "views": "3"}, None, "missing_attribute"),
         ("INSERT", {**image("a", 1, 3), "shard": Decimal("1.5")}, None, "missing_attribute"),
         ("INSERT", {**image("a", 1, 3), "views": Decimal(-1)}, None, "missing_attribute"),
@@ -101,7 +77,7 @@ def test_a_record_yields_one_step_per_board_counter_that_moved():
 )
 def test_unexpected_records_name_their_reason(event, new, old, reason):
     with pytest.raises(UnexpectedRecord) as caught:
-        view_records(event, new, old, "1")
+        view_record(event, new, old, "1")
     assert caught.value.reason == reason
 
 
@@ -120,7 +96,3 @@ def test_settings_from_env_override_defaults():
         Settings.from_env({"TOP_N": "many"})
     with pytest.raises(ConfigError):
         Settings(board="a#b")
-    assert Settings.from_env({"PERIODS": "week,hour"}).periods == ("hour", "week")
-    assert Settings.from_env({"PERIODS": ""}).anchor == "all"
-    with pytest.raises(ConfigError):
-        Settings.from_env({"PERIODS": "fortnight"})

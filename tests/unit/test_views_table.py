@@ -14,7 +14,7 @@ TABLE = "views"
 
 
 def key(shard: int) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": f"view#{shard}#all#a"}}
+    return {"pk": {"S": f"view#{shard}#a"}}
 
 
 def counter(views: int) -> dict[str, dict[str, str]]:

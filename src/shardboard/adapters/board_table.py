@@ -1,9 +1,7 @@
-"""The board (leaderboard) table: aggregates, past entries, the sharded period GSIs, period items and snapshots.
+"""The board (leaderboard) table: per-item aggregates, the sharded ``by-views`` GSI, snapshot and threshold items.
 
-An aggregate (one per board and item) holds all-time ``views``, ``v_<kind>`` (the current period of each kind),
-the anchor ``bucket`` and ``applied_<k>``, the last base value applied per write shard of that bucket. It joins a
-kind's GSI (hash ``g_<kind>`` or, for all time, ``board_shard``; range its count) when it can reach that period's
-top N. Past entries carry one period's count in the same attributes. docs/boards-and-periods.md.
+An aggregate holds ``views`` plus ``applied_<k>``, the last base value applied per write shard, and joins the GSI
+(hash ``board_shard``, range ``views``) when it can reach the top N.
 """
 
 from __future__ import annotations
@@ -14,65 +12,28 @@ from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.dynamodb import (
-    CONDITION_FAILED,
-    THROTTLING_CODES,
-    Item,
-    error_code,
-    int_of,
-    n_attr,
-    parallel_scan,
-    s_attr,
-)
+from shardboard.adapters.dynamodb import CONDITION_FAILED, Item, error_code, int_of, n_attr, parallel_scan, s_attr
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
-    BOARD,
     BOARD_SHARD,
     BOARD_SHARDS_ATTR,
-    BUCKET,
-    BY_CHANGE_INDEX,
-    CHANGED,
-    CHANGED_AT,
-    CHANGES,
-    CLEAN_BOARD,
-    DIRTY,
-    EXPIRES_AT,
+    BY_VIEWS_INDEX,
     ITEM_ID,
-    PERIOD_COUNT_PREFIX,
-    PERIOD_KEY_PREFIX,
-    PERIOD_KIND,
     PK,
     PREVIOUS_BOARD_SHARDS_ATTR,
-    REFRESHED_AT,
-    SOURCE_VIEWS,
     VIEWS,
     aggregate_pk,
     applied_attr,
-    count_attr,
-    entry_pk,
-    index_key_attr,
-    index_name,
     snapshot_pk,
     threshold_pk,
 )
 from shardboard.domain.batch import ShardMove
-from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import (
-    AggregateState,
-    BoardState,
-    Cursor,
-    LateMove,
-    LateResult,
-    MoveResult,
-    PastEntry,
-    PeriodKey,
-    PeriodStatus,
-)
+from shardboard.domain.ports import AggregateState, BoardState, Cursor, MoveResult
+from shardboard.domain.sharding import board_layout_prefix
 
 
 def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
-    """The per-write-shard applied values stored on an aggregate or an anchor entry."""
+    """The per-write-shard applied values stored on an aggregate."""
     return {
         int(name[len(APPLIED_PREFIX) :]): int(value["N"])
         for name, value in item.items()
@@ -83,27 +44,7 @@ def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
 def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
     """An aggregate's state from its stored item (empty when there is none)."""
     item = item or {}
-    counts = {
-        name[len(PERIOD_COUNT_PREFIX) :]: int_of(value)
-        for name, value in item.items()
-        if name.startswith(PERIOD_COUNT_PREFIX)
-    }
-    keyed = frozenset(name[len(PERIOD_KEY_PREFIX) :] for name in item if name.startswith(PERIOD_KEY_PREFIX))
-    bucket = item.get(BUCKET)
-    return AggregateState(
-        applied_values(item),
-        int_of(item.get(VIEWS)),
-        BOARD_SHARD in item,
-        bucket["S"] if bucket else None,
-        counts,
-        keyed,
-    )
-
-
-def entry_state(item: Mapping[str, Any] | None, kind: str) -> AggregateState:
-    """A past entry's state: its count is its kind's count (``views`` reads the same number)."""
-    state = aggregate_state(item)
-    return AggregateState(state.applied, state.count(kind), False, state.bucket, state.counts, state.keyed)
+    return AggregateState(applied_values(item), int_of(item.get(VIEWS)), BOARD_SHARD in item)
 
 
 def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
@@ -114,32 +55,6 @@ def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
     )
 
 
-def period_status(item: Mapping[str, Any]) -> PeriodStatus:
-    kind = item[PERIOD_KIND]["S"] if PERIOD_KIND in item else ALL
-    return PeriodStatus(
-        PeriodKey(item[BOARD]["S"], kind, item[BUCKET]["S"] if BUCKET in item else ALL),
-        int_of(item.get("threshold")),
-        int_of(item.get(CHANGED_AT)),
-        int_of(item.get(REFRESHED_AT)),
-        int_of(item.get(CHANGES)),
-    )
-
-
-def move_expression(moves: Sequence[ShardMove]) -> tuple[list[str], list[str], dict[str, str], dict[str, Any]]:
-    """SET clauses and conditions that advance ``applied_k`` from each move's expected value to its target."""
-    sets, conditions, names, values = [], [], {}, {}
-    for m in moves:
-        names[f"#a{m.shard}"] = applied_attr(m.shard)
-        values[f":t{m.shard}"] = n_attr(m.target)
-        sets.append(f"#a{m.shard} = :t{m.shard}")
-        if m.expected == 0:
-            conditions.append(f"attribute_not_exists(#a{m.shard})")
-        else:
-            values[f":e{m.shard}"] = n_attr(m.expected)
-            conditions.append(f"#a{m.shard} = :e{m.shard}")
-    return sets, conditions, names, values
-
-
 class BoardStore:
     """The leaderboard table: aggregates, the sharded ``by-views`` GSI, snapshot and threshold items."""
 
@@ -148,43 +63,39 @@ class BoardStore:
         self.table = table
 
     # -- aggregates
-    def move(
-        self,
-        board: str,
-        item_id: str,
-        bucket: str,
-        moves: Sequence[ShardMove],
-        *,
-        kinds: Sequence[str],
-        joins: Mapping[str, str],
-    ) -> MoveResult:
-        """Advance ``applied_k`` from expected to target for each move and add the difference to all-time views and
-        to each kind's current count, in one UpdateItem conditioned on the anchor bucket and every expected value
-        (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write.
+    def move(self, item_id: str, moves: Sequence[ShardMove], board_shard: str | None) -> MoveResult:
+        """Advance ``applied_k`` from expected to target for each move and add the difference to ``views``.
+
+        One UpdateItem, conditioned on every expected value (0 = never applied), so it happens at most once.
+        ``board_shard`` (when given) puts the aggregate into the GSI in the same write.
         """
-        sets, conditions, names, values = move_expression(moves)
-        names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET}
-        values |= {
+        names = {"#views": VIEWS, "#item": ITEM_ID}
+        values: dict[str, Any] = {
             ":delta": n_attr(sum(m.target - m.expected for m in moves)),
             ":item": s_attr(item_id),
-            ":board": s_attr(board),
-            ":bucket": s_attr(bucket),
         }
-        adds = ["#views :delta"]
-        for kind in kinds:
-            names[f"#v_{kind}"] = count_attr(kind)
-            adds.append(f"#v_{kind} :delta")
-        sets += ["#item = :item", "#board = :board", "#bucket = :bucket"]
-        for kind, key in joins.items():
-            # An aggregate already in an index keeps its key: only `reshard` (and a period's end) moves it.
-            names[f"#g_{kind}"], values[f":g_{kind}"] = index_key_attr(kind), s_attr(key)
-            sets.append(f"#g_{kind} = if_not_exists(#g_{kind}, :g_{kind})")
-        conditions.insert(0, "(attribute_not_exists(#bucket) OR #bucket = :bucket)")
+        sets = ["#item = :item"]
+        conditions = []
+        for m in moves:
+            names[f"#a{m.shard}"] = applied_attr(m.shard)
+            values[f":t{m.shard}"] = n_attr(m.target)
+            sets.append(f"#a{m.shard} = :t{m.shard}")
+            if m.expected == 0:
+                conditions.append(f"attribute_not_exists(#a{m.shard})")
+            else:
+                values[f":e{m.shard}"] = n_attr(m.expected)
+                conditions.append(f"#a{m.shard} = :e{m.shard}")
+        if board_shard is not None:
+            names["#bs"] = BOARD_SHARD
+            values[":bs"] = s_attr(board_shard)
+            # An aggregate already in the index keeps its key: only `reshard` moves items between layouts, which
+            # is what lets a snapshot read the old layout before the new one and miss nothing during a move.
+            sets.append("#bs = if_not_exists(#bs, :bs)")
         try:
             response = self.client.update_item(
                 TableName=self.table,
-                Key={PK: s_attr(aggregate_pk(board, item_id))},
-                UpdateExpression=f"ADD {', '.join(adds)} SET {', '.join(sets)}",
+                Key={PK: s_attr(aggregate_pk(item_id))},
+                UpdateExpression=f"ADD #views :delta SET {', '.join(sets)}",
                 ConditionExpression=" AND ".join(conditions),
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -198,227 +109,66 @@ class BoardStore:
             return MoveResult(applied=False, state=aggregate_state(old) if old is not None else None)
         return MoveResult(applied=True, state=aggregate_state(response["Attributes"]))
 
-    def state(self, board: str, item_id: str) -> AggregateState:
+    def state(self, item_id: str) -> AggregateState:
         """An aggregate's state, strongly consistent (empty when it does not exist yet)."""
-        return aggregate_state(self._get(aggregate_pk(board, item_id), consistent=True))
-
-    def roll(
-        self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
-    ) -> bool:
-        """Replace the aggregate's anchor bucket, applied values and counts, if it is still exactly ``old``."""
-        names = {"#bucket": BUCKET, "#views": VIEWS}
-        values: dict[str, Any] = {
-            ":old_bucket": s_attr(old.bucket or ""),
-            ":old_views": n_attr(old.views),
-            ":bucket": s_attr(new.bucket or ""),
-            ":views": n_attr(new.views),
-        }
-        sets = ["#bucket = :bucket", "#views = :views"]
-        removes = []
-        for shard in sorted(set(old.applied) | set(new.applied)):
-            names[f"#a{shard}"] = applied_attr(shard)
-            if shard in new.applied:
-                values[f":a{shard}"] = n_attr(new.applied[shard])
-                sets.append(f"#a{shard} = :a{shard}")
-            else:
-                removes.append(f"#a{shard}")
-        for kind, count in new.counts.items():
-            names[f"#v_{kind}"], values[f":v_{kind}"] = count_attr(kind), n_attr(count)
-            sets.append(f"#v_{kind} = :v_{kind}")
-        for kind, key in keys.items():
-            names[f"#g_{kind}"] = index_key_attr(kind)
-            if key is None:
-                removes.append(f"#g_{kind}")
-            else:
-                values[f":g_{kind}"] = s_attr(key)
-                sets.append(f"#g_{kind} = :g_{kind}")
-        update = f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else "")
-        return self._conditional_update(
-            aggregate_pk(board, item_id), update, "#bucket = :old_bucket AND #views = :old_views", names, values
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: s_attr(aggregate_pk(item_id))}, ConsistentRead=True
         )
+        return aggregate_state(response.get("Item"))
 
-    def archive(self, entry: PastEntry) -> None:
-        """Put a past period's entry unless one copied from a later aggregate state is stored already."""
-        period = entry.period
-        item: Item = {
-            PK: s_attr(entry_pk(period.board, period.kind, period.bucket, entry.item_id)),
-            ITEM_ID: s_attr(entry.item_id),
-            BOARD: s_attr(period.board),
-            PERIOD_KIND: s_attr(period.kind),
-            BUCKET: s_attr(period.bucket),
-            count_attr(period.kind): n_attr(entry.count),
-            SOURCE_VIEWS: n_attr(entry.source_views),
-        }
-        if entry.index_key is not None:
-            item[index_key_attr(period.kind)] = s_attr(entry.index_key)
-        if entry.expires_at is not None:
-            item[EXPIRES_AT] = n_attr(entry.expires_at)
-        for shard, value in (entry.applied or {}).items():
-            item[applied_attr(shard)] = n_attr(value)
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#pk) OR #source < :source",
-                ExpressionAttributeNames={"#pk": PK, "#source": SOURCE_VIEWS},
-                ExpressionAttributeValues={":source": n_attr(entry.source_views)},
-            )
-        except ClientError as error:
-            if error_code(error) != CONDITION_FAILED:
-                raise
+    def join_index(self, item_id: str, board_shard: str) -> bool:
+        """Give an existing aggregate its GSI key (sparse index: it reached the published threshold).
 
-    def move_late(self, late: LateMove) -> LateResult:
-        """One TransactWriteItems: the entry's compare-and-set, the aggregate (conditioned on its anchor bucket) and
-        the past entries. All or nothing, so the views count once in every period."""
-        delta = sum(m.target - m.expected for m in late.moves)
-        entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
-        sets, conditions, names, values = move_expression(late.moves)
-        transact = [
-            {"Update": self._entry_update(entry, late, delta, moved=(sets, names, values, " AND ".join(conditions)))},
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": {PK: s_attr(aggregate_pk(late.board, late.item_id))},
-                    "UpdateExpression": "ADD "
-                    + ", ".join(["#views :delta", *(f"#v_{kind} :delta" for kind in late.aggregate_kinds)]),
-                    "ConditionExpression": "#bucket = :bucket",
-                    "ExpressionAttributeNames": {
-                        "#views": VIEWS,
-                        "#bucket": BUCKET,
-                        **{f"#v_{kind}": count_attr(kind) for kind in late.aggregate_kinds},
-                    },
-                    "ExpressionAttributeValues": {":delta": n_attr(delta), ":bucket": s_attr(late.aggregate_bucket)},
-                }
-            },
-            *({"Update": self._entry_update(period, late, delta)} for period in late.past),
-        ]
-        try:
-            self.client.transact_write_items(TransactItems=transact)
-        except ClientError as error:
-            if error_code(error) != "TransactionCanceledException":
-                raise
-            reasons = error.response.get("CancellationReasons") or []
-            codes = [reason.get("Code") for reason in reasons]
-            if codes and codes[0] == "ConditionalCheckFailed":
-                old = reasons[0].get("Item")
-                return LateResult(applied=False, entry=entry_state(old, late.anchor_kind) if old else None)
-            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-                return LateResult(applied=False, aggregate_moved=True)
-            if any(code in THROTTLING_CODES or code == "TransactionConflict" for code in codes):
-                raise  # Lambda retries the item's records; the compare-and-set keeps that exact
-            raise
-        return LateResult(applied=True)
-
-    def _entry_update(
-        self,
-        period: PeriodKey,
-        late: LateMove,
-        delta: int,
-        moved: tuple[list[str], dict[str, str], dict[str, Any], str] | None = None,
-    ) -> dict[str, Any]:
-        """One entry's part of a late move; ``moved`` (the compare-and-set on applied values) only for the anchor's."""
-        sets, names, values, condition = moved or ([], {}, {}, None)
-        names = {**names, "#count": count_attr(period.kind), "#item": ITEM_ID, "#board": BOARD}
-        names |= {"#kind": PERIOD_KIND, "#bucket": BUCKET}
-        values = {
-            **values,
-            ":delta": n_attr(delta),
-            ":item": s_attr(late.item_id),
-            ":board": s_attr(period.board),
-            ":kind": s_attr(period.kind),
-            ":bucket": s_attr(period.bucket),
-        }
-        sets = [*sets, "#item = :item", "#board = :board", "#kind = :kind", "#bucket = :bucket"]
-        expires = late.expires_at.get(period)
-        if expires is not None:
-            names["#expires"], values[":expires"] = EXPIRES_AT, n_attr(expires)
-            sets.append("#expires = :expires")
-        key = late.joins.get(period)
-        if key is not None:
-            names["#g"], values[":g"] = index_key_attr(period.kind), s_attr(key)
-            sets.append("#g = if_not_exists(#g, :g)")
-        update: dict[str, Any] = {
-            "TableName": self.table,
-            "Key": {PK: s_attr(entry_pk(period.board, period.kind, period.bucket, late.item_id))},
-            "UpdateExpression": f"ADD #count :delta SET {', '.join(sets)}",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
-        if condition:
-            update["ConditionExpression"] = condition
-            update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        return update
-
-    def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
-        item = self._get(entry_pk(period.board, period.kind, period.bucket, item_id), consistent=True)
-        return entry_state(item, period.kind)
-
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """Give an existing aggregate a kind's GSI key (sparse index: it reached the published threshold).
-
-        False when there is no aggregate or it is keyed already: like ``move``'s if_not_exists, an item in an index
+        False when there is no aggregate or it is keyed already: like ``move``'s if_not_exists, an item in the index
         keeps its key (during a reshard, possibly the other layout's), since only `reshard` moves items.
         """
         return self._conditional_update(
-            aggregate_pk(board, item_id),
+            aggregate_pk(item_id),
             "SET #bs = :bs",
             "attribute_exists(#pk) AND attribute_not_exists(#bs)",
-            {"#bs": index_key_attr(kind), "#pk": PK},
+            {"#bs": BOARD_SHARD, "#pk": PK},
             {":bs": s_attr(board_shard)},
         )
 
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        return self._conditional_update(
-            entry_pk(period.board, period.kind, period.bucket, item_id),
-            "SET #bs = :bs",
-            "attribute_exists(#pk) AND attribute_not_exists(#bs)",
-            {"#bs": index_key_attr(period.kind), "#pk": PK},
-            {":bs": s_attr(board_shard)},
-        )
-
-    def _get(self, pk: str, consistent: bool) -> Item | None:
-        response = self.client.get_item(TableName=self.table, Key={PK: s_attr(pk)}, ConsistentRead=consistent)
-        return cast(Item | None, response.get("Item"))
-
-    def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
+    def delete_aggregate(self, item_id: str) -> None:
         """Remove one aggregate (chaos runs and tests use it to lose the board table; `rebuild` restores it)."""
-        self.client.delete_item(TableName=self.table, Key={PK: s_attr(aggregate_pk(board, item_id))})
+        self.client.delete_item(TableName=self.table, Key={PK: s_attr(aggregate_pk(item_id))})
 
-    def delete_entry(self, period: PeriodKey, item_id: str) -> None:
-        """Remove one past entry (a rebuild of a lost aggregate replays its buckets from scratch)."""
-        self.client.delete_item(
-            TableName=self.table, Key={PK: s_attr(entry_pk(period.board, period.kind, period.bucket, item_id))}
+    def aggregate_views(self, item_id: str) -> int | None:
+        response = self.client.get_item(
+            TableName=self.table,
+            Key={PK: s_attr(aggregate_pk(item_id))},
+            ProjectionExpression="#v",
+            ExpressionAttributeNames={"#v": VIEWS},
         )
-
-    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
-        item = self._get(aggregate_pk(board, item_id), consistent=False)
+        item = response.get("Item")
         return None if item is None else int_of(item.get(VIEWS))
 
-    def scan_counts(self, segments: int = 4) -> list[Item]:
-        """Every aggregate and past entry (for `verify`): a parallel scan of the table."""
-        found: list[Item] = []
-        for part in parallel_scan(self.client, self.table, segments, None, None):
-            found.extend(item for item in part if ITEM_ID in item)
-        return found
+    def scan_aggregates(self, segments: int = 4) -> dict[str, tuple[int, bool]]:
+        """Every aggregate: item id -> (views, carries the GSI key)."""
+        result: dict[str, tuple[int, bool]] = {}
+        for part in parallel_scan(
+            self.client,
+            self.table,
+            segments,
+            "#item, #v, #bs",
+            {"#item": ITEM_ID, "#v": VIEWS, "#bs": BOARD_SHARD},
+        ):
+            for item in part:
+                if ITEM_ID in item:
+                    result[item[ITEM_ID]["S"]] = (int_of(item.get(VIEWS)), BOARD_SHARD in item)
+        return result
 
-    def scan_aggregates(self, board: str = GLOBAL_BOARD, segments: int = 4) -> dict[str, tuple[int, bool]]:
-        """Every aggregate of one board: item id -> (all-time views, carries the all-time GSI key)."""
-        return {
-            item[ITEM_ID]["S"]: (int_of(item.get(VIEWS)), BOARD_SHARD in item)
-            for item in self.scan_counts(segments)
-            if item[PK]["S"] == aggregate_pk(board, item[ITEM_ID]["S"])
-        }
-
-    # -- the GSIs
+    # -- the GSI
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
+        self, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
-        """Best ``limit`` (id, views) of one board shard of a kind's index, resuming after ``start``."""
+        """Best ``limit`` (id, views) of one board shard, resuming after ``start``; returns the next cursor."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
-            "IndexName": index_name(kind),
+            "IndexName": BY_VIEWS_INDEX,
             "KeyConditionExpression": "#bs = :bs",
-            "ExpressionAttributeNames": {"#bs": index_key_attr(kind)},
+            "ExpressionAttributeNames": {"#bs": BOARD_SHARD},
             "ExpressionAttributeValues": {":bs": s_attr(board_shard)},
             "ScanIndexForward": False,
             "Limit": limit,
@@ -426,14 +176,16 @@ class BoardStore:
         if start:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
-        count = count_attr(kind)
-        rows = [(item[ITEM_ID]["S"], int_of(item.get(count))) for item in response.get("Items", [])]
+        rows = [(item[ITEM_ID]["S"], int_of(item.get(VIEWS))) for item in response.get("Items", [])]
         return rows, response.get("LastEvaluatedKey")
 
-    # -- snapshots and period items
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Item | None:
+    # -- snapshot and threshold
+    def get_snapshot(self, board: str, consistent: bool = False) -> Item | None:
         """The snapshot item as plain values, or None before the first snapshot."""
-        item = self._get(snapshot_pk(*period), consistent)
+        response = self.client.get_item(
+            TableName=self.table, Key={PK: s_attr(snapshot_pk(board))}, ConsistentRead=consistent
+        )
+        item = response.get("Item")
         return None if item is None else snapshot_from_item(item)
 
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
@@ -454,94 +206,27 @@ class BoardStore:
             raise
         return True
 
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
-        """Threshold (and, for all time, layout) of several periods: BatchGetItem, 100 keys a request."""
-        by_pk = {threshold_pk(*period): period for period in periods}
-        found: dict[PeriodKey, BoardState] = {}
-        keys = [{PK: s_attr(pk)} for pk in by_pk]
-        for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + 100]}}
-            for _ in range(10):
-                response = self.client.batch_get_item(RequestItems=request)
-                for item in response["Responses"].get(self.table, []):
-                    found[by_pk[item[PK]["S"]]] = board_state_from_item(item)
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-        return found
-
     def get_threshold(self, board: str) -> int:
-        """The published all-time sparse-index threshold T (0 before any snapshot)."""
-        return self.get_board_state(board).threshold
+        """The published sparse-index threshold T (0 before any snapshot)."""
+        response = self.client.get_item(TableName=self.table, Key={PK: s_attr(threshold_pk(board))})
+        return int_of(response.get("Item", {}).get("threshold"))
 
-    def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
+    def raise_threshold(self, board: str, threshold: int) -> bool:
         """Publish T; it only ever rises, so a late or concurrent job can never lower it."""
-        return self._conditional_update(
-            threshold_pk(*period),
-            "SET #t = :t",
-            "attribute_not_exists(#t) OR #t < :t",
-            {"#t": "threshold"},
-            {":t": n_attr(threshold)},
-        )
-
-    def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
-        """Mark each period dirty with the time its counts changed; the sparse by-change index lists the dirty ones."""
-        for period in periods:
-            names = {"#chg": CHANGED, "#at": CHANGED_AT, "#board": BOARD, "#kind": PERIOD_KIND, "#bucket": BUCKET}
-            values: dict[str, Any] = {
-                ":chg": s_attr(DIRTY),
-                ":at": n_attr(now),
-                ":board": s_attr(period.board),
-                ":kind": s_attr(period.kind),
-                ":bucket": s_attr(period.bucket),
-            }
-            sets = ["#chg = :chg", "#at = :at", "#board = :board", "#kind = :kind", "#bucket = :bucket"]
-            expires = expires_at.get(period)
-            if expires is not None:
-                names["#expires"], values[":expires"] = EXPIRES_AT, n_attr(expires)
-                sets.append("#expires = :expires")
-            names["#changes"], values[":one"] = CHANGES, n_attr(1)
-            # A counter, not only a time: the job marks a refresh only if no batch counted a change during it.
+        try:
             self.client.update_item(
                 TableName=self.table,
-                Key={PK: s_attr(threshold_pk(*period))},
-                UpdateExpression=f"SET {', '.join(sets)} ADD #changes :one",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
+                Key={PK: s_attr(threshold_pk(board))},
+                UpdateExpression="SET #t = :t",
+                ConditionExpression="attribute_not_exists(#t) OR #t < :t",
+                ExpressionAttributeNames={"#t": "threshold"},
+                ExpressionAttributeValues={":t": n_attr(threshold)},
             )
-
-    def _by_change(self, partition: str) -> list[PeriodStatus]:
-        paginator = self.client.get_paginator("query")
-        found: list[PeriodStatus] = []
-        for page in paginator.paginate(
-            TableName=self.table,
-            IndexName=BY_CHANGE_INDEX,
-            KeyConditionExpression="#chg = :chg",
-            ExpressionAttributeNames={"#chg": CHANGED},
-            ExpressionAttributeValues={":chg": s_attr(partition)},
-        ):
-            found.extend(period_status(item) for item in page.get("Items", []) if BOARD in item)
-        return found
-
-    def changed_periods(self) -> list[PeriodStatus]:
-        """Every period whose counts changed since its last refresh."""
-        return self._by_change(DIRTY)
-
-    def periods(self) -> list[PeriodStatus]:
-        """Every board's all-time period item and every dirty period (`shardboard boards`)."""
-        return self._by_change(DIRTY) + self._by_change(CLEAN_BOARD)
-
-    def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
-        """The snapshot includes every change counted up to ``changes``: clean, unless a batch counted another.
-
-        A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``)."""
-        clean = CLEAN_BOARD if period.kind == ALL else None
-        update = "SET #r = :r, #chg = :clean" if clean else "SET #r = :r REMOVE #chg"
-        values = {":r": n_attr(now), ":changes": n_attr(changes)}
-        if clean:
-            values[":clean"] = s_attr(clean)
-        names = {"#r": REFRESHED_AT, "#chg": CHANGED, "#changes": CHANGES}
-        self._conditional_update(threshold_pk(*period), update, "#changes = :changes", names, values)
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     # -- board layout (resharding)
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
@@ -558,10 +243,10 @@ class BoardStore:
             at_current = f"(attribute_not_exists(#s) OR {at_current})"
         return self._conditional_update(
             threshold_pk(board),
-            "SET #s = :to, #p = :from, #board = :board",
+            "SET #s = :to, #p = :from",
             f"attribute_not_exists(#p) AND {at_current}",
-            {"#s": BOARD_SHARDS_ATTR, "#p": PREVIOUS_BOARD_SHARDS_ATTR, "#board": BOARD},
-            {":to": n_attr(target), ":from": n_attr(current), ":board": s_attr(board)},
+            {"#s": BOARD_SHARDS_ATTR, "#p": PREVIOUS_BOARD_SHARDS_ATTR},
+            {":to": n_attr(target), ":from": n_attr(current)},
         )
 
     def finish_reshard(self, board: str, previous: int, target: int) -> bool:
@@ -574,32 +259,32 @@ class BoardStore:
             {":to": n_attr(target), ":from": n_attr(previous)},
         )
 
-    def scan_layout(self, board: str, shards: int) -> list[tuple[str, str, str, str]]:
-        """(pk, key attribute, GSI key, item id) of every index key of ``board`` still in layout ``shards``, from a
-        consistent scan: aggregates and past entries, every period kind."""
+    def scan_layout(self, board: str, shards: int) -> list[tuple[str, str]]:
+        """(item id, GSI key) of every aggregate still keyed in layout ``shards``, from a consistent scan."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
-            "FilterExpression": "#board = :board AND attribute_exists(#item)",
-            "ExpressionAttributeNames": {"#board": BOARD, "#item": ITEM_ID},
-            "ExpressionAttributeValues": {":board": s_attr(board)},
+            "ProjectionExpression": "#item, #bs",
+            "FilterExpression": "begins_with(#bs, :prefix)",
+            "ExpressionAttributeNames": {"#item": ITEM_ID, "#bs": BOARD_SHARD},
+            "ExpressionAttributeValues": {":prefix": s_attr(board_layout_prefix(board, shards))},
             "ConsistentRead": True,
         }
-        found: list[tuple[str, str, str, str]] = []
+        found: list[Any] = []
         while True:
             response = self.client.scan(**kwargs)
-            for item in response.get("Items", []):
-                for name, value in item.items():
-                    keyed = name == BOARD_SHARD or name.startswith(PERIOD_KEY_PREFIX)
-                    if keyed and layout_of(value["S"]) == shards:
-                        found.append((item[PK]["S"], name, value["S"], item[ITEM_ID]["S"]))
+            found.extend((item[ITEM_ID]["S"], item[BOARD_SHARD]["S"]) for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 return found
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def rekey(self, pk: str, attribute: str, old_key: str, new_key: str) -> bool:
-        """Move one index key to another layout if it is still ``old_key``; False if it had moved already."""
+    def rekey(self, item_id: str, old_key: str, new_key: str) -> bool:
+        """Move one aggregate to another GSI key if it still has ``old_key``; False if it had moved already."""
         return self._conditional_update(
-            pk, "SET #bs = :new", "#bs = :old", {"#bs": attribute}, {":new": s_attr(new_key), ":old": s_attr(old_key)}
+            aggregate_pk(item_id),
+            "SET #bs = :new",
+            "#bs = :old",
+            {"#bs": BOARD_SHARD},
+            {":new": s_attr(new_key), ":old": s_attr(old_key)},
         )
 
     def _conditional_update(
@@ -621,19 +306,11 @@ class BoardStore:
         return True
 
 
-def layout_of(index_key: str) -> int:
-    """The layout S an index key belongs to: ``...#<S>#<shard>`` (board, kind and bucket hold no '#')."""
-    return int(index_key.rsplit("#", 2)[1])
-
-
 def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
-    """The snapshot as the item stored in the board table; a past period's expires by TTL."""
-    period = snapshot.get("period") or {"kind": ALL}
-    item: Item = {
-        PK: s_attr(snapshot_pk(snapshot["board"], period["kind"], snapshot.get("bucket", ALL))),
+    """The snapshot as the item stored in the board table."""
+    return {
+        PK: s_attr(snapshot_pk(snapshot["board"])),
         "board": s_attr(snapshot["board"]),
-        "period": s_attr(json.dumps(period, separators=(",", ":"))),
-        "bucket": s_attr(snapshot.get("bucket", ALL)),
         "version": n_attr(snapshot["version"]),
         "generated_at": s_attr(snapshot["generated_at"]),
         # Compact JSON pairs keep the item (and the frontend's one read) small.
@@ -643,17 +320,12 @@ def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
         "shard_hits": s_attr(json.dumps({str(k): v for k, v in snapshot["shard_hits"].items()})),
         "digest": s_attr(snapshot["digest"]),
     }
-    if snapshot.get("expires_at"):
-        item[EXPIRES_AT] = n_attr(snapshot["expires_at"])
-    return item
 
 
 def snapshot_from_item(item: Mapping[str, Any]) -> Item:
     """The snapshot as plain values, from its stored item."""
     return {
         "board": item["board"]["S"],
-        "period": json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
-        "bucket": item["bucket"]["S"] if "bucket" in item else ALL,
         "version": int_of(item["version"]),
         "generated_at": item["generated_at"]["S"],
         "items": json.loads(item["items"]["S"]),

@@ -82,9 +82,9 @@ def int_of(attribute: Mapping[str, str] | None) -> int:
 
 
 def parallel_scan(
-    client: Any, table: str, segments: int, projection: str | None, names: Mapping[str, str] | None
+    client: Any, table: str, segments: int, projection: str, names: Mapping[str, str]
 ) -> Iterator[list[Item]]:
-    """Yield pages of a segmented scan, the segments read in parallel threads (whole items without a projection)."""
+    """Yield pages of a segmented scan, the segments read in parallel threads."""
 
     def scan_segment(segment: int) -> list[Item]:
         items: list[Item] = []
@@ -92,11 +92,10 @@ def parallel_scan(
             "TableName": table,
             "Segment": segment,
             "TotalSegments": segments,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": dict(names),
             "ConsistentRead": True,
         }
-        if projection:
-            kwargs["ProjectionExpression"] = projection
-            kwargs["ExpressionAttributeNames"] = dict(names or {})
         while True:
             response = client.scan(**kwargs)
             items.extend(response.get("Items", []))

@@ -10,79 +10,28 @@ PK = "pk"
 ITEM_ID = "item_id"
 SHARD = "shard"
 VIEWS = "views"
-BOARD = "board"
-# Base counters: the anchor bucket they count in, and one counter per category board besides ``views`` (global).
-BUCKET = "bucket"
-BOARD_COUNTER_PREFIX = "b:"
-# A counter written by `shardboard import` (on an import write shard): the import's identity, so a re-run of the
-# same import recognises its own counter and another import never overwrites it.
-IMPORT_ID = "import_id"
 BOARD_SHARD = "board_shard"
 BY_VIEWS_INDEX = "by-views"
 APPLIED_PREFIX = "applied_"
-# Periods (docs/boards-and-periods.md): per kind, a count and a GSI key; an index per kind.
-PERIOD_COUNT_PREFIX = "v_"
-PERIOD_KEY_PREFIX = "g_"
-# Past entries (an archived or late anchor bucket, a past coarser period) remember the aggregate views they were
-# copied from, so a stale copy never overwrites a newer one.
-SOURCE_VIEWS = "source_views"
-EXPIRES_AT = "expires_at"
-# Period items: threshold, last change and last refresh; the by-change index finds the periods to refresh.
-CHANGED = "chg"
-CHANGED_AT = "changed_at"
-CHANGES = "changes"
-REFRESHED_AT = "refreshed_at"
-BY_CHANGE_INDEX = "by-change"
-# Values of ``chg``: a period to refresh, or a board whose all-time snapshot is up to date (listed by `boards`).
-DIRTY = "dirty"
-# What the by-change index projects (template.yaml): enough to list periods without reading them.
-CHANGE_PROJECTION = ("board", "kind", "bucket", "threshold", "changed_at", "refreshed_at", "changes")
-CLEAN_BOARD = "board"
-PERIOD_KIND = "kind"
 # Board state on the threshold item: the GSI layout (S) and, while a reshard is moving items, the previous S.
 BOARD_SHARDS_ATTR = "board_shards"
 PREVIOUS_BOARD_SHARDS_ATTR = "previous_board_shards"
 
 
-def view_pk(item_id: str, shard: int, bucket: str = "all") -> str:
-    return f"view#{shard}#{bucket}#{item_id}"
+def view_pk(item_id: str, shard: int) -> str:
+    return f"view#{shard}#{item_id}"
 
 
-def board_counter(board: str) -> str:
-    """The base counter attribute of a category board (the global board's is ``views``)."""
-    return f"{BOARD_COUNTER_PREFIX}{board}"
+def aggregate_pk(item_id: str) -> str:
+    return f"item#{item_id}"
 
 
-def aggregate_pk(board: str, item_id: str) -> str:
-    # Board names have no '#', so the board part ends at the first '#' whatever the id holds.
-    return f"item#{board}#{item_id}"
+def snapshot_pk(board: str) -> str:
+    return f"snapshot#{board}"
 
 
-def entry_pk(board: str, kind: str, bucket: str, item_id: str) -> str:
-    """A past period's entry of one item (an archived anchor bucket, a late one, a past week or month)."""
-    return f"entry#{board}#{kind}#{bucket}#{item_id}"
-
-
-def snapshot_pk(board: str, kind: str = "all", bucket: str = "all") -> str:
-    return f"snapshot#{board}" if kind == "all" else f"snapshot#{board}#{kind}#{bucket}"
-
-
-def threshold_pk(board: str, kind: str = "all", bucket: str = "all") -> str:
-    """The period item: threshold, change marks; for all time also the board's GSI layout."""
-    return f"threshold#{board}" if kind == "all" else f"threshold#{board}#{kind}#{bucket}"
-
-
-def count_attr(kind: str) -> str:
-    """The attribute holding a period kind's count (all time keeps ``views``)."""
-    return VIEWS if kind == "all" else f"{PERIOD_COUNT_PREFIX}{kind}"
-
-
-def index_key_attr(kind: str) -> str:
-    return BOARD_SHARD if kind == "all" else f"{PERIOD_KEY_PREFIX}{kind}"
-
-
-def index_name(kind: str) -> str:
-    return BY_VIEWS_INDEX if kind == "all" else f"by-{kind}"
+def threshold_pk(board: str) -> str:
+    return f"threshold#{board}"
 
 
 def shards_pk(item_id: str) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from shardboard.adapters.dynamodb import Item
-from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SHARD, VIEWS, view_pk
+from shardboard.adapters.keys import ITEM_ID, PK, SHARD, VIEWS, view_pk
 from shardboard.domain.batch import ViewRecord
-from shardboard.domain.boards import GLOBAL_BOARD
 
 
 class UnexpectedRecord(ValueError):
@@ -20,108 +19,79 @@ class UnexpectedRecord(ValueError):
         self.reason = reason
 
 
-def view_records(
+def view_record(
     event_name: str | None,
     new_image: Mapping[str, Any] | None,
     old_image: Mapping[str, Any] | None,
     sequence_number: str,
-) -> list[ViewRecord]:
-    """Read a base-table stream record (images already deserialized) as its changed counters, or raise
-    UnexpectedRecord. ``views`` is the global board's counter; ``b:<name>`` a category board's."""
+) -> ViewRecord:
+    """Read a base-table stream record (images already deserialized) as a counter step, or raise UnexpectedRecord."""
     if event_name == "REMOVE":
         raise UnexpectedRecord("remove", "base counters are never deleted; a REMOVE changes no count")
     if event_name not in ("INSERT", "MODIFY"):
         raise UnexpectedRecord("unknown_event", f"event name {event_name!r}")
     if not new_image:
         raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
-    item_id, shard, bucket = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), new_image.get(BUCKET)
-    if not isinstance(item_id, str) or shard is None or not isinstance(bucket, str):
-        raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{BUCKET}")
-    if new_image.get(PK) != view_pk(item_id, shard, bucket):
+    item_id, shard, new = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), _whole(new_image.get(VIEWS))
+    if not isinstance(item_id, str) or shard is None or new is None:
+        raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{VIEWS}")
+    if new_image.get(PK) != view_pk(item_id, shard):
         raise UnexpectedRecord("foreign_key", f"pk {new_image.get(PK)!r} is not a view counter key")
-    if event_name == "MODIFY" and old_image is None:
+    if event_name == "INSERT":
+        old = 0
+    elif old_image is None:
         raise UnexpectedRecord("missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)")
-    steps = []
-    for name, value in new_image.items():
-        board = GLOBAL_BOARD if name == VIEWS else name[len(BOARD_COUNTER_PREFIX) :] if _is_counter(name) else None
-        if board is None:
-            continue
-        new = _whole(value)
-        old = _whole(old_image.get(name, 0)) if event_name == "MODIFY" and old_image is not None else 0
-        if new is None or old is None:
-            raise UnexpectedRecord("missing_attribute", f"counter {name!r} is not a whole number")
-        if new > old:
-            steps.append(ViewRecord(board, item_id, bucket, shard, old, new, sequence_number))
-    if VIEWS not in new_image:
-        raise UnexpectedRecord("missing_attribute", f"NewImage lacks {VIEWS}")
-    return steps
+    else:
+        old_views = _whole(old_image.get(VIEWS, 0))
+        if old_views is None:
+            raise UnexpectedRecord("missing_attribute", "OldImage views is not a whole number")
+        old = old_views
+    return ViewRecord(item_id, shard, old, new, sequence_number)
 
 
-def _is_counter(name: str) -> bool:
-    return name.startswith(BOARD_COUNTER_PREFIX) and len(name) > len(BOARD_COUNTER_PREFIX)
-
-
-def stream_view_records(record: Mapping[str, Any]) -> list[ViewRecord]:
-    """A raw Lambda stream record (wire-format images) as its changed counters, or raise UnexpectedRecord.
+def stream_view_record(record: Mapping[str, Any]) -> ViewRecord:
+    """A raw Lambda stream record (wire-format images) as a counter step, or raise UnexpectedRecord.
 
     The aggregator's hottest call: a record as this table writes it is read with a handful of lookups, and anything
-    else takes the careful path (``stream_image`` + ``view_records``), which gives the precise reason.
+    else takes the careful path (``stream_image`` + ``view_record``), which gives the precise reason.
     """
     try:
         stream = record["dynamodb"]
         new_image = stream["NewImage"]
-        item_id, shard, bucket = new_image[ITEM_ID]["S"], new_image[SHARD]["N"], new_image[BUCKET]["S"]
+        item_id, shard, new = new_image[ITEM_ID]["S"], new_image[SHARD]["N"], new_image[VIEWS]["N"]
         event_name = record["eventName"]
-        old_image = stream["OldImage"] if event_name == "MODIFY" else _EMPTY
+        old = stream["OldImage"][VIEWS]["N"] if event_name == "MODIFY" else "0"
         # isdigit: DynamoDB's canonical whole numbers only (int() alone would take "-1", " 1" or "1_0").
         if (
             event_name in ("INSERT", "MODIFY")
             and type(item_id) is str
-            and type(bucket) is str
             and shard.isdigit()
-            and new_image[PK]["S"] == view_pk(item_id, int(shard), bucket)
+            and new.isdigit()
+            and old.isdigit()
+            and new_image[PK]["S"] == view_pk(item_id, int(shard))
         ):
-            sequence = str(stream.get("SequenceNumber") or "")
-            number = int(shard)
-            steps = []
-            for name, value in new_image.items():
-                if name == VIEWS:
-                    board = GLOBAL_BOARD
-                elif name.startswith(BOARD_COUNTER_PREFIX):
-                    board = name[2:]
-                else:
-                    continue
-                new, old = value["N"], old_image[name]["N"] if name in old_image else "0"
-                if not (new.isdigit() and old.isdigit() and board):
-                    raise KeyError(name)  # the careful path names the reason
-                if int(new) > int(old):
-                    steps.append(ViewRecord(board, item_id, bucket, number, int(old), int(new), sequence))
-            if VIEWS in new_image:
-                return steps
+            return ViewRecord(item_id, int(shard), int(old), int(new), str(stream.get("SequenceNumber") or ""))
     except (KeyError, TypeError, AttributeError):
         pass
     stream = record.get("dynamodb")
     if not isinstance(stream, dict):
         raise UnexpectedRecord("malformed", "record has no dynamodb section")
-    new_image = stream_image(stream.get("NewImage"))
-    old_image = stream_image(stream.get("OldImage"), counters_only=True)
-    return view_records(record.get("eventName"), new_image, old_image, str(stream.get("SequenceNumber") or ""))
+    return view_record(
+        record.get("eventName"),
+        stream_image(stream.get("NewImage")),
+        stream_image(stream.get("OldImage"), (VIEWS,)),  # only the previous count is read from OldImage
+        str(stream.get("SequenceNumber") or ""),
+    )
 
 
-_EMPTY: Mapping[str, Any] = {}
-
-
-def stream_image(image: Mapping[str, Any] | None, counters_only: bool = False) -> Item | None:
-    """The attributes ``view_records`` reads, from a stream record's wire-format image ({"N": "5"} -> 5).
+def stream_image(image: Mapping[str, Any] | None, names: Sequence[str] = (PK, ITEM_ID, SHARD, VIEWS)) -> Item | None:
+    """The attributes ``view_record`` reads, from a stream record's wire-format image ({"N": "5"} -> 5).
 
     Deserializing only these attributes, not the whole image, was most of the aggregator's CPU per record.
-    A value of an unexpected type is left out, so ``view_records`` reports it as ``missing_attribute``.
+    A value of an unexpected type is left out, so ``view_record`` reports it as ``missing_attribute``.
     """
-    if image is None or not isinstance(image, Mapping):
+    if image is None:
         return None
-    names = [name for name in image if name == VIEWS or _is_counter(name)]
-    if not counters_only:
-        names += [PK, ITEM_ID, SHARD, BUCKET]
     plain: Item = {}
     for name in names:
         value = image.get(name)

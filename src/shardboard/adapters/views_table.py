@@ -4,36 +4,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.dynamodb import (
-    CONDITION_FAILED,
-    Item,
-    error_code,
-    int_of,
-    n_attr,
-    parallel_scan,
-    s_attr,
-    throttle_scope,
-)
-from shardboard.adapters.keys import (
-    BOARD_COUNTER_PREFIX,
-    BUCKET,
-    IMPORT_ID,
-    ITEM_ID,
-    PK,
-    SHARD,
-    VIEWS,
-    board_counter,
-    view_pk,
-)
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.adapters.dynamodb import Item, int_of, n_attr, parallel_scan, s_attr, throttle_scope
+from shardboard.adapters.keys import ITEM_ID, PK, SHARD, VIEWS, view_pk
 from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.periods import ALL, DAY, bucket_of
 from shardboard.domain.ports import Throttled
 
 # BatchGetItem reads at most 100 keys per request.
@@ -41,22 +19,6 @@ BATCH_GET_KEYS = 100
 # Rounds of UnprocessedKeys retried (with jittered exponential back-off, capped) before a read gives up: DynamoDB
 # returns them when the partition or the response size limit was hit, and an immediate retry would hit it again.
 MAX_BATCH_GET_ROUNDS = 10
-
-
-# Outcomes of ``set_counters``: the counter was created; it holds this import already; another import holds it.
-WRITTEN, PRESENT, TAKEN = "written", "present", "taken"
-
-
-class CounterSet(NamedTuple):
-    """What one ``set_counters`` did and the write units it consumed (a refused condition consumes some too)."""
-
-    outcome: str  # WRITTEN, PRESENT or TAKEN
-    units: float
-
-
-def counter_attribute(board: str) -> str:
-    """The base attribute counting ``board``'s views: ``views`` for the global board, ``b:<board>`` otherwise."""
-    return VIEWS if board == GLOBAL_BOARD else board_counter(board)
 
 
 class UnprocessedKeysRemain(RuntimeError):
@@ -73,39 +35,27 @@ class ViewStore:
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
-        anchor: str = DAY,
     ) -> None:
         self.client = client
         self.table = table
-        self.anchor = anchor  # the period kind base counters are keyed by (Settings.anchor)
         self.sleep = sleep
         self.rng = rng or random.Random()
 
-    def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
-    ) -> float:
-        """Add ``count`` views to one write shard's counters in one write: ``views`` (the global board) and one
-        counter per category board named, in the item of the view's anchor bucket. Returns the write units consumed.
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
+        """Add ``count`` views to one write shard in one write; returns the write units consumed.
 
         A write still throttled after botocore's retries raises ``Throttled`` (it wrote nothing).
         """
-        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
-        names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
-        adds = ["#views :count"]
-        for position, board in enumerate(boards):
-            names[f"#b{position}"] = board_counter(board)
-            adds.append(f"#b{position} :count")
         try:
             response = self.client.update_item(
                 TableName=self.table,
-                Key={PK: s_attr(view_pk(item_id, shard, bucket))},
-                UpdateExpression=f"ADD {', '.join(adds)} SET #item = :item, #shard = :shard, #bucket = :bucket",
-                ExpressionAttributeNames=names,
+                Key={PK: s_attr(view_pk(item_id, shard))},
+                UpdateExpression="ADD #views :count SET #item = :item, #shard = :shard",
+                ExpressionAttributeNames={"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD},
                 ExpressionAttributeValues={
                     ":count": n_attr(count),
                     ":item": s_attr(item_id),
                     ":shard": n_attr(shard),
-                    ":bucket": s_attr(bucket),
                 },
                 ReturnConsumedCapacity="TOTAL",
             )
@@ -116,82 +66,29 @@ class ViewStore:
             raise Throttled(scope) from error
         return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
 
-    def set_counters(
-        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
-    ) -> CounterSet:
-        """Create one counter item holding the absolute ``counts`` (per board; the global board's is ``views``),
-        tagged with ``import_id``, unless the item exists: then it is PRESENT when the same import wrote it, TAKEN
-        when another did (or a writer: import shards are outside the writers' range, so that never happens).
-
-        Used by ``shardboard import`` on its own write shards: a counter is written once, from nothing to its
-        total, so counters still only grow and the stream carries the step like any other. Raises Throttled.
-        """
-        names = {"#pk": PK, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET, "#import": IMPORT_ID}
-        values = {
-            ":item": s_attr(item_id),
-            ":shard": n_attr(shard),
-            ":bucket": s_attr(bucket),
-            ":import": s_attr(import_id),
-        }
-        sets = ["#item = :item", "#shard = :shard", "#bucket = :bucket", "#import = :import"]
-        for position, (board, count) in enumerate(sorted(counts.items())):
-            names[f"#c{position}"] = counter_attribute(board)
-            values[f":c{position}"] = n_attr(count)
-            sets.append(f"#c{position} = :c{position}")
-        key = {PK: s_attr(view_pk(item_id, shard, bucket))}
-        try:
-            response = self.client.update_item(
-                TableName=self.table,
-                Key=key,
-                UpdateExpression=f"SET {', '.join(sets)}",
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnConsumedCapacity="TOTAL",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error_code(error) == CONDITION_FAILED:
-                old: Item | None = error.response.get("Item")  # type: ignore[assignment]
-                if old is None:  # an engine that does not return it: read it
-                    old = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item", {})
-                owner = old.get(IMPORT_ID, {}).get("S")
-                return CounterSet(PRESENT if owner == import_id else TAKEN, 1.0)
-            scope = throttle_scope(error)
-            if scope is None:
-                raise
-            raise Throttled(scope) from error
-        return CounterSet(WRITTEN, float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0)))
-
-    def item_total(self, item_id: str, write_shards: int, bucket: str = ALL) -> int:
-        """Exact views of one item in one anchor bucket: the sum of its shard counters (strongly consistent)."""
-        keys = [{PK: s_attr(view_pk(item_id, k, bucket))} for k in range(write_shards)]
+    def item_total(self, item_id: str, write_shards: int) -> int:
+        """Exact views of one item: the sum of its shard counters (strongly consistent)."""
+        keys = [{PK: s_attr(view_pk(item_id, k))} for k in range(write_shards)]
         return sum(int_of(item.get(VIEWS)) for item in self._batch_get(keys, "#v", {"#v": VIEWS}))
 
-    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str = ALL) -> dict[int, int]:
-        """The counters of ``item_id`` on ``shards`` in one anchor bucket (strongly consistent); shards never
-        written are left out."""
-        keys = [{PK: s_attr(view_pk(item_id, k, bucket))} for k in sorted(set(shards))]
+    def shard_counts(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards`` (strongly consistent); shards never written are left out."""
+        keys = [{PK: s_attr(view_pk(item_id, k))} for k in sorted(set(shards))]
         items = self._batch_get(keys, "#s, #v", {"#s": SHARD, "#v": VIEWS})
         return {int_of(item.get(SHARD)): int_of(item.get(VIEWS)) for item in items}
 
-    def counters(self, item_id: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, int]]:
-        """Every board's counter of ``item_id`` on each (anchor bucket, write shard) in ``keys`` (consistent)."""
-        wanted = [{PK: s_attr(view_pk(item_id, shard, bucket))} for bucket, shard in sorted(set(keys))]
-        found: dict[tuple[str, int], dict[str, int]] = {}
-        for item in self._batch_get(wanted, None, None):
-            for _, bucket, shard, board, value in counter_rows(item):
-                found.setdefault((bucket, shard), {})[board] = value
-        return found
-
-    def _batch_get(self, keys: list[Item], projection: str | None, names: dict[str, str] | None) -> Iterator[Item]:
+    def _batch_get(self, keys: list[Item], projection: str, names: dict[str, str]) -> Iterator[Item]:
         """Every item of ``keys`` that exists, strongly consistent, 100 keys a request; UnprocessedKeys are retried
         after a jittered exponential back-off (capped), as AWS advises, never in a tight loop."""
         for start in range(0, len(keys), BATCH_GET_KEYS):
-            wanted: dict[str, Any] = {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}
-            if projection:
-                wanted |= {"ProjectionExpression": projection, "ExpressionAttributeNames": names}
-            request: dict[str, Any] = {self.table: wanted}
+            request: dict[str, Any] = {
+                self.table: {
+                    "Keys": keys[start : start + BATCH_GET_KEYS],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": projection,
+                    "ExpressionAttributeNames": names,
+                }
+            }
             for attempt in range(MAX_BATCH_GET_ROUNDS):
                 if attempt:
                     self.sleep(retry_delay(attempt - 1, self.rng))
@@ -203,34 +100,37 @@ class ViewStore:
             else:
                 raise UnprocessedKeysRemain(f"{self.table}: keys still unprocessed after {MAX_BATCH_GET_ROUNDS} rounds")
 
-    def scan_counters_all(self, segments: int = 4) -> list[tuple[str, str, int, str, int]]:
-        """(item, bucket, shard, board, views) of every board counter, from a parallel segmented scan: the truth
-        every aggregate, entry and snapshot is checked against."""
-        rows: list[tuple[str, str, int, str, int]] = []
-        for part in parallel_scan(self.client, self.table, segments, None, None):
-            for item in part:
-                if ITEM_ID in item and BUCKET in item and SHARD in item:
-                    name, bucket, shard = item[ITEM_ID]["S"], item[BUCKET]["S"], int_of(item[SHARD])
-                    if item[PK]["S"] == view_pk(name, shard, bucket):
-                        rows.extend(counter_rows(item))
-        return rows
+    def scan_counters(
+        self, segment: int, segments: int, start: Item | None = None
+    ) -> tuple[list[tuple[str, int, int]], Item | None]:
+        """One page of segment ``segment`` of a segmented scan: (item, shard, views) per counter, and the cursor.
+
+        Only view counters are returned (their pk is the key built from their own item and shard).
+        """
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "Segment": segment,
+            "TotalSegments": segments,
+            "ProjectionExpression": "#pk, #item, #s, #v",
+            "ExpressionAttributeNames": {"#pk": PK, "#item": ITEM_ID, "#s": SHARD, "#v": VIEWS},
+            "ConsistentRead": True,
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        response = self.client.scan(**kwargs)
+        rows = []
+        for item in response.get("Items", []):
+            name, shard = item.get(ITEM_ID, {}).get("S"), item.get(SHARD)
+            if name is not None and shard is not None and item[PK].get("S") == view_pk(name, int_of(shard)):
+                rows.append((name, int_of(shard), int_of(item.get(VIEWS))))
+        return rows, response.get("LastEvaluatedKey")
 
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
-        """Every item's exact all-time views on the global board."""
+        """Every item's exact views, from a parallel segmented scan of the counters."""
         totals: dict[str, int] = {}
-        for name, _, _, board, views in self.scan_counters_all(segments):
-            if board == GLOBAL_BOARD:
-                totals[name] = totals.get(name, 0) + views
+        for part in parallel_scan(self.client, self.table, segments, "#item, #v", {"#item": ITEM_ID, "#v": VIEWS}):
+            for item in part:
+                if ITEM_ID in item:
+                    name = item[ITEM_ID]["S"]
+                    totals[name] = totals.get(name, 0) + int_of(item.get(VIEWS))
         return totals
-
-
-def counter_rows(item: Mapping[str, Any]) -> list[tuple[str, str, int, str, int]]:
-    """(item, bucket, shard, board, views) of each counter of one base item (``views`` is the global board's)."""
-    name, bucket, shard = item[ITEM_ID]["S"], item[BUCKET]["S"], int_of(item[SHARD])
-    rows = []
-    for attribute, value in item.items():
-        if attribute == VIEWS:
-            rows.append((name, bucket, shard, GLOBAL_BOARD, int_of(value)))
-        elif attribute.startswith(BOARD_COUNTER_PREFIX):
-            rows.append((name, bucket, shard, attribute[len(BOARD_COUNTER_PREFIX) :], int_of(value)))
-    return rows

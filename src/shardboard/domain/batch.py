@@ -14,15 +14,12 @@ from typing import NamedTuple
 
 
 class ViewRecord(NamedTuple):
-    """One counter of one stream record: ``board``'s counter of write shard ``shard`` of ``item_id`` in anchor
-    bucket ``bucket`` went from ``old`` to ``new`` views (a record holds one such counter per board it counts on).
+    """One stream record of a base counter: shard ``shard`` of ``item_id`` went from ``old`` to ``new`` views.
 
-    A NamedTuple, not a frozen dataclass: one is built per counter per stream record and this is 3x cheaper to build.
+    A NamedTuple, not a frozen dataclass: one is built per stream record and this is 3x cheaper to build.
     """
 
-    board: str
     item_id: str
-    bucket: str
     shard: int
     old: int
     new: int
@@ -40,34 +37,30 @@ class ShardStep:
     after: int
 
 
-# (board, item id, bucket, write shard, OLD, NEW): what the fold reads of a counter. A ViewRecord is one; so is a
-# step unpacked from a tumbling window's state (domain/window.py), which needs no sequence number.
-CounterStep = ViewRecord | tuple[str, str, str, int, int, int]
-# What one delta is about: a board's counter of one item in one anchor bucket.
-DeltaKey = tuple[str, str, str]
+# (item id, write shard, OLD, NEW): what the fold reads of a record. A ViewRecord is one; so is a step unpacked from
+# a tumbling window's state (domain/window.py), which needs no sequence number.
+CounterStep = ViewRecord | tuple[str, int, int, int]
 
 
 @dataclass
 class ItemDelta:
-    """Everything one batch says about one item's counter on one board in one anchor bucket, keyed by write shard."""
+    """Everything one batch says about one item, keyed by write shard."""
 
     item_id: str
     shards: dict[int, ShardStep] = field(default_factory=dict)
-    board: str = "global"
-    bucket: str = "all"
 
 
-def fold(records: Iterable[CounterStep]) -> dict[DeltaKey, ItemDelta]:
-    """Group a batch's counters by (board, item, bucket), preserving stream order (records are ordered per base
-    item). The aggregator's hottest loop: fields by position (a ViewRecord is a tuple), one dict lookup per counter.
+def fold(records: Iterable[CounterStep]) -> dict[str, ItemDelta]:
+    """Group a batch's records by item, preserving stream order (records are ordered per base item).
+
+    The aggregator's hottest loop: fields by position (a ViewRecord is a tuple), one dict lookup per record.
     """
-    deltas: dict[DeltaKey, ItemDelta] = {}
+    deltas: dict[str, ItemDelta] = {}
     for record in records:
-        key = (record[0], record[1], record[2])
-        shard, old, new = record[3], record[4], record[5]
-        delta = deltas.get(key)
+        item_id, shard, old, new = record[0], record[1], record[2], record[3]
+        delta = deltas.get(item_id)
         if delta is None:  # not setdefault: that would build a throwaway ItemDelta for every record
-            deltas[key] = ItemDelta(key[1], {shard: ShardStep(old, new)}, key[0], key[2])
+            deltas[item_id] = ItemDelta(item_id, {shard: ShardStep(old, new)})
             continue
         step = delta.shards.get(shard)
         if step is None:

@@ -8,9 +8,9 @@ arrive here as domain outcomes (``Throttled``, a refused ``MoveResult``, a False
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from shardboard.domain.batch import ShardMove
 
@@ -37,22 +37,11 @@ class Throttled(Exception):
 
 @dataclass(frozen=True)
 class AggregateState:
-    """What an aggregate (or a past period's entry) holds.
-
-    ``applied``: per write shard, the last base value applied for the anchor bucket ``bucket``; ``views``: all-time
-    views; ``counts``: per period kind, views in the current period of that kind (the one containing ``bucket``);
-    ``keyed``: the kinds whose index key the item carries (``"all"`` is the all-time index).
-    """
+    """What an aggregate holds: per-shard applied values, total views, and whether it carries the GSI key."""
 
     applied: dict[int, int]
     views: int
     in_index: bool
-    bucket: str | None = None
-    counts: Mapping[str, int] = field(default_factory=dict)
-    keyed: frozenset[str] = frozenset()
-
-    def count(self, kind: str) -> int:
-        return self.views if kind == "all" else self.counts.get(kind, 0)
 
 
 @dataclass(frozen=True)
@@ -61,62 +50,6 @@ class MoveResult:
 
     applied: bool
     state: AggregateState | None  # None only when a refused write did not return the item
-
-
-class PeriodKey(NamedTuple):
-    """One leaderboard: a board and one of its periods, e.g. ``("cats", "week", "2026-W48")`` or all time."""
-
-    board: str
-    kind: str
-    bucket: str
-
-
-@dataclass(frozen=True)
-class PastEntry:
-    """A past period's count of one item, as copied from its aggregate when the aggregate moved on."""
-
-    period: PeriodKey
-    item_id: str
-    count: int
-    applied: dict[int, int] | None  # only for an anchor bucket: its per-shard applied values travel with it
-    index_key: str | None  # the GSI key when the count can reach that period's top N
-    source_views: int  # the aggregate's all-time views when copied: a later copy carries more
-    expires_at: int | None
-
-
-@dataclass(frozen=True)
-class LateMove:
-    """Views of an anchor bucket older than the aggregate's: its entry moves, and so, in one transaction, do the
-    aggregate's all-time count and its coarser periods (``aggregate_kinds``) or their past entries (``past``)."""
-
-    board: str
-    item_id: str
-    bucket: str
-    moves: Sequence[ShardMove]
-    anchor_kind: str
-    aggregate_bucket: str  # the aggregate's anchor bucket the transaction is conditioned on
-    aggregate_kinds: Sequence[str]
-    past: Sequence[PeriodKey]
-    joins: Mapping[PeriodKey, str]  # index keys set (if absent) on entries whose lower bound reaches the threshold
-    expires_at: Mapping[PeriodKey, int | None]
-
-
-@dataclass(frozen=True)
-class LateResult:
-    applied: bool
-    entry: AggregateState | None = None  # the entry's state when its compare-and-set refused the move
-    aggregate_moved: bool = False  # the aggregate left ``aggregate_bucket`` meanwhile: recompute and retry
-
-
-@dataclass(frozen=True)
-class PeriodStatus:
-    """A period item: its published threshold and when its counts last changed and its snapshot was refreshed."""
-
-    period: PeriodKey
-    threshold: int
-    changed_at: int
-    refreshed_at: int
-    changes: int = 0  # how many batches changed its counts: a refresh is marked only if none came during it
 
 
 @dataclass(frozen=True)
@@ -153,100 +86,43 @@ class ShardMetadata:
 
 
 class ViewCounters(Protocol):
-    """The base table: one item per (item, write shard, anchor bucket) with a counter per board."""
+    """The base table: one counter per (item, write shard)."""
 
-    def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
-    ) -> float:
-        """Add ``count`` views to one write shard's counters in one write (``views`` and one per category board) in
-        anchor bucket ``bucket`` (None: the current one); returns its write units, or raises Throttled."""
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
+        """Add ``count`` views to one write shard in one write; returns its write units, or raises Throttled."""
         ...
 
 
 class Board(Protocol):
-    """The board table: aggregates (compare-and-set), past entries, the sharded sparse GSIs, period items, snapshots."""
+    """The board table: aggregates (compare-and-set), the sharded sparse GSI, threshold/layout and snapshot."""
 
-    def move(
-        self,
-        board: str,
-        item_id: str,
-        bucket: str,
-        moves: Sequence[ShardMove],
-        *,
-        kinds: Sequence[str],
-        joins: Mapping[str, str],
-    ) -> MoveResult:
-        """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
-        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind."""
+    def move(self, item_id: str, moves: Sequence[ShardMove], board_shard: str | None) -> MoveResult:
+        """Advance ``applied_k`` from each move's expected value (0 = absent) to its target, all or nothing."""
         ...
 
-    def state(self, board: str, item_id: str) -> AggregateState:
+    def state(self, item_id: str) -> AggregateState:
         """An aggregate's state, strongly consistent (empty when it does not exist)."""
         ...
 
-    def roll(
-        self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
-    ) -> bool:
-        """Move the aggregate to a newer anchor bucket: replace its state if it is still ``old``; ``keys`` sets (or
-        with None removes) the index key of each kind whose period changed."""
-        ...
-
-    def archive(self, entry: PastEntry) -> None:
-        """Keep a past period's count (unless a copy from a later state is stored already)."""
-        ...
-
-    def move_late(self, late: LateMove) -> LateResult:
-        """Apply an older anchor bucket's views to its entry, the aggregate and past entries, in one transaction."""
-        ...
-
-    def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
-        """A past entry's state, strongly consistent (empty when there is none)."""
-        ...
-
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """Key an existing aggregate into a kind's GSI; False if it has no aggregate or is keyed already."""
-        ...
-
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        """Key an existing past entry into its kind's GSI; False if there is none or it is keyed already."""
+    def join_index(self, item_id: str, board_shard: str) -> bool:
+        """Key an existing aggregate into the GSI; False if it has no aggregate or is keyed already."""
         ...
 
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
+        self, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Cursor | None]:
-        """Best ``limit`` (id, views) of one board shard of a kind's index after ``start``, and the next cursor."""
+        """Best ``limit`` (id, views) of one board shard after ``start``, and the cursor to resume from."""
         ...
 
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
-        """All-time threshold and layout, in one read."""
+        """Threshold and layout, in one read."""
         ...
 
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
-        """Published thresholds (and for all time the layout) of several periods in one round trip; a period with
-        none published is left out."""
-        ...
-
-    def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
+    def raise_threshold(self, board: str, threshold: int) -> bool:
         """Publish T if it is higher than the published one; False otherwise."""
         ...
 
-    def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
-        """Note that these periods' counts changed at ``now`` (the snapshot job refreshes them)."""
-        ...
-
-    def changed_periods(self) -> list[PeriodStatus]:
-        """Every period whose counts changed after its last refresh."""
-        ...
-
-    def periods(self) -> list[PeriodStatus]:
-        """Every period item (boards and their periods)."""
-        ...
-
-    def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
-        """The snapshot includes every change counted up to ``changes`` (unless another batch counted one since)."""
-        ...
-
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Snapshot | None:
+    def get_snapshot(self, board: str, consistent: bool = False) -> Snapshot | None:
         """The snapshot, or None before the first one."""
         ...
 

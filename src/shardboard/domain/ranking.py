@@ -102,9 +102,7 @@ def gather_top_n(
     parallelism: int | None = None,
 ) -> Gathered:
     """Exact top ``n`` across ``shards`` sorted shards (see module docstring for the rule)."""
-    # By id: an item may be read twice (from two layouts during a reshard, or as an aggregate and the past entry
-    # archived from it); it counts once, with its larger views, or the N-th best would be wrong.
-    gathered: dict[str, Entry] = {}
+    gathered: list[Entry] = []
     origin: dict[str, int] = {}
     last_seen: dict[int, int] = {}
     page_sizes = {s: first_page_size(n, shards, previous_hits, s) for s in range(shards)}
@@ -116,21 +114,19 @@ def gather_top_n(
             exhausted = set()
             for (shard, _, _), page in zip(requests, pool.map(lambda r: fetch(*r), requests), strict=True):
                 items_read += len(page.entries)
-                for entry in page.entries:
-                    if entry.id not in gathered or entry.views > gathered[entry.id].views:
-                        gathered[entry.id] = entry
-                        origin[entry.id] = shard
+                gathered.extend(page.entries)
+                origin.update((e.id, shard) for e in page.entries)
                 if page.entries:
                     last_seen[shard] = page.entries[-1].views
                 if not page.more:
                     exhausted.add(shard)
-            threshold = _nth_best_views(list(gathered.values()), n)
+            threshold = _nth_best_views(gathered, n)
             page_sizes = {
                 s: next_page_size(n, shards)
                 for s in page_sizes
                 if s not in exhausted and (threshold is None or last_seen.get(s, math.inf) >= threshold)
             }
-    best = top(gathered.values(), n)
+    best = top(gathered, n)
     hits = Counter(origin[e.id] for e in best)
     return Gathered(best, items_read, rounds, dict(hits))
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from shardboard.domain import validation
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
-from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import Throttled, ViewCounters
 
 # Shard choice only needs to be uniform, not secret.
@@ -33,18 +31,6 @@ class Recorded:
     write_units: float
 
 
-@dataclass(frozen=True)
-class Where:
-    """Where a request's views count: the anchor bucket of their time and the category boards they name."""
-
-    bucket: str = ALL
-    boards: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None) -> Where:
-        return cls(bucket_of(anchor, at or datetime.now(UTC)), validation.boards(list(boards)))
-
-
 def record_views(
     views: ViewCounters,
     item_id: str,
@@ -54,10 +40,8 @@ def record_views(
     *,
     router: ShardRouter | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    where: Where = Where(),
 ) -> Recorded:
-    """Record ``count`` views of ``item_id`` in one counter write, on the global board and every board in
-    ``where``; bad input, or a write that fails, writes nothing.
+    """Record ``count`` views of ``item_id`` in one counter write; bad input, or a write that fails, writes nothing.
 
     Without ``router`` every item has ``write_shards`` shards; with it, each item has its own (dynamic) count.
     """
@@ -65,19 +49,17 @@ def record_views(
     count = validation.view_count(count)
     rng = rng or _RNG
     if router is None:
-        units = views.add_view(item_id, rng.randrange(write_shards), count, where.bucket, where.boards)
+        units = views.add_view(item_id, rng.randrange(write_shards), count)
     else:
-        units = add_routed_view(views, router, item_id, rng, sleep, count=count, where=where)
+        units = add_routed_view(views, router, item_id, rng, sleep, count=count)
     return Recorded(item_id, count, units)
 
 
-def attempt_view(
-    views: ViewCounters, router: ShardRouter, item_id: str, count: int = 1, where: Where = Where()
-) -> float | None:
+def attempt_view(views: ViewCounters, router: ShardRouter, item_id: str, count: int = 1) -> float | None:
     """One write on a shard the router picks; None when it was throttled (the router has reacted to it)."""
     shard, drawn_from = router.pick(item_id)
     try:
-        return views.add_view(item_id, shard, count, where.bucket, where.boards)
+        return views.add_view(item_id, shard, count)
     except Throttled as throttled:
         router.throttled(item_id, throttled.scope, drawn_from)
         return None
@@ -91,13 +73,12 @@ def add_routed_view(
     sleep: Callable[[float], None] = time.sleep,
     *,
     count: int = 1,
-    where: Where = Where(),
 ) -> float:
     """Write ``count`` views, retrying throttled attempts with jittered back-off (a retry may use a larger range)."""
     for attempt in range(MAX_WRITE_ATTEMPTS):
         shard, drawn_from = router.pick(item_id)
         try:
-            return views.add_view(item_id, shard, count, where.bucket, where.boards)
+            return views.add_view(item_id, shard, count)
         except Throttled as throttled:
             if attempt == MAX_WRITE_ATTEMPTS - 1:
                 raise

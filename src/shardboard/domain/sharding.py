@@ -33,10 +33,3 @@ def board_layout_prefix(board: str, shards: int) -> str:
 def board_shard_value(board: str, shard: int, shards: int) -> str:
     """GSI partition key of board shard ``shard`` of ``shards``: naming the layout lets S change without collisions."""
     return f"{board}#{shards}#{shard}"
-
-
-def period_shard_value(board: str, kind: str, bucket: str, shard: int, shards: int) -> str:
-    """GSI partition key of board shard ``shard`` of one period (all time keeps ``board_shard_value``)."""
-    if kind == "all":
-        return board_shard_value(board, shard, shards)
-    return f"{board}#{kind}#{bucket}#{shards}#{shard}"

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.domain.periods import ALL, bucket_of, expires_at, period_from_bucket
-from shardboard.domain.ports import Board, Cursor, PeriodKey
+from shardboard.domain.ports import Board, Cursor
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
-from shardboard.domain.sharding import period_shard_value
+from shardboard.domain.sharding import board_shard_value
 from shardboard.settings import Settings
 
 
@@ -29,153 +25,73 @@ def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def gather_layout(
-    board: Board, period: PeriodKey, top_n: int, shards: int, previous_hits: dict[int, int] | None
-) -> Gathered:
-    """Exact top N of one period among the items keyed in one GSI layout (``shards`` board shards)."""
+def gather_layout(board: Board, settings: Settings, shards: int, previous_hits: dict[int, int] | None) -> Gathered:
+    """Exact top N of the aggregates keyed in one GSI layout (``shards`` board shards)."""
     cursors: dict[int, Cursor | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> Page:
         rows, cursors[shard] = board.query_shard(
-            period.kind,
-            period_shard_value(period.board, period.kind, period.bucket, shard, shards),
+            board_shard_value(settings.board, shard, shards),
             limit,
             None if first_page else cursors.get(shard),
         )
         return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
 
-    return gather_top_n(top_n, shards, fetch, previous_hits)
+    return gather_top_n(settings.top_n, shards, fetch, previous_hits)
 
 
-def gather_board(
-    board: Board, settings: Settings, previous_hits: dict[int, int] | None, period: PeriodKey | None = None
-) -> Gathered:
-    """Exact top N of a period over the board's layouts: one, or during a reshard the old one first, then the new.
+def gather_board(board: Board, settings: Settings, previous_hits: dict[int, int] | None) -> Gathered:
+    """Exact top N over the board's layouts: one, or during a reshard the old one first, then the new one.
 
     An item only ever moves from the old layout to the new one, so reading the whole old layout before the new
     one sees every item at least once (before its move or after it); duplicates keep their larger views.
     """
-    period = period or PeriodKey(settings.board, ALL, ALL)
-    top_n = settings.top_n_of(period.board)
-    layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
+    layouts = board.get_board_state(settings.board, consistent=True).layouts(settings.board_shards)
     if len(layouts) == 1:
-        return gather_layout(board, period, top_n, layouts[0], previous_hits)
-    parts = [gather_layout(board, period, top_n, shards, None) for shards in layouts]
+        return gather_layout(board, settings, layouts[0], previous_hits)
+    parts = [gather_layout(board, settings, shards, None) for shards in layouts]
     best: dict[str, Entry] = {}
     for entry in (e for part in parts for e in part.top):
         if entry.id not in best or entry.views > best[entry.id].views:
             best[entry.id] = entry
     return Gathered(
-        top(best.values(), top_n),
+        top(best.values(), settings.top_n),
         items_read=sum(p.items_read for p in parts),
         rounds=sum(p.rounds for p in parts),
         shard_hits=parts[-1].shard_hits,  # page sizes for the layout that stays
     )
 
 
-def take_snapshot(
-    board: Board, settings: Settings, now: str | None = None, period: PeriodKey | None = None
-) -> SnapshotResult:
-    """Gather the exact top N of one period (the global board's all time by default); write the snapshot item
-    only when its content changed."""
-    period = period or PeriodKey(settings.board, ALL, ALL)
-    top_n = settings.top_n_of(period.board)
-    previous = board.get_snapshot(period, consistent=True)
-    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None, period)
+def take_snapshot(board: Board, settings: Settings, now: str | None = None) -> SnapshotResult:
+    """Gather the exact top N; write the snapshot item only when its content changed."""
+    previous = board.get_snapshot(settings.board, consistent=True)
+    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None)
     items = [[e.id, e.views] for e in gathered.top]
     digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
     if previous is not None and previous["digest"] == digest:
         return SnapshotResult(previous, written=False, gathered=gathered)
     snapshot: dict[str, Any] = {
-        "board": period.board,
-        "period": period_json(period),
-        "bucket": period.bucket,
+        "board": settings.board,
         "version": previous["version"] + 1 if previous else 1,
         "generated_at": now or iso_now(),
         "items": items,
         "items_read": gathered.items_read,
         # T, the N-th best views: an item below it can never reach the top N (docs/sparse-index.md).
-        "threshold": items[-1][1] if len(items) >= top_n else 0,
+        "threshold": items[-1][1] if len(items) >= settings.top_n else 0,
         "shard_hits": gathered.shard_hits,
         "digest": digest,
-        "expires_at": expires_at(period.kind, period.bucket, settings.retention(period.kind)),
     }
     written = board.put_snapshot(snapshot, previous["version"] if previous else None)
     if written and settings.sparse_index and snapshot["threshold"] > 0:
-        board.raise_threshold(period, snapshot["threshold"])
+        board.raise_threshold(settings.board, snapshot["threshold"])
     return SnapshotResult(snapshot, written, gathered)
 
 
-def period_json(period: PeriodKey) -> dict[str, Any]:
-    return period_from_bucket(period.kind, period.bucket).as_json() if period.kind != ALL else {"kind": ALL}
-
-
-@dataclass(frozen=True)
-class RefreshRun:
-    """One run of the snapshot job: the periods it refreshed and what each cost."""
-
-    results: dict[PeriodKey, SnapshotResult]
-    failures: dict[PeriodKey, BaseException]
-
-    @property
-    def items_read(self) -> int:
-        return sum(r.gathered.items_read for r in self.results.values())
-
-    @property
-    def written(self) -> int:
-        return sum(r.written for r in self.results.values())
-
-
-def refresh_changed(
-    board: Board, settings: Settings, now: str | None = None, parallelism: int = 16, always: Iterable[PeriodKey] = ()
-) -> RefreshRun:
-    """Refresh every period whose counts changed since its last refresh (and ``always``), in parallel.
-
-    A period is marked refreshed up to the change count read *before* its gather, so a change counted during the
-    gather leaves it dirty for the next run: nothing is missed, at worst refreshed twice.
-    """
-    stamps = {status.period: status.changes for status in board.changed_periods()}
-    for period in always:
-        stamps.setdefault(period, -1)
-    results: dict[PeriodKey, SnapshotResult] = {}
-    failures: dict[PeriodKey, BaseException] = {}
-
-    def refresh(period: PeriodKey) -> SnapshotResult:
-        result = take_snapshot(board, settings, now, period)
-        if stamps[period] >= 0:
-            board.mark_refreshed(period, stamps[period], int(time.time()))
-        return result
-
-    if stamps:
-        with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(stamps)))) as pool:
-            futures = {period: pool.submit(refresh, period) for period in sorted(stamps)}
-        for period, future in futures.items():
-            error = future.exception()
-            if error is None:
-                results[period] = future.result()
-            else:
-                failures[period] = error
-    return RefreshRun(results, failures)
-
-
 def leaderboard_json(snapshot: dict[str, Any], limit: int | None = None) -> dict[str, Any]:
-    """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``."""
+    """The public leaderboard document: ``{"board", "generated_at", "items": [{"rank", "id", "views"}]}``."""
     entries = [Entry(id=item, views=views) for item, views in snapshot["items"][:limit]]
     return {
         "board": snapshot["board"],
         "generated_at": snapshot["generated_at"],
-        "period": snapshot.get("period") or {"kind": ALL},
         "items": [ranked.as_json() for ranked in with_ranks(entries)],
     }
-
-
-def period_at(board: str, kind: str, moment: datetime | None = None) -> PeriodKey:
-    """The period of ``kind`` containing ``moment`` (now by default) on ``board``."""
-    return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC)))
-
-
-def not_found(period: PeriodKey) -> str:
-    """Why a period has no snapshot, in one line (HTTP 404, CLI exit 1)."""
-    if period.kind == ALL:
-        return f"board {period.board!r} has no views yet (or the snapshot job has not run since its first view)"
-    return f"board {period.board!r} has no views in the {period.kind} {period.bucket} (or it has expired)"

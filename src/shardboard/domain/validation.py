@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime
 from typing import Any
 
-from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
-from shardboard.domain.periods import ALL, PeriodError, parse_time
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 MAX_ID_BYTES = 512
@@ -47,59 +44,16 @@ def view_count(value: Any) -> int:
     return value
 
 
-def board_name(value: Any) -> str:
-    """Return ``value`` if it is a board name: 1-64 characters from ``[a-z0-9_.:-]`` (``cats``, ``user:123``)."""
-    if not isinstance(value, str):
-        raise BadInput(f"a board name must be a string, got {type(value).__name__}")
-    if not BOARD_NAME.fullmatch(value):
-        raise BadInput(f"board name {_shown(value)} must be 1-64 characters from a-z, 0-9, '_', '.', ':' and '-'")
-    return value
-
-
-def boards(value: Any) -> tuple[str, ...]:
-    """The category boards a view names: at most 8 distinct names; the global board is implied (and dropped)."""
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)):
-        raise BadInput(f"boards must be a list of board names, got {type(value).__name__}")
-    names = list(dict.fromkeys(board_name(name) for name in value))
-    names = [name for name in names if name != GLOBAL_BOARD]
-    if len(names) > MAX_BOARDS_PER_VIEW:
-        raise BadInput(f"a view may name at most {MAX_BOARDS_PER_VIEW} boards, got {len(names)}")
-    return tuple(names)
-
-
-def view_request(body: Any) -> tuple[str, int, tuple[str, ...]]:
-    """Validate a ``POST /views`` body: ``{"id": str, "count": int = 1, "boards": [str] = []}``; unknown fields
-    are refused."""
+def view_request(body: Any) -> tuple[str, int]:
+    """Validate a ``POST /views`` body: ``{"id": str, "count": int = 1}``; unknown fields are refused."""
     if not isinstance(body, dict):
         raise BadInput('body must be a JSON object like {"id": "images/001.jpg", "count": 1}')
-    unknown = sorted(set(body) - {"id", "count", "boards"})
+    unknown = sorted(set(body) - {"id", "count"})
     if unknown:
         raise BadInput(f"unknown field(s): {', '.join(unknown)}")
     if "id" not in body:
         raise BadInput("missing field: id")
-    return item_id(body["id"]), view_count(body.get("count", 1)), boards(body.get("boards"))
-
-
-def period_kind(value: str | None, configured: tuple[str, ...]) -> str:
-    """The ``period`` query parameter: ``all`` (the default) or a configured kind."""
-    if value in (None, "", ALL):
-        return ALL
-    if value not in configured:
-        choices = ", ".join((ALL, *configured))
-        raise BadInput(f"period must be one of {choices}, got {_shown(value)}")
-    return value
-
-
-def moment(value: str | None) -> datetime | None:
-    """The ``at`` query parameter: an ISO-8601 date or date-time (UTC unless it says otherwise); None: now."""
-    if value is None or value == "":
-        return None
-    try:
-        return parse_time(value)
-    except PeriodError:
-        raise BadInput(f"at must be an ISO-8601 date or date-time like 2026-11-23, got {_shown(value)}") from None
+    return item_id(body["id"]), view_count(body.get("count", 1))
 
 
 def limit(value: str | None, maximum: int) -> int:

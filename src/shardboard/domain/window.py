@@ -21,11 +21,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardboard.domain.batch import CounterStep, DeltaKey, ItemDelta, ViewRecord, fold
+from shardboard.domain.batch import CounterStep, ItemDelta, ViewRecord, fold
 
-STATE_VERSION = 3
-# Fields per counter step in a packed batch: board, item id, anchor bucket, write shard, OLD views, NEW views.
-STEP_FIELDS = 6
+STATE_VERSION = 2
+# Fields per counter step in a packed batch: item id, write shard, OLD views, NEW views.
+STEP_FIELDS = 4
 
 
 class WindowStateError(ValueError):
@@ -54,7 +54,7 @@ class AggregationWindow:
         """This invocation's counter steps (kept for the state, or folded now by a final invocation)."""
         self.records.extend(records)
 
-    def deltas(self) -> dict[DeltaKey, ItemDelta]:
+    def deltas(self) -> dict[str, ItemDelta]:
         """The whole window as the per-item deltas one batch would have produced (oldest batch first)."""
         return fold(self._steps())
 
@@ -79,7 +79,7 @@ def pack(records: Iterable[ViewRecord]) -> str:
     """One batch's counter steps as a compact ASCII string (JSON, deflated, base64: nothing for JSON to escape)."""
     flat: list[str | int] = []
     for record in records:
-        flat += (record.board, record.item_id, record.bucket, record.shard, record.old, record.new)
+        flat += (record.item_id, record.shard, record.old, record.new)
     text = json.dumps(flat, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return base64.b64encode(zlib.compress(text, 1)).decode("ascii")
 
@@ -93,7 +93,7 @@ def unpack(packed: str) -> Iterator[CounterStep]:
     if not isinstance(flat, list) or len(flat) % STEP_FIELDS:
         raise WindowStateError("tumbling-window state holds a batch that is not a list of counter steps")
     fields = iter(flat)
-    return zip(fields, fields, fields, fields, fields, fields, strict=True)  # built at C speed
+    return zip(fields, fields, fields, fields, strict=True)  # (item, shard, old, new), built at C speed
 
 
 def _log(state: Any) -> list[str]:

@@ -8,7 +8,6 @@ whole window (one write per item per window): docs/exactly-once.md, "Tumbling wi
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -17,10 +16,9 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
-from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas, note_changes
+from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_record
+from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas
 from shardboard.domain.batch import ViewRecord
-from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Board
 from shardboard.domain.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
@@ -44,32 +42,24 @@ class AggregatingProcessor(BatchProcessor):
     skipped: int
     window: AggregationWindow | None = None  # set per invocation: the tumbling window, if the event has one
 
-    def __init__(
-        self,
-        board: Callable[[], Board] = board_store,
-        config: Callable[[], Settings] = settings,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        """``board``/``config``/``clock`` default to the function's own; the benchmark passes its in-memory store
-        and virtual clock."""
+    def __init__(self, board: Callable[[], Board] = board_store, config: Callable[[], Settings] = settings) -> None:
+        """``board``/``config`` default to the function's own; the benchmark passes its in-memory store."""
         super().__init__(event_type=EventType.DynamoDBStreams)
         self.board = board
         self.config = config
-        self.clock = clock
 
     def process(self) -> list[tuple[Any, ...]]:
-        read: list[tuple[DynamoDBRecord, list[ViewRecord] | None]] = []
-        anchor = self.config().anchor
+        read: list[tuple[DynamoDBRecord, ViewRecord | None]] = []
         for raw in self.records:
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
-            read.append((record, in_anchor(self.handler(record=record), anchor, record)))
-        self.skipped = sum(views is None for _, views in read)
-        self.outcome = self.apply_views([view for _, views in read if views for view in views])
+            read.append((record, self.handler(record=record)))
+        self.skipped = sum(view is None for _, view in read)
+        self.outcome = self.apply_views([view for _, view in read if view])
         results = []
-        for record, views in read:
-            error = next((e for v in views or () if (e := self.outcome.failed(v.board, v.item_id))), None)
+        for record, view in read:
+            error = self.outcome.failures.get(view.item_id) if view else None
             if error is None:
-                results.append(self.success_handler(record, views))
+                results.append(self.success_handler(record, view))
             else:
                 results.append(self.failure_handler(record, (type(error), error, error.__traceback__)))
         return results
@@ -87,38 +77,18 @@ class AggregatingProcessor(BatchProcessor):
         """Apply the batch now, or fold it into its tumbling window (applied whole by the final invocation)."""
         window = self.window
         if window is None:
-            outcome = apply_batch(self.board(), views, self.config())
-        else:
-            window.add(views)
-            if not window.final:
-                return BatchOutcome()  # nothing is written before the window closes
-            outcome = apply_deltas(self.board(), window.deltas(), self.config())
-        note_changes(self.board(), outcome, self.config(), int(self.clock()))
-        return outcome
+            return apply_batch(self.board(), views, self.config())
+        window.add(views)
+        if not window.final:
+            return BatchOutcome()  # nothing is written before the window closes
+        return apply_deltas(self.board(), window.deltas(), self.config())
 
 
-def in_anchor(views: list[ViewRecord] | None, anchor: str, record: DynamoDBRecord) -> list[ViewRecord] | None:
-    """The record's counters if their bucket is one of this deployment's anchor buckets; else skip it (a counter
-    written under other Periods, or by hand) rather than guess its periods."""
-    if views and not is_bucket(anchor, views[0].bucket):
-        logger.warning(
-            "stream record skipped",
-            extra={
-                "reason": "foreign_bucket",
-                "detail": f"{views[0].bucket!r} is not a {anchor} bucket",
-                "event_id": record.event_id,
-            },
-        )
-        return None
-    return views
-
-
-def read_view(record: DynamoDBRecord) -> list[ViewRecord] | None:
-    """A record's counter steps (one per board it counts on), or None for a record that is not ours (skipped and
-    logged here, counted per batch)."""
+def read_view(record: DynamoDBRecord) -> ViewRecord | None:
+    """A counter step, or None for a record that is not ours (skipped and logged here, counted per batch)."""
     # The raw wire images, not Powertools' whole-image deserialization: it was most of the CPU per record.
     try:
-        return stream_view_records(record.raw_event)
+        return stream_view_record(record.raw_event)
     except UnexpectedRecord as skip:
         logger.warning(
             "stream record skipped",
@@ -178,11 +148,9 @@ def record_outcome(event: dict[str, Any]) -> None:
     metrics.add_metric(name="IndexJoins", unit=MetricUnit.Count, value=outcome.index_joins)
     metrics.add_metric(name="ItemsFailed", unit=MetricUnit.Count, value=len(outcome.failures))
     metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=processor.skipped)
-    metrics.add_metric(name="LateMoves", unit=MetricUnit.Count, value=outcome.late_moves)
-    for (board, item), error in outcome.failures.items():
+    for item, error in outcome.failures.items():
         logger.warning(
-            "aggregate write failed; its records are reported for retry",
-            extra={"board": board, "item_id": item, "error": repr(error)},
+            "aggregate write failed; its records are reported for retry", extra={"item_id": item, "error": repr(error)}
         )
     if outcome.replays_absorbed:
         logger.info("replay absorbed", extra={"items": outcome.replays_absorbed})
@@ -191,7 +159,6 @@ def record_outcome(event: dict[str, Any]) -> None:
         extra={
             "records": len(event.get("Records", [])),
             "items": len(outcome.items),
-            "periods_changed": len(outcome.changed),
             "views_added": outcome.views_added,
             "failed_items": len(outcome.failures),
             "threshold": outcome.threshold,

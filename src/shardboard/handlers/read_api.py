@@ -1,5 +1,4 @@
-"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot) and
-``GET /items/{id}``."""
+"""HTTP API: ``GET /leaderboard?limit=N`` (one GetItem of the snapshot) and ``GET /items/{id}``."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
+from shardboard.domain.snapshot import leaderboard_json
 from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
 from shardboard.handlers.wiring import board_store, settings
 
@@ -25,18 +24,13 @@ app = APIGatewayHttpResolver()
 def get_leaderboard() -> Response[dict[str, Any]]:
     config = settings()
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
-    query = app.current_event.get_query_string_value
     try:
-        board = validation.board_name(query("board") or config.board)
-        kind = validation.period_kind(query("period"), config.periods)
-        moment = validation.moment(query("at"))
-        limit = validation.limit(query("limit"), config.top_n_of(board))
+        limit = validation.limit(app.current_event.get_query_string_value("limit"), config.top_n)
     except validation.BadInput as error:
         raise rejected(error) from None
-    period = period_at(board, kind, moment)
-    snapshot = board_store().get_snapshot(period)
+    snapshot = board_store().get_snapshot(config.board)
     if snapshot is None:
-        raise NotFoundError(not_found(period))
+        raise NotFoundError(f"board {config.board!r} has no snapshot yet: the snapshot job has not run")
     # The snapshot changes at most once per refresh, so caches may keep it that long.
     etag = f'"{snapshot["version"]}-{limit}"'
     headers = {"Cache-Control": f"public, max-age={config.refresh_seconds}", "ETag": etag}

@@ -1,5 +1,4 @@
-"""HTTP API: ``POST /views`` with ``{"id": "...", "count": 1, "boards": ["cats"]}`` records the request's views in
-one counter write, on the global board and every board named.
+"""HTTP API: ``POST /views`` with ``{"id": "...", "count": 1}`` records the request's views in one counter write.
 
 One write per request, so the answer is exact: 202 means every view was counted, any error means none was, and the
 client's retry cannot double count. A write still throttled after the retries answers 503 with Retry-After.
@@ -17,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
 from shardboard.domain.ports import Throttled
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
 
@@ -35,18 +34,15 @@ def post_views() -> Response[dict[str, Any]]:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
         raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None
     try:
-        item_id, count, boards = validation.view_request(body)
+        item_id, count = validation.view_request(body)
     except validation.BadInput as error:
         raise rejected(error) from None
-    config = settings()
-    where = Where.of(config.anchor, boards)
     try:
-        recorded = record_views(view_store(), item_id, count, config.write_shards, router=shard_router(), where=where)
+        recorded = record_views(view_store(), item_id, count, settings().write_shards, router=shard_router())
     except Throttled as error:
         return throttled(error)
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
-    body = {"id": recorded.item_id, "recorded": recorded.views, "boards": [config.board, *where.boards]}
-    return Response(202, "application/json", body)
+    return Response(202, "application/json", {"id": recorded.item_id, "recorded": recorded.views})
 
 
 def throttled(error: Throttled) -> Response[dict[str, Any]]:

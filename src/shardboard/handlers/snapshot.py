@@ -1,4 +1,4 @@
-"""Scheduled handler: refresh the snapshot of every board and period whose counts changed (in parallel).
+"""Scheduled handler: refresh the leaderboard snapshot item.
 
 Only that: the dynamic-sharding shrink review is its own function (handlers/shard_review.py), so its failures never
 fail or delay a refresh.
@@ -6,15 +6,14 @@ fail or delay a refresh.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import refresh_changed
+from shardboard.domain.snapshot import take_snapshot
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, settings
 
@@ -24,35 +23,21 @@ from shardboard.handlers.wiring import board_store, settings
 @log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    config = settings()
-    run = refresh_changed(board_store(), config, always=[PeriodKey(config.board, ALL, ALL)])
-    metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
-    metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
-    metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
-    metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
-    for period, error in run.failures.items():
-        logger.error(
-            "snapshot refresh failed; the period stays marked for the next run",
-            extra={**period._asdict(), "error": repr(error)},
-        )
+    result = take_snapshot(board_store(), settings())
+    snapshot = result.snapshot
+    age = (datetime.now(UTC) - datetime.fromisoformat(snapshot["generated_at"])).total_seconds()
+    metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=result.gathered.items_read)
+    metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=int(result.written))
+    metrics.add_metric(name="SnapshotAgeSeconds", unit=MetricUnit.Seconds, value=max(0.0, age))
     summary = {
-        "periods": len(run.results),
-        "written": run.written,
-        "items_read": run.items_read,
-        "failed": len(run.failures),
-        "refreshed": [
-            {
-                **period._asdict(),
-                "version": r.snapshot["version"],
-                "written": r.written,
-                "items": len(r.snapshot["items"]),
-                "items_read": r.gathered.items_read,
-                "threshold": r.snapshot["threshold"],
-            }
-            for period, r in sorted(run.results.items())
-        ][:50],
+        "board": snapshot["board"],
+        "version": snapshot["version"],
+        "written": result.written,
+        "items": len(snapshot["items"]),
+        "items_read": result.gathered.items_read,
+        "rounds": result.gathered.rounds,
+        "threshold": snapshot["threshold"],
     }
-    logger.info("snapshots refreshed", extra={**summary, "schedule_time": event.time})
-    if run.failures and not run.results:
-        raise next(iter(run.failures.values()))
+    logger.info("snapshot refreshed", extra={**summary, "schedule_time": event.time})
     return summary

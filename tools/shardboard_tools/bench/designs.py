@@ -20,10 +20,8 @@ from typing import Any, Protocol, cast
 
 from aws_lambda_powertools.utilities.batch import process_partial_response
 
-from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
-from shardboard.domain.ports import PeriodKey
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import refresh_changed
+from shardboard.domain.recording import record_views
+from shardboard.domain.snapshot import take_snapshot
 from shardboard.handlers.aggregate import AggregatingProcessor, aggregate, read_view
 from shardboard.settings import Settings
 from shardboard_tools.bench.workload import Workload
@@ -155,16 +153,14 @@ class ShardboardDesign:
             write_shards=workload.write_shards,
             board_shards=workload.gsi_shards,
             top_n=workload.top_n,
-            periods=workload.periods,
             # The in-memory store has no network latency to overlap; threads would only add dispatch cost.
             write_concurrency=1,
         )
-        self.start_epoch = workload.start_epoch
         # ... but the deployed function overlaps that many requests, which is how its requests are stamped.
         self.function_concurrency = Settings().write_concurrency
         self.views = MemoryViewStore(emulator, self.settings.views_table)
         self.board = MemoryBoardStore(emulator, self.settings.board_table)
-        self.processor = AggregatingProcessor(lambda: self.board, lambda: self.settings, self._epoch)
+        self.processor = AggregatingProcessor(lambda: self.board, lambda: self.settings)
         self.rng = random.Random(workload.seed)
         self.cpu_seconds = 0.0
         self.metering_overhead = metering_overhead_seconds()  # calibrated now, outside any measured window
@@ -181,15 +177,10 @@ class ShardboardDesign:
             wait=False,
         )
 
-    def _epoch(self) -> float:
-        """The run's virtual time as a UTC time."""
-        return self.start_epoch + self.emulator.clock.now()
-
     def view(self, item_id: str) -> None:
         before = len(self.views.stream)
+        record_views(self.views, item_id, 1, self.settings.write_shards, self.rng)
         now = self.emulator.clock.now()
-        where = Where(bucket_of(self.settings.anchor, from_epoch(self.start_epoch + now)))
-        record_views(self.views, item_id, 1, self.settings.write_shards, self.rng, where=where)
         for record in self.views.stream[before:]:  # its arrival places a record in its tumbling window
             record["dynamodb"]["ApproximateCreationDateTime"] = now
 
@@ -253,16 +244,13 @@ class ShardboardDesign:
         return len(self.views.stream) + self.delivery.backlog(self.stream.shard_id)
 
     def refresh(self) -> int:
-        """The snapshot job: every changed period; items read are the all-time board's (the figure compared)."""
-        everything = PeriodKey(self.settings.board, ALL, ALL)
-        run = refresh_changed(self.board, self.settings, now=iso(from_epoch(self._epoch())), always=[everything])
-        result = run.results[everything]
+        result = take_snapshot(self.board, self.settings, now="1970-01-01T00:00:00.000Z")
         self._top = [(item, views) for item, views in result.snapshot["items"]]
         return result.gathered.items_read
 
     def frontend_read_units(self) -> float:
         """GET /leaderboard: one eventually consistent GetItem of the snapshot item."""
-        return read_units(self.board.snapshot_item_size(), consistent=False)
+        return read_units(self.board.snapshot_item_size(self.settings.board), consistent=False)
 
     def top(self) -> list[tuple[str, int]]:
         return self._top

@@ -65,34 +65,3 @@ the window state and ~1.5 us to unpack and fold it, ~0.5 us of state JSON. The f
 load of this shared 2-core machine, hence the best of 3 runs; applying every batch without a window costs more per
 record (11.3 us in the same session: each distinct item of every batch plans its own compare-and-set).
 """
-
-
-BOARDS_NOTES = """
-## How to read it
-
-- **seed-per-board** is seed 002's sharded design applied to every (board, period) on its own: one counter item per
-  (board, period bucket, image), each view an `UpdateItem ADD` on 2 boards x 4 periods = 8 items, each keyed in its
-  leaderboard GSI. It throttles on the hot items, loses those views, and its boards are not exact.
-- **straightforward** is today's single-board design extended the obvious way (our own simulation): one aggregate per
-  (board, item) holding its current day, week, month and all-time counts, written once per tumbling window, and one
-  sparse GSI per period with the count as the sort key.
-- **shardboard** is this project's code (record_views, the real aggregator handler in Lambda tumbling windows,
-  `refresh_changed`): one base write per view holding a counter per board, one aggregate per (board, item) with all
-  its current periods, past periods archived into entries when the aggregate moves on (docs/boards-and-periods.md).
-
-## Where the units go, and the floor
-
-Every design pays one base write per view. The aggregate write per (board, item) per window is the same for
-straightforward and shardboard (about 0.3 per view per board at 10 s windows: the Zipf tail makes most items appear
-once per window). The rest is index writes: an item in a period's index pays two index writes whenever its count, the
-sort key, changes, and at a period's start every period's threshold is 0, so every item joins. With four period kinds
-an item near the top is in four indexes: 4 x 2 writes per window. That is what keeps both designs well above 2.5 write
-units per view in this 400-second run, where every period (even all time) starts empty.
-
-What would get below it, measured levers first:
-- **A coarse sort key** (a rank bucket of the count, e.g. powers of 1.25, with the exact count read at refresh time
-  by BatchGetItem): an indexed item's update then costs no index write unless its bucket changes; refreshes read
-  the boundary bucket in full (more reads, which cost a fifth of a write). The next step: docs/boards-and-periods.md.
-- **Longer periods of life**: in a real deployment the all-time and monthly thresholds are high and stable, so those
-  indexes see few joins; only the new day restarts at 0. This run starts every period empty, its worst case.
-"""

@@ -29,11 +29,6 @@ class Workload:
     # Simulated seconds each probe of the viral-item bisection lasts.
     probe_seconds: float = 2.0
     seed: int = 5
-    # Periods kept besides all time. The single-board comparison keeps none (Periods=""): the seeds' designs keep
-    # one all-time board, and so does this run; `--scenario boards` prices the periods (docs/benchmarks.md).
-    periods: tuple[str, ...] = ()
-    # Virtual second 0 as a UTC time (epoch seconds): mid-morning, so no period ends during the run.
-    start_epoch: float = 1_795_856_400.0  # 2026-11-24T06:20:00Z, a Tuesday
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "distribution": f"zipf(s={self.zipf_s}) over {self.items} items"}

@@ -13,13 +13,11 @@ real aggregator handler can consume it.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
 import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from botocore.exceptions import ClientError
@@ -28,73 +26,36 @@ from shardboard.adapters.board_table import (
     BoardStore,
     aggregate_state,
     board_state_from_item,
-    entry_state,
-    period_status,
     snapshot_from_item,
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttle_scope
 from shardboard.adapters.keys import (
-    APPLIED_PREFIX,
-    BOARD,
-    BOARD_COUNTER_PREFIX,
     BOARD_SHARD,
-    BUCKET,
-    BY_CHANGE_INDEX,
     BY_VIEWS_INDEX,
-    CHANGE_PROJECTION,
-    CHANGED,
-    CHANGED_AT,
-    CHANGES,
-    CLEAN_BOARD,
-    DIRTY,
-    EXPIRES_AT,
-    IMPORT_ID,
     ITEM_ID,
     LAST_UPDATED,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
-    PERIOD_KIND,
     PK,
     QUIET_SINCE,
-    REFRESHED_AT,
     REVIEWED_AT,
     REVIEWED_VIEWS,
     SHARD,
     SHARD_HISTORY,
-    SOURCE_VIEWS,
     VIEWS,
     aggregate_pk,
     applied_attr,
-    board_counter,
-    count_attr,
-    entry_pk,
-    index_key_attr,
-    index_name,
     shards_pk,
     snapshot_pk,
     threshold_pk,
     view_pk,
 )
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
-from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet, ViewStore, counter_attribute
+from shardboard.adapters.views_table import ViewStore
 from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
-from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, KINDS, bucket_of
-from shardboard.domain.ports import (
-    AggregateState,
-    BoardState,
-    Cursor,
-    LateMove,
-    LateResult,
-    MoveResult,
-    PastEntry,
-    PeriodKey,
-    PeriodStatus,
-    ShardMetadata,
-    Throttled,
-)
+from shardboard.domain.ports import AggregateState, BoardState, Cursor, MoveResult, ShardMetadata, Throttled
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
@@ -109,14 +70,8 @@ def views_schema(table: str) -> TableSchema:
 
 
 def board_schema(table: str) -> TableSchema:
-    """template.yaml's board table: a GSI per period kind projecting item_id (keys are always projected), and the
-    sparse by-change index of dirty periods."""
-    periods = tuple(
-        IndexSchema(index_name(kind), index_key_attr(kind), count_attr(kind), frozenset({ITEM_ID}))
-        for kind in (ALL, *KINDS)
-    )
-    changes = IndexSchema(BY_CHANGE_INDEX, CHANGED, None, frozenset(CHANGE_PROJECTION))
-    return TableSchema(table, PK, None, (*periods, changes))
+    """template.yaml's board table: the by-views GSI projects item_id (keys are always projected)."""
+    return TableSchema(table, PK, None, (IndexSchema(BY_VIEWS_INDEX, BOARD_SHARD, VIEWS, frozenset({ITEM_ID})),))
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -210,28 +165,21 @@ class MemoryTable:
 class MemoryViewStore:
     """The base table in memory (the ViewCounters port): write-sharded counters plus their stream."""
 
-    def __init__(self, emulator: CapacityEmulator, table: str = "memory-views", anchor: str = ALL) -> None:
+    def __init__(self, emulator: CapacityEmulator, table: str = "memory-views") -> None:
         self.table = table
-        self.anchor = anchor
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(views_schema(table), emulator)
         self.stream: list[dict[str, Any]] = []
         self._sequence = 0
 
     @metered
-    def add_view(
-        self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
-    ) -> float:
-        """``ADD views :count`` (and each board's counter) on one counter item; a throttled write raises
-        ``Throttled`` and changes nothing. ``bucket`` None: the current anchor bucket (wall clock)."""
-        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
-        pk = view_pk(item_id, shard, bucket)
+    def add_view(self, item_id: str, shard: int, count: int = 1) -> float:
+        """``ADD views :count`` on one counter; a throttled write raises ``Throttled`` and changes nothing."""
+        pk = view_pk(item_id, shard)
         with self.data.lock:
             old = self.data.items.get(pk)
-            new = dict(old or {})
-            new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
-            for attribute in (VIEWS, *(board_counter(board) for board in boards)):
-                new[attribute] = {"N": str(_number(new, attribute) + count)}
+            views = int(old[VIEWS]["N"]) + count if old else count
+            new = {PK: {"S": pk}, VIEWS: {"N": str(views)}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}}
             try:
                 self.data.write("UpdateItem", pk, new)
             except ClientError as error:
@@ -241,37 +189,6 @@ class MemoryViewStore:
                 raise Throttled(scope) from error
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
-
-    @metered
-    def set_counters(
-        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
-    ) -> CounterSet:
-        """``SET`` absolute counters on a new counter item tagged ``import_id`` if the item does not exist
-        (``attribute_not_exists(pk)``); otherwise PRESENT (same import) or TAKEN, with the refused write's units."""
-        pk = view_pk(item_id, shard, bucket)
-        with self.data.lock:
-            old = self.data.items.get(pk)
-            if old is not None:
-                self.data.refuse("UpdateItem", pk)
-                units = float(self.data.schema.write_charges({PK: {"S": pk}}, old, old)[0].units)
-                return CounterSet(PRESENT if old.get(IMPORT_ID, {}).get("S") == import_id else TAKEN, units)
-            new: Item = {
-                PK: {"S": pk},
-                ITEM_ID: {"S": item_id},
-                SHARD: {"N": str(shard)},
-                BUCKET: {"S": bucket},
-                IMPORT_ID: {"S": import_id},
-            }
-            new |= {counter_attribute(board): {"N": str(count)} for board, count in counts.items()}
-            try:
-                self.data.write("UpdateItem", pk, new)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
-            self._emit(pk, None, new)
-        return CounterSet(WRITTEN, float(self.data.schema.write_charges({PK: {"S": pk}}, None, new)[0].units))
 
     def _emit(self, pk: str, old: Item | None, new: Item) -> None:
         self._sequence += 1
@@ -303,325 +220,159 @@ class MemoryViewStore:
         return batch
 
     @metered
-    def item_total(self, item_id: str, write_shards: int, bucket: str = ALL) -> int:
-        """Exact views of one item in one anchor bucket: the sum of its shard counters (strongly consistent)."""
-        return sum(self._counters(item_id, range(write_shards), bucket).values())
+    def item_total(self, item_id: str, write_shards: int) -> int:
+        """Exact views of one item: the sum of its shard counters (strongly consistent)."""
+        return sum(self._counters(item_id, range(write_shards)).values())
 
     @metered
-    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str = ALL) -> dict[int, int]:
-        """The counters of ``item_id`` on ``shards`` in one anchor bucket; shards never written are left out."""
-        return self._counters(item_id, sorted(set(shards)), bucket)
+    def shard_counts(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards``; shards never written are left out."""
+        return self._counters(item_id, sorted(set(shards)))
 
-    def _counters(self, item_id: str, shards: Iterable[int], bucket: str) -> dict[int, int]:
+    def _counters(self, item_id: str, shards: Iterable[int]) -> dict[int, int]:
         with self.data.lock:
-            items = {k: self.data.read("BatchGetItem", view_pk(item_id, k, bucket), True) for k in shards}
+            items = {k: self.data.read("BatchGetItem", view_pk(item_id, k), True) for k in shards}
         return {k: int(item[VIEWS]["N"]) for k, item in items.items() if item}
 
     @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
-        """Every item's exact all-time views on the global board (as ``ViewStore.scan_totals``)."""
         totals: dict[str, int] = {}
-        for name, _, _, board, views in self.scan_counters_all():
-            if board == GLOBAL_BOARD:  # a category board's counter counts the same views again
-                totals[name] = totals.get(name, 0) + views
+        with self.data.lock:
+            for item in self.data.scan():
+                name = item[ITEM_ID]["S"]
+                totals[name] = totals.get(name, 0) + int(item[VIEWS]["N"])
         return totals
-
-    @metered
-    def counters(self, item_id: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, int]]:
-        found: dict[tuple[str, int], dict[str, int]] = {}
-        with self.data.lock:
-            for bucket, shard in sorted(set(keys)):
-                item = self.data.read("BatchGetItem", view_pk(item_id, shard, bucket), True)
-                for _, _, _, board, value in counter_rows(item) if item else ():
-                    found.setdefault((bucket, shard), {})[board] = value
-        return found
-
-    def scan_counters_all(self, segments: int = 4) -> list[tuple[str, str, int, str, int]]:
-        """(item, bucket, shard, board, views) of every board counter of every base item."""
-        with self.data.lock:
-            return [row for item in self.data.scan() for row in counter_rows(item)]
 
 
 class MemoryBoardStore:
-    """The board table in memory (the Board port): aggregates, past entries, the period GSIs, period items and
-    snapshots. Each method evaluates the adapter's ConditionExpression in Python and charges what DynamoDB would."""
+    """The board table in memory (the Board port): aggregates, the sharded by-views GSI, snapshot and threshold."""
 
     def __init__(self, emulator: CapacityEmulator, table: str = "memory-board") -> None:
         self.table = table
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(board_schema(table), emulator)
         self.index = self.data.schema.index(BY_VIEWS_INDEX)
-        # Per period index (kind): GSI key -> pk -> count, plus each partition sorted best first (cached).
-        self._partitions: dict[str, dict[str, dict[str, int]]] = {kind: {} for kind in (*KINDS, ALL)}
-        self._sorted: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # GSI partitions: board shard -> pk -> views, plus each partition's entries sorted best first (cached).
+        self._partitions: dict[str, dict[str, int]] = {}
+        self._sorted: dict[str, list[tuple[int, str]]] = {}
 
     # -- aggregates
     @metered
-    def move(
-        self,
-        board: str,
-        item_id: str,
-        bucket: str,
-        moves: Sequence[ShardMove],
-        *,
-        kinds: Sequence[str],
-        joins: Mapping[str, str],
-    ) -> MoveResult:
-        pk = aggregate_pk(board, item_id)
+    def move(self, item_id: str, moves: Sequence[ShardMove], board_shard: str | None) -> MoveResult:
+        pk = aggregate_pk(item_id)
         with self.data.lock:
-            current = self.data.items.get(pk) or {}
-            stored_bucket = current.get(BUCKET, {}).get("S")
-            if (stored_bucket not in (None, bucket)) or not _moves_hold(current, moves):
+            old = self.data.items.get(pk)
+            current = old or {}
+            if any(_applied(current, m.shard) != (m.expected or None) for m in moves):
                 refused = self.data.refuse("UpdateItem", pk)
                 return MoveResult(applied=False, state=aggregate_state(refused) if refused is not None else None)
-            delta = sum(m.target - m.expected for m in moves)
             new = dict(current)
-            new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, BOARD: {"S": board}, BUCKET: {"S": bucket}}
-            for attribute in (VIEWS, *(count_attr(kind) for kind in kinds)):
-                new[attribute] = {"N": str(_number(current, attribute) + delta)}
+            new[PK] = {"S": pk}
+            new[ITEM_ID] = {"S": item_id}
+            new[VIEWS] = {
+                "N": str(int(current.get(VIEWS, {"N": "0"})["N"]) + sum(m.target - m.expected for m in moves))
+            }
             for m in moves:
                 new[applied_attr(m.shard)] = {"N": str(m.target)}
-            for kind, key in joins.items():  # if_not_exists: only reshard (and a period's end) moves keys
-                new.setdefault(index_key_attr(kind), {"S": key})
-            self._write("UpdateItem", pk, new)
+            if board_shard is not None and BOARD_SHARD not in current:  # if_not_exists: only reshard moves keys
+                new[BOARD_SHARD] = {"S": board_shard}
+            self._write_aggregate("UpdateItem", pk, new)
         return MoveResult(applied=True, state=aggregate_state(new))
 
     @metered
-    def state(self, board: str, item_id: str) -> AggregateState:
+    def state(self, item_id: str) -> AggregateState:
         with self.data.lock:
-            return aggregate_state(self.data.read("GetItem", aggregate_pk(board, item_id), consistent=True))
+            return aggregate_state(self.data.read("GetItem", aggregate_pk(item_id), consistent=True))
 
     @metered
-    def roll(
-        self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
-    ) -> bool:
-        pk = aggregate_pk(board, item_id)
-        with self.data.lock:
-            current = self.data.items.get(pk)
-            if (
-                current is None
-                or current.get(BUCKET, {}).get("S") != old.bucket
-                or _number(current, VIEWS) != old.views
-            ):
-                self.data.refuse("UpdateItem", pk)
-                return False
-            item = {name: value for name, value in current.items() if not name.startswith(APPLIED_PREFIX)}
-            item[BUCKET], item[VIEWS] = {"S": new.bucket or ""}, {"N": str(new.views)}
-            for shard, value in new.applied.items():
-                item[applied_attr(shard)] = {"N": str(value)}
-            for kind, count in new.counts.items():
-                item[count_attr(kind)] = {"N": str(count)}
-            for kind, key in keys.items():
-                if key is None:
-                    item.pop(index_key_attr(kind), None)
-                else:
-                    item[index_key_attr(kind)] = {"S": key}
-            self._write("UpdateItem", pk, item)
-        return True
-
-    @metered
-    def archive(self, entry: PastEntry) -> None:
-        period = entry.period
-        pk = entry_pk(period.board, period.kind, period.bucket, entry.item_id)
-        with self.data.lock:
-            current = self.data.items.get(pk)
-            if current is not None and _number(current, SOURCE_VIEWS) >= entry.source_views:
-                self.data.refuse("PutItem", pk)
-                return
-            item: Item = {
-                PK: {"S": pk},
-                ITEM_ID: {"S": entry.item_id},
-                BOARD: {"S": period.board},
-                PERIOD_KIND: {"S": period.kind},
-                BUCKET: {"S": period.bucket},
-                count_attr(period.kind): {"N": str(entry.count)},
-                SOURCE_VIEWS: {"N": str(entry.source_views)},
-            }
-            if entry.index_key is not None:
-                item[index_key_attr(period.kind)] = {"S": entry.index_key}
-            if entry.expires_at is not None:
-                item[EXPIRES_AT] = {"N": str(entry.expires_at)}
-            for shard, value in (entry.applied or {}).items():
-                item[applied_attr(shard)] = {"N": str(value)}
-            self._write("PutItem", pk, item)
-
-    @metered
-    def move_late(self, late: LateMove) -> LateResult:
-        """TransactWriteItems: every condition is checked first; a transactional write costs twice the units."""
-        entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
-        entry_key = entry_pk(late.board, late.anchor_kind, late.bucket, late.item_id)
-        aggregate_key = aggregate_pk(late.board, late.item_id)
-        delta = sum(m.target - m.expected for m in late.moves)
-        with self.data.lock:
-            stored_entry = self.data.items.get(entry_key) or {}
-            if not _moves_hold(stored_entry, late.moves):
-                refused = self.data.refuse("TransactWriteItems", entry_key)
-                return LateResult(applied=False, entry=entry_state(refused, late.anchor_kind) if refused else None)
-            aggregate = self.data.items.get(aggregate_key)
-            if aggregate is None or aggregate.get(BUCKET, {}).get("S") != late.aggregate_bucket:
-                self.data.refuse("TransactWriteItems", aggregate_key)
-                return LateResult(applied=False, aggregate_moved=True)
-            writes: list[tuple[str, Item]] = []
-            for period in (entry, *late.past):
-                pk = entry_pk(period.board, period.kind, period.bucket, late.item_id)
-                item = dict(self.data.items.get(pk) or {})
-                item |= {PK: {"S": pk}, ITEM_ID: {"S": late.item_id}, BOARD: {"S": period.board}}
-                item |= {PERIOD_KIND: {"S": period.kind}, BUCKET: {"S": period.bucket}}
-                item[count_attr(period.kind)] = {"N": str(_number(item, count_attr(period.kind)) + delta)}
-                if period == entry:
-                    for m in late.moves:
-                        item[applied_attr(m.shard)] = {"N": str(m.target)}
-                expires = late.expires_at.get(period)
-                if expires is not None:
-                    item[EXPIRES_AT] = {"N": str(expires)}
-                if period in late.joins:
-                    item.setdefault(index_key_attr(period.kind), {"S": late.joins[period]})
-                writes.append((pk, item))
-            moved = dict(aggregate)
-            for attribute in (VIEWS, *(count_attr(kind) for kind in late.aggregate_kinds)):
-                moved[attribute] = {"N": str(_number(aggregate, attribute) + delta)}
-            writes.append((aggregate_key, moved))
-            charges = []
-            for pk, item in writes:
-                for charge in self.data.schema.write_charges({PK: {"S": pk}}, self.data.items.get(pk), item):
-                    double = charge.resource == self.data.schema.name
-                    charges.append(dataclasses.replace(charge, units=charge.units * 2) if double else charge)
-            self.data.emulator.admit("TransactWriteItems", charges)
-            for pk, item in writes:
-                self._index(pk, self.data.items.get(pk), item)
-                self.data.items[pk] = item
-        return LateResult(applied=True)
-
-    @metered
-    def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
-        pk = entry_pk(period.board, period.kind, period.bucket, item_id)
-        with self.data.lock:
-            return entry_state(self.data.read("GetItem", pk, consistent=True), period.kind)
-
-    @metered
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """``attribute_exists(pk) AND attribute_not_exists(key)``: an indexed item keeps its key."""
-        return self._join(aggregate_pk(board, item_id), index_key_attr(kind), board_shard)
-
-    @metered
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        pk = entry_pk(period.board, period.kind, period.bucket, item_id)
-        return self._join(pk, index_key_attr(period.kind), board_shard)
-
-    def _join(self, pk: str, attribute: str, key: str) -> bool:
+    def join_index(self, item_id: str, board_shard: str) -> bool:
+        """``attribute_exists(pk) AND attribute_not_exists(board_shard)``: an indexed item keeps its key."""
+        pk = aggregate_pk(item_id)
         with self.data.lock:
             old = self.data.items.get(pk)
-            if old is None or attribute in old:
+            if old is None or BOARD_SHARD in old:
                 self.data.refuse("UpdateItem", pk)
                 return False
-            self._write("UpdateItem", pk, {**old, attribute: {"S": key}})
+            self._write_aggregate("UpdateItem", pk, {**old, BOARD_SHARD: {"S": board_shard}})
         return True
 
     @metered
-    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
+    def aggregate_views(self, item_id: str) -> int | None:
         with self.data.lock:
-            item = self.data.read("GetItem", aggregate_pk(board, item_id), consistent=False)
+            item = self.data.read("GetItem", aggregate_pk(item_id), consistent=False)
         return None if item is None else int(item[VIEWS]["N"])
 
     @metered
-    def scan_counts(self, segments: int = 4) -> list[Item]:
+    def scan_aggregates(self, segments: int = 4) -> dict[str, tuple[int, bool]]:
         with self.data.lock:
-            return [item for item in self.data.scan() if ITEM_ID in item]
+            return {
+                item[ITEM_ID]["S"]: (int(item[VIEWS]["N"]), BOARD_SHARD in item)
+                for item in self.data.scan()
+                if ITEM_ID in item
+            }
 
-    def scan_aggregates(self, board: str = GLOBAL_BOARD, segments: int = 4) -> dict[str, tuple[int, bool]]:
-        return {
-            item[ITEM_ID]["S"]: (int(item[VIEWS]["N"]), BOARD_SHARD in item)
-            for item in self.scan_counts(segments)
-            if item[PK]["S"] == aggregate_pk(board, item[ITEM_ID]["S"])
-        }
-
-    def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
-        with self.data.lock:
-            self._write("DeleteItem", aggregate_pk(board, item_id), None)
-
-    def delete_entry(self, period: PeriodKey, item_id: str) -> None:
-        with self.data.lock:
-            self._write("DeleteItem", entry_pk(period.board, period.kind, period.bucket, item_id), None)
-
-    def _write(self, operation: str, pk: str, new: Item | None) -> None:
+    def _write_aggregate(self, operation: str, pk: str, new: Item) -> None:
         old = self.data.write(operation, pk, new)
-        self._index(pk, old, new)
+        for item, add in ((old, False), (new, True)):
+            if item and BOARD_SHARD in item:
+                partition = self._partitions.setdefault(item[BOARD_SHARD]["S"], {})
+                if add:
+                    partition[pk] = int(item[VIEWS]["N"])
+                else:
+                    partition.pop(pk, None)
+                self._sorted.pop(item[BOARD_SHARD]["S"], None)
 
-    def _index(self, pk: str, old: Item | None, new: Item | None) -> None:
-        """Keep each period index's partitions in step with one item's old and new keys."""
-        for kind in self._partitions:
-            key_attr, count = index_key_attr(kind), count_attr(kind)
-            for item, add in ((old, False), (new, True)):
-                if item and key_attr in item:
-                    partition = self._partitions[kind].setdefault(item[key_attr]["S"], {})
-                    if add:
-                        partition[pk] = _number(item, count)
-                    else:
-                        partition.pop(pk, None)
-                    self._sorted.pop((kind, item[key_attr]["S"]), None)
-
-    # -- the GSIs
+    # -- the GSI
     @metered
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
+        self, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Like DynamoDB: best first, resumes after ``start``, returns a cursor whenever ``limit`` was reached."""
-        count_name, key_name = count_attr(kind), index_key_attr(kind)
-        index = self.data.schema.index(index_name(kind))
         with self.data.lock:
-            ordered = self._sorted.get((kind, board_shard))
+            ordered = self._sorted.get(board_shard)
             if ordered is None:
-                members = self._partitions[kind].get(board_shard, {})
-                ordered = self._sorted[(kind, board_shard)] = sorted((-views, pk) for pk, views in members.items())
-            first = bisect.bisect_right(ordered, (-int(start[count_name]["N"]), start[PK]["S"])) if start else 0
+                members = self._partitions.get(board_shard, {})
+                ordered = self._sorted[board_shard] = sorted((-views, pk) for pk, views in members.items())
+            first = bisect.bisect_right(ordered, (-int(start[VIEWS]["N"]), start[PK]["S"])) if start else 0
             rows: list[tuple[str, int]] = []
             sizes: list[int] = []
             cursor: Item | None = None
             for negative_views, pk in ordered[first : first + limit]:
-                entry = index.entry(self.data.items[pk], self.data.schema.keys) or {}
+                entry = self.index.entry(self.data.items[pk], self.data.schema.keys) or {}
                 rows.append((entry[ITEM_ID]["S"], -negative_views))
                 sizes.append(item_size(entry))
                 if len(rows) == limit or sum(sizes) >= PAGE_BYTES:
-                    cursor = {PK: {"S": pk}, key_name: {"S": board_shard}, count_name: {"N": str(-negative_views)}}
+                    cursor = {PK: {"S": pk}, BOARD_SHARD: {"S": board_shard}, VIEWS: {"N": str(-negative_views)}}
                     break
             units = query_units(sizes, consistent=False)
-            resource = self.data.schema.resource(index)
+            resource = self.data.schema.resource(self.index)
             self.data.emulator.admit("Query", [Charge(self.table, resource, board_shard, "read", units)])
         return rows, cursor
 
-    # -- snapshots and period items
+    # -- snapshot and threshold
     @metered
-    def get_snapshot(self, period: PeriodKey, consistent: bool = False) -> Item | None:
+    def get_snapshot(self, board: str, consistent: bool = False) -> Item | None:
         with self.data.lock:
-            item = self.data.read("GetItem", snapshot_pk(*period), consistent)
+            item = self.data.read("GetItem", snapshot_pk(board), consistent)
         return None if item is None else snapshot_from_item(item)
 
     @metered
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
-        item = snapshot_item(snapshot)
-        pk = item[PK]["S"]
+        pk = snapshot_pk(snapshot["board"])
         with self.data.lock:
             old = self.data.items.get(pk)
             found = int(old["version"]["N"]) if old else None
             if found != previous_version:
                 self.data.refuse("PutItem", pk)
                 return False
-            self.data.write("PutItem", pk, item)
+            self.data.write("PutItem", pk, snapshot_item(snapshot))
         return True
 
     @metered
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
-        found = {}
-        with self.data.lock:
-            for period in periods:
-                item = self.data.read("BatchGetItem", threshold_pk(*period), consistent=False)
-                if item is not None:
-                    found[period] = board_state_from_item(item)
-        return found
-
-    @metered
     def get_threshold(self, board: str) -> int:
-        return self.get_board_state(board).threshold
+        with self.data.lock:
+            item = self.data.read("GetItem", threshold_pk(board), consistent=False)
+        return int(item["threshold"]["N"]) if item and "threshold" in item else 0
 
     @metered
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
@@ -629,90 +380,19 @@ class MemoryBoardStore:
             return board_state_from_item(self.data.read("GetItem", threshold_pk(board), consistent))
 
     @metered
-    def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
-        pk = threshold_pk(*period)
+    def raise_threshold(self, board: str, threshold: int) -> bool:
+        pk = threshold_pk(board)
         with self.data.lock:
             old = self.data.items.get(pk)
             if old is not None and "threshold" in old and int(old["threshold"]["N"]) >= threshold:
                 self.data.refuse("UpdateItem", pk)
                 return False
-            self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), "threshold": {"N": str(threshold)}})
+            self.data.write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), "threshold": {"N": str(threshold)}})
         return True
 
-    @metered
-    def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
-        with self.data.lock:
-            for period in periods:
-                pk = threshold_pk(*period)
-                item = dict(self.data.items.get(pk) or {PK: {"S": pk}})
-                item |= {CHANGED: {"S": DIRTY}, CHANGED_AT: {"N": str(now)}, BOARD: {"S": period.board}}
-                item[CHANGES] = {"N": str(_number(item, CHANGES) + 1)}
-                item |= {PERIOD_KIND: {"S": period.kind}, BUCKET: {"S": period.bucket}}
-                expires = expires_at.get(period)
-                if expires is not None:
-                    item[EXPIRES_AT] = {"N": str(expires)}
-                self._write("UpdateItem", pk, item)
-
-    def _by_change(self, partition: str) -> list[PeriodStatus]:
-        with self.data.lock:
-            items = [item for item in self.data.items.values() if item.get(CHANGED, {}).get("S") == partition]
-            units = query_units([item_size(item) for item in items], consistent=False)
-            resource = self.data.schema.resource(self.data.schema.index(BY_CHANGE_INDEX))
-            self.data.emulator.admit("Query", [Charge(self.table, resource, partition, "read", units)])
-        return [period_status(item) for item in items]
-
-    @metered
-    def changed_periods(self) -> list[PeriodStatus]:
-        return self._by_change(DIRTY)
-
-    @metered
-    def periods(self) -> list[PeriodStatus]:
-        return self._by_change(DIRTY) + self._by_change(CLEAN_BOARD)
-
-    @metered
-    def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
-        pk = threshold_pk(*period)
-        with self.data.lock:
-            old = self.data.items.get(pk)
-            if old is None or _number(old, CHANGES) != changes:
-                self.data.refuse("UpdateItem", pk)
-                return
-            item = {**old, REFRESHED_AT: {"N": str(now)}}
-            if period.kind == ALL:
-                item[CHANGED] = {"S": CLEAN_BOARD}
-            else:
-                item.pop(CHANGED, None)
-            self._write("UpdateItem", pk, item)
-
-    def snapshot_item_size(self, period: PeriodKey | None = None) -> int:
+    def snapshot_item_size(self, board: str) -> int:
         """Bytes of the stored snapshot item: what one frontend read costs."""
-        return item_size(self.data.items.get(snapshot_pk(*(period or PeriodKey(GLOBAL_BOARD, ALL, ALL)))))
-
-
-def counter_rows(item: Mapping[str, Any]) -> list[tuple[str, str, int, str, int]]:
-    """(item, bucket, shard, board, views) of each counter of one base item (``views`` is the global board's)."""
-    name, bucket, shard = item[ITEM_ID]["S"], item[BUCKET]["S"], int(item[SHARD]["N"])
-    return [
-        (
-            name,
-            bucket,
-            shard,
-            GLOBAL_BOARD if attribute == VIEWS else attribute[len(BOARD_COUNTER_PREFIX) :],
-            int(v["N"]),
-        )
-        for attribute, v in item.items()
-        if attribute == VIEWS or attribute.startswith(BOARD_COUNTER_PREFIX)
-    ]
-
-
-def _moves_hold(item: Mapping[str, Any], moves: Sequence[ShardMove]) -> bool:
-    """The compare-and-set's condition: every applied value is what the move expects (0 = absent)."""
-    return all(_applied(item, m.shard) == (m.expected or None) for m in moves)
-
-
-def _number(item: Mapping[str, Any], attribute: str) -> int:
-    value = item.get(attribute)
-    return int(value["N"]) if value else 0
+        return item_size(self.data.items.get(snapshot_pk(board)))
 
 
 def _applied(item: Mapping[str, Any], shard: int) -> int | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from shardboard_tools.cli import bench, demo, importing, pipeline, plan, recovery, reshard
+from shardboard_tools.cli import bench, demo, pipeline, plan, recovery, reshard
 from shardboard_tools.cli.common import one_line_errors
 from shardboard_tools.local.runtime import Runtime, use_local_credentials_if_needed
 from shardboard_tools.template import DEFAULT_STACK
@@ -63,7 +63,7 @@ def main(
         ctx.obj = Runtime.from_template(template_path, overrides, stack)
 
 
-for command in [*pipeline.COMMANDS, *recovery.COMMANDS, *importing.COMMANDS]:
+for command in [*pipeline.COMMANDS, *recovery.COMMANDS]:
     main.add_command(command)
 for command in demo.COMMANDS:
     main.add_command(command)

@@ -56,20 +56,13 @@ def command_line(ctx: click.Context) -> str:
     show_default=True,
     help="Simulated seconds of each probe of the viral-item rate search.",
 )
-@click.option(
-    "--design",
-    "designs",
-    multiple=True,
-    type=click.Choice([*DESIGNS, "seed-per-board", "straightforward"]),
-    help="Only these designs (repeatable); --scenario boards knows seed-per-board, straightforward and shardboard.",
-)
+@click.option("--design", "designs", multiple=True, type=click.Choice(DESIGNS), help="Only these designs (repeatable).")
 @click.option(
     "--scenario",
-    type=click.Choice(["designs", "boards", "viral-ramp", "viral-ramp-additive"]),
+    type=click.Choice(["designs", "viral-ramp", "viral-ramp-additive"]),
     default="designs",
     show_default=True,
-    help="designs: the side-by-side run; boards: 20 category boards and day/week/month periods "
-    "(docs/benchmarks-boards.md); viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
+    help="designs: the side-by-side run; viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
 @click.option(
@@ -101,9 +94,6 @@ def bench(
 ) -> None:
     """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
     require_extra("bench", "bench", "numpy", *(() if no_files else ("matplotlib",)))
-    if scenario == "boards":
-        run_boards_scenario(click.get_current_context(), designs, as_json=as_json, out=None if no_files else out)
-        return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
 
@@ -147,53 +137,3 @@ def bench(
         screen.print(f"wrote {out / 'benchmarks.md'} and {png}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
-
-
-def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json: bool, out: Path | None) -> None:
-    """``--scenario boards``: 2,000,000 views on 20 skewed category boards, day/week/month and all time."""
-    from shardboard_tools.bench.boards import run_boards
-    from shardboard_tools.bench.boards_designs import BOARDS_DESIGNS
-    from shardboard_tools.bench.boards_report import markdown, table, targets
-    from shardboard_tools.bench.boards_workload import BoardsWorkload
-
-    sized = {}
-    if ctx.get_parameter_source("views") == click.core.ParameterSource.COMMANDLINE:
-        sized["views"] = ctx.params["views"]
-    workload = BoardsWorkload.straddling_midnight(**sized)
-    chosen = tuple(d for d in designs if d in BOARDS_DESIGNS) or BOARDS_DESIGNS
-    screen = Console(stderr=True) if as_json else Console()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        tasks = {name: progress.add_task(name, total=workload.views) for name in chosen}
-        result = run_boards(
-            workload, chosen, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
-        )
-    screen.print(table(result))
-    for target in targets(result):
-        screen.print(
-            f"target {target.name}: {target.wanted}, found {target.found}: {'met' if target.met else 'MISSED'}"
-        )
-    if out is not None:
-        from shardboard_tools.bench.notes import BOARDS_NOTES
-
-        path = out / "benchmarks-boards.md"
-        path.write_text(markdown(result, command_line(ctx), BOARDS_NOTES), encoding="utf-8")
-        screen.print(f"wrote {path}")
-    if as_json:
-        ours = result["designs"].get("shardboard", {})
-        click.echo(json.dumps({**result, **{k: ours[k] for k in SUMMARY_KEYS if k in ours}}, indent=2, default=str))
-
-
-# `bench --scenario boards --json` prints shardboard's headline figures at the top level too.
-SUMMARY_KEYS = (
-    "write_units_per_view",
-    "base_writes_per_view",
-    "max_refresh_read_ratio",
-    "cost_per_million_views",
-    "exact",
-)

@@ -81,9 +81,6 @@ def show(report: ChaosReport) -> None:
         f"bisections {runner.bisections}, runner restarts {report.runner_restarts}",
         markup=False,
     )
-    times = ", ".join(f"{label} {report.times[label]}" for label in ("now", "boundary", "late"))
-    boards = ", ".join(f"{name} {count}" for name, count in sorted(report.on_boards.items())) or "none"
-    console.print(f"views by time: {times}; naming category boards: {boards}", markup=False)
     console.print(
         f"replays absorbed {totals.replays_absorbed}, gaps healed {totals.gaps_healed}, "
         f"failed items retried {totals.failed_items}",
@@ -102,15 +99,10 @@ def show(report: ChaosReport) -> None:
     if verified is None:
         return
     console.print(
-        f"verify: {verified.boards} boards, {verified.periods} periods: {len(verified.differences)} differences, "
-        f"{len(verified.index_misses)} index misses, {len(report.negative)} negative; "
-        f"snapshots {verified.snapshots_checked - len(verified.snapshots_inexact)}/{verified.snapshots_checked} "
-        f"exact, global all-time exact: {verified.snapshot_exact} ({verified.items} items, {verified.views} views)"
+        f"verify: {len(verified.differences)} differences, {len(verified.index_misses)} index misses, "
+        f"{len(report.negative)} negative, snapshot exact: {verified.snapshot_exact} "
+        f"({verified.items} items, {verified.views} views)"
     )
     for difference in verified.differences[:10]:
         console.print(f"  {difference}", markup=False)
-    for miss in verified.index_misses[:10]:
-        console.print(f"  index miss: {miss}", markup=False)
-    for inexact in verified.snapshots_inexact[:10]:
-        console.print(f"  snapshot not exact: {inexact}", markup=False)
     console.print("[bold green]EXACT[/]" if report.exact else "[bold red]NOT EXACT[/]")

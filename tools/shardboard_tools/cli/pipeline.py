@@ -1,19 +1,17 @@
-"""The pipeline commands: init, record, process, snapshot, top, boards, verify."""
+"""The pipeline commands: init, record, process, snapshot, top, verify."""
 
 from __future__ import annotations
 
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import click
 from rich.table import Table
 
 from shardboard.domain import validation
-from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
+from shardboard.domain.recording import record_views
+from shardboard.domain.snapshot import leaderboard_json
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
@@ -36,36 +34,23 @@ def init(ctx: click.Context) -> None:
 @click.command()
 @click.argument("items", nargs=-1, required=True)
 @click.option("-n", "--count", default=1, show_default=True, type=int, help="Views of each ITEM (one write per ITEM).")
-@click.option(
-    "--board",
-    "boards",
-    multiple=True,
-    metavar="NAME",
-    help="A category board the views also count on (repeatable, at most 8; the global board is implied).",
-)
 @click.pass_context
-def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple[str, ...]) -> None:
-    """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
-    write shard, in today's anchor bucket."""
+def record(ctx: click.Context, items: tuple[str, ...], count: int) -> None:
+    """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT) on a random write shard."""
     rt = runtime(ctx)
     with one_line_errors():
         # Validate everything first: bad input writes nothing.
         for item in items:
             validation.item_id(item)
         validation.view_count(count)
-        where = Where.of(rt.settings.anchor, boards)
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
             results = list(
                 pool.map(
-                    lambda item: record_views(
-                        rt.views, item, count, rt.settings.write_shards, router=rt.router, where=where
-                    ),
-                    items,
+                    lambda item: record_views(rt.views, item, count, rt.settings.write_shards, router=rt.router), items
                 )
             )
     units = sum(r.write_units for r in results)
-    on = ", ".join((rt.settings.board, *where.boards))
-    console.print(f"recorded {count * len(items)} views of {len(items)} item(s) on {on} ({units:g} write units)")
+    console.print(f"recorded {count * len(items)} views of {len(items)} item(s) ({units:g} write units)")
 
 
 @click.command()
@@ -118,86 +103,36 @@ def snapshot(ctx: click.Context) -> None:
     rt.export_to_handlers()
     with one_line_errors():
         summary = rt.invoke(snapshot_handler.handler, scheduled_event())
-    by_board: dict[str, list[dict[str, Any]]] = {}
-    for one in summary["refreshed"]:
-        by_board.setdefault(one["board"], []).append(one)
-    for board, periods in sorted(by_board.items()):
-        kinds = ", ".join(one["kind"] for one in sorted(periods, key=lambda one: PERIOD_ORDER.index(one["kind"])))
-        written = sum(one["written"] for one in periods)
-        read = sum(one["items_read"] for one in periods)
-        console.print(f"{board}: {kinds} refreshed ({written} written, {read} items read)", markup=False)
+    state = "written" if summary["written"] else "unchanged"
+    console.print(
+        f"snapshot v{summary['version']} {state}: {summary['items']} items, "
+        f"{summary['items_read']} read in {summary['rounds']} round(s)"
+    )
 
 
 @click.command()
-@click.option("-n", "limit", type=int, help="How many entries (default: the board's N).")
-@click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
-@click.option(
-    "--period", default="all", metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
-)
-@click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
+@click.option("-n", "limit", type=int, help="How many entries (default: the board's TopN).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard JSON of the read API.")
 @click.pass_context
-def top(  # noqa: PLR0917 - one parameter per click option
-    ctx: click.Context, limit: int | None, board: str | None, period: str, at: str | None, as_json: bool
-) -> None:
-    """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does."""
+def top(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+    """Show the leaderboard from the snapshot item (one GetItem)."""
     rt = runtime(ctx)
     with one_line_errors():
-        name = validation.board_name(board or rt.settings.board)
-        kind = validation.period_kind(period, rt.settings.periods)
-        key = period_at(name, kind, validation.moment(at))
-        count = validation.limit(None if limit is None else str(limit), rt.settings.top_n_of(name))
-        stored = rt.board.get_snapshot(key)
+        count = validation.limit(None if limit is None else str(limit), rt.settings.top_n)
+        stored = rt.board.get_snapshot(rt.settings.board)
     if stored is None:
-        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    document = leaderboard_json(stored, count)
+        fail("no snapshot yet: run `shardboard snapshot` first")
+    board = leaderboard_json(stored, count)
     if as_json:
-        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(board, ensure_ascii=False, indent=2))
         return
-    shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
-    table = Table(title=f"{document['board']} · {shown}", caption=document["generated_at"])
+    table = Table(title=f"{board['board']} · {board['generated_at']}")
     table.add_column("rank", justify="right")
     table.add_column("id")
     table.add_column("views", justify="right")
-    for entry in document["items"]:
+    for entry in board["items"]:
         table.add_row(str(entry["rank"]), entry["id"], f"{entry['views']:,}")
     console.print(table)
-
-
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
-@click.pass_context
-def boards(ctx: click.Context, as_json: bool) -> None:
-    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh."""
-    rt = runtime(ctx)
-    with one_line_errors():
-        statuses = [s for s in rt.board.periods() if s.period.kind == "all"]
-        layouts = {s.period.board: rt.board.get_board_state(s.period.board) for s in statuses}
-    rows = [
-        {
-            "board": s.period.board,
-            "gsi_shards": layouts[s.period.board].shards or rt.settings.board_shards,
-            "top_n": rt.settings.top_n_of(s.period.board),
-            "threshold": s.threshold,
-            "last_change": _iso(s.changed_at),
-            "last_refresh": _iso(s.refreshed_at),
-            "changes_pending": s.refreshed_at < s.changed_at,
-        }
-        for s in sorted(statuses, key=lambda s: s.period.board)
-    ]
-    if as_json:
-        click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods)}, indent=2))
-        return
-    table = Table(title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}")
-    for column in ("board", "GSI shards", "N", "threshold", "last change", "last refresh"):
-        table.add_column(column, justify="right" if column in ("GSI shards", "N", "threshold") else "left")
-    for row in rows:
-        table.add_row(*(str(row[name] if row[name] is not None else "-") for name in list(row)[:6]))
-    console.print(table)
-
-
-def _iso(epoch: int) -> str | None:
-    return iso(from_epoch(epoch)) if epoch else None
 
 
 @click.command(name="verify")
@@ -212,28 +147,15 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:
         verdict = "exact" if report.exact else "NOT exact"
-        console.print(
-            f"verify: {verdict} ({report.items} items, {report.views} views, {report.boards} board(s), "
-            f"{report.periods} period(s))"
-        )
+        console.print(f"verify: {verdict} ({report.items} items, {report.views} views)")
         for diff in report.differences[:20]:
-            console.print(
-                f"  {diff.board} {diff.period} {diff.item_id!r}: expected {diff.expected}, found {diff.found}",
-                markup=False,
-            )
-        for miss in report.index_misses[:20]:
-            console.print(f"  {miss}: reached its period's threshold but is not in the index", markup=False)
-        if report.snapshots_checked:
-            inexact = len(report.snapshots_inexact)
-            console.print(
-                f"snapshots: {report.snapshots_checked - inexact} of {report.snapshots_checked} match the exact top N"
-                + (f" (stale: {', '.join(report.snapshots_inexact[:5])})" if inexact else "")
-            )
+            console.print(f"  {diff.item_id!r}: expected {diff.expected}, found {diff.found}", markup=False)
+        for item in report.index_misses[:20]:
+            console.print(f"  {item!r}: reached the threshold {report.threshold} but is not in the index", markup=False)
+        if report.snapshot_exact is not None:
+            console.print(f"snapshot: {'matches' if report.snapshot_exact else 'differs from'} the exact top N")
     if not report.exact:
         sys.exit(1)
 
 
-# Periods in the order a board lists them: all time first, then finest to coarsest.
-PERIOD_ORDER = (ALL, *KINDS)
-
-COMMANDS = [init, record, process, snapshot, top, boards, verify_command]
+COMMANDS = [init, record, process, snapshot, top, verify_command]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from shardboard_tools.cli.chaos import chaos
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
-from shardboard_tools.local.stream_runner import DEAD_LETTERS_FILE, default_state_dir
+from shardboard_tools.local.stream_runner import DEAD_LETTERS_FILE, default_state_dir, write_atomically
 from shardboard_tools.operations import recovery
 
 
@@ -26,29 +27,42 @@ def rebuild_state_path(board_table: str) -> Path:
     show_default=True,
     help="Parallel scan segments (each one thread).",
 )
+@click.option("--fresh", is_flag=True, help="Start over instead of resuming an interrupted rebuild.")
 @click.pass_context
-def rebuild(ctx: click.Context, segments: int) -> None:
-    """Recompute every aggregate, past entry and index membership, on every board and period, from the base table.
+def rebuild(ctx: click.Context, segments: int, fresh: bool) -> None:
+    """Recompute every aggregate and its index membership from the base table.
 
     For recovery after an outage longer than the stream's 24-hour retention, or a lost leaderboard table. Safe while
-    traffic flows (the aggregator's own compare-and-set) and safe to run twice, so an interrupted rebuild is resumed
-    by running it again.
+    traffic flows (the aggregator's own compare-and-set), resumable (progress is saved in SHARDBOARD_STATE_DIR after
+    every page), and safe to run twice.
     """
     rt = runtime(ctx)
+    path = rebuild_state_path(rt.settings.board_table)
     with one_line_errors():
         progress = recovery.RebuildProgress.fresh(segments)
-        columns = [TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TextColumn("items"), TimeElapsedColumn()]
+        if path.exists() and not fresh:
+            progress = recovery.RebuildProgress.from_json(json.loads(path.read_text(encoding="utf-8")))
+            console.print(f"resuming the rebuild saved in {path} ({progress.counters_scanned} counters done)")
+        total = rt.dynamodb.describe_table(TableName=rt.settings.views_table)["Table"].get("ItemCount", 0)
+        columns = [
+            TextColumn("rebuild"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("counters"),
+            TimeElapsedColumn(),
+        ]
         with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("rebuild", total=None)
+            task = bar.add_task("rebuild", total=max(total, progress.counters_scanned) or None)
 
-            def repaired(state: recovery.RebuildProgress) -> None:
-                bar.update(task, completed=state.items_repaired)
+            def saved(state: recovery.RebuildProgress) -> None:
+                write_atomically(path, json.dumps(state.as_json()))
+                bar.update(task, completed=state.counters_scanned)
 
-            recovery.rebuild(rt.views, rt.board, rt.settings, progress, on_page=repaired)
+            recovery.rebuild(rt.views, rt.board, rt.settings, progress, on_page=saved)
+    path.unlink(missing_ok=True)
     console.print(
-        f"rebuilt: {progress.counters_scanned} counters scanned, {progress.items_repaired} (board, item) pairs "
-        f"checked, {progress.views_added} views restored, {progress.aggregates_rebuilt} aggregates rebuilt, "
-        f"{progress.index_joins} index joins"
+        f"rebuilt: {progress.counters_scanned} counters scanned, {progress.items_repaired} items checked, "
+        f"{progress.views_added} views restored, {progress.index_joins} index joins"
     )
     if progress.ahead:
         shown = ", ".join(repr(item) for item in progress.ahead[:10])

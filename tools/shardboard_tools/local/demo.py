@@ -9,19 +9,17 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 
-from shardboard.domain.periods import ALL, DAY
-from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import leaderboard_json, period_at
-from shardboard.settings import Settings, schedule_seconds
+from shardboard.domain.snapshot import leaderboard_json
+from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
-from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Panel, StreamLag, Vitals, render
+from shardboard_tools.local.live import FreshnessTracker, LiveTicker, StreamLag, Vitals, render
 from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import Scheduler
@@ -64,12 +62,6 @@ class DemoReport:
     dead_letter_batches: int
     load_errors: int
     seconds: float
-    boards: int = 0  # boards verified (the global one and the categories)
-    periods: int = 0  # (board, period) leaderboards verified
-    snapshots_checked: int = 0
-    snapshots_inexact: int = 0
-    # The global board and the busiest category, this period and all time: title, board, period, top items.
-    leaderboards: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,7 +106,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
 
     def refreshed(summary: dict[str, Any], visible_at: float) -> None:
         items_read.append(int(summary["items_read"]))
-        stored = rt.board.get_snapshot(PeriodKey(settings.board, ALL, ALL), consistent=True)
+        stored = rt.board.get_snapshot(settings.board, consistent=True)
         if stored:
             tracker.snapshot(stored["items"], visible_at)
 
@@ -144,7 +136,6 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
     runner.drain()
     scheduler.run_now()  # one refresh after the drain: the snapshot now counts every view
     report = verify(rt.views, rt.board, settings)
-    final = panels(rt, showcase(settings, options.load.busiest_category))
     return DemoReport(
         views=load.views,
         views_per_second=load.views_per_second,
@@ -163,50 +154,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         dead_letter_batches=runner.stats.dead_letter_batches,
         load_errors=load.errors,
         seconds=time.monotonic() - started,
-        boards=report.boards,
-        periods=report.periods,
-        snapshots_checked=report.snapshots_checked,
-        snapshots_inexact=len(report.snapshots_inexact),
-        leaderboards=[{"title": panel.title, **(panel.board or {"items": []})} for panel in final],
     )
-
-
-@dataclass(frozen=True)
-class Shown:
-    """One leaderboard the demo shows: a board and a period kind (a calendar kind means its current period)."""
-
-    title: str
-    board: str
-    kind: str
-
-    def period(self) -> PeriodKey:
-        return PeriodKey(self.board, ALL, ALL) if self.kind == ALL else period_at(self.board, self.kind)
-
-
-def showcase(settings: Settings, category: str | None) -> list[Shown]:
-    """The global board and the busiest category board, each today (or the finest configured period) and all time:
-    one board per row, the period and all time side by side."""
-    kind = DAY if DAY in settings.periods else settings.anchor
-    boards = [(settings.board, settings.board)]
-    if category:
-        boards.append((category, f"{category} (busiest)"))
-    shown = []
-    for board, label in boards:
-        if kind != ALL:
-            shown.append(Shown(f"{label} · {'today' if kind == DAY else f'this {kind}'}", board, kind))
-        shown.append(Shown(f"{label} · all time", board, ALL))
-    return shown
-
-
-def panels(rt: Runtime, shown: list[Shown]) -> list[Panel]:
-    """The current snapshot of each leaderboard shown (a current period is resolved at the time of the call)."""
-    found = []
-    for one in shown:
-        period = one.period()
-        stored = rt.board.get_snapshot(period)
-        title = one.title if one.kind == ALL else f"{one.title} {period.bucket}"
-        found.append(Panel(title, leaderboard_json(stored) if stored else None))
-    return found
 
 
 def _load(
@@ -222,9 +170,7 @@ def _load(
     """Generate the load, with the live view refreshing beside it when asked for."""
     spec, write_shards = options.load, rt.settings.write_shards
     if not options.live:
-        return generate(
-            rt.views, spec, write_shards, on_view=tracker.view, show_progress=True, anchor=rt.settings.anchor
-        )
+        return generate(rt.views, spec, write_shards, on_view=tracker.view, show_progress=True)
     progress = {"views": 0}
     lag = StreamLag()
     started = time.monotonic()
@@ -234,9 +180,8 @@ def _load(
         lag.view(landed)
         progress["views"] += 1  # one writer per increment under the GIL; a display figure, not a measurement
 
-    shown = showcase(rt.settings, spec.busiest_category)
-
     def frame() -> Any:
+        stored = rt.board.get_snapshot(rt.settings.board)
         vitals = Vitals(
             views=progress["views"],
             elapsed=time.monotonic() - started,
@@ -247,13 +192,11 @@ def _load(
             refreshes=scheduler.runs,
             web_url=web.url if web else None,
         )
-        return render(panels(rt, shown), vitals, options.rows)
+        return render(leaderboard_json(stored) if stored else None, vitals, options.rows)
 
     with Live(frame(), console=console, refresh_per_second=4, transient=False) as live:
         with LiveTicker(lambda: live.update(frame())):
-            result = generate(
-                rt.views, spec, write_shards, on_view=counted, show_progress=False, anchor=rt.settings.anchor
-            )
+            result = generate(rt.views, spec, write_shards, on_view=counted, show_progress=False)
         live.update(frame())
     return result
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -88,17 +88,9 @@ class Vitals:
     web_url: str | None = None
 
 
-@dataclass(frozen=True)
-class Panel:
-    """One leaderboard of the live view: its title and its snapshot (the read API's document), None before one."""
-
-    title: str
-    board: Mapping[str, object] | None
-
-
-def board_table(title: str, board: Mapping[str, object] | None, rows: int = 10, min_width: int = 48) -> Table:
-    """The top ``rows`` of one leaderboard document (``leaderboard_json``)."""
-    table = Table(title=title, expand=False, min_width=min_width)
+def render(board: Mapping[str, object] | None, vitals: Vitals, rows: int = 10) -> Group:
+    """The top ``rows`` of the snapshot, and one line each for load, stream and freshness."""
+    table = Table(title="top views (snapshot)", expand=False, min_width=48)
     table.add_column("rank", justify="right")
     table.add_column("item")
     table.add_column("views", justify="right")
@@ -108,26 +100,6 @@ def board_table(title: str, board: Mapping[str, object] | None, rows: int = 10, 
         table.add_row(str(entry["rank"]), entry["id"], f"{entry['views']:,}")
     if not items:
         table.add_row("", "waiting for the first snapshot…", "")
-    return table
-
-
-def board_grid(panels: Sequence[Panel], rows: int = 10, columns: int = 2) -> Table:
-    """Several leaderboards side by side, ``columns`` to a row (e.g. a board per row, today | all time)."""
-    grid = Table.grid(padding=(0, 2))
-    for _ in range(columns):
-        grid.add_column()
-    cells = [board_table(panel.title, panel.board, rows, min_width=36) for panel in panels]
-    for start in range(0, len(cells), columns):
-        grid.add_row(*cells[start : start + columns])
-    return grid
-
-
-def render(board: Mapping[str, object] | Sequence[Panel] | None, vitals: Vitals, rows: int = 10) -> Group:
-    """The top ``rows`` of the snapshot (or of each panel, side by side), and one line each for load, stream and
-    freshness."""
-    shown: RenderableType = (
-        board_grid(board, rows) if isinstance(board, Sequence) else board_table("top views (snapshot)", board, rows)
-    )
     rate = vitals.views / vitals.elapsed if vitals.elapsed else 0.0
     target = f" / {vitals.target_seconds:.0f}s" if vitals.target_seconds else ""
     behind = max(0, vitals.views - vitals.records_delivered)
@@ -140,7 +112,7 @@ def render(board: Mapping[str, object] | Sequence[Panel] | None, vitals: Vitals,
     ]
     if vitals.web_url:
         lines.append(f"web      {vitals.web_url}")
-    return Group(shown, *(Text(line) for line in lines))
+    return Group(table, *(Text(line) for line in lines))
 
 
 class LiveTicker:

@@ -1,8 +1,4 @@
-"""Generate views: Zipf-popular items, an optional viral item, a target rate over worker threads.
-
-Each item belongs to one category board (a skewed draw: the first category is the busiest, and holds the viral item),
-and each of its views names that board besides the global one, in the anchor bucket of the time it is written.
-"""
+"""Generate views: Zipf-popular items, an optional viral item, a target rate over worker threads."""
 
 from __future__ import annotations
 
@@ -17,13 +13,9 @@ from dataclasses import dataclass
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.periods import DEFAULT_PERIODS, anchor_kind
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import record_views
 
 OnView = Callable[[str, float], None]
-# The category boards of the demo's items, busiest first, and the share of items in each.
-DEFAULT_CATEGORIES = ("music", "sports", "news", "games")
-DEFAULT_CATEGORY_WEIGHTS = (0.45, 0.25, 0.18, 0.12)
 
 
 @dataclass(frozen=True)
@@ -39,15 +31,10 @@ class LoadSpec:
     duration_seconds: float | None = None
     total_views: int | None = None
     seed: int | None = None
-    # The category boards items belong to (busiest first; empty: views count on the global board only).
-    categories: tuple[str, ...] = DEFAULT_CATEGORIES
-    category_weights: tuple[float, ...] = DEFAULT_CATEGORY_WEIGHTS
 
     def __post_init__(self) -> None:
         if self.items < 1 or self.concurrency < 1 or self.zipf_exponent < 0:
             raise ValueError("items and concurrency must be >= 1 and the Zipf exponent >= 0")
-        if len(self.category_weights) != len(self.categories) or any(w <= 0 for w in self.category_weights):
-            raise ValueError("give one positive weight per category")
         if not 0 <= self.viral_share <= 1:
             raise ValueError("the viral share must be between 0 and 1")
         if self.duration_seconds is None and self.total_views is None:
@@ -55,19 +42,6 @@ class LoadSpec:
 
     def item_name(self, rank: int) -> str:
         return f"item-{rank:05d}"
-
-    @property
-    def busiest_category(self) -> str | None:
-        """The category most items (and the viral item) belong to."""
-        return self.categories[0] if self.categories else None
-
-    def category_of(self, item_id: str) -> str | None:
-        """The category board of an item: a fixed, skewed draw from its name (the viral item is in the busiest)."""
-        if not self.categories:
-            return None
-        if item_id == self.viral_item:
-            return self.categories[0]
-        return random.Random(f"category:{item_id}").choices(self.categories, self.category_weights)[0]
 
 
 @dataclass
@@ -94,7 +68,6 @@ class ItemPicker:
         weights = [1.0 / (rank**spec.zipf_exponent) for rank in range(1, spec.items + 1)]
         self.cumulative = list(itertools.accumulate(weights))
         self.names = [spec.item_name(rank) for rank in range(1, spec.items + 1)]
-        self.categories = {name: spec.category_of(name) for name in [*self.names, spec.viral_item]}
 
     def pick(self, rng: random.Random) -> str:
         if self.spec.viral_share and rng.random() < self.spec.viral_share:
@@ -128,10 +101,8 @@ def generate(
     on_view: OnView | None = None,
     show_progress: bool = True,
     stop: threading.Event | None = None,
-    anchor: str = anchor_kind(DEFAULT_PERIODS),
 ) -> LoadResult:
-    """Record views per ``spec``, each on the global board and its item's category board, in the ``anchor`` bucket
-    (the deployment's finest period) of its time; ``on_view(item, t)`` is called after each write lands."""
+    """Record views per ``spec``; ``on_view(item, t)`` is called after each write lands (for freshness)."""
     picker = ItemPicker(spec)
     pacer = _Pacer(spec.views_per_second)
     result = LoadResult()
@@ -148,10 +119,8 @@ def generate(
                 return
             pacer.wait()
             item = picker.pick(rng)
-            category = picker.categories[item]
             try:
-                where = Where.of(anchor, (category,) if category else ())
-                recorded = record_views(views, item, 1, write_shards, rng, where=where)
+                recorded = record_views(views, item, 1, write_shards, rng)
             except Exception:  # a failed write is counted, not retried: botocore already retried it
                 with lock:
                     result.errors += 1

@@ -1,152 +1,141 @@
 """Recovery without a runbook: rebuild aggregates from the base table, redrive what the failure destination holds.
 
-Both repair one (board, item) the same way (:func:`repair_item`): read its base counters (the truth) and feed them
-to the aggregator's own code as counter steps from 0 to their value (``apply_deltas``). Every compare-and-set then
-finds what is applied and moves it on to the value read, bucket by bucket, oldest first. A counter value read here is
-one the counter really had, so the invariant of docs/exactly-once.md holds; a stream record delivered later is
-absorbed as a replay, and a record applied meanwhile makes the compare-and-set refuse and catch up. So repairs are
-safe while traffic flows and safe to run twice.
-
-A lost aggregate is rebuilt with its past entries: the all-time count of an aggregate includes the views of its past
-anchor buckets, which their entries account for, so the repair removes that item's entries and replays every bucket
-(docs/boards-and-periods.md, "Recovery").
+Both repair one item the same way (:func:`repair_item`): read the item's base counters (the truth) and move each
+``applied_k`` forward to them through the aggregator's own compare-and-set (``apply_item``). A counter value read
+here is one the counter really had, so the invariant of docs/exactly-once.md holds; a stream record delivered later
+finds ``applied_k`` already at or past its NEW value and is absorbed as a replay, and a record applied meanwhile makes
+the compare-and-set refuse and catch up from what it finds. So repairs are safe while traffic flows, safe to run
+twice, and a wiped aggregate simply starts again from 0.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import error_code
-from shardboard.adapters.stream_records import UnexpectedRecord, view_records
+from shardboard.adapters.dynamodb import Item, error_code
+from shardboard.adapters.stream_records import UnexpectedRecord, view_record
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.aggregation import apply_deltas, note_changes
-from shardboard.domain.batch import fold
-from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.aggregation import ItemOutcome, apply_item
+from shardboard.domain.batch import ItemDelta, ShardStep
+from shardboard.domain.sharding import board_shard_of, board_shard_value
 from shardboard.domain.validation import BadInput
 from shardboard.settings import Settings
 
-# Segments of the parallel scan, and the number of repairs run at once.
+# Segments of the parallel scan: each is read by its own thread, so this is also the rebuild's concurrency.
 DEFAULT_SEGMENTS = 8
-# (anchor bucket, write shard) -> the counter's value on one board.
-Counters = dict[tuple[str, int], int]
 
 
 @dataclass(frozen=True)
 class Repair:
-    """What repairing one (board, item) did."""
+    """What repairing one item did."""
 
     item_id: str
     views_added: int = 0
     writes: int = 0
     joined_index: bool = False
-    ahead: bool = False  # some applied value is past its counter: the base table was lowered (a broken precondition)
-    board: str = "global"
-    rebuilt: bool = False  # the aggregate was missing: its past entries were removed and every bucket replayed
+    ahead: bool = False  # some applied_k is past its counter: the base table was lowered (a broken precondition)
 
 
-def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id: str, counters: Counters) -> Repair:
-    """Bring one (board, item) up to its base counters in every period, exactly once (see the module docstring)."""
-    state = board.state(board_name, item_id)
-    buckets = {bucket for bucket, _ in counters}
-    lost = state.bucket is None and state.views == 0
-    rebuilt = lost or _lost_history(board, settings, board_name, item_id, buckets)
-    if rebuilt:
-        for period in _periods(settings, board_name, buckets):
-            board.delete_entry(period, item_id)
-    steps = [(board_name, item_id, bucket, shard, 0, value) for (bucket, shard), value in counters.items() if value]
-    outcome = apply_deltas(board, fold(steps), replace(settings, write_concurrency=1))
-    if outcome.failures:
-        raise next(iter(outcome.failures.values()))
-    # The periods it changed (or found changed by a delivery that may have died before its marks) get refreshed.
-    note_changes(board, outcome, settings, int(time.time()))
-    ahead = state.bucket is not None and any(
-        applied > counters.get((state.bucket, shard), 0) for shard, applied in state.applied.items()
-    )
-    return Repair(
-        item_id,
-        outcome.views_added,
-        outcome.aggregate_writes,
-        outcome.index_joins > 0,
-        ahead,
-        board_name,
-        rebuilt,
-    )
+@dataclass(frozen=True)
+class Placement:
+    """Where aggregates go in the sparse GSI right now: the published threshold and the board layout."""
+
+    threshold: int
+    board_shards: int
+
+    @classmethod
+    def read(cls, board: BoardStore, settings: Settings) -> Placement:
+        state = board.get_board_state(settings.board, consistent=True)
+        threshold = state.threshold if settings.sparse_index else 0
+        return cls(threshold, state.shards or settings.board_shards)
+
+    def key(self, item_id: str, settings: Settings) -> str:
+        return board_shard_value(settings.board, board_shard_of(item_id, self.board_shards), self.board_shards)
 
 
-def _lost_history(board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: set[str]) -> bool:
-    """An aggregate lost and recreated (by the stream) before this repair read it: its all-time views lack the past
-    anchor buckets whose entries survived. A whole aggregate always holds its applied values plus those entries (a
-    late move changes an entry and the aggregate in one transaction), so it holds less only when it lost them.
+def repair_item(
+    views: ViewStore,
+    board: BoardStore,
+    settings: Settings,
+    placement: Placement,
+    item_id: str,
+    *,
+    shards: Iterable[int] = (),
+) -> Repair:
+    """Bring one aggregate up to its base counters (and into the GSI if it reached the threshold), exactly once.
 
-    Entries and aggregate are read apart: the aggregate is read again, and the test only counts when it did not move.
+    ``shards`` adds counters beyond the template's WriteShards (an item that grew, or a counter a scan just saw).
     """
-    for _ in range(3):
-        state = board.state(board_name, item_id)
-        if state.bucket is None:
-            return False
-        past = [PeriodKey(board_name, settings.anchor, b) for b in sorted(buckets) if b < state.bucket]
-        if not past:
-            return False
-        held = sum(board.entry_state(period, item_id).views for period in past)
-        if board.state(board_name, item_id) == state:
-            return state.views < sum(state.applied.values()) + held
-    return False
-
-
-def _periods(settings: Settings, board: str, buckets: Iterable[str]) -> set[PeriodKey]:
-    """Every past entry an item's anchor buckets can have produced on ``board``."""
-    return {
-        PeriodKey(board, kind, coarser_bucket(kind, settings.anchor, bucket))
-        for bucket in buckets
-        for kind in settings.periods
-        if kind != ALL
-    }
+    state = board.state(item_id)
+    wanted = set(range(settings.write_shards)) | set(state.applied) | set(shards)
+    counts = views.shard_counts(item_id, wanted)
+    # The fold's view of "this batch": from what the aggregate holds to what the base table holds, per shard.
+    delta = ItemDelta(item_id, {k: ShardStep(state.applied.get(k, 0), c) for k, c in counts.items()})
+    outcome: ItemOutcome = apply_item(board, delta, placement.key(item_id, settings), placement.threshold)
+    joined, writes = outcome.joined_index, outcome.writes
+    if outcome.writes == 0 and not state.in_index and state.views >= placement.threshold and state.applied:
+        # Already counted but left out of the index (a crash between the count and the join): join it now.
+        # False when another writer keyed it first (it keeps that key): nothing for this repair to report.
+        joined, writes = board.join_index(item_id, placement.key(item_id, settings)), writes + 1
+    ahead = any(applied > counts.get(k, 0) for k, applied in state.applied.items())
+    return Repair(item_id, outcome.views_added, writes, joined, ahead)
 
 
 # ----------------------------------------------------------------------------------------------- rebuild
 @dataclass
 class RebuildProgress:
-    """Totals of a rebuild so far. A rebuild is idempotent: an interrupted one is resumed by running it again."""
+    """Totals of a rebuild so far; ``cursors`` is where each segment resumes ({}: its start, None: finished)."""
 
     segments: int
+    cursors: dict[int, Item | None] = field(default_factory=dict)
     counters_scanned: int = 0
     items_repaired: int = 0
     views_added: int = 0
     index_joins: int = 0
-    aggregates_rebuilt: int = 0
     ahead: list[str] = field(default_factory=list)
-    finished: bool = False
 
     @classmethod
     def fresh(cls, segments: int) -> RebuildProgress:
-        return cls(segments)
+        return cls(segments, {segment: {} for segment in range(segments)})
+
+    @property
+    def finished(self) -> bool:
+        return all(cursor is None for cursor in self.cursors.values())
 
     def as_json(self) -> dict[str, Any]:
         return {
             "segments": self.segments,
+            "cursors": {str(s): c for s, c in self.cursors.items()},
             "counters_scanned": self.counters_scanned,
             "items_repaired": self.items_repaired,
             "views_added": self.views_added,
             "index_joins": self.index_joins,
-            "aggregates_rebuilt": self.aggregates_rebuilt,
             "ahead": self.ahead,
-            "finished": self.finished,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RebuildProgress:
+        return cls(
+            int(data["segments"]),
+            {int(s): c for s, c in data["cursors"].items()},
+            int(data["counters_scanned"]),
+            int(data["items_repaired"]),
+            int(data["views_added"]),
+            int(data["index_joins"]),
+            list(data["ahead"]),
+        )
 
-# Called after every repaired (board, item), with the progress so far (under a lock): update a progress bar.
+
+# Called after every scanned page, with the progress so far (under a lock): persist it, update a progress bar.
 OnPage = Callable[[RebuildProgress], None]
 
 
@@ -157,31 +146,53 @@ def rebuild(
     progress: RebuildProgress,
     on_page: OnPage | None = None,
 ) -> RebuildProgress:
-    """Repair every (board, item) of the base table: a parallel segmented scan of every counter, then one repair
-    per (board, item) with all its counters (a lost aggregate needs all of them, oldest bucket first)."""
-    rows = views.scan_counters_all(progress.segments)
-    progress.counters_scanned = len(rows)
-    grouped: dict[tuple[str, str], Counters] = defaultdict(dict)
-    for item, bucket, shard, board_name, value in rows:
-        grouped[(board_name, item)][(bucket, shard)] = value
+    """Repair every item of the base table: a parallel segmented scan, each segment resumed from its cursor.
+
+    Every counter seen leads to its item's repair (once per item and shard per run; a repeat is a no-op), so an
+    interrupted run resumed from the saved cursors repairs everything, and items written meanwhile are the stream's.
+    """
+    placement = Placement.read(board, settings)
     lock = threading.Lock()
+    seen: dict[str, set[int]] = {}
 
-    def repair(key: tuple[str, str]) -> None:
-        done = repair_item(board, settings, key[0], key[1], grouped[key])
-        with lock:
-            progress.items_repaired += 1
-            progress.views_added += done.views_added
-            progress.index_joins += done.joined_index
-            progress.aggregates_rebuilt += done.rebuilt
-            if done.ahead:
-                progress.ahead.append(f"{done.board} {done.item_id}")
-            if on_page:
-                on_page(progress)
+    def scan_segment(segment: int) -> None:
+        cursor = progress.cursors[segment]
+        while cursor is not None:
+            rows, cursor = views.scan_counters(segment, progress.segments, cursor or None)
+            repairs = [
+                repair_item(views, board, settings, placement, item, shards=shards)
+                for item, shards in _unseen(rows, seen, lock)
+            ]
+            with lock:
+                progress.cursors[segment] = cursor
+                progress.counters_scanned += len(rows)
+                progress.items_repaired += len(repairs)
+                progress.views_added += sum(r.views_added for r in repairs)
+                progress.index_joins += sum(r.joined_index for r in repairs)
+                progress.ahead.extend(r.item_id for r in repairs if r.ahead and r.item_id not in progress.ahead)
+                if on_page:
+                    on_page(progress)
 
-    with ThreadPoolExecutor(max_workers=max(1, progress.segments)) as pool:
-        list(pool.map(repair, sorted(grouped)))  # list(): re-raise the first failure
-    progress.finished = True
+    pending = [s for s, cursor in progress.cursors.items() if cursor is not None]
+    if pending:
+        with ThreadPoolExecutor(max_workers=len(pending)) as pool:
+            list(pool.map(scan_segment, pending))  # list(): re-raise the first failure
     return progress
+
+
+def _unseen(
+    rows: Iterable[tuple[str, int, int]], seen: dict[str, set[int]], lock: threading.Lock
+) -> list[tuple[str, set[int]]]:
+    """Items of a page whose counter was not covered by an earlier repair of this run, with the shards seen."""
+    fresh: dict[str, set[int]] = {}
+    with lock:
+        for item, shard, _ in rows:
+            done = seen.setdefault(item, set())
+            if shard not in done:
+                fresh.setdefault(item, set()).add(shard)
+        for item, shards in fresh.items():
+            seen[item] |= shards
+    return list(fresh.items())
 
 
 # ----------------------------------------------------------------------------------------------- redrive
@@ -224,8 +235,8 @@ class RedriveResult:
     batch: BatchRange
     records: int = 0
     items: list[str] = field(default_factory=list)
-    # The base counters each item's records were on: (anchor bucket, write shard), per item.
-    shards: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
+    # The write shards each item's records were on: with dynamic sharding, shards up to MaxWriteShards.
+    shards: dict[str, set[int]] = field(default_factory=dict)
     repairs: list[Repair] = field(default_factory=list)
     expired: bool = False  # the range fell off the stream's 24-hour retention: only `rebuild` can repair it
 
@@ -234,9 +245,9 @@ class RedriveResult:
         return sum(r.views_added for r in self.repairs)
 
 
-def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple[str, int]]], int] | None:
-    """The items the records of ``batch`` touched (stream order), each with the base counters (bucket, write shard)
-    its records were on, and how many records; None when the range is no longer retained."""
+def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[int]], int] | None:
+    """The items the records of ``batch`` touched (stream order), each with the write shards its records were on, and
+    how many records; None when the range is no longer retained."""
     try:
         iterator = streams.get_shard_iterator(
             StreamArn=batch.stream_arn,
@@ -248,7 +259,7 @@ def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple
         if error_code(error) in ("TrimmedDataAccessException", "ResourceNotFoundException"):
             return None
         raise
-    items: dict[str, set[tuple[str, int]]] = {}
+    items: dict[str, set[int]] = {}
     records, end = 0, int(batch.end)
     while iterator:
         response = streams.get_records(ShardIterator=iterator, Limit=1000)
@@ -259,7 +270,7 @@ def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple
             records += 1
             counter = _counter_of(record)
             if counter is not None:
-                items.setdefault(counter[0], set()).add((counter[1], counter[2]))
+                items.setdefault(counter[0], set()).add(counter[1])
         iterator = response.get("NextShardIterator") if page else None
     return items, records
 
@@ -267,9 +278,9 @@ def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple
 _deserializer = TypeDeserializer()
 
 
-def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | None:
-    """The item, anchor bucket and write shard a raw stream record counts for, or None for a record that changes no
-    count (as the aggregator)."""
+def _counter_of(record: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The item and write shard a raw stream record counts for, or None for a record that changes no count (as the
+    aggregator)."""
     stream = record.get("dynamodb", {})
 
     def image(name: str) -> dict[str, Any] | None:
@@ -277,10 +288,10 @@ def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | None:
         return None if raw is None else {k: _deserializer.deserialize(v) for k, v in raw.items()}
 
     try:
-        steps = view_records(record.get("eventName"), image("NewImage"), image("OldImage"), "")
+        step = view_record(record.get("eventName"), image("NewImage"), image("OldImage"), "")
+        return step.item_id, step.shard
     except (UnexpectedRecord, TypeError, ValueError):
         return None
-    return (steps[0].item_id, steps[0].bucket, steps[0].shard) if steps else None
 
 
 def redrive(
@@ -292,11 +303,14 @@ def redrive(
     *,
     concurrency: int = DEFAULT_SEGMENTS,
 ) -> list[RedriveResult]:
-    """Repair exactly the items the failed batches touched, on every board their counters count on; an item in
-    several batches is repaired once, on every base counter its records were on in any of the batches.
+    """Repair exactly the items the failed batches touched; an item in several batches is repaired once.
+
+    Each item is repaired on every write shard its records were on, in any of the batches: a shard at or above
+    WriteShards (an item grown by dynamic sharding) that no record reached has no ``applied_k`` that would name it.
     """
+    placement = Placement.read(board, settings)
     results = [RedriveResult(BatchRange.of(letter)) for letter in letters]
-    shards: dict[str, set[tuple[str, int]]] = {}
+    shards: dict[str, set[int]] = {}
     first_batch: dict[str, RedriveResult] = {}  # a repair is reported under the first batch naming its item
     for result in results:
         found = items_in_range(streams, result.batch)
@@ -309,15 +323,10 @@ def redrive(
             shards.setdefault(item, set()).update(item_shards)
             first_batch.setdefault(item, result)
 
-    def repair(item: str) -> list[Repair]:
-        by_board: dict[str, Counters] = defaultdict(dict)
-        for (bucket, shard), counters in views.counters(item, shards[item]).items():
-            for board_name, value in counters.items():
-                by_board[board_name][(bucket, shard)] = value
-        return [repair_item(board, settings, name, item, found) for name, found in sorted(by_board.items())]
+    def repair(item: str) -> Repair:
+        return repair_item(views, board, settings, placement, item, shards=shards[item])
 
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(shards)))) as pool:
         for done in pool.map(repair, list(shards)):
-            for one in done:
-                first_batch[one.item_id].repairs.append(one)
+            first_batch[done.item_id].repairs.append(done)
     return results

@@ -1,4 +1,4 @@
-"""Change one board's GSI shard count S -> S2 (every period's index with it) while every snapshot stays exact.
+"""Change the board's GSI shard count S -> S2 while every snapshot stays exact (docs/dynamic-sharding.md).
 
 1. ``begin``: the board state (threshold item) says S2, and remembers S as the previous layout. From then on the
    aggregator gives joining items S2 keys, and snapshots read the S layout, then the S2 layout.
@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.domain.sharding import board_shard_of
+from shardboard.domain.sharding import board_shard_of, board_shard_value
 from shardboard.settings import Settings
 
 # Parallel conditional updates while re-keying: items of one layout spread over S partition key values.
@@ -66,10 +66,10 @@ def rekey_pass(board: BoardStore, settings: Settings, report: ReshardReport) -> 
     """Move every aggregate still keyed in the previous layout; returns how many were found."""
     found = board.scan_layout(settings.board, report.previous)
 
-    def move(row: tuple[str, str, str, str]) -> bool:
-        pk, attribute, old_key, item_id = row
-        new_key = relayout(old_key, item_id, report.target)
-        return board.rekey(pk, attribute, old_key, new_key)
+    def move(row: tuple[str, str]) -> bool:
+        item_id, old_key = row
+        new_key = board_shard_value(settings.board, board_shard_of(item_id, report.target), report.target)
+        return board.rekey(item_id, old_key, new_key)
 
     with ThreadPoolExecutor(max_workers=REKEY_CONCURRENCY) as pool:
         results = list(pool.map(move, found))
@@ -77,11 +77,6 @@ def rekey_pass(board: BoardStore, settings: Settings, report: ReshardReport) -> 
     report.already_moved += len(results) - sum(results)
     report.passes += 1
     return len(found)
-
-
-def relayout(index_key: str, item_id: str, target: int) -> str:
-    """The same period's key in layout ``target``: ``<board>[#kind#bucket]#<S>#<shard>``."""
-    return f"{index_key.rsplit('#', 2)[0]}#{target}#{board_shard_of(item_id, target)}"
 
 
 def finish(board: BoardStore, settings: Settings, report: ReshardReport) -> None:

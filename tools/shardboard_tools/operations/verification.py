@@ -1,47 +1,32 @@
-"""Check the promise on every board and period: each count equals the sum of its base counters, every contender is
-in its period's index, and every snapshot is the exact top N of its period."""
+"""Check the promise: every aggregate equals the sum of its base shards, and the index holds every contender."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from shardboard.adapters.board_table import BoardStore, aggregate_state
-from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
+from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.settings import Settings
-
-# Counts per period: period -> item -> views.
-Counts = dict[PeriodKey, dict[str, int]]
 
 
 @dataclass(frozen=True)
 class Difference:
     item_id: str
-    expected: int  # sum of the item's base counters in that period (the truth)
-    found: int | None  # the stored count; None when nothing holds one
-    board: str = GLOBAL_BOARD
-    period: str = ALL  # "all", or "<kind>:<bucket>"
+    expected: int  # sum of the item's base shards (the truth)
+    found: int | None  # the aggregate's views; None when there is no aggregate
 
 
 @dataclass
 class Report:
     items: int
     views: int
-    boards: int = 0
-    periods: int = 0
     differences: list[Difference] = field(default_factory=list)
-    # Items at or above their period's published threshold that lack its GSI key: a snapshot could miss them.
+    # Items at or above the published threshold that lack the GSI key: the snapshot could miss them.
     index_misses: list[str] = field(default_factory=list)
-    threshold: int = 0  # the global board's all-time threshold
-    snapshot_exact: bool | None = None  # the global board's all-time snapshot equals the top N of the truth
-    snapshots_checked: int = 0
-    snapshots_inexact: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
+    threshold: int = 0
+    snapshot_exact: bool | None = None  # does the stored snapshot equal the top N of the truth?
 
     @property
     def exact(self) -> bool:
@@ -51,77 +36,20 @@ class Report:
         return {"exact": self.exact, **asdict(self)}
 
 
-def truth(views: ViewStore, settings: Settings) -> Counts:
-    """Every period's counts from the base table alone."""
-    counts: Counts = defaultdict(lambda: defaultdict(int))
-    for item, bucket, _, board, value in views.scan_counters_all():
-        for kind in (*settings.periods, ALL):
-            counts[PeriodKey(board, kind, coarser_bucket(kind, settings.anchor, bucket))][item] += value
-    return counts
-
-
-def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
-    """Every period's counts as the board table holds them (an aggregate for its current periods, past entries
-    for the others), and which items carry each period's index key."""
-    counts: Counts = defaultdict(dict)
-    keyed: dict[PeriodKey, set[str]] = defaultdict(set)
-    current: set[tuple[PeriodKey, str]] = set()
-    rows = board.scan_counts()
-    for row in rows:  # aggregates first: they hold their current periods even when an entry was archived already
-        item, owner = row[ITEM_ID]["S"], row.get("board", {}).get("S")
-        if owner is None or row[PK]["S"] != aggregate_pk(owner, item):
-            continue
-        state = aggregate_state(row)
-        for kind in (*settings.periods, ALL):
-            if kind != ALL and state.bucket is None:
-                continue
-            period = PeriodKey(owner, kind, coarser_bucket(kind, settings.anchor, state.bucket or ALL))
-            counts[period][item] = state.count(kind)
-            current.add((period, item))
-            if index_key_attr(kind) in row:
-                keyed[period].add(item)
-    for row in rows:
-        if PERIOD_KIND not in row or BUCKET not in row:
-            continue
-        kind, item = row[PERIOD_KIND]["S"], row[ITEM_ID]["S"]
-        period = PeriodKey(row["board"]["S"], kind, row[BUCKET]["S"])
-        if (period, item) in current:
-            continue
-        counts[period][item] = int(row[count_attr(kind)]["N"]) if count_attr(kind) in row else 0
-        if index_key_attr(kind) in row:
-            keyed[period].add(item)
-    return counts, keyed
-
-
 def verify(views: ViewStore, board: BoardStore, settings: Settings) -> Report:
-    expected = truth(views, settings)
-    found, keyed = stored(board, settings)
-    everything = PeriodKey(settings.board, ALL, ALL)
-    overall = expected.get(everything, {})
-    report = Report(items=len(overall), views=sum(overall.values()))
-    report.boards = len({p.board for p in expected})
-    report.periods = len(expected)
-    thresholds = board.thresholds(sorted(expected.keys() | found.keys())) if settings.sparse_index else {}
-    report.threshold = thresholds[everything].threshold if everything in thresholds else 0
-    for period in sorted(expected.keys() | found.keys()):
-        truth_counts, stored_counts = expected.get(period, {}), found.get(period, {})
-        label = ALL if period.kind == ALL else f"{period.kind}:{period.bucket}"
-        for item in sorted(truth_counts.keys() | stored_counts.keys()):
-            want, have = truth_counts.get(item, 0), stored_counts.get(item)
-            if have != want and not (want == 0 and have is None):
-                report.differences.append(Difference(item, want, have, period.board, label))
-        state = thresholds.get(period)
-        threshold = state.threshold if state else 0
-        for item, count in stored_counts.items():
-            if count > 0 and count >= threshold and item not in keyed.get(period, set()):
-                report.index_misses.append(f"{period.board} {label} {item}")
-        snapshot = board.get_snapshot(period)
-        if snapshot is not None:
-            best = top((Entry(id=i, views=v) for i, v in truth_counts.items() if v), settings.top_n_of(period.board))
-            exact = snapshot["items"] == [[e.id, e.views] for e in best]
-            report.snapshots_checked += 1
-            if not exact:
-                report.snapshots_inexact.append(f"{period.board} {label}")
-            if period == everything:
-                report.snapshot_exact = exact
+    truth = views.scan_totals()
+    aggregates = board.scan_aggregates()
+    threshold = board.get_threshold(settings.board) if settings.sparse_index else 0
+    report = Report(items=len(truth), views=sum(truth.values()), threshold=threshold)
+    for item in sorted(truth.keys() | aggregates.keys()):
+        expected = truth.get(item, 0)
+        found = aggregates[item][0] if item in aggregates else None
+        if found != expected:
+            report.differences.append(Difference(item, expected, found))
+        if item in aggregates and not aggregates[item][1] and aggregates[item][0] >= threshold:
+            report.index_misses.append(item)
+    snapshot = board.get_snapshot(settings.board)
+    if snapshot is not None:
+        best = top((Entry(id=i, views=v) for i, v in truth.items()), settings.top_n)
+        report.snapshot_exact = snapshot["items"] == [[e.id, e.views] for e in best]
     return report

@@ -15,12 +15,14 @@ import heapq
 import itertools
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from shardboard.adapters.stream_records import stream_view_records
+from shardboard.adapters.keys import ITEM_ID, PK, SHARD, VIEWS
+from shardboard.adapters.stream_records import view_record
 from shardboard.domain.aggregation import apply_batch
+from shardboard.domain.batch import ViewRecord
 from shardboard.domain.dynamic_sharding import (
     Growth,
     ShardPolicy,
@@ -149,8 +151,7 @@ class ViralRamp:
         self.views = MemoryViewStore(self.emulator)
         self.board = MemoryBoardStore(self.emulator)
         self.metadata = MemoryShardMetadataStore(self.emulator)
-        # One all-time board: the scenario is about write shards, not periods.
-        self.settings = Settings(write_shards=spec.default_shards, top_n=10, write_concurrency=1, periods=())
+        self.settings = Settings(write_shards=spec.default_shards, top_n=10, write_concurrency=1)
         self.policy = spec.policy()
         self.rng = random.Random(spec.seed)
         self.writers = [
@@ -240,8 +241,7 @@ class ViralRamp:
 
     def _apply(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """The aggregator: the real ``apply_batch`` on the batch's records; a failure is a bug of the scenario."""
-        steps = [step for raw in event["Records"] for step in stream_view_records(raw)]
-        outcome = apply_batch(self.board, steps, self.settings)
+        outcome = apply_batch(self.board, [_view_record(raw) for raw in event["Records"]], self.settings)
         if outcome.failures:
             raise RuntimeError(f"{outcome.failures}")
         return {"batchItemFailures": []}
@@ -309,6 +309,25 @@ class ViralRamp:
             "viral_item_total_equals_offered": self.views.item_total(VIRAL_ITEM, readable)
             == self.offered.get(VIRAL_ITEM, 0),
         }
+
+
+def _view_record(raw: Mapping[str, Any]) -> ViewRecord:
+    change = raw["dynamodb"]
+    return view_record(
+        raw["eventName"], _plain(change.get("NewImage")), _plain(change.get("OldImage")), change["SequenceNumber"]
+    )
+
+
+def _plain(image: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The four attributes ``view_record`` reads, from a wire-format image."""
+    if image is None:
+        return None
+    plain: dict[str, Any] = {}
+    for name in (PK, ITEM_ID, SHARD, VIEWS):
+        if name in image:
+            value = image[name]
+            plain[name] = value["S"] if "S" in value else int(value["N"])
+    return plain
 
 
 def _longest_run(seconds: Any) -> int:

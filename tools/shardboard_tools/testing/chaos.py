@@ -8,11 +8,6 @@ faults stop, the stream drains, the failure destination is redriven, a snapshot 
 every aggregate equals the sum of its base shards, nothing is negative or missing, the index holds every contender and
 the snapshot is the exact top N. The schedule follows from the seed; thread timing does not, so a seed replays the
 same faults, not the same interleaving.
-
-Views also name 0-2 category boards (one much busier than the others) and carry times: mostly now, some on either side
-of the current day's, ISO week's or month's start, and some late (days or weeks old, in that old time's anchor
-bucket). So batches roll aggregates into newer periods, archive past entries and move late views by transaction
-while the faults hit those writes too; at the end every board and period is verified, and every snapshot.
 """
 
 from __future__ import annotations
@@ -23,18 +18,14 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shardboard.adapters.dynamodb import dynamodb_client
-from shardboard.adapters.keys import PK, aggregate_pk
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.periods import DAY, MONTH, WEEK, start_of
 from shardboard.domain.ports import Throttled
-from shardboard.domain.recording import Where, record_views
 from shardboard_tools.lambda_model.delivery import RunStats
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime
@@ -60,16 +51,8 @@ CHAOS_PARAMETERS = {
     "StreamBatchSize": "25",
     "StreamBatchingWindowSeconds": "0",
     "StreamMaximumRetryAttempts": "2",
-    "CategoryTopN": "5",
 }
 WRITER_THREADS = 8
-# The category boards views may name, the first much busier than the others.
-CATEGORY_BOARDS = ("news", "sports", "music", "games", "food")
-BOARD_WEIGHTS = (8, 2, 1, 1, 1)
-# Shares of the views' times: now, near the start of the current day, week or month (either side), late.
-NOW_SHARE, BOUNDARY_SHARE = 0.7, 0.15
-BOUNDARY_HOURS = 6
-LATE_DAYS = (1, 28)
 
 
 @dataclass(frozen=True)
@@ -80,7 +63,6 @@ class ChaosPlan:
     rounds: int = 6
     # The aggregator's tumbling window in seconds (AggregationWindowSeconds); 0 = the template's default, per batch.
     aggregation_window: int = 0
-    boards: int = len(CATEGORY_BOARDS)  # category boards views may name (0: the global board only)
 
 
 @dataclass
@@ -96,40 +78,11 @@ class ChaosReport:
     redriven: list[RedriveResult] = field(default_factory=list)
     negative: list[str] = field(default_factory=list)
     verified: Report | None = None
-    times: Counter[str] = field(default_factory=Counter)  # views written by time: now, boundary, late
-    on_boards: Counter[str] = field(default_factory=Counter)  # views written naming each category board
 
     @property
     def exact(self) -> bool:
         report = self.verified
-        return bool(
-            report and report.exact and report.snapshot_exact and not report.snapshots_inexact and not self.negative
-        )
-
-
-def pick_boards(rng: random.Random, boards: int) -> tuple[str, ...]:
-    """0, 1 or 2 category boards of the first ``boards``, skewed to the first."""
-    names, weights = CATEGORY_BOARDS[:boards], BOARD_WEIGHTS[:boards]
-    if not names:
-        return ()
-    wanted = min(len(names), rng.choices((0, 1, 2), (0.35, 0.45, 0.2))[0])
-    chosen: set[str] = set()
-    while len(chosen) < wanted:
-        chosen.add(rng.choices(names, weights)[0])
-    return tuple(sorted(chosen))
-
-
-def pick_time(rng: random.Random, now: datetime) -> tuple[str, datetime]:
-    """A view's time: now; a few hours either side of the start of today, this ISO week or this month (a roll
-    across that boundary); or late, days to weeks ago (a late move, or a roll when the item is new)."""
-    roll = rng.random()
-    if roll < NOW_SHARE:
-        return "now", now
-    if roll < NOW_SHARE + BOUNDARY_SHARE:
-        boundary = start_of(rng.choice((DAY, WEEK, MONTH)), now)
-        moment = boundary + timedelta(hours=rng.uniform(-BOUNDARY_HOURS, BOUNDARY_HOURS))
-        return "boundary", min(moment, now)
-    return "late", now - timedelta(days=rng.uniform(*LATE_DAYS))
+        return bool(report and report.exact and report.snapshot_exact and not self.negative)
 
 
 def round_rates(rng: random.Random, first: bool) -> tuple[FaultRates, FunctionFaults]:
@@ -141,7 +94,6 @@ def round_rates(rng: random.Random, first: bool) -> tuple[FaultRates, FunctionFa
         lost_response=rng.uniform(0, 0.06),
         resent=rng.uniform(0, 0.06),
         race=rng.uniform(0, 0.1),
-        transaction_refused=rng.uniform(0, 0.1),
     )
     function = FunctionFaults(
         kill_before_writes=rng.uniform(0, 0.1),
@@ -199,27 +151,20 @@ class Chaos:
 
     # -- traffic
     def _write(self, views: ViewStore, count: int, rng: random.Random) -> None:
-        settings, now = self.rt.settings, datetime.now(UTC)
         picks = rng.choices(self.names, self.weights, k=count)
-        times = [pick_time(rng, now) for _ in picks]
-        wheres = [Where.of(settings.anchor, pick_boards(rng, self.plan.boards), at) for _, at in times]
-        seeds = [rng.random() for _ in picks]
+        shards = [rng.randrange(self.rt.settings.write_shards) for _ in picks]
 
-        def add(item: str, where: Where, seed: float) -> bool:
+        def add(item: str, shard: int) -> bool:
             try:
-                record_views(views, item, 1, settings.write_shards, random.Random(seed), where=where)
+                views.add_view(item, shard)
             except (Throttled, ClientError, BotoCoreError):
                 return False
             return True
 
         with ThreadPoolExecutor(WRITER_THREADS) as pool:
-            landed = list(pool.map(add, picks, wheres, seeds))
+            landed = list(pool.map(add, picks, shards))
         self.report.views_written += sum(landed)
         self.report.views_refused += len(landed) - sum(landed)
-        for ok, (label, _), where in zip(landed, times, wheres, strict=True):
-            if ok:
-                self.report.times[label] += 1
-                self.report.on_boards.update(where.boards)
 
     def _deliver_until(self, done: threading.Event) -> None:
         """Run the runner until ``done`` and the stream is caught up; a crashed runner restarts from its checkpoints."""
@@ -299,14 +244,10 @@ class Chaos:
 
     def _wipe_and_rebuild(self, rng: random.Random) -> None:
         board = self.rt.board
-        aggregates = sorted(
-            (row["board"]["S"], row["item_id"]["S"])
-            for row in board.scan_counts()
-            if "board" in row and row[PK]["S"] == aggregate_pk(row["board"]["S"], row["item_id"]["S"])
-        )
+        aggregates = list(board.scan_aggregates())
         lost = rng.sample(aggregates, k=len(aggregates) // 2) if aggregates else []
-        for owner, item in lost:
-            board.delete_aggregate(item, owner)
+        for item in lost:
+            board.delete_aggregate(item)
         self.say(f"  lost {len(lost)} aggregates; rebuilding while traffic flows")
         clean = self.rt.board  # the rebuild's own process: the aggregator's faults are not its faults
         self.report.rebuilds.append(rebuild(self.rt.views, clean, self.rt.settings, RebuildProgress.fresh(4)))
@@ -346,15 +287,14 @@ class Chaos:
     def _check(self) -> None:
         rt, report = self.rt, self.report
         report.faults.update(self.client_faults.injected)
-        report.faults.update({f"{k} ({op})": v for (op, k), v in self.client_faults.by_operation.items()})
         report.faults.update({f"stream_{k}": v for k, v in self.stream_faults.injected.items()})
         report.faults.update(self.function.injected)
         report.totals = self.function.totals
         report.verified = verify(rt.views, rt.board, rt.settings)
-        for row in rt.board.scan_counts():
-            numbers = [int(value["N"]) for value in row.values() if "N" in value]
-            if any(number < 0 for number in numbers):
-                report.negative.append(row["item_id"]["S"])
+        for item, (views, _) in rt.board.scan_aggregates().items():
+            state = rt.board.state(item)
+            if views < 0 or any(value < 0 for value in state.applied.values()):
+                report.negative.append(item)
 
 
 def chaos_runtime(stack: str, overrides: dict[str, str] | None = None) -> Runtime:

@@ -43,11 +43,7 @@ Handler = Callable[[dict[str, Any], Any], Any]
 Record = dict[str, Any]
 
 THROTTLE_CODES = ("ProvisionedThroughputExceededException", "ThrottlingException")
-WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "TransactWriteItems"})
-# Calls whose faults are also counted per operation: the late move's transaction, the archive, the thresholds' read.
-TRACKED = frozenset({"TransactWriteItems", "PutItem", "BatchGetItem"})
-# Why an injected cancelled transaction was refused (one item's reason; the others say "None").
-TRANSACTION_REFUSALS = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
+WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
 
 
 class ProcessKilled(Exception):
@@ -69,7 +65,6 @@ class FaultRates:
     lost_response: float = 0.0  # the write landed, the caller gets ReadTimeoutError (writes only)
     resent: float = 0.0  # the write landed and botocore sends it again (writes only)
     race: float = 0.0  # an identical conditional write from another invocation lands first (UpdateItem)
-    transaction_refused: float = 0.0  # TransactWriteItems cancelled (conflict, throttled item) before it is sent
 
 
 @dataclass
@@ -83,7 +78,6 @@ class ClientFaults:
     table: str | None = None  # only requests naming this table (None: any); after-call faults cannot tell
     competitor: Any = None  # a second client for races (required when rates.race > 0)
     injected: Counter[str] = field(default_factory=Counter)
-    by_operation: Counter[tuple[str, str]] = field(default_factory=Counter)  # (operation, fault) of TRACKED calls
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -109,15 +103,13 @@ class ClientFaults:
             self.client.meta.events.unregister(name, hook)
         self._hooks.clear()
 
-    def _roll(self, rate: float, kind: str, operation: str = "") -> bool:
+    def _roll(self, rate: float, kind: str) -> bool:
         if rate <= 0:
             return False
         with self._lock:
             hit = self.rng.random() < rate
             if hit:
                 self.injected[kind] += 1
-                if operation in TRACKED:
-                    self.by_operation[(operation, kind)] += 1
         return hit
 
     def _matches(self, operation: str, params: Any) -> bool:
@@ -138,50 +130,32 @@ class ClientFaults:
 
     def _before_call(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         table = _table_of(params)
-        if not self._matches(model.name, {"TableName": table}):
-            return
-        if self._roll(self.rates.throttle_surfaced, "throttle", model.name):
+        if self._matches(model.name, {"TableName": table}) and self._roll(self.rates.throttle_surfaced, "throttle"):
             code = self.rng.choice(THROTTLE_CODES)
             raise ClientError({"Error": {"Code": code, "Message": "injected: rate exceeded"}}, model.name)
-        if model.name == "TransactWriteItems" and self._roll(
-            self.rates.transaction_refused, "transaction_refused", model.name
-        ):
-            raise cancelled_transaction(_transact_items(params), self.rng)
 
     def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         operation = _operation_of(request)
         if not self._matches(operation, {"TableName": _table_of_body(request)}):
             return None
-        if self._roll(self.rates.timeout_retried, "timeout_retried", operation):
+        if self._roll(self.rates.timeout_retried, "timeout_retried"):
             error = self.rng.choice((ReadTimeoutError, ConnectTimeoutError))
             raise error(endpoint_url=request.url)
-        if self._roll(self.rates.throttle_retried, "throttle_retried", operation):
+        if self._roll(self.rates.throttle_retried, "throttle_retried"):
             return throttled_response(request.url, self.rng.choice(THROTTLE_CODES))
         return None
 
     def _after_call(self, model: Any, http_response: Any, **_: Any) -> None:
         landed = model.name in WRITES and http_response.status_code == 200 and self._matches(model.name, {})
-        if landed and self._roll(self.rates.lost_response, "lost_response", model.name):
+        if landed and self._roll(self.rates.lost_response, "lost_response"):
             raise ReadTimeoutError(endpoint_url="injected: the write landed, its response was lost")
 
     def _resend(self, response: Any, attempts: int, operation: Any, **_: Any) -> float | None:
         landed = response is not None and response[0].status_code == 200
         write = attempts == 1 and operation.name in WRITES and self._matches(operation.name, {})
-        if landed and write and self._roll(self.rates.resent, "resent", operation.name):
+        if landed and write and self._roll(self.rates.resent, "resent"):
             return 0.0  # "retry now": botocore sends the write that already landed once more
         return None
-
-
-def cancelled_transaction(items: int, rng: random.Random) -> ClientError:
-    """What DynamoDB raises for a transaction it refused as a whole: TransactionCanceledException, with one reason
-    per item (here one item conflicted with another transaction or was throttled; nothing was written)."""
-    reasons = [{"Code": "None"} for _ in range(max(1, items))]
-    reasons[rng.randrange(len(reasons))] = {"Code": rng.choice(TRANSACTION_REFUSALS), "Message": "injected"}
-    response: Any = {
-        "Error": {"Code": "TransactionCanceledException", "Message": "injected: transaction cancelled"},
-        "CancellationReasons": reasons,
-    }
-    return ClientError(response, "TransactWriteItems")
 
 
 def throttled_response(url: str, code: str) -> AWSResponse:
@@ -215,16 +189,6 @@ def _table_of_body(request: Any) -> str | None:
     except (TypeError, ValueError):
         return None
     return body.get("TableName") if isinstance(body, dict) else None
-
-
-def _transact_items(params: Any) -> int:
-    """How many items a serialized TransactWriteItems request holds."""
-    body = params.get("body") if isinstance(params, dict) else None
-    try:
-        decoded = json.loads(body or "{}") if isinstance(body, bytes | str) else {}
-    except ValueError:
-        return 1
-    return len(decoded.get("TransactItems", [])) if isinstance(decoded, dict) else 1
 
 
 def _table_of(params: Any) -> str | None:
