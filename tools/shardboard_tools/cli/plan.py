@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 from rich.table import Table
 
 from shardboard_tools.cli.common import console, fail
+from shardboard_tools.planning import HEADROOM, PARTITION_WRITE_UNITS
 from shardboard_tools.planning import plan as make_plan
+from shardboard_tools.planning_boards import (
+    CATEGORY_TOP_N,
+    DEFAULT_INDEX_WRITES_PER_VIEW,
+    GLOBAL_BOARD,
+    BoardPlan,
+    BoardsFileError,
+    parse_boards,
+    plan_boards,
+)
 
 
 @click.command()
@@ -32,7 +43,14 @@ from shardboard_tools.planning import plan as make_plan
     show_default=True,
     help="Partitions the GSI keys spread over.",
 )
-@click.option("--top", "top_n", type=click.IntRange(min=1), default=1000, show_default=True, help="Leaderboard size N.")
+@click.option(
+    "--top",
+    "top_n",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Leaderboard size N (with --boards: the global board's).",
+)
 @click.option(
     "--max-overload-probability",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -40,8 +58,35 @@ from shardboard_tools.planning import plan as make_plan
     show_default=True,
     help="Accepted chance that some partition holds more than 1.5x its fair share of GSI keys.",
 )
+@click.option(
+    "--boards",
+    "boards_file",
+    metavar="FILE",
+    help="Plan S for many boards from FILE (JSON or CSV, see above) instead of one leaderboard.",
+)
+@click.option(
+    "--total-shards",
+    type=click.IntRange(min=1),
+    help="With --boards: a budget of GSI shards to share out by index writes (default: each board's minimum).",
+)
+@click.option(
+    "--index-writes-per-view",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_INDEX_WRITES_PER_VIEW,
+    show_default=True,
+    help="With --boards: GSI writes per view (2 = every view moves an indexed item; the sparse index writes less).",
+)
+@click.option(
+    "--category-top",
+    type=click.IntRange(min=1),
+    default=CATEGORY_TOP_N,
+    show_default=True,
+    help="With --boards: N of the category boards.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_context
 def plan(
+    ctx: click.Context,
     *,
     views_per_sec: float,
     hot_item_share: float,
@@ -49,9 +94,39 @@ def plan(
     partitions: int,
     top_n: int,
     max_overload_probability: float,
+    boards_file: str | None,
+    total_shards: int | None,
+    index_writes_per_view: float,
+    category_top: int,
     as_json: bool,
 ) -> None:
-    """Plan shard counts: write shards per hot item, GSI shards S, overload probability, refresh cost."""
+    """Plan shard counts: write shards per hot item, GSI shards S, overload probability, refresh cost.
+
+    With --boards FILE, plan the GSI shards S of many leaderboards instead: the global board, which every view
+    counts on, and the category boards in FILE with their shares of the views. Each board gets enough shards that
+    no GSI partition key takes more than 1,000 write units/s with 2x headroom; with --total-shards the budget is
+    shared out by each board's share of index writes, between that minimum and the board's N. FILE is either JSON:
+
+    \b
+        {"views_per_s": 5000, "boards": {"cats": 0.35, "dogs": 0.1, "user:123": 0.001}}
+
+    or CSV lines board,share (the rate then comes from --views-per-sec, which also overrides views_per_s):
+
+    \b
+        cats,0.35
+        dogs,0.1
+
+    Board names match [a-z0-9_.:-]{1,64}; shares are between 0 and 1. A board's N may be given as
+    {"share": 0.35, "top": 50} in JSON or a third CSV column; otherwise --top (global) and --category-top.
+    """
+    if boards_file is not None:
+        rate = None
+        if ctx.get_parameter_source("views_per_sec") is click.core.ParameterSource.COMMANDLINE:
+            rate = views_per_sec
+        _plan_boards(
+            boards_file, rate, views_per_sec, total_shards, index_writes_per_view, top_n, category_top, as_json
+        )
+        return
     try:
         result = make_plan(
             views_per_sec=views_per_sec,
@@ -95,3 +170,75 @@ def plan(
     )
     table.add_row("read units per refresh", f"{result.refresh_read_units:,.1f}", "eventually consistent GSI queries")
     console.print(table)
+
+
+def _plan_boards(  # noqa: PLR0917 (the command's options, passed on)
+    path: str,
+    rate: float | None,
+    default_rate: float,
+    total_shards: int | None,
+    index_writes_per_view: float,
+    global_top: int,
+    category_top: int,
+    as_json: bool,
+) -> None:
+    """``plan --boards``: read FILE, print one row per board."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"--boards {path}: cannot read it ({getattr(error, 'strerror', None) or error})", 2)
+    try:
+        parsed = parse_boards(text, path)
+        views_per_sec = rate if rate is not None else parsed.views_per_sec
+        if views_per_sec is None:
+            views_per_sec = default_rate
+        rows = plan_boards(
+            {board.name: board.share for board in parsed.boards},
+            views_per_sec=views_per_sec,
+            index_writes_per_view=index_writes_per_view,
+            top_n={board.name: board.top_n for board in parsed.boards if board.top_n is not None},
+            global_top_n=global_top,
+            category_top_n=category_top,
+            total_shards=total_shards,
+        )
+    except BoardsFileError as error:
+        fail(f"--boards {path}: {error}", 2)
+    except ValueError as error:
+        fail(str(error), 2)
+    total = sum(row.shards for row in rows)
+    if as_json:
+        document = {
+            "views_per_sec": views_per_sec,
+            "index_writes_per_view": index_writes_per_view,
+            "total_shards": total,
+            "shard_budget": total_shards,
+            "boards": [row.as_json() for row in rows],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    console.print(_boards_table(rows, views_per_sec, index_writes_per_view, total, total_shards))
+
+
+def _boards_table(
+    rows: list[BoardPlan], views_per_sec: float, index_writes_per_view: float, total: int, budget: int | None
+) -> Table:
+    limit = PARTITION_WRITE_UNITS / HEADROOM
+    title = f"plan: {views_per_sec:,.0f} views/s, {index_writes_per_view:g} index writes/view, {len(rows)} boards"
+    caption = f"S total {total:,}" + (f" (budget {budget:,})" if budget is not None else " (each board's minimum)")
+    caption += f"; writes per key <= {limit:,.0f}/s keeps {HEADROOM:g}x headroom under {PARTITION_WRITE_UNITS:,}"
+    table = Table(title=title, caption=caption)
+    for name in ("board", "views", "index writes/s", "of writes", "N", "S", "min S", "items/refresh", "writes/s/key"):
+        table.add_column(name, justify="left" if name == "board" else "right")
+    for row in rows:
+        table.add_row(
+            row.board + (" (all views)" if row.board == GLOBAL_BOARD else ""),
+            f"{row.share * 100:.3g}%",
+            f"{row.index_writes_per_sec:,.0f}",
+            f"{row.index_write_share * 100:.3g}%",
+            f"{row.top_n:,}",
+            str(row.shards),
+            str(row.min_shards),
+            f"{row.refresh_items_read:,.0f}",
+            f"{row.peak_writes_per_key:,.0f}",
+        )
+    return table
