@@ -45,6 +45,7 @@ for _name in (
 from shardboard.domain.recording import record_views
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.streams import (
     lambda_event,
     lambda_record,
@@ -73,6 +74,14 @@ class Pipeline:
         """``views`` requests of one view each: one counter write and one stream record per view."""
         for _ in range(views):
             record_views(self.views, item_id, 1, self.settings.write_shards, rng)
+
+    def stream_runner(self, function: Any, state_dir: Path, **options: Any) -> Any:
+        """A StreamRunner on this pipeline's base table (``options``: mapping, clock, lane_handler...)."""
+
+        rt = self.runtime
+        return StreamRunner(
+            rt.dynamodb, rt.streams, self.settings.views_table, function, state_dir=state_dir, **options
+        )
 
     def stream_records(self) -> list[dict[str, Any]]:
         """Every record of the base table's stream, shaped as Lambda delivers it, in stream order per shard."""
