@@ -45,6 +45,7 @@ for _name in (
 from shardboard.domain.recording import Where, record_views
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.local.streams import (
     lambda_event,
     lambda_record,
@@ -81,6 +82,14 @@ class Pipeline:
     def bucket(self) -> str:
         """The anchor bucket of a view recorded now (the aggregator refuses none other with periods configured)."""
         return Where.of(self.settings.anchor).bucket
+
+    def stream_runner(self, function: Any, state_dir: Path, **options: Any) -> Any:
+        """A StreamRunner on this pipeline's base table (``options``: mapping, clock, lane_handler...)."""
+
+        rt = self.runtime
+        return StreamRunner(
+            rt.dynamodb, rt.streams, self.settings.views_table, function, state_dir=state_dir, **options
+        )
 
     def stream_records(self) -> list[dict[str, Any]]:
         """Every record of the base table's stream, shaped as Lambda delivers it, in stream order per shard."""

@@ -18,7 +18,6 @@ from shardboard.domain.recording import Where, record_views
 from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
 from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
-from shardboard_tools.local.stream_runner import StreamRunner
 
 STEPS = [
     ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1, "1"),
@@ -135,16 +134,7 @@ def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_
         max_retry_attempts=3,
     )
     faults = Faults()
-    rt = pipeline.runtime
-    runner = StreamRunner(
-        rt.dynamodb,
-        rt.streams,
-        pipeline.settings.views_table,
-        faults,
-        mapping=mapping,
-        state_dir=tmp_path / "state",
-        clock=stream_clock,
-    )
+    runner = pipeline.stream_runner(faults, tmp_path / "state", mapping=mapping, clock=stream_clock)
     runner.drain()
     assert faults.failed == ["non-final, before the handler", "final, after every write"]
     assert runner.dead_letters == []

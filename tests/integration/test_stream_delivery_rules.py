@@ -48,14 +48,10 @@ def runner(
         bisect_on_function_error=False,
         **settings,
     )
-    rt = pipeline.runtime
-    return StreamRunner(
-        rt.dynamodb,
-        rt.streams,
-        pipeline.settings.views_table,
+    return pipeline.stream_runner(
         function,
+        tmp_path / "state",
         mapping=mapping,
-        state_dir=tmp_path / "state",
         clock=clock,
         lane_handler=lane_handler,
     )

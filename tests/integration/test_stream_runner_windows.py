@@ -108,16 +108,7 @@ def windowed_runner(
         batch_size=batch_size,
         max_retry_attempts=retries,
     )
-    rt = pipeline.runtime
-    runner = StreamRunner(
-        rt.dynamodb,
-        rt.streams,
-        pipeline.settings.views_table,
-        function,
-        mapping=mapping,
-        state_dir=tmp_path / "state",
-        clock=clock,
-    )
+    runner = pipeline.stream_runner(function, tmp_path / "state", mapping=mapping, clock=clock)
     function.runner = runner
     return runner
 

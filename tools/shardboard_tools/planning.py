@@ -86,7 +86,13 @@ def monte_carlo_overload(shards: int, partitions: int, trials: int, seed: int = 
 
 def gsi_shards_for_writes(views_per_sec: float) -> int:
     """S so that the index's worst-case write load stays under 1,000 units/s per key with headroom."""
-    return max(1, math.ceil(views_per_sec * INDEX_WRITES_PER_RECORD / PARTITION_WRITE_UNITS * HEADROOM))
+    return shards_for_index_writes(views_per_sec * INDEX_WRITES_PER_RECORD)
+
+
+def shards_for_index_writes(index_writes_per_sec: float) -> int:
+    """The least S that keeps ``index_writes_per_sec`` / S x HEADROOM within a key's 1,000 write units/s."""
+    # The epsilon keeps float noise (0.1 x 3 = 0.30000000000000004) from asking for one shard more.
+    return max(1, math.ceil(index_writes_per_sec * HEADROOM / PARTITION_WRITE_UNITS - 1e-9))
 
 
 def gsi_shards_for_placement(minimum: int, partitions: int, max_probability: float) -> int:

@@ -3,10 +3,11 @@
 A view counts on the global board and on every category board its item belongs to (``cats``, ``user:123``...), so
 the global board takes all the views and a category its share. Each board has its own GSI partition key values
 ``board#S#shard``; a board's S must keep its index writes per key under DynamoDB's 1,000 write units/s with
-``HEADROOM`` (the same rule as ``planning.gsi_shards_for_writes``). With a total shard budget, the shards are shared
-out in proportion to the boards' index writes (a board with 35 % of the writes gets ~35 % of the shards), never
-below what the limit needs and never above N (beyond that a refresh reads mostly the one-page-per-shard overhead,
-far more than N + S would suggest). The boards file is JSON or CSV; ``parse_boards`` reads both.
+``HEADROOM`` (``planning.shards_for_index_writes``, the rule ``gsi_shards_for_writes`` applies to one board). With
+a total shard budget, the shards are shared out in proportion to the boards' index writes (a board with 35 % of the
+writes gets ~35 % of the shards), never below what the limit needs and never above N (beyond that a refresh reads
+mostly the one-page-per-shard overhead, far more than N + S would suggest). The boards file is JSON or CSV;
+``parse_boards`` reads both.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ from typing import Any
 
 from shardboard.settings import DEFAULT_BOARD
 from shardboard_tools.planning import (
-    HEADROOM,
     INDEX_WRITES_PER_RECORD,
     MAX_GSI_SHARDS,
-    PARTITION_WRITE_UNITS,
     RefreshCost,
     refresh_cost,
+    shards_for_index_writes,
 )
 
 GLOBAL_BOARD = DEFAULT_BOARD
@@ -73,11 +73,6 @@ class BoardPlan:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def shards_for_index_writes(index_writes_per_sec: float) -> int:
-    """The least S that keeps ``index_writes_per_sec`` / S x HEADROOM within a key's 1,000 write units/s."""
-    return max(1, math.ceil(index_writes_per_sec * HEADROOM / PARTITION_WRITE_UNITS - 1e-9))
 
 
 def plan_boards(
