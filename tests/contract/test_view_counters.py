@@ -22,10 +22,10 @@ def test_add_view_adds_count_to_one_counter(ports):
     ports.views.add_view("a", 2, 3, "all")
     ports.views.add_view("b", 1, 1000, "all")
     # Then each counter holds the sum of what was added to it, and the reads agree
-    assert ports.views.shard_counts("a", [0, 1, 2]) == {0: 5, 2: 3}
-    assert ports.views.item_total("a", 3) == 8
-    assert ports.views.item_total("a", 1) == 5
-    assert ports.views.item_total("c", 3) == 0
+    assert ports.views.shard_counts("a", [0, 1, 2], "all") == {0: 5, 2: 3}
+    assert ports.views.item_total("a", 3, "all") == 8
+    assert ports.views.item_total("a", 1, "all") == 5
+    assert ports.views.item_total("c", 3, "all") == 0
     assert ports.views.scan_totals() == {"a": 8, "b": 1000}
 
 
@@ -67,7 +67,7 @@ def test_a_write_counts_on_the_global_board_and_each_board_named_in_its_anchor_b
     # And the global reads are per bucket
     assert views.shard_counts("a", [0, 1], "2026-11-23") == {0: 1, 1: 4}
     assert views.item_total("a", 2, "2026-11-22") == 5
-    assert views.item_total("a", 2) == 0  # no view was counted in the all-time bucket
+    assert views.item_total("a", 2, "all") == 0  # no view was counted in the all-time bucket
     # And the exact totals sum every bucket of the global board only (category counters are not extra views)
     assert views.scan_totals() == {"a": 10, "b": 7}
     # And each write's record carries one view record per board counter it changed, in its bucket

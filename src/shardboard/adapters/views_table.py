@@ -33,7 +33,7 @@ from shardboard.adapters.keys import (
 )
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.periods import ALL, DAY, bucket_of
+from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import Throttled
 
 # BatchGetItem reads at most 100 keys per request.
@@ -81,6 +81,10 @@ class ViewStore:
         self.sleep = sleep
         self.rng = rng or random.Random()
 
+    def bucket(self, bucket: str | None = None) -> str:
+        """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
+        return bucket or bucket_of(self.anchor, datetime.now(UTC))
+
     def add_view(
         self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
     ) -> float:
@@ -89,7 +93,7 @@ class ViewStore:
 
         A write still throttled after botocore's retries raises ``Throttled`` (it wrote nothing).
         """
-        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
+        bucket = self.bucket(bucket)
         names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
         adds = ["#views :count"]
         for position, board in enumerate(boards):
@@ -163,15 +167,17 @@ class ViewStore:
             raise Throttled(scope) from error
         return CounterSet(WRITTEN, float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0)))
 
-    def item_total(self, item_id: str, write_shards: int, bucket: str = ALL) -> int:
-        """Exact views of one item in one anchor bucket: the sum of its shard counters (strongly consistent)."""
+    def item_total(self, item_id: str, write_shards: int, bucket: str | None = None) -> int:
+        """Exact views of one item in one anchor bucket (None: the current one, where ``add_view`` writes): the sum
+        of its shard counters (strongly consistent)."""
+        bucket = self.bucket(bucket)
         keys = [{PK: s_attr(view_pk(item_id, k, bucket))} for k in range(write_shards)]
         return sum(int_of(item.get(VIEWS)) for item in self._batch_get(keys, "#v", {"#v": VIEWS}))
 
-    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str = ALL) -> dict[int, int]:
-        """The counters of ``item_id`` on ``shards`` in one anchor bucket (strongly consistent); shards never
-        written are left out."""
-        keys = [{PK: s_attr(view_pk(item_id, k, bucket))} for k in sorted(set(shards))]
+    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str | None = None) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards`` in one anchor bucket (None: the current one; strongly
+        consistent); shards never written are left out."""
+        keys = [{PK: s_attr(view_pk(item_id, k, self.bucket(bucket)))} for k in sorted(set(shards))]
         items = self._batch_get(keys, "#s, #v", {"#s": SHARD, "#v": VIEWS})
         return {int_of(item.get(SHARD)): int_of(item.get(VIEWS)) for item in items}
 

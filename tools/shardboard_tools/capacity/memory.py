@@ -219,12 +219,16 @@ class MemoryViewStore:
         self._sequence = 0
 
     @metered
+    def bucket(self, bucket: str | None = None) -> str:
+        """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
+        return bucket or bucket_of(self.anchor, datetime.now(UTC))
+
     def add_view(
         self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()
     ) -> float:
         """``ADD views :count`` (and each board's counter) on one counter item; a throttled write raises
         ``Throttled`` and changes nothing. ``bucket`` None: the current anchor bucket (wall clock)."""
-        bucket = bucket or bucket_of(self.anchor, datetime.now(UTC))
+        bucket = self.bucket(bucket)
         pk = view_pk(item_id, shard, bucket)
         with self.data.lock:
             old = self.data.items.get(pk)
@@ -303,14 +307,17 @@ class MemoryViewStore:
         return batch
 
     @metered
-    def item_total(self, item_id: str, write_shards: int, bucket: str = ALL) -> int:
-        """Exact views of one item in one anchor bucket: the sum of its shard counters (strongly consistent)."""
+    def item_total(self, item_id: str, write_shards: int, bucket: str | None = None) -> int:
+        """Exact views of one item in one anchor bucket (None: the current one, where ``add_view`` writes): the sum
+        of its shard counters (strongly consistent)."""
+        bucket = self.bucket(bucket)
         return sum(self._counters(item_id, range(write_shards), bucket).values())
 
     @metered
-    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str = ALL) -> dict[int, int]:
-        """The counters of ``item_id`` on ``shards`` in one anchor bucket; shards never written are left out."""
-        return self._counters(item_id, sorted(set(shards)), bucket)
+    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str | None = None) -> dict[int, int]:
+        """The counters of ``item_id`` on ``shards`` in one anchor bucket (None: the current one);
+        shards never written are left out."""
+        return self._counters(item_id, sorted(set(shards)), self.bucket(bucket))
 
     def _counters(self, item_id: str, shards: Iterable[int], bucket: str) -> dict[int, int]:
         with self.data.lock:

@@ -179,7 +179,13 @@ def rebuild(
                 on_page(progress)
 
     with ThreadPoolExecutor(max_workers=max(1, progress.segments)) as pool:
-        list(pool.map(repair, sorted(grouped)))  # list(): re-raise the first failure
+        futures = [pool.submit(repair, key) for key in sorted(grouped)]
+        try:
+            for future in futures:
+                future.result()  # re-raise the first failure
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # an interrupted rebuild stops: the repairs not started never run
+            raise
     progress.finished = True
     return progress
 
