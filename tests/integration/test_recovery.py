@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from datetime import date, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -109,13 +110,15 @@ def test_an_aggregate_ahead_of_its_counters_is_reported_not_lowered(board):
     shard, applied = next(iter(state.applied.items()))
     from shardboard.domain.batch import ShardMove
 
-    moved = board.board.move("global", item, state.bucket, [ShardMove(shard, applied, applied + 5)], kinds=(), joins={})
-    assert moved.applied
+    periods = board.settings.periods
+    ahead = ShardMove(shard, applied, applied + 5)
+    assert board.board.move("global", item, state.bucket, [ahead], kinds=periods, joins={}).applied
     # When rebuilt
     progress = rebuild(board.views, board.board, board.settings, RebuildProgress.fresh(2))
     # Then it is named (rebuild never lowers a count while traffic may flow)
     assert progress.ahead == [f"global {item}"]
-    assert [d.item_id for d in report(board).differences] == [item]
+    differences = report(board).differences
+    assert {d.item_id for d in differences} == {item} and len(differences) == 1 + len(periods)
 
 
 @pytest.fixture
@@ -188,3 +191,29 @@ def test_redrive_repairs_a_record_lost_on_a_write_shard_above_write_shards(make_
     assert pipeline.views.item_total("viral", readable_shards(store.get("viral", consistent=True), 2)) == 7
     again = redrive(pipeline.views, pipeline.board, rt.streams, pipeline.settings, letters)
     assert sum(r.views_added for r in again) == 0 and pipeline.board.aggregate_views("viral") == 7
+
+
+def test_a_lost_aggregate_the_stream_recreated_gets_its_surviving_history_back(make_pipeline):
+    # Given an item viewed on three days: the two past ones are archived in entries, today's in the aggregate
+    pipeline = make_pipeline(WriteShards="2")
+    today = pipeline.bucket()
+    days = [(date.fromisoformat(today) - timedelta(days=back)).isoformat() for back in (2, 1, 0)]
+    for views, day in zip((10, 20, 30), days, strict=True):
+        pipeline.views.add_view("x", 0, views, day)
+        drain(pipeline)
+    # When the aggregate is lost, the stream recreates it from today's next view (it knows nothing older) and a late
+    # view of yesterday moves yesterday's entry and the recreated aggregate together
+    wipe(pipeline)
+    delivered = len(pipeline.stream_records())
+    pipeline.views.add_view("x", 1, 5, today)
+    pipeline.views.add_view("x", 1, 2, days[1])
+    assert pipeline.aggregate(pipeline.stream_records()[delivered:]) == {"batchItemFailures": []}
+    assert pipeline.board.aggregate_views("x") == 5 + 2
+    # Then rebuild catches today's other counter up and adds back exactly the views of the surviving entries
+    progress = rebuild(pipeline.views, pipeline.board, pipeline.settings, RebuildProgress.fresh(1))
+    assert progress.aggregates_rebuilt == 1 and progress.views_added == 30 + (10 + 20)
+    assert pipeline.board.aggregate_views("x") == 67 == pipeline.truth()["x"]
+    assert report(pipeline).exact  # every period: all time, each day, this week and this month
+    # And a second run finds nothing to add
+    again = rebuild(pipeline.views, pipeline.board, pipeline.settings, RebuildProgress.fresh(1))
+    assert again.views_added == 0 and again.aggregates_rebuilt == 0

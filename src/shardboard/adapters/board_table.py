@@ -349,6 +349,22 @@ class BoardStore:
             update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         return update
 
+    def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
+        names = {"#bucket": BUCKET, "#views": VIEWS}
+        values = {":bucket": s_attr(seen.bucket or ""), ":views": n_attr(seen.views)}
+        terms = []
+        for position, (kind, count) in enumerate(sorted(adds.items())):
+            names[f"#a{position}"] = VIEWS if kind == ALL else count_attr(kind)
+            values[f":a{position}"] = n_attr(count)
+            terms.append(f"#a{position} :a{position}")
+        return self._conditional_update(
+            aggregate_pk(board, item_id),
+            f"ADD {', '.join(terms)}",
+            "#bucket = :bucket AND #views = :views",
+            names,
+            values,
+        )
+
     def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
         item = self._get(entry_pk(period.board, period.kind, period.bucket, item_id), consistent=True)
         return entry_state(item, period.kind)
@@ -383,12 +399,6 @@ class BoardStore:
     def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
         """Remove one aggregate (chaos runs and tests use it to lose the board table; `rebuild` restores it)."""
         self.client.delete_item(TableName=self.table, Key={PK: s_attr(aggregate_pk(board, item_id))})
-
-    def delete_entry(self, period: PeriodKey, item_id: str) -> None:
-        """Remove one past entry (a rebuild of a lost aggregate replays its buckets from scratch)."""
-        self.client.delete_item(
-            TableName=self.table, Key={PK: s_attr(entry_pk(period.board, period.kind, period.bucket, item_id))}
-        )
 
     def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
         item = self._get(aggregate_pk(board, item_id), consistent=False)

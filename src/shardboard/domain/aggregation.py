@@ -189,7 +189,7 @@ def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], 
             gap_healed=any(applied < before for applied, before in found),
         )
         if not moves:  # a replay: everything was applied; still heal a crash between count and index writes
-            return outcome.plus(_join_aggregate(board, delta, ctx, known)), known, []
+            return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, known)), known, []
     else:
         outcome = ItemOutcome()
     periods = ctx.periods(delta.board, delta.bucket)
@@ -203,18 +203,18 @@ def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], 
     assert result.state is not None
     added = sum(m.target - m.expected for m in moves)
     outcome = outcome.plus(ItemOutcome(views_added=added))
-    return outcome.plus(_join_aggregate(board, delta, ctx, result.state)), result.state, []
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, result.state)), result.state, []
 
 
-def _join_aggregate(board: Board, delta: ItemDelta, ctx: Context, state: AggregateState) -> ItemOutcome:
+def join_indexes(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
     """Key the aggregate into every period index whose threshold its count reached (sparse index)."""
     if state.bucket is None:
         return ItemOutcome()
     writes, joined = 0, False
-    for period in ctx.periods(delta.board, state.bucket):
+    for period in ctx.periods(board_name, state.bucket):
         keyed = state.in_index if period.kind == ALL else period.kind in state.keyed
         if not keyed and state.count(period.kind) >= ctx.threshold(period) and state.count(period.kind) > 0:
-            joined |= board.join_index(delta.board, delta.item_id, period.kind, ctx.index_key(period, delta.item_id))
+            joined |= board.join_index(board_name, item_id, period.kind, ctx.index_key(period, item_id))
             writes += 1
     return ItemOutcome(writes=writes, joined_index=joined)
 
@@ -253,7 +253,7 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
     if not rolled:  # the aggregate changed meanwhile: read it and decide again
         return ItemOutcome(writes=writes), board.state(delta.board, delta.item_id), moves
     outcome = ItemOutcome(views_added=added, writes=writes, rolled=True)
-    return outcome.plus(_join_aggregate(board, delta, ctx, new)), new, []
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, new)), new, []
 
 
 def _past_entry(ctx: Context, period: PeriodKey, item_id: str, old: AggregateState) -> PastEntry:
@@ -324,7 +324,7 @@ def _late(board: Board, delta: ItemDelta, ctx: Context, aggregate: AggregateStat
             joined = board.join_entry(period, delta.item_id, ctx.index_key(period, delta.item_id))
             outcome = outcome.plus(ItemOutcome(writes=1, joined_index=joined))
     current = board.state(delta.board, delta.item_id)
-    return outcome.plus(_join_aggregate(board, delta, ctx, current)), current, []
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, current)), current, []
 
 
 def apply_batch(board: Board, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:

@@ -199,6 +199,12 @@ class Board(Protocol):
         """Apply an older anchor bucket's views to its entry, the aggregate and past entries, in one transaction."""
         ...
 
+    def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
+        """Add ``adds`` (per kind; ``"all"`` is all-time views) to an aggregate if it is still as ``seen`` (same
+        anchor bucket and all-time views); False otherwise. ``rebuild`` gives a recreated aggregate back the views
+        of its surviving past entries."""
+        ...
+
     def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
         """A past entry's state, strongly consistent (empty when there is none)."""
         ...

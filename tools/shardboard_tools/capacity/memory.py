@@ -500,6 +500,25 @@ class MemoryBoardStore:
         return LateResult(applied=True)
 
     @metered
+    def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
+        pk = aggregate_pk(board, item_id)
+        with self.data.lock:
+            current = self.data.items.get(pk)
+            if (
+                current is None
+                or current.get(BUCKET, {}).get("S") != seen.bucket
+                or _number(current, VIEWS) != seen.views
+            ):
+                self.data.refuse("UpdateItem", pk)
+                return False
+            item = dict(current)
+            for kind, count in adds.items():
+                attribute = VIEWS if kind == ALL else count_attr(kind)
+                item[attribute] = {"N": str(_number(item, attribute) + count)}
+            self._write("UpdateItem", pk, item)
+        return True
+
+    @metered
     def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
         pk = entry_pk(period.board, period.kind, period.bucket, item_id)
         with self.data.lock:
@@ -545,10 +564,6 @@ class MemoryBoardStore:
     def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
         with self.data.lock:
             self._write("DeleteItem", aggregate_pk(board, item_id), None)
-
-    def delete_entry(self, period: PeriodKey, item_id: str) -> None:
-        with self.data.lock:
-            self._write("DeleteItem", entry_pk(period.board, period.kind, period.bucket, item_id), None)
 
     def _write(self, operation: str, pk: str, new: Item | None) -> None:
         old = self.data.write(operation, pk, new)

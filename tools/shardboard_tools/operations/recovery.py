@@ -7,9 +7,10 @@ one the counter really had, so the invariant of docs/exactly-once.md holds; a st
 absorbed as a replay, and a record applied meanwhile makes the compare-and-set refuse and catch up. So repairs are
 safe while traffic flows and safe to run twice.
 
-A lost aggregate is rebuilt with its past entries: the all-time count of an aggregate includes the views of its past
-anchor buckets, which their entries account for, so the repair removes that item's entries and replays every bucket
-(docs/boards-and-periods.md, "Recovery").
+A lost aggregate is rebuilt without touching its past entries, which survived it (and which late views may be
+changing meanwhile): replaying its buckets brings the current one back and recreates any entry that was lost too;
+then the views of the surviving entries that the recreated aggregate lacks are added back in one conditional write
+(:func:`restore_history`; docs/boards-and-periods.md, "Recovery").
 """
 
 from __future__ import annotations
@@ -30,13 +31,23 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.aggregation import apply_deltas, note_changes
+from shardboard.domain.aggregation import (
+    AggregateContention,
+    Context,
+    apply_deltas,
+    join_indexes,
+    note_changes,
+    periods_of,
+)
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import AggregateState, PeriodKey
 from shardboard.domain.validation import BadInput
 from shardboard.settings import Settings
 
+# Fresh reads and conditional writes a history restore tries before it reports contention (each refusal means the
+# aggregate moved meanwhile, which a busy item does every batch window).
+MAX_RESTORE_ATTEMPTS = 10
 # Segments of the parallel scan, and the number of repairs run at once.
 DEFAULT_SEGMENTS = 8
 # (anchor bucket, write shard) -> the counter's value on one board.
@@ -53,22 +64,18 @@ class Repair:
     joined_index: bool = False
     ahead: bool = False  # some applied value is past its counter: the base table was lowered (a broken precondition)
     board: str = "global"
-    rebuilt: bool = False  # the aggregate was missing: its past entries were removed and every bucket replayed
+    rebuilt: bool = False  # the aggregate had been lost: the views of its surviving past entries were added back
 
 
 def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id: str, counters: Counters) -> Repair:
     """Bring one (board, item) up to its base counters in every period, exactly once (see the module docstring)."""
     state = board.state(board_name, item_id)
-    buckets = {bucket for bucket, _ in counters}
-    lost = state.bucket is None and state.views == 0
-    rebuilt = lost or _lost_history(board, settings, board_name, item_id, buckets)
-    if rebuilt:
-        for period in _periods(settings, board_name, buckets):
-            board.delete_entry(period, item_id)
     steps = [(board_name, item_id, bucket, shard, 0, value) for (bucket, shard), value in counters.items() if value]
     outcome = apply_deltas(board, fold(steps), replace(settings, write_concurrency=1))
     if outcome.failures:
         raise next(iter(outcome.failures.values()))
+    restored, periods = restore_history(board, settings, board_name, item_id, {bucket for bucket, _ in counters})
+    outcome.changed.update(periods)
     # The periods it changed (or found changed by a delivery that may have died before its marks) get refreshed.
     note_changes(board, outcome, settings, int(time.time()))
     ahead = state.bucket is not None and any(
@@ -76,43 +83,61 @@ def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id:
     )
     return Repair(
         item_id,
-        outcome.views_added,
-        outcome.aggregate_writes,
+        outcome.views_added + restored.get(ALL, 0),
+        outcome.aggregate_writes + bool(restored),
         outcome.index_joins > 0,
         ahead,
         board_name,
-        rebuilt,
+        bool(restored),
     )
 
 
-def _lost_history(board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: set[str]) -> bool:
-    """An aggregate lost and recreated (by the stream) before this repair read it: its all-time views lack the past
-    anchor buckets whose entries survived. A whole aggregate always holds its applied values plus those entries (a
-    late move changes an entry and the aggregate in one transaction), so it holds less only when it lost them.
+def restore_history(
+    board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: Iterable[str]
+) -> tuple[dict[str, int], list[PeriodKey]]:
+    """Give an aggregate back the views of its surviving past entries that it lacks; returns what was added, per
+    kind (``"all"``: all-time views), and the periods whose counts that changed.
 
-    Entries and aggregate are read apart: the aggregate is read again, and the test only counts when it did not move.
+    A whole aggregate holds, in all time and in each current period, its applied values plus its past anchor
+    entries in that period (a late move changes an entry and the aggregate in one transaction, a roll archives
+    before it moves on), so it holds less only when it was lost and recreated from its current bucket. The entries
+    and the aggregate are read apart: the write is conditioned on the aggregate's bucket and all-time views as read,
+    which every move, late move and roll changes, and is retried on a fresh read when refused.
     """
-    for _ in range(3):
+    buckets = sorted(set(buckets))
+    for _ in range(MAX_RESTORE_ATTEMPTS):
         state = board.state(board_name, item_id)
         if state.bucket is None:
-            return False
-        past = [PeriodKey(board_name, settings.anchor, b) for b in sorted(buckets) if b < state.bucket]
-        if not past:
-            return False
-        held = sum(board.entry_state(period, item_id).views for period in past)
-        if board.state(board_name, item_id) == state:
-            return state.views < sum(state.applied.values()) + held
-    return False
+            return {}, []
+        past = {
+            bucket: board.entry_state(PeriodKey(board_name, settings.anchor, bucket), item_id).views
+            for bucket in buckets
+            if bucket < state.bucket
+        }
+        adds = {kind: count for kind, count in missing_history(state, past, settings).items() if count > 0}
+        if not adds:
+            return {}, []
+        if board.add_history(board_name, item_id, state, adds):
+            periods = list(periods_of(settings.periods, board_name, state.bucket))
+            ctx = Context(settings, board.thresholds(periods))
+            join_indexes(board, ctx, board_name, item_id, board.state(board_name, item_id))  # counts grew: sparse index
+            return adds, periods
+    raise AggregateContention(f"{board_name}/{item_id!r}: {MAX_RESTORE_ATTEMPTS} history restores lost the race")
 
 
-def _periods(settings: Settings, board: str, buckets: Iterable[str]) -> set[PeriodKey]:
-    """Every past entry an item's anchor buckets can have produced on ``board``."""
-    return {
-        PeriodKey(board, kind, coarser_bucket(kind, settings.anchor, bucket))
-        for bucket in buckets
-        for kind in settings.periods
-        if kind != ALL
-    }
+def missing_history(state: AggregateState, past: Mapping[str, int], settings: Settings) -> dict[str, int]:
+    """Per kind, the views of the past anchor entries ``past`` (bucket -> views, buckets older than the aggregate's)
+    that the aggregate does not hold: 0 for a whole aggregate, negative when entries expired."""
+    current = sum(state.applied.values())
+    assert state.bucket is not None
+    missing = {ALL: sum(past.values()) - (state.views - current)}
+    for kind in settings.periods:
+        if kind == settings.anchor:
+            continue  # the anchor's current period is the aggregate's own bucket: no entry lies in it
+        period = coarser_bucket(kind, settings.anchor, state.bucket)
+        held = sum(views for bucket, views in past.items() if coarser_bucket(kind, settings.anchor, bucket) == period)
+        missing[kind] = held - (state.count(kind) - current)
+    return missing
 
 
 # ----------------------------------------------------------------------------------------------- rebuild
