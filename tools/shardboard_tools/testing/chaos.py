@@ -30,7 +30,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shardboard.adapters.dynamodb import dynamodb_client
-from shardboard.adapters.keys import PK, aggregate_pk
+from shardboard.adapters.keys import PK
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.periods import DAY, MONTH, WEEK, start_of
 from shardboard.domain.ports import Throttled
@@ -298,16 +298,19 @@ class Chaos:
             self.say(f"  second runner crashed ({type(error).__name__}); left stopped")
 
     def _wipe_and_rebuild(self, rng: random.Random) -> None:
+        """Lose half the (board, item) pairs' board-table items (aggregate and past entries) at one instant, then
+        rebuild them while the writers and the aggregator go on."""
         board = self.rt.board
-        aggregates = sorted(
-            (row["board"]["S"], row["item_id"]["S"])
-            for row in board.scan_counts()
-            if "board" in row and row[PK]["S"] == aggregate_pk(row["board"]["S"], row["item_id"]["S"])
-        )
-        lost = rng.sample(aggregates, k=len(aggregates) // 2) if aggregates else []
-        for owner, item in lost:
-            board.delete_aggregate(item, owner)
-        self.say(f"  lost {len(lost)} aggregates; rebuilding while traffic flows")
+        with self.function.gate.closed():
+            rows: dict[tuple[str, str], list[str]] = {}
+            for row in board.scan_counts():
+                if "board" in row:
+                    rows.setdefault((row["board"]["S"], row["item_id"]["S"]), []).append(row[PK]["S"])
+            lost = rng.sample(sorted(rows), k=len(rows) // 2)
+            for pair in lost:
+                for pk in rows[pair]:
+                    board.client.delete_item(TableName=board.table, Key={PK: {"S": pk}})
+        self.say(f"  lost {len(lost)} aggregates with their past entries; rebuilding while traffic flows")
         clean = self.rt.board  # the rebuild's own process: the aggregator's faults are not its faults
         self.report.rebuilds.append(rebuild(self.rt.views, clean, self.rt.settings, RebuildProgress.fresh(4)))
 

@@ -347,6 +347,41 @@ class Totals:
         self.failed_items += len(outcome.failures)
 
 
+class Gate:
+    """Lets invocations through while open. ``closed()`` waits for those running to end and holds new ones until it
+    is left: what happens inside is one instant for the function (a table lost at once, not item by item while the
+    aggregator writes between two deletions)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._closed = False
+
+    @contextmanager
+    def passing(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._closed)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def closed(self) -> Iterator[None]:
+        with self._changed:
+            self._closed = True
+            self._changed.wait_for(lambda: self._running == 0)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._closed = False
+                self._changed.notify_all()
+
+
 @dataclass
 class FaultyFunction:
     """The aggregator as the event source mapping sees it, with faults chosen per invocation by a seeded generator.
@@ -364,8 +399,13 @@ class FaultyFunction:
     poisoned: set[str] = field(default_factory=set)  # sequence numbers the function always fails on
     _delivered: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    gate: Gate = field(default_factory=Gate)
 
     def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        with self.gate.passing():
+            return self._invoke(event, context)
+
+    def _invoke(self, event: dict[str, Any], context: Any) -> Any:
         records: list[Record] = event.get("Records", [])
         if self._roll(self.faults.poison, "poison") and records:
             self.poisoned.add(records[0]["dynamodb"]["SequenceNumber"])
