@@ -141,7 +141,7 @@ def test_reshard_and_shards_commands(monkeypatch):
 
         cli("init")
         for item in ("a", "b", "c", "d"):
-            cli("record", item, "-n", str(ord(item)))
+            cli("record", item, "-n", str(ord(item)), "--board", "cats")
         cli("process", "--drain")
         cli("snapshot")
         # When the board moves from 2 to 3 GSI shards
@@ -154,3 +154,18 @@ def test_reshard_and_shards_commands(monkeypatch):
         assert "(0 written" in cli("snapshot")  # every period's snapshot unchanged
         assert json.loads(cli("verify", "--json"))["exact"] is True
         assert json.loads(cli("shards", "--json")) == []
+        # And a category board moves on its own: only its layout changes, its leaderboard stays the same and exact
+        before = json.loads(cli("top", "--board", "cats", "--json"))["items"]
+        output = cli("reshard", "--board", "cats", "--gsi-shards", "5", "--grace-seconds", "0", "--json")
+        moved = json.loads(output.splitlines()[-1])
+        assert (moved["previous"], moved["target"], moved["moved"]) == (2, 5, 4 * 4)
+        layouts = {b["board"]: b["gsi_shards"] for b in json.loads(cli("boards", "--json"))["boards"]}
+        assert layouts == {"global": 3, "cats": 5}
+        cli("record", "e", "-n", "200", "--board", "cats")
+        cli("process", "--drain")
+        cli("snapshot")
+        after = json.loads(cli("top", "--board", "cats", "--json"))["items"]
+        assert after[0]["id"] == "e" and after[1:] == [{**one, "rank": one["rank"] + 1} for one in before]
+        assert json.loads(cli("verify", "--json"))["exact"] is True
+        refused = runner.invoke(main, ["reshard", "--board", "Cats!", "--gsi-shards", "2"])
+        assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1

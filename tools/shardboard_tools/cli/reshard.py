@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import click
 from rich.table import Table
 
+from shardboard.domain import validation
 from shardboard.domain.dynamic_sharding import ShardPolicy, readable_shards, review_all
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.operations import resharding
@@ -26,6 +28,7 @@ def aggregator_grace_seconds(template: Template) -> int:
 
 @click.command()
 @click.option("--gsi-shards", "target", required=True, type=click.IntRange(1, 100), help="New board shard count S2.")
+@click.option("--board", default=None, metavar="NAME", help="The board to move (default: the global board).")
 @click.option(
     "--grace-seconds",
     type=click.FloatRange(0),
@@ -33,28 +36,31 @@ def aggregator_grace_seconds(template: Template) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def reshard(ctx: click.Context, target: int, grace_seconds: float | None, as_json: bool) -> None:
-    """Move the leaderboard GSI from its S board shards to S2; snapshots stay exact during the move.
+def reshard(ctx: click.Context, target: int, board: str | None, grace_seconds: float | None, as_json: bool) -> None:
+    """Move one board's GSIs (every period's) from its S board shards to S2; snapshots stay exact during the move.
 
-    Resumable: run it again with the same S2 after an interruption.
+    Each board has its own S (`shardboard plan --boards FILE` recommends them). Resumable: run it again with the same
+    S2 after an interruption.
     """
     rt = runtime(ctx)
+    with one_line_errors():
+        settings = replace(rt.settings, board=validation.board_name(board or rt.settings.board))
     grace = aggregator_grace_seconds(rt.template) if grace_seconds is None else grace_seconds
-    console.print(f"board {rt.settings.board}: {target} GSI shards (in-flight batches get {grace:g}s first)")
+    console.print(f"board {settings.board}: {target} GSI shards (in-flight batches get {grace:g}s first)")
 
     def progress(report: resharding.ReshardReport) -> None:
         console.print(f"pass {report.passes}: {report.moved} aggregates moved from layout {report.previous}")
 
     with one_line_errors():
         try:
-            report = resharding.reshard(rt.board, rt.settings, target, grace_seconds=grace, on_pass=progress)
+            report = resharding.reshard(rt.board, settings, target, grace_seconds=grace, on_pass=progress)
         except resharding.ReshardConflict as conflict:
             fail(str(conflict))
     if as_json:
         click.echo(json.dumps(report.__dict__))
     else:
         console.print(
-            f"board {rt.settings.board}: {report.previous} -> {report.target} GSI shards, "
+            f"board {settings.board}: {report.previous} -> {report.target} GSI shards, "
             f"{report.moved} aggregates moved in {report.passes} pass(es)"
         )
 
