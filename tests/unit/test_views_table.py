@@ -50,7 +50,7 @@ def test_unprocessed_keys_are_retried_after_a_growing_jittered_back_off():
         )
         stub.add_response("batch_get_item", {"Responses": {TABLE: [counter(11)]}}, {"RequestItems": request(2)})
         # When the item's total is read
-        total = views.item_total("a", 3)
+        total = views.item_total("a", 3, "all")
         stub.assert_no_pending_responses()
     # Then every counter was read once, exactly, after two sleeps of full jitter under 50 ms, then 100 ms
     assert total == 5 + 7 + 11
@@ -73,7 +73,7 @@ def test_keys_left_unprocessed_after_every_round_fail_the_read():
             )
         # When its total is read, the read fails rather than return a smaller total
         with pytest.raises(UnprocessedKeysRemain):
-            views.item_total("a", 1)
+            views.item_total("a", 1, "all")
     # Then it waited between every round, never more than the 1 s cap
     assert len(sleeps) == MAX_BATCH_GET_ROUNDS - 1
     assert max(sleeps) <= 1.0
