@@ -90,3 +90,13 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli, args, reason):
     assert len(result.output.strip().splitlines()) == 1
     verify = json.loads(cli("verify", "--json").output)
     assert verify["views"] == 0
+
+
+def test_version_is_the_package_version(cli):
+    from importlib.metadata import version
+
+    import shardboard
+
+    result = cli("--version")
+    assert result.exit_code == 0 and result.output == f"shardboard {version('shardboard')}\n"
+    assert shardboard.__version__ == version("shardboard")

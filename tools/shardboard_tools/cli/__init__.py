@@ -45,6 +45,7 @@ def _parameters(values: tuple[str, ...]) -> dict[str, str]:
     help="Override a template parameter (e.g. -p TopN=10). Repeatable.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show the functions' structured logs and EMF metrics.")
+@click.version_option(package_name="shardboard", prog_name="shardboard", message="%(prog)s %(version)s")
 @click.pass_context
 def main(
     ctx: click.Context, template_path: Path | None, stack: str, parameters: tuple[str, ...], verbose: bool
