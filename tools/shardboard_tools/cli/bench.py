@@ -65,11 +65,12 @@ def command_line(ctx: click.Context) -> str:
 )
 @click.option(
     "--scenario",
-    type=click.Choice(["designs", "boards", "viral-ramp", "viral-ramp-additive"]),
+    type=click.Choice(["designs", "boards", "many-boards", "viral-ramp", "viral-ramp-additive"]),
     default="designs",
     show_default=True,
     help="designs: the side-by-side run; boards: 20 category boards and day/week/month periods "
-    "(docs/benchmarks-boards.md); viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
+    "(docs/benchmarks-boards.md); many-boards: one snapshot run over 1,000 changed boards "
+    "(docs/boards-and-periods.md); viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
 @click.option(
@@ -103,6 +104,9 @@ def bench(
     require_extra("bench", "bench", "numpy", *(() if no_files else ("matplotlib",)))
     if scenario == "boards":
         run_boards_scenario(click.get_current_context(), designs, as_json=as_json, out=None if no_files else out)
+        return
+    if scenario == "many-boards":
+        run_many_boards_scenario(as_json=as_json)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -187,6 +191,20 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
     if as_json:
         ours = result["designs"].get("shardboard", {})
         click.echo(json.dumps({**result, **{k: ours[k] for k in SUMMARY_KEYS if k in ours}}, indent=2, default=str))
+
+
+def run_many_boards_scenario(*, as_json: bool) -> None:
+    """``--scenario many-boards``: one snapshot run over 1,000 changed boards, against the schedule interval."""
+    from shardboard_tools.bench.many_boards import run_many_boards
+    from shardboard_tools.bench.many_boards_report import scaling, table
+
+    screen = Console(stderr=True) if as_json else Console()
+    with Console(stderr=True).status("many-boards") as status:
+        result = run_many_boards(on_step=lambda step: status.update(f"many-boards: {step}"))
+    screen.print(table(result))
+    screen.print(scaling(result))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
 
 
 # `bench --scenario boards --json` prints shardboard's headline figures at the top level too.
