@@ -1,8 +1,53 @@
-"""shardboard: exact top-N leaderboards on DynamoDB."""
+"""shardboard: exact top-N leaderboards on DynamoDB.
 
-from importlib.metadata import PackageNotFoundError, version
+The library (``from shardboard import Recorder, Leaderboard``) lives in :mod:`shardboard.client`; it is imported on
+first use, so the Lambda functions, which import this package too, load none of it (nor the package metadata that
+``__version__`` reads).
+"""
 
-try:
-    __version__ = version("shardboard")
-except PackageNotFoundError:  # run from a source tree that was never installed
-    __version__ = "0+unknown"
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shardboard.client import (
+        BadInput,
+        BufferFull,
+        FlushResult,
+        Leaderboard,
+        NoSnapshot,
+        Recorder,
+        RecorderClosed,
+        RecorderStats,
+        Standings,
+    )
+
+    __version__: str
+
+__all__ = [
+    "BadInput",
+    "BufferFull",
+    "FlushResult",
+    "Leaderboard",
+    "NoSnapshot",
+    "Recorder",
+    "RecorderClosed",
+    "RecorderStats",
+    "Standings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The library's names, imported from shardboard.client at first use (PEP 562), and the installed version."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("shardboard")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
+    if name in __all__:
+        from shardboard import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'shardboard' has no attribute {name!r}")

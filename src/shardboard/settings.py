@@ -6,8 +6,10 @@ Domain code never reads ``os.environ``: it receives a :class:`Settings`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
@@ -32,6 +34,16 @@ DEFAULT_BOARD = GLOBAL_BOARD
 DEFAULT_SCHEDULE = "rate(1 minute)"
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
+# The stack the tables are named after unless told otherwise (`shardboard --stack`, the library's ``stack``).
+DEFAULT_STACK = "shardboard"
+# A CloudFormation stack name: a letter, then letters, digits and hyphens, at most 128 characters.
+STACK_NAME = re.compile(r"[A-Za-z][-A-Za-z0-9]{0,127}")
+
+
+def table_name(stack: str, table: str) -> str:
+    """The name of one of a stack's tables (``table``: views, board or shards): template.yaml names each
+    ``!Sub "${AWS::StackName}-<table>"``; tests/integration/test_client_moto.py checks the two agree."""
+    return f"{stack}-{table}"
 
 
 class ConfigError(ValueError):
@@ -48,9 +60,9 @@ def schedule_seconds(expression: str) -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    views_table: str = "shardboard-views"
-    board_table: str = "shardboard-board"
-    shards_table: str = "shardboard-shards"
+    views_table: str = table_name(DEFAULT_STACK, "views")
+    board_table: str = table_name(DEFAULT_STACK, "board")
+    shards_table: str = table_name(DEFAULT_STACK, "shards")
     board: str = DEFAULT_BOARD
     write_shards: int = DEFAULT_WRITE_SHARDS
     max_write_shards: int = DEFAULT_MAX_WRITE_SHARDS
@@ -99,6 +111,15 @@ class Settings:
             "week": self.retention_weeks,
             "month": self.retention_months,
         }.get(kind, 0)
+
+    @classmethod
+    def for_stack(cls, stack: str = DEFAULT_STACK, **changes: Any) -> Settings:
+        """The template's default settings with the tables of ``stack`` (as ``shardboard --stack`` names them);
+        ``changes`` set the parameters a deployment changed (``write_shards=40``, ``periods=("hour", "day")``)."""
+        if not isinstance(stack, str) or not STACK_NAME.fullmatch(stack):
+            raise ConfigError(f"stack must be a CloudFormation stack name (a letter, then [-A-Za-z0-9]), got {stack!r}")
+        tables = {f"{table}_table": table_name(stack, table) for table in ("views", "board", "shards")}
+        return cls(**{**tables, **changes})
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, defaults: Settings | None = None) -> Settings:

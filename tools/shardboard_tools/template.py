@@ -18,9 +18,8 @@ from botocore.exceptions import ClientError
 from cfn_flip import load_yaml
 
 from shardboard.adapters.dynamodb import error_code
-from shardboard.settings import Settings
+from shardboard.settings import DEFAULT_STACK, Settings
 
-DEFAULT_STACK = "shardboard"
 # Properties of AWS::DynamoDB::Table that CreateTable takes as they are.
 _CREATE_TABLE_KEYS = (
     "TableName",

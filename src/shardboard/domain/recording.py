@@ -63,12 +63,29 @@ def record_views(
     """
     item_id = validation.item_id(item_id)
     count = validation.view_count(count)
+    units = write_views(views, item_id, count, write_shards, rng, router=router, sleep=sleep, where=where)
+    return Recorded(item_id, count, units)
+
+
+def write_views(
+    views: ViewCounters,
+    item_id: str,
+    count: int,
+    write_shards: int,
+    rng: random.Random | None = None,
+    *,
+    router: ShardRouter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    where: Where = Where(),
+) -> float:
+    """The write of :func:`record_views`, for input validated already: ``count`` views of ``item_id`` in one
+    counter write (``ADD``) on a random write shard of the item's current range, whatever the count. The library
+    (``shardboard.client``) writes through it the views it coalesced from many validated calls. Returns the write
+    units consumed; raises Throttled when it wrote nothing."""
     rng = rng or _RNG
     if router is None:
-        units = views.add_view(item_id, rng.randrange(write_shards), count, where.bucket, where.boards)
-    else:
-        units = add_routed_view(views, router, item_id, rng, sleep, count=count, where=where)
-    return Recorded(item_id, count, units)
+        return views.add_view(item_id, rng.randrange(write_shards), count, where.bucket, where.boards)
+    return add_routed_view(views, router, item_id, rng, sleep, count=count, where=where)
 
 
 def attempt_view(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
+from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.cli import bench, demo, importing, pipeline, plan, recovery, reshard
 from shardboard_tools.cli.common import one_line_errors
 from shardboard_tools.local.runtime import Runtime, use_local_credentials_if_needed
-from shardboard_tools.template import DEFAULT_STACK
 
 
 def _parameters(values: tuple[str, ...]) -> dict[str, str]:

@@ -15,10 +15,10 @@ from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
-from shardboard.settings import Settings
+from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
 from shardboard_tools.lambda_model.context import LocalContext
-from shardboard_tools.template import DEFAULT_STACK, Template
+from shardboard_tools.template import Template
 
 # DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
 _LOCAL_CREDENTIALS = {

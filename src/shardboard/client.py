@@ -1,0 +1,408 @@
+"""The Python library: record views and read leaderboards from any Python application, without going through HTTP.
+
+    from shardboard import Leaderboard, Recorder
+
+    with Recorder(stack="shardboard") as recorder:       # boto3's default session, the stack's tables
+        recorder.record("images/001.jpg")                # buffered; written within flush_interval
+        recorder.record("images/002.jpg", count=3, boards=["cats"])
+    for entry in Leaderboard(stack="shardboard").top(limit=10).items:
+        print(entry.rank, entry.id, entry.views)
+
+**Recording.** :meth:`Recorder.record` validates its input with the API's own rules (``POST /views``: a bad id,
+count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing) and
+adds the views to an in-memory buffer keyed by (item, anchor bucket of the time of the call, boards). A background
+thread flushes the buffer every ``flush_interval`` seconds, and at once when it holds ``max_pending`` distinct keys:
+each key becomes ONE counter write, ``ADD`` of its summed count on a random write shard of the item's current shard
+count (dynamic sharding), through the write path of the API (``domain.recording.write_views``). The aggregator
+applies absolute counter values exactly once, so one write of k views counts exactly like k writes of one view, and
+a site pays one write per distinct (item, boards) per flush instead of one per view.
+
+**Bounded memory.** The buffer holds at most ``max_pending`` distinct keys, counting the keys a flush is writing.
+Views of a key already buffered always fit; a new key waits (``record`` blocks) while a flush makes room, and raises
+:class:`BufferFull` when the last flush could not write enough to make room (DynamoDB unreachable or refusing): its
+views are then not buffered and the caller decides.
+
+**Failures.** The client retries throttled and failed requests with botocore's standard retry mode (exponential
+backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
+count and is retried with back-off, as the API does. A write that still fails keeps its views in the buffer for the
+next flush (counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger); a throttled
+write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout) may have
+landed: botocore retries it, and so does the next flush, so such a write may count twice, as a client retrying
+``POST /views`` after a timeout would. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and
+by the ``with`` block) flushes what is left; views it still cannot write are logged as lost
+(:attr:`RecorderStats.lost_views`).
+
+**What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
+such as ``os._exit``) loses the views recorded since the last flush that wrote them, at most ``flush_interval``
+seconds of views (plus any views a failing flush was keeping). Every view of a completed flush is on the table, and
+none is counted twice: the aggregator's exactly-once rule covers what was written.
+
+**Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
+``<stack>-shards``). The other settings are the template's defaults; a stack deployed with other ``WriteShards``,
+``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
+write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
+it. The writer needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table
+(dynamic sharding); a reader ``GetItem`` on the board table.
+
+``viewer`` (counting a view once per viewer, issue 14 item 5) is reserved and NOT implemented yet: passing one
+raises ``NotImplementedError`` rather than count views the caller expects deduplicated.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import client_config, region
+from shardboard.domain import validation
+from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ranking import RankedEntry
+from shardboard.domain.recording import Where, write_views
+from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
+from shardboard.handlers.wiring import Container
+from shardboard.settings import DEFAULT_STACK, Settings
+
+BadInput = validation.BadInput
+log = logging.getLogger("shardboard.client")
+
+# Concurrent counter writes per flush: a flush of 10,000 keys is 10,000 small writes.
+DEFAULT_WORKERS = 16
+
+# (item id, anchor bucket, category boards sorted): the views of one key are one counter write.
+_Key = tuple[str, str, tuple[str, ...]]
+
+
+class RecorderClosed(RuntimeError):
+    """``record`` after ``close``: the views were not recorded."""
+
+
+class BufferFull(RuntimeError):
+    """The buffer holds ``max_pending`` distinct keys and the last flush could not write enough of them to make room
+    (DynamoDB throttling or unreachable): these views were not buffered."""
+
+
+class NoSnapshot(LookupError):
+    """The period has no snapshot (HTTP 404): no views yet, the snapshot job has not run since, or it expired."""
+
+    def __init__(self, period: PeriodKey) -> None:
+        super().__init__(not_found(period))
+        self.period = period
+
+
+@dataclass(frozen=True)
+class FlushResult:
+    """What one flush wrote, and what it kept for the next one."""
+
+    views: int = 0  # views written
+    writes: int = 0  # counter writes that landed (one per coalesced key)
+    write_units: float = 0.0
+    failed_views: int = 0  # views whose write failed: back in the buffer
+    failed_writes: int = 0
+
+
+@dataclass(frozen=True)
+class RecorderStats:
+    """Counts since the recorder was made."""
+
+    recorded_views: int = 0  # accepted by record()
+    written_views: int = 0
+    writes: int = 0
+    write_units: float = 0.0
+    failed_writes: int = 0  # writes that failed after every retry (their views were kept for the next flush)
+    flushes: int = 0
+    pending_views: int = 0  # in the buffer now (including a running flush's)
+    lost_views: int = 0  # still unwritten when the recorder closed
+
+
+def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
+    """A DynamoDB client from ``session`` (boto3's default session when None): standard retry mode, a pool for the
+    flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else."""
+    if session is None:
+        session = boto3.DEFAULT_SESSION or boto3.Session()
+    return session.client(
+        "dynamodb", region_name=session.region_name or region(), config=client_config(max(workers, 10))
+    )
+
+
+class Recorder:
+    """Record views from a Python application: buffered, coalesced per key, flushed in the background.
+
+    ``record`` is thread-safe; one recorder per process serves every thread. See the module's documentation for
+    what a flush writes, what a failure keeps and what a kill can lose.
+    """
+
+    def __init__(
+        self,
+        session: Any = None,
+        stack: str = DEFAULT_STACK,
+        *,
+        flush_interval: float = 1.0,
+        max_pending: int = 10_000,
+        settings: Settings | None = None,
+        workers: int = DEFAULT_WORKERS,
+    ) -> None:
+        """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables.
+        ``flush_interval``: seconds between background flushes. ``max_pending``: the most distinct (item, boards,
+        bucket) keys held. ``settings``: the stack's settings when its parameters differ from the template's
+        defaults (it names the tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel."""
+        if not flush_interval > 0:
+            raise ValueError(f"flush_interval must be > 0 seconds, got {flush_interval!r}")
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ValueError(f"max_pending must be a whole number >= 1, got {max_pending!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        self.settings = settings or Settings.for_stack(stack)
+        self.flush_interval = float(flush_interval)
+        self.max_pending = max_pending
+        self.client = _dynamodb(session, workers)
+        # The collaborators the API function builds (the same stores, the same shard router), on this client.
+        container = Container(self.settings, self.client)
+        self._views, self._router = container.views, container.router
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
+        self._pending: dict[_Key, int] = {}
+        self._in_flight: dict[_Key, int] = {}
+        self._stuck = False  # the last flush ended with the buffer still full
+        self._closed = False
+        self._stats = RecorderStats()
+        self._flushing = threading.Lock()  # one flush at a time (the thread's, flush(), close())
+        self._wake = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardboard-write")
+        self._thread = threading.Thread(target=self._run, name="shardboard-recorder", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    # -- recording
+    def record(self, item_id: str, count: int = 1, boards: Iterable[str] = (), viewer: str | None = None) -> None:
+        """Buffer ``count`` views of ``item_id`` on the global board and each of ``boards``, counted in the period
+        of now. Bad input raises BadInput (a ValueError) and buffers nothing. Blocks while a flush makes room when
+        the buffer is full; raises BufferFull when it cannot, RecorderClosed after close().
+
+        ``viewer`` is reserved for dedupe (one view per viewer, item and window: issue 14 item 5), not implemented
+        yet: a viewer raises NotImplementedError, so views are never counted twice silently.
+        """
+        if viewer is not None:
+            raise NotImplementedError("viewer (dedupe per viewer) is not implemented yet: record without viewer")
+        item_id = validation.item_id(item_id)
+        count = validation.view_count(count)
+        names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
+        key: _Key = (item_id, bucket_of(self.settings.anchor, datetime.now(UTC)), tuple(sorted(names)))
+        with self._lock:
+            while key not in self._pending and self._held() >= self.max_pending:
+                if self._closed:
+                    break
+                if self._stuck:
+                    raise BufferFull(
+                        f"{self._held()} keys are waiting to be written (max_pending={self.max_pending}) and the"
+                        f" last flush could not write them: {count} view(s) of {item_id!r} were not recorded"
+                    )
+                self._wake.set()
+                self._room.wait()
+            if self._closed:
+                raise RecorderClosed(f"the recorder is closed: {count} view(s) of {item_id!r} were not recorded")
+            self._pending[key] = self._pending.get(key, 0) + count
+            self._stats = replace(self._stats, recorded_views=self._stats.recorded_views + count)
+            if len(self._pending) >= self.max_pending:
+                self._wake.set()  # the size threshold: flush now, not at the next tick
+
+    def _held(self) -> int:
+        """Distinct keys held: buffered plus being written (a key in both counts twice, which only errs low)."""
+        return len(self._pending) + len(self._in_flight)
+
+    # -- flushing
+    def flush(self) -> FlushResult:
+        """Write every buffered key now (one counter write each) and wait for the writes; waits for a running
+        background flush first. Failed writes keep their views for the next flush and are logged."""
+        with self._flushing:
+            with self._lock:
+                batch, self._pending = self._pending, {}
+                self._in_flight = batch
+                self._stuck = False
+            outcomes = self._write_all(batch)
+            failed = {key: batch[key] for key, outcome in outcomes.items() if isinstance(outcome, BaseException)}
+            units = sum(outcome for outcome in outcomes.values() if isinstance(outcome, float))
+            result = FlushResult(
+                views=sum(batch.values()) - sum(failed.values()),
+                writes=len(batch) - len(failed),
+                write_units=units,
+                failed_views=sum(failed.values()),
+                failed_writes=len(failed),
+            )
+            with self._lock:
+                for key, count in failed.items():
+                    self._pending[key] = self._pending.get(key, 0) + count
+                self._in_flight = {}
+                self._stuck = len(self._pending) >= self.max_pending
+                stats = self._stats
+                self._stats = replace(
+                    stats,
+                    written_views=stats.written_views + result.views,
+                    writes=stats.writes + result.writes,
+                    write_units=stats.write_units + units,
+                    failed_writes=stats.failed_writes + result.failed_writes,
+                    flushes=stats.flushes + 1,
+                )
+                self._room.notify_all()
+        if failed:
+            errors = [outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)]
+            log.warning(
+                "shardboard: %d view(s) in %d write(s) not written (%s: %s); kept for the next flush",
+                result.failed_views,
+                result.failed_writes,
+                type(errors[0]).__name__,
+                str(errors[0])[:200],
+            )
+        return result
+
+    def _write_all(self, batch: dict[_Key, int]) -> dict[_Key, float | BaseException]:
+        """Write every key, in parallel on the pool; at interpreter exit (no new threads) in this thread."""
+        futures: dict[_Key, Future[float | BaseException]] = {}
+        try:
+            for key, count in batch.items():
+                futures[key] = self._pool.submit(self._write, key, count)
+        except RuntimeError:  # the pool is shut down (interpreter exit, atexit): write the rest here
+            pass
+        return {
+            key: futures[key].result() if key in futures else self._write(key, count) for key, count in batch.items()
+        }
+
+    def _write(self, key: _Key, count: int) -> float | BaseException:
+        """One coalesced key in one counter write; the error instead of raising it (the flush keeps those views)."""
+        item_id, bucket, boards = key
+        try:
+            where = Where(bucket, boards)
+            shards = self.settings.write_shards
+            return write_views(self._views, item_id, count, shards, router=self._router, where=where)
+        except Exception as error:  # any failure keeps the views for the next flush, and is logged
+            return error
+
+    def _run(self) -> None:
+        """The background thread: flush every flush_interval, or at once when woken (size threshold, close)."""
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            if self._closed:
+                return
+            try:
+                self.flush()
+            except Exception:  # a flush reports its write errors itself; never let the thread die of anything else
+                log.exception("shardboard: background flush failed")
+
+    def stats(self) -> RecorderStats:
+        """Counts since the recorder was made (a consistent copy)."""
+        with self._lock:
+            held = sum(self._pending.values()) + sum(self._in_flight.values())
+            return replace(self._stats, pending_views=held)
+
+    # -- closing
+    def close(self) -> None:
+        """Stop the background thread and flush what is left (idempotent; also run at interpreter exit). Views a
+        final flush cannot write are logged as lost."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._room.notify_all()  # record() calls waiting for room give up
+        atexit.unregister(self.close)
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        result = self.flush()
+        self._pool.shutdown(wait=True)
+        if result.failed_views:
+            with self._lock:
+                lost = sum(self._pending.values())
+                self._pending.clear()
+                self._stats = replace(self._stats, lost_views=self._stats.lost_views + lost)
+            log.error("shardboard: closed with %d view(s) the last flush could not write: they are lost", lost)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+# ----------------------------------------------------------------------------------------------------- reading
+@dataclass(frozen=True)
+class Standings:
+    """A leaderboard as ``GET /leaderboard`` returns it: the board, the period, when the snapshot was taken and the
+    entries best first (competition ranks: equal views share a rank, 1, 2, 2, 4)."""
+
+    board: str
+    period: Period  # kind "all" (start and end None), or a calendar period with its UTC bounds
+    generated_at: datetime
+    items: tuple[RankedEntry, ...]
+
+    def rank_of(self, item_id: str) -> int | None:
+        """``item_id``'s rank among these entries, or None when it is not one of them."""
+        return next((entry.rank for entry in self.items if entry.id == item_id), None)
+
+
+class Leaderboard:
+    """Read a stack's leaderboards from their snapshot items: one GetItem per call, what the HTTP API reads."""
+
+    def __init__(self, session: Any = None, stack: str = DEFAULT_STACK, *, settings: Settings | None = None) -> None:
+        """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables. ``settings``:
+        the stack's settings when its ``Periods`` differ from the template's (it names the tables itself)."""
+        self.settings = settings or Settings.for_stack(stack)
+        self.client = _dynamodb(session)
+        self._board = BoardStore(self.client, self.settings.board_table)
+
+    def top(
+        self, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None, limit: int | None = None
+    ) -> Standings:
+        """The snapshot of ``board`` for the ``period`` kind (``all``, or a configured ``hour``/``day``/``week``/
+        ``month``) containing ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None: now), its first
+        ``limit`` entries (None: all of the snapshot's N). Bad arguments raise BadInput (a ValueError); a period
+        without a snapshot raises NoSnapshot (the API's 404)."""
+        key = self._period(board, period, at)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
+        snapshot = self._board.get_snapshot(key)
+        if snapshot is None:
+            raise NoSnapshot(key)
+        document = leaderboard_json(snapshot, limit)
+        shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
+        return Standings(
+            board=document["board"],
+            period=shown,
+            generated_at=parse_time(document["generated_at"]),
+            items=tuple(RankedEntry(entry["rank"], entry["id"], entry["views"]) for entry in document["items"]),
+        )
+
+    def rank(
+        self, item_id: str, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None
+    ) -> int | None:
+        """``item_id``'s competition rank in the snapshot (one GetItem), or None when it is not in the snapshot's
+        top N: the snapshot holds only the top N, so a deeper rank is not known here (ranks of any item are
+        issue 13's work). Raises NoSnapshot when the period has no snapshot."""
+        item_id = validation.item_id(item_id)
+        return self.top(board, period, at).rank_of(item_id)
+
+    def _period(self, board: str, period: str, at: datetime | str | None) -> PeriodKey:
+        """The API's validation of ``board``, ``period`` and ``at``, then the period they name."""
+        name = validation.board_name(board)
+        kind = validation.period_kind(period, self.settings.periods)
+        if isinstance(at, datetime):
+            moment: datetime | None = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        elif at is None or isinstance(at, str):
+            moment = validation.moment(at)
+        else:
+            raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
+        return period_at(name, kind, moment)
