@@ -22,8 +22,10 @@ def command_line(ctx: click.Context) -> str:
     changed = []
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        if param.name in ("as_json", "no_files", "out") or value == param.default or value in ((), None):
-            continue
+        given = ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE
+        skipped = param.name in ("as_json", "no_files", "out") or value in ((), None)
+        if skipped or (value == param.default and not given):
+            continue  # a default given on the command line stays: a scenario may have its own default (boards: 2M)
         flag = param.opts[0] if isinstance(param, click.Option) else ""
         for one in value if isinstance(value, tuple) else (value,):
             changed.append(f"{flag} {one:g}" if isinstance(one, float) else f"{flag} {one}")
