@@ -86,6 +86,11 @@ class Template:
                 "Fn::Sub": self._sub,
                 "Fn::If": self._if,
                 "Fn::Equals": self._equals,
+                "Fn::And": lambda conditions: all(self._truth(c) for c in conditions),
+                "Fn::Or": lambda conditions: any(self._truth(c) for c in conditions),
+                "Fn::Not": lambda conditions: not self._truth(conditions[0]),
+                "Condition": self.condition,
+                "Fn::Join": lambda value: str(value[0]).join(str(part) for part in self.resolve(value[1])),
             }
             if key in intrinsics:
                 return intrinsics[key](value)
@@ -97,6 +102,26 @@ class Template:
     def _if(self, value: list[Any]) -> Any:
         condition, when_true, when_false = value
         return self.resolve(when_true if self.condition(condition) else when_false)
+
+    def _truth(self, node: Any) -> bool:
+        """A condition operand: ``{"Condition": name}`` or an intrinsic that yields a boolean."""
+        return bool(self.resolve(node))
+
+    def select(self, node: Any) -> Any:
+        """``node`` as CloudFormation deploys it with these parameters: every ``Fn::If`` decided, ``AWS::NoValue``
+        dropped and parameter references replaced; other intrinsics (``!GetAtt``, ``!Sub`` of resources) are kept."""
+        if isinstance(node, list):
+            return [n for n in (self.select(n) for n in node) if n is not _NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            ((key, value),) = node.items()
+            if key == "Fn::If":
+                condition, when_true, when_false = value
+                return self.select(when_true if self.condition(condition) else when_false)
+            if key == "Ref" and (value == "AWS::NoValue" or value in self.parameters):
+                return self._ref(value)
+        return {k: v for k, v in ((k, self.select(v)) for k, v in node.items()) if v is not _NO_VALUE}
 
     def _equals(self, value: list[Any]) -> bool:
         left, right = self.resolve(value)
@@ -116,6 +141,8 @@ class Template:
         if name in pseudo:
             return pseudo[name]
         if name in self.parameters:
+            if self.body.get("Parameters", {}).get(name, {}).get("Type") == "CommaDelimitedList":
+                return [item.strip() for item in self.parameters[name].split(",")] if self.parameters[name] else []
             return self.parameters[name]
         if name in self.body.get("Resources", {}):
             return self.table_name(name)
