@@ -337,7 +337,11 @@ def test_a_viewed_view_whose_response_was_lost_counts_once_when_the_next_flush_r
 
 @pytest.mark.parametrize(
     ("options", "reason"),
-    [({"viewer": ""}, "1-128"), ({"viewer": "a\tb"}, "non-printable"), ({"viewer": "u", "count": 2}, "count must be 1")],
+    [
+        ({"viewer": ""}, "1-128"),
+        ({"viewer": "a\tb"}, "non-printable"),
+        ({"viewer": "u", "count": 2}, "count must be 1"),
+    ],
 )
 def test_a_bad_viewer_raises_and_buffers_nothing(pipeline, options, reason):
     with recorder() as r:

@@ -106,7 +106,7 @@ def test_the_sdk_resending_a_landed_transaction_counts_once(pipeline):
 
 def test_through_the_aggregator_the_board_is_the_truth_and_verify_is_exact_with_markers(pipeline):
     rng, truth = random.Random(7), {}
-    for n in range(60):
+    for _ in range(60):
         item, viewer = f"i{rng.randrange(5)}", f"v{rng.randrange(6)}"
         if seen_view(pipeline, item, Seen.of(viewer, DAY), rng).views:
             truth[item] = truth.get(item, 0) + 1
@@ -126,7 +126,7 @@ def test_through_the_aggregator_the_board_is_the_truth_and_verify_is_exact_with_
     report = verify(pipeline.views, pipeline.runtime.board, pipeline.settings)
     assert report.exact, report
     assert report.views == sum(truth.values())
-    assert {item: views for item, views in pipeline.truth().items()} == truth
+    assert pipeline.truth() == truth
 
 
 @pytest.mark.parametrize(
