@@ -44,8 +44,12 @@ write_shards=40, periods=("hour", "day"))``: base counters are keyed by the fine
 it. The writer needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table
 (dynamic sharding); a reader ``GetItem`` on the board table.
 
-``viewer`` (counting a view once per viewer, issue 14 item 5) is reserved and NOT implemented yet: passing one
-raises ``NotImplementedError`` rather than count views the caller expects deduplicated.
+**Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
+viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
+never coalesced: it is its own write, one TransactWriteItems that puts the viewer's marker and adds 1 to the counter,
+or writes nothing when the marker exists (a duplicate: :attr:`RecorderStats.duplicate_views`). Its window is the
+one of the ``record`` call, and it carries a token made at that call: a write retried by a later flush after a lost
+response finds its own marker and is counted once. Needs ``dynamodb:PutItem`` (and ``GetItem``) on the views table.
 """
 
 from __future__ import annotations
@@ -65,10 +69,11 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import client_config, region
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import RankedEntry
-from shardboard.domain.recording import Where, write_views
+from shardboard.domain.recording import Where, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
 from shardboard.handlers.wiring import Container
 from shardboard.settings import DEFAULT_STACK, Settings
@@ -79,8 +84,16 @@ log = logging.getLogger("shardboard.client")
 # Concurrent counter writes per flush: a flush of 10,000 keys is 10,000 small writes.
 DEFAULT_WORKERS = 16
 
-# (item id, anchor bucket, category boards sorted): the views of one key are one counter write.
-_Key = tuple[str, str, tuple[str, ...]]
+# (item id, anchor bucket, category boards sorted, the viewed view or None): the views of one key are one counter
+# write; a viewed view's key is its own (its Seen holds a token made per call), so it is never coalesced.
+_Key = tuple[str, str, tuple[str, ...], Seen | None]
+
+
+@dataclass(frozen=True)
+class _Duplicate:
+    """A viewed view refused: its viewer was seen already in the window (nothing written)."""
+
+    units: float
 
 
 class RecorderClosed(RuntimeError):
@@ -109,6 +122,7 @@ class FlushResult:
     write_units: float = 0.0
     failed_views: int = 0  # views whose write failed: back in the buffer
     failed_writes: int = 0
+    duplicate_views: int = 0  # viewed views refused as duplicates (nothing written)
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,7 @@ class RecorderStats:
     flushes: int = 0
     pending_views: int = 0  # in the buffer now (including a running flush's)
     lost_views: int = 0  # still unwritten when the recorder closed
+    duplicate_views: int = 0  # viewed views refused: that viewer's view of the item counted already in its window
 
 
 def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
@@ -189,15 +204,17 @@ class Recorder:
         of now. Bad input raises BadInput (a ValueError) and buffers nothing. Blocks while a flush makes room when
         the buffer is full; raises BufferFull when it cannot, RecorderClosed after close().
 
-        ``viewer`` is reserved for dedupe (one view per viewer, item and window: issue 14 item 5), not implemented
-        yet: a viewer raises NotImplementedError, so views are never counted twice silently.
+        ``viewer`` (1-128 printable characters; ``count`` must then be 1): the view counts once per viewer, item and
+        dedupe window, in its own write (not coalesced); see the module's documentation.
         """
-        if viewer is not None:
-            raise NotImplementedError("viewer (dedupe per viewer) is not implemented yet: record without viewer")
         item_id = validation.item_id(item_id)
         count = validation.view_count(count)
+        who = validation.viewer(viewer)
+        validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
-        key: _Key = (item_id, bucket_of(self.settings.anchor, datetime.now(UTC)), tuple(sorted(names)))
+        now = datetime.now(UTC)
+        seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
+        key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)
         with self._lock:
             while key not in self._pending and self._held() >= self.max_pending:
                 if self._closed:
@@ -231,13 +248,16 @@ class Recorder:
                 self._stuck = False
             outcomes = self._write_all(batch)
             failed = {key: batch[key] for key, outcome in outcomes.items() if isinstance(outcome, BaseException)}
+            duplicates = sum(1 for outcome in outcomes.values() if isinstance(outcome, _Duplicate))
             units = sum(outcome for outcome in outcomes.values() if isinstance(outcome, float))
+            units += sum(outcome.units for outcome in outcomes.values() if isinstance(outcome, _Duplicate))
             result = FlushResult(
-                views=sum(batch.values()) - sum(failed.values()),
-                writes=len(batch) - len(failed),
+                views=sum(batch.values()) - sum(failed.values()) - duplicates,
+                writes=len(batch) - len(failed) - duplicates,
                 write_units=units,
                 failed_views=sum(failed.values()),
                 failed_writes=len(failed),
+                duplicate_views=duplicates,
             )
             with self._lock:
                 for key, count in failed.items():
@@ -252,6 +272,7 @@ class Recorder:
                     write_units=stats.write_units + units,
                     failed_writes=stats.failed_writes + result.failed_writes,
                     flushes=stats.flushes + 1,
+                    duplicate_views=stats.duplicate_views + duplicates,
                 )
                 self._room.notify_all()
         if failed:
@@ -265,9 +286,9 @@ class Recorder:
             )
         return result
 
-    def _write_all(self, batch: dict[_Key, int]) -> dict[_Key, float | BaseException]:
+    def _write_all(self, batch: dict[_Key, int]) -> dict[_Key, float | _Duplicate | BaseException]:
         """Write every key, in parallel on the pool; at interpreter exit (no new threads) in this thread."""
-        futures: dict[_Key, Future[float | BaseException]] = {}
+        futures: dict[_Key, Future[float | _Duplicate | BaseException]] = {}
         try:
             for key, count in batch.items():
                 futures[key] = self._pool.submit(self._write, key, count)
@@ -277,12 +298,16 @@ class Recorder:
             key: futures[key].result() if key in futures else self._write(key, count) for key, count in batch.items()
         }
 
-    def _write(self, key: _Key, count: int) -> float | BaseException:
-        """One coalesced key in one counter write; the error instead of raising it (the flush keeps those views)."""
-        item_id, bucket, boards = key
+    def _write(self, key: _Key, count: int) -> float | _Duplicate | BaseException:
+        """One coalesced key in one counter write (a viewed view: its transaction); the error instead of raising it
+        (the flush keeps those views)."""
+        item_id, bucket, boards, seen = key
         try:
             where = Where(bucket, boards)
             shards = self.settings.write_shards
+            if seen is not None:
+                done = record_seen_view(self._views, item_id, shards, seen, router=self._router, where=where)
+                return _Duplicate(done.write_units) if done.duplicate else done.write_units
             return write_views(self._views, item_id, count, shards, router=self._router, where=where)
         except Exception as error:  # any failure keeps the views for the next flush, and is logged
             return error

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
 from shardboard.schedule import ScheduleError, interval_seconds
 
@@ -81,6 +82,8 @@ class Settings:
     retention_days: int = 35
     retention_weeks: int = 16
     retention_months: int = 24
+    # A view that names a viewer counts once per viewer, item and fixed window of this many seconds (DedupeWindow).
+    dedupe_window_seconds: int = DEFAULT_DEDUPE_WINDOW_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
@@ -90,6 +93,10 @@ class Settings:
             raise ConfigError("max_write_shards must be >= write_shards and shard_cooldown_seconds >= 0")
         if not self.board or "#" in self.board:
             raise ConfigError(f"board name must be non-empty and contain no '#': {self.board!r}")
+        if self.dedupe_window_seconds < MIN_DEDUPE_WINDOW_SECONDS:
+            raise ConfigError(
+                f"dedupe_window_seconds must be >= {MIN_DEDUPE_WINDOW_SECONDS}, got {self.dedupe_window_seconds}"
+            )
         schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
 
     @property
@@ -155,6 +162,7 @@ class Settings:
             retention_days=integer("RETENTION_DAYS", defaults.retention_days),
             retention_weeks=integer("RETENTION_WEEKS", defaults.retention_weeks),
             retention_months=integer("RETENTION_MONTHS", defaults.retention_months),
+            dedupe_window_seconds=integer("DEDUPE_WINDOW", defaults.dedupe_window_seconds),
         )
 
 

@@ -75,6 +75,9 @@ def test_verify_exits_1_when_an_aggregate_differs(cli):
         (["record", "a", "-n", "0"], "at least 1"),
         (["record", "a", "-n", "5000"], "at most 1000"),
         (["record", "x" * 600], "600 bytes"),
+        (["record", "a", "--viewer", ""], "viewer must be 1-128 characters"),
+        (["record", "a", "--viewer", "u\nv"], "non-printable"),
+        (["record", "a", "--viewer", "u", "-n", "2"], "count must be 1 with a viewer"),
         (["top", "-n", "0"], "limit must be from 1"),
         (["-p", "NoSuchParameter=1", "init"], "unknown template parameter"),
         (["-p", "TopN=many", "init"], "parameter TopN must be a number"),
@@ -90,6 +93,17 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli, args, reason):
     assert len(result.output.strip().splitlines()) == 1
     verify = json.loads(cli("verify", "--json").output)
     assert verify["views"] == 0
+
+
+def test_record_with_a_viewer_counts_each_item_once_per_viewer(cli):
+    cli("init")
+    first = cli("record", "a", "b", "--viewer", "user-42")
+    assert first.exit_code == 0 and "recorded 2 views" in first.output and "0 duplicate" in first.output
+    again = cli("record", "a", "c", "--viewer", "user-42")
+    assert again.exit_code == 0 and "recorded 1 views" in again.output and "1 duplicate" in again.output
+    cli("process", "--drain")
+    verify = json.loads(cli("verify", "--json").output)
+    assert (verify["exact"], verify["views"], verify["items"]) == (True, 3, 3)
 
 
 def test_version_is_the_package_version(cli):

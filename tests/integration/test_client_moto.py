@@ -307,9 +307,47 @@ def test_bad_input_raises_and_buffers_nothing(pipeline, args, options, reason):
     assert pipeline.truth() == {"ok": 1}
 
 
-def test_viewer_is_reserved_and_refused_until_dedupe_exists(pipeline):
-    with recorder() as r, pytest.raises(NotImplementedError, match="viewer"):
-        r.record("a", viewer="user-1")
+def test_viewed_views_are_not_coalesced_and_count_once_per_viewer(pipeline):
+    # Given views with viewers, buffered together with plain views of the same item
+    with recorder() as r:
+        for viewer in ("u1", "u1", "u2", "u1"):
+            r.record("a", viewer=viewer)
+        r.record("a", count=5)
+        r.record("a", count=5)
+        result = r.flush()
+        # Then each viewed view was its own transaction, the plain ones one coalesced write; u1 counted once
+        assert (result.views, result.duplicate_views, result.writes) == (2 + 10, 2, 3)
+        r.record("a", viewer="u2")  # a later flush: still a duplicate
+        r.flush()
+        assert r.stats().duplicate_views == 3
+    assert pipeline.truth() == {"a": 12}
+
+
+def test_a_viewed_view_whose_response_was_lost_counts_once_when_the_next_flush_retries_it(pipeline):
+    with recorder() as r:
+        faults = ClientFaults(r.client, FaultRates(lost_response=1.0), random.Random(1)).install()
+        r.record("a", viewer="u1")
+        lost = r.flush()
+        faults.uninstall()
+        assert (lost.failed_views, faults.injected["lost_response"]) == (1, 1)
+        retried = r.flush()  # the same view, its same token: its own marker says it counted
+        assert (retried.views, retried.duplicate_views) == (1, 0)
+    assert pipeline.truth() == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"viewer": ""}, "1-128"),
+        ({"viewer": "a\tb"}, "non-printable"),
+        ({"viewer": "u", "count": 2}, "count must be 1"),
+    ],
+)
+def test_a_bad_viewer_raises_and_buffers_nothing(pipeline, options, reason):
+    with recorder() as r:
+        with pytest.raises(BadInput, match=reason):
+            r.record("a", **options)
+        assert r.stats().pending_views == 0
     assert pipeline.truth() == {}
 
 

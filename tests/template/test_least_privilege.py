@@ -13,7 +13,9 @@ from tests.template.conftest import FUNCTIONS, of_type
 # What store.py calls for each function, as (action, resource) with resources named by logical id.
 EXPECTED_GRANTS = {
     "RecordViewsFunction": {
-        ("dynamodb:UpdateItem", "ViewsTable"),  # ViewStore.add_view
+        ("dynamodb:UpdateItem", "ViewsTable"),  # ViewStore.add_view, and add_seen_view's transaction (counter)
+        ("dynamodb:PutItem", "ViewsTable"),  # add_seen_view's transaction: the viewer's dedupe marker
+        ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
     },

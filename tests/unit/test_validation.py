@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from shardboard.domain.validation import BadInput, item_id, limit, moment, period_kind, view_count, view_request
+from shardboard.domain.validation import BadInput, item_id, limit, moment, period_kind, view_count, view_request, viewer
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 
@@ -47,12 +47,22 @@ def test_invalid_counts(bad):
 
 
 def test_view_request_defaults_count_to_one():
-    assert view_request({"id": "a"}) == ("a", 1, ())
+    assert view_request({"id": "a"}) == ("a", 1, (), None)
+
+
+def test_view_request_takes_a_viewer_of_one_view():
+    assert view_request({"id": "a", "viewer": "user 42 ü"}) == ("a", 1, (), "user 42 ü")
+    assert viewer("x" * 128) == "x" * 128
+    for bad, reason in [("", "1-128"), ("x" * 129, "1-128"), ("a\u2028b", "non-printable"), (b"u", "string")]:
+        with pytest.raises(BadInput, match=reason):
+            viewer(bad)
+    with pytest.raises(BadInput, match="count must be 1 with a viewer"):
+        view_request({"id": "a", "viewer": "u", "count": 3})
 
 
 def test_view_request_names_boards():
     body = {"id": "a", "count": 2, "boards": ["cats", "user:123", "cats", "global"]}
-    assert view_request(body) == ("a", 2, ("cats", "user:123"))  # duplicates and the implied global board drop
+    assert view_request(body) == ("a", 2, ("cats", "user:123"), None)  # duplicates and the implied global board drop
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,18 @@ def view_pk(item_id: str, shard: int, bucket: str = "all") -> str:
     return f"view#{shard}#{bucket}#{item_id}"
 
 
+# Dedupe markers (docs/honest-counts.md) live in the base table beside the counters: no item_id, shard or bucket, a
+# key outside ``view#``, so the stream filter, the aggregator, verify and rebuild never take one for a counter.
+SEEN_PREFIX = "seen#"
+SEEN_TOKEN = "tok"  # noqa: S105 (an attribute name, not a secret)
+
+
+def seen_pk(window: int, viewer: str, item_id: str) -> str:
+    """The marker of (dedupe window, viewer, item). The viewer is length-prefixed, so no viewer and item pair can
+    spell another's key whatever either holds (``a#b`` + ``c`` vs ``a`` + ``b#c``)."""
+    return f"{SEEN_PREFIX}{window}#{len(viewer)}#{viewer}#{item_id}"
+
+
 def board_counter(board: str) -> str:
     """The base counter attribute of a category board (the global board's is ``views``)."""
     return f"{BOARD_COUNTER_PREFIX}{board}"

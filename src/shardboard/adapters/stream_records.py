@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from shardboard.adapters.dynamodb import Item
-from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SHARD, VIEWS, view_pk
+from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SEEN_PREFIX, SHARD, VIEWS, view_pk
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.boards import GLOBAL_BOARD
 
@@ -34,6 +34,8 @@ def view_records(
         raise UnexpectedRecord("unknown_event", f"event name {event_name!r}")
     if not new_image:
         raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
+    if str(new_image.get(PK, "")).startswith(SEEN_PREFIX):
+        raise UnexpectedRecord("dedupe_marker", "a viewer's dedupe marker, not a counter (the stream filter drops it)")
     item_id, shard, bucket = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), new_image.get(BUCKET)
     if not isinstance(item_id, str) or shard is None or not isinstance(bucket, str):
         raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{BUCKET}")

@@ -23,24 +23,35 @@ from shardboard.adapters.dynamodb import (
 from shardboard.adapters.keys import (
     BOARD_COUNTER_PREFIX,
     BUCKET,
+    EXPIRES_AT,
     IMPORT_ID,
     ITEM_ID,
     PK,
+    SEEN_TOKEN,
     SHARD,
     VIEWS,
     board_counter,
+    seen_pk,
     view_pk,
 )
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.dynamic_sharding import retry_delay
 from shardboard.domain.periods import DAY, bucket_of
-from shardboard.domain.ports import Throttled
+from shardboard.domain.ports import Throttled, ThrottleScope
 
 # BatchGetItem reads at most 100 keys per request.
 BATCH_GET_KEYS = 100
 # Rounds of UnprocessedKeys retried (with jittered exponential back-off, capped) before a read gives up: DynamoDB
 # returns them when the partition or the response size limit was hit, and an immediate retry would hit it again.
 MAX_BATCH_GET_ROUNDS = 10
+
+
+# A viewed view's transaction cancelled by a conflicting write on its marker or counter (a concurrent duplicate, a
+# plain ADD on the same shard) is tried again this many times, after a jittered back-off: it wrote nothing.
+MAX_CONFLICT_ATTEMPTS = 5
+# Cancellation reasons of a throttled transaction item (TransactionCanceledException names them per item).
+TRANSACTION_THROTTLES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 
 
 # Outcomes of ``set_counters``: the counter was created; it holds this import already; another import holds it.
@@ -119,6 +130,81 @@ class ViewStore:
                 raise
             raise Throttled(scope) from error
         return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
+
+    def add_seen_view(
+        self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> SeenOutcome:
+        """One view of ``item_id`` by ``seen.viewer``, counted unless the viewer was seen already in this dedupe
+        window: ONE TransactWriteItems puts the marker ``seen#...`` (``attribute_not_exists(pk)``, TTL at the
+        window's end plus a grace) and adds 1 to the counters as ``add_view`` does. All or nothing, so two identical
+        views at the same instant count once: the second finds the marker (ConditionalCheckFailed) and writes
+        nothing. A marker holding ``seen.token`` was put by an earlier attempt of this same view (a lost response
+        retried): the view counted then, and counts as counted now. Raises Throttled (nothing written)."""
+        bucket = self.bucket(bucket)
+        names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
+        adds = ["#views :count"]
+        for position, board in enumerate(boards):
+            names[f"#b{position}"] = board_counter(board)
+            adds.append(f"#b{position} :count")
+        marker = {PK: s_attr(seen_pk(seen.window, seen.viewer, item_id))}
+        transact = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": {**marker, EXPIRES_AT: n_attr(seen.expires_at), SEEN_TOKEN: s_attr(seen.token)},
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": {PK: s_attr(view_pk(item_id, shard, bucket))},
+                    "UpdateExpression": f"ADD {', '.join(adds)} SET #item = :item, #shard = :shard, #bucket = :bucket",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": {
+                        ":count": n_attr(1),
+                        ":item": s_attr(item_id),
+                        ":shard": n_attr(shard),
+                        ":bucket": s_attr(bucket),
+                    },
+                }
+            },
+        ]
+        for attempt in range(MAX_CONFLICT_ATTEMPTS):
+            if attempt:
+                self.sleep(retry_delay(attempt - 1, self.rng))
+            try:
+                # botocore gives the call a ClientRequestToken and resends it with every retry of its own, so on
+                # DynamoDB a retried lost response is idempotent too (within 10 minutes); the marker's token
+                # covers every other retry, on any engine, for the whole window.
+                response = self.client.transact_write_items(TransactItems=transact, ReturnConsumedCapacity="TOTAL")
+            except ClientError as error:
+                code = error_code(error)
+                if code == "TransactionInProgressException":
+                    continue  # our own earlier attempt is still running: ask again, the marker will tell
+                if code != "TransactionCanceledException":
+                    scope = throttle_scope(error)
+                    if scope is None:
+                        raise
+                    raise Throttled(scope) from error
+                reasons = error.response.get("CancellationReasons") or []
+                codes = [str(reason.get("Code") or "None") for reason in reasons]
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    old: Item | None = reasons[0].get("Item")  # type: ignore[assignment]
+                    if old is None:  # an engine that does not return it: read it
+                        old = self.client.get_item(TableName=self.table, Key=marker, ConsistentRead=True).get("Item")
+                    ours = (old or {}).get(SEEN_TOKEN, {}).get("S") == seen.token
+                    return SeenOutcome(counted=ours, units=_units(error.response, 2.0))
+                if any(c in TRANSACTION_THROTTLES for c in codes):
+                    throttled_counter = len(codes) > 1 and codes[1] in TRANSACTION_THROTTLES
+                    raise Throttled(ThrottleScope.PARTITION if throttled_counter else ThrottleScope.TABLE) from error
+                if any(c == "TransactionConflict" for c in codes):
+                    continue
+                raise
+            return SeenOutcome(counted=True, units=_units(response, 4.0))
+        raise Throttled(ThrottleScope.TABLE)  # conflicts every time: nothing was written, the caller may retry
 
     def set_counters(
         self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
@@ -228,6 +314,15 @@ class ViewStore:
             if board == GLOBAL_BOARD:
                 totals[name] = totals.get(name, 0) + views
         return totals
+
+
+def _units(response: Mapping[str, Any], default: float) -> float:
+    """Write units of a TransactWriteItems (ReturnConsumedCapacity=TOTAL: one entry per table)."""
+    consumed = response.get("ConsumedCapacity") or []
+    if isinstance(consumed, Mapping):
+        consumed = [consumed]
+    units = sum(float(entry.get("CapacityUnits", 0.0)) for entry in consumed)
+    return units or default
 
 
 def counter_rows(item: Mapping[str, Any]) -> list[tuple[str, str, int, str, int]]:

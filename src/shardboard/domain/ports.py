@@ -163,6 +163,17 @@ class ViewCounters(Protocol):
         ...
 
 
+class SeenViewCounters(ViewCounters, Protocol):
+    """The base table with dedupe markers (docs/honest-counts.md): a viewed view counts once per dedupe window."""
+
+    def add_seen_view(
+        self, item_id: str, shard: int, seen: Any, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> Any:
+        """Add one view (as ``add_view``) and the marker of ``seen`` (a ``domain.dedupe.Seen``) in one transaction
+        unless the marker exists; returns a ``domain.dedupe.SeenOutcome``, or raises Throttled (nothing written)."""
+        ...
+
+
 class Board(Protocol):
     """The board table: aggregates (compare-and-set), past entries, the sharded sparse GSIs, period items, snapshots."""
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shardboard.domain import validation
+from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
 from shardboard.domain.periods import ALL, bucket_of
-from shardboard.domain.ports import Throttled, ViewCounters
+from shardboard.domain.ports import SeenViewCounters, Throttled, ViewCounters
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()
@@ -31,6 +32,7 @@ class Recorded:
     item_id: str
     views: int
     write_units: float
+    duplicate: bool = False  # a viewer's view seen already in its dedupe window: nothing was written
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,43 @@ def write_views(
     if router is None:
         return views.add_view(item_id, rng.randrange(write_shards), count, where.bucket, where.boards)
     return add_routed_view(views, router, item_id, rng, sleep, count=count, where=where)
+
+
+def record_seen_view(
+    views: SeenViewCounters,
+    item_id: str,
+    write_shards: int,
+    seen: Seen,
+    rng: random.Random | None = None,
+    *,
+    router: ShardRouter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    where: Where = Where(),
+) -> Recorded:
+    """Record ONE view of ``item_id`` by ``seen.viewer``, unless that viewer's view of the item counted already in
+    ``seen``'s dedupe window: then nothing is written and the result says ``duplicate`` (docs/honest-counts.md).
+    A throttled attempt is retried on another shard with the same ``seen`` (its token), so a retry whose earlier
+    attempt landed is recognised, never counted twice. Raises Throttled when every attempt was throttled."""
+    item_id = validation.item_id(item_id)
+    validation.viewer(seen.viewer)
+    rng = rng or _RNG
+
+    def write(shard: int) -> Recorded:
+        outcome = views.add_seen_view(item_id, shard, seen, where.bucket, where.boards)
+        return Recorded(item_id, 1 if outcome.counted else 0, outcome.units, duplicate=not outcome.counted)
+
+    if router is None:
+        return write(rng.randrange(write_shards))
+    for attempt in range(MAX_WRITE_ATTEMPTS):
+        shard, drawn_from = router.pick(item_id)
+        try:
+            return write(shard)
+        except Throttled as throttled:
+            if attempt == MAX_WRITE_ATTEMPTS - 1:
+                raise
+            router.throttled(item_id, throttled.scope, drawn_from)
+            sleep(retry_delay(attempt, rng))
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def attempt_view(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
 from shardboard.domain.periods import ALL, PeriodError, parse_time
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 MAX_ID_BYTES = 512
+MAX_VIEWER_CHARS = 128
 
 
 class BadInput(ValueError):
@@ -69,17 +70,51 @@ def boards(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def view_request(body: Any) -> tuple[str, int, tuple[str, ...]]:
-    """Validate a ``POST /views`` body: ``{"id": str, "count": int = 1, "boards": [str] = []}``; unknown fields
-    are refused."""
+def viewer(value: Any) -> str | None:
+    """Return ``value`` if it is a viewer (None: no viewer): 1-128 printable characters (``str.isprintable``:
+    letters, digits, punctuation, symbols and the ASCII space; no control, format or other separator characters).
+    Opaque to shardboard: a user id or a hashed IP address, never parsed."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"viewer must be a string, got {type(value).__name__}")
+    if not 1 <= len(value) <= MAX_VIEWER_CHARS:
+        raise BadInput(f"viewer must be 1-{MAX_VIEWER_CHARS} characters, got {len(value)}")
+    for position, char in enumerate(value):
+        if not char.isprintable():
+            raise BadInput(f"viewer contains a non-printable character (U+{ord(char):04X}) at position {position}")
+    return value
+
+
+def viewed_count(count: int, who: str | None) -> int:
+    """A view with a viewer is one view: it counts once per viewer, item and dedupe window."""
+    if who is not None and count != 1:
+        raise BadInput(f"count must be 1 with a viewer (a viewer's view counts once), got {count}")
+    return count
+
+
+class ViewRequest(NamedTuple):
+    item_id: str
+    views: int  # how many views (not "count": a tuple has a count method)
+    boards: tuple[str, ...]
+    viewer: str | None = None
+
+
+def view_request(body: Any) -> ViewRequest:
+    """Validate a ``POST /views`` body: ``{"id": str, "count": int = 1, "boards": [str] = [], "viewer": str}``;
+    unknown fields are refused; with a viewer the count must be 1."""
     if not isinstance(body, dict):
         raise BadInput('body must be a JSON object like {"id": "images/001.jpg", "count": 1}')
-    unknown = sorted(set(body) - {"id", "count", "boards"})
+    unknown = sorted(set(body) - {"id", "count", "boards", "viewer"})
     if unknown:
         raise BadInput(f"unknown field(s): {', '.join(unknown)}")
     if "id" not in body:
         raise BadInput("missing field: id")
-    return item_id(body["id"]), view_count(body.get("count", 1)), boards(body.get("boards"))
+    name, count, names = item_id(body["id"]), view_count(body.get("count", 1)), boards(body.get("boards"))
+    if "viewer" in body and body["viewer"] is None:
+        raise BadInput("viewer must be a string, got NoneType")
+    who = viewer(body.get("viewer"))
+    return ViewRequest(name, viewed_count(count, who), names, who)
 
 
 def period_kind(value: str | None, configured: tuple[str, ...]) -> str:

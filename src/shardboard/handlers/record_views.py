@@ -3,6 +3,11 @@ one counter write, on the global board and every board named.
 
 One write per request, so the answer is exact: 202 means every view was counted, any error means none was, and the
 client's retry cannot double count. A write still throttled after the retries answers 503 with Retry-After.
+
+With ``"viewer": "<opaque id>"`` (docs/honest-counts.md) the view (count 1) counts once per viewer, item and
+DedupeWindow: 202 ``{"id", "recorded": 1, "boards", "duplicate": false}`` when it counted, 200 ``{"id",
+"recorded": 0, "boards", "duplicate": true}`` when that viewer's view of the item counted already in this window
+(nothing written; counted in the DuplicateViews metric).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
+from shardboard.domain.dedupe import Seen
 from shardboard.domain.ports import Throttled
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import Where, record_seen_view, record_views
 from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
 
@@ -35,18 +41,31 @@ def post_views() -> Response[dict[str, Any]]:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
         raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None
     try:
-        item_id, count, boards = validation.view_request(body)
+        item_id, count, boards, viewer = validation.view_request(body)
     except validation.BadInput as error:
         raise rejected(error) from None
     config = settings()
     where = Where.of(config.anchor, boards)
     try:
-        recorded = record_views(view_store(), item_id, count, config.write_shards, router=shard_router(), where=where)
+        if viewer is None:
+            recorded = record_views(
+                view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
+            )
+        else:
+            seen = Seen.of(viewer, config.dedupe_window_seconds)
+            recorded = record_seen_view(
+                view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
+            )
     except Throttled as error:
         return throttled(error)
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
     body = {"id": recorded.item_id, "recorded": recorded.views, "boards": [config.board, *where.boards]}
-    return Response(202, "application/json", body)
+    if viewer is None:
+        return Response(202, "application/json", body)
+    if recorded.duplicate:
+        metrics.add_metric(name="DuplicateViews", unit=MetricUnit.Count, value=1)
+        return Response(200, "application/json", {**body, "duplicate": True})
+    return Response(202, "application/json", {**body, "duplicate": False})
 
 
 def throttled(error: Throttled) -> Response[dict[str, Any]]:

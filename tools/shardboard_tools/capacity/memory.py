@@ -60,6 +60,7 @@ from shardboard.adapters.keys import (
     REFRESHED_AT,
     REVIEWED_AT,
     REVIEWED_VIEWS,
+    SEEN_TOKEN,
     SHARD,
     SHARD_HISTORY,
     SOURCE_VIEWS,
@@ -71,6 +72,7 @@ from shardboard.adapters.keys import (
     entry_pk,
     index_key_attr,
     index_name,
+    seen_pk,
     shards_pk,
     snapshot_pk,
     threshold_pk,
@@ -81,6 +83,7 @@ from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet,
 from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
@@ -246,6 +249,58 @@ class MemoryViewStore:
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
 
+    def add_seen_view(
+        self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> SeenOutcome:
+        """``ViewStore.add_seen_view``: one TransactWriteItems putting the marker (``attribute_not_exists(pk)``) and
+        adding 1 to the counters, all or nothing, at twice the units of each item; a marker that exists refuses it
+        (its units charged, doubled) and means a duplicate, unless it holds ``seen.token`` (an earlier attempt of
+        this same view). Throttling raises Throttled and changes nothing."""
+        bucket = self.bucket(bucket)
+        marker_pk = seen_pk(seen.window, seen.viewer, item_id)
+        pk = view_pk(item_id, shard, bucket)
+        with self.data.lock:
+            existing = self.data.items.get(marker_pk)
+            if existing is not None:
+                charges = self.data.schema.write_charges({PK: {"S": marker_pk}}, existing, existing)
+                doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
+                try:
+                    self.data.emulator.admit("TransactWriteItems", doubled)
+                except ClientError as error:
+                    scope = throttle_scope(error)
+                    if scope is None:
+                        raise
+                    raise Throttled(scope) from error
+                ours = existing.get(SEEN_TOKEN, {}).get("S") == seen.token
+                return SeenOutcome(counted=ours, units=float(sum(charge.units for charge in doubled)))
+            marker: Item = {
+                PK: {"S": marker_pk},
+                EXPIRES_AT: {"N": str(seen.expires_at)},
+                SEEN_TOKEN: {"S": seen.token},
+            }
+            old = self.data.items.get(pk)
+            new = dict(old or {})
+            new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
+            for attribute in (VIEWS, *(board_counter(board) for board in boards)):
+                new[attribute] = {"N": str(_number(new, attribute) + 1)}
+            charges = [
+                *self.data.schema.write_charges({PK: {"S": marker_pk}}, None, marker),
+                *self.data.schema.write_charges({PK: {"S": pk}}, old, new),
+            ]
+            doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
+            try:
+                self.data.emulator.admit("TransactWriteItems", doubled)
+            except ClientError as error:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
+            self.data.items[marker_pk] = marker
+            self.data.items[pk] = new
+            self._emit(marker_pk, None, marker)
+            self._emit(pk, old, new)
+        return SeenOutcome(counted=True, units=float(sum(charge.units for charge in doubled)))
+
     @metered
     def set_counters(
         self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
@@ -346,7 +401,7 @@ class MemoryViewStore:
     def scan_counters_all(self, segments: int = 4) -> list[tuple[str, str, int, str, int]]:
         """(item, bucket, shard, board, views) of every board counter of every base item."""
         with self.data.lock:
-            return [row for item in self.data.scan() for row in counter_rows(item)]
+            return [row for item in self.data.scan() if _is_counter(item) for row in counter_rows(item)]
 
 
 class MemoryBoardStore:
@@ -728,6 +783,14 @@ def counter_rows(item: Mapping[str, Any]) -> list[tuple[str, str, int, str, int]
         for attribute, v in item.items()
         if attribute == VIEWS or attribute.startswith(BOARD_COUNTER_PREFIX)
     ]
+
+
+def _is_counter(item: Mapping[str, Any]) -> bool:
+    """A base counter item, not a dedupe marker (``seen#...``) or anything else: what verify and rebuild sum."""
+    try:
+        return bool(item[PK]["S"] == view_pk(item[ITEM_ID]["S"], int(item[SHARD]["N"]), item[BUCKET]["S"]))
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _moves_hold(item: Mapping[str, Any], moves: Sequence[ShardMove]) -> bool:

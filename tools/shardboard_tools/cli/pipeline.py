@@ -11,8 +11,9 @@ import click
 from rich.table import Table
 
 from shardboard.domain import validation
+from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.recording import Recorded, Where, record_seen_view, record_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
@@ -43,29 +44,42 @@ def init(ctx: click.Context) -> None:
     metavar="NAME",
     help="A category board the views also count on (repeatable, at most 8; the global board is implied).",
 )
+@click.option(
+    "--viewer",
+    metavar="V",
+    help="Who viewed (a user id or a hashed IP, 1-128 printable characters): each ITEM counts once per viewer and"
+    " DedupeWindow; a view seen already is reported as a duplicate and writes nothing. Needs --count 1.",
+)
 @click.pass_context
-def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple[str, ...]) -> None:
+def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple[str, ...], viewer: str | None) -> None:
     """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
-    write shard, in today's anchor bucket."""
+    write shard, in today's anchor bucket. With --viewer, one transaction per ITEM that also puts the viewer's
+    dedupe marker (docs/honest-counts.md)."""
     rt = runtime(ctx)
     with one_line_errors():
         # Validate everything first: bad input writes nothing.
         for item in items:
             validation.item_id(item)
         validation.view_count(count)
+        validation.viewed_count(count, validation.viewer(viewer))
         where = Where.of(rt.settings.anchor, boards)
+
+        def one(item: str) -> Recorded:
+            if viewer is None:
+                return record_views(rt.views, item, count, rt.settings.write_shards, router=rt.router, where=where)
+            seen = Seen.of(viewer, rt.settings.dedupe_window_seconds)
+            return record_seen_view(rt.views, item, rt.settings.write_shards, seen, router=rt.router, where=where)
+
         with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(
-                pool.map(
-                    lambda item: record_views(
-                        rt.views, item, count, rt.settings.write_shards, router=rt.router, where=where
-                    ),
-                    items,
-                )
-            )
+            results = list(pool.map(one, items))
     units = sum(r.write_units for r in results)
     on = ", ".join((rt.settings.board, *where.boards))
-    console.print(f"recorded {count * len(items)} views of {len(items)} item(s) on {on} ({units:g} write units)")
+    recorded = sum(r.views for r in results)
+    duplicates = sum(r.duplicate for r in results)
+    line = f"recorded {recorded} views of {len(items)} item(s) on {on} ({units:g} write units)"
+    if viewer is not None:
+        line += f"; {duplicates} duplicate(s) of viewer {viewer!r} not counted"
+    console.print(line)
 
 
 @click.command()
