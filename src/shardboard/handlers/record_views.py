@@ -36,7 +36,8 @@ RETRY_AFTER_SECONDS = 1
 @tracer.capture_method
 def post_views() -> Response[dict[str, Any]]:
     try:
-        body = json.loads(app.current_event.body or "")
+        # API Gateway base64-encodes a body whose content type is not text or JSON (curl -d sends a form type).
+        body = json.loads(app.current_event.decoded_body or "")
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
         raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None

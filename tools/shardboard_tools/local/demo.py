@@ -26,7 +26,7 @@ from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
-from shardboard_tools.local.webapp import LeaderboardServer
+from shardboard_tools.local.webapp import LeaderboardServer, LocalApiServer
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.template import create_tables
 
@@ -132,7 +132,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         review.start()
         stack.callback(review.stop)
         web = (
-            LeaderboardServer(read_api.handler, options.web_port, options.refresh_seconds).start()
+            LeaderboardServer(read_api.handler, options.web_port, options.refresh_seconds, rt.template).start()
             if options.web
             else None
         )
@@ -217,7 +217,7 @@ def _load(
     tracker: FreshnessTracker,
     runner: StreamRunner,
     scheduler: Scheduler,
-    web: LeaderboardServer | None,
+    web: LocalApiServer | None,
 ) -> LoadResult:
     """Generate the load, with the live view refreshing beside it when asked for."""
     spec, write_shards = options.load, rt.settings.write_shards

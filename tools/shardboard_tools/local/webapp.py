@@ -1,88 +1,58 @@
-"""A localhost web page for the leaderboard, served through the read API handler itself.
+"""The local HTTP server: the leaderboard page and the API, through the local gateway (local/gateway.py).
 
-Each request becomes the HTTP API (payload 2.0) event API Gateway would send, and ``read_api.handler`` is invoked
-in-process; so the page exercises the deployed code path (routing, validation, caching headers, ETag).
+``GET /`` (and ``/index.html``) is the page; every other request goes through the gateway to the deployed functions
+in-process, as the API Gateway event they would receive; so the page exercises the deployed code path (routing,
+validation, caching headers, ETag). Listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
-import uuid
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.local.gateway import Gateway, Reply, Request, template_routes
+from shardboard_tools.template import Template
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 PAGE_ROUTES = ("/", "/index.html")
-
-
-def http_api_event(method: str, target: str, headers: dict[str, str], host: str) -> dict[str, Any]:
-    """The API Gateway HTTP API (payload format 2.0) event for one request."""
-    parts = urlsplit(target)
-    now = datetime.now(UTC)
-    route = f"{method} {parts.path}"
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": route,
-        "rawPath": parts.path,
-        "rawQueryString": parts.query,
-        "headers": {name.lower(): value for name, value in headers.items()},
-        "requestContext": {
-            "accountId": "000000000000",
-            "apiId": "local",
-            "domainName": host,
-            "domainPrefix": host.split(".", maxsplit=1)[0],
-            "http": {
-                "method": method,
-                "path": parts.path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "127.0.0.1",
-                "userAgent": headers.get("User-Agent", ""),
-            },
-            "requestId": str(uuid.uuid4()),
-            "routeKey": route,
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
-        "isBase64Encoded": False,
-    }
-    if parts.query:
-        event["queryStringParameters"] = dict(parse_qsl(parts.query, keep_blank_values=True))
-    return event
+# Methods the server reads; API Gateway answers each (404 when no route has it).
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def index_html() -> bytes:
     return (resources.files("shardboard_tools.local") / "web" / "index.html").read_bytes()
 
 
-class LeaderboardServer:
-    """``GET /`` is the page; every other GET goes to the read API handler. Listens on 127.0.0.1 only.
+def page(_request: Request) -> Reply:
+    return Reply(200, {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}, index_html())
+
+
+class LocalApiServer:
+    """The gateway (plus the page) on 127.0.0.1:``port`` (0: a free port), in a background thread.
 
     ``refresh_seconds``: how often the local scheduler refreshes the snapshot, for the responses' max-age.
     """
 
-    def __init__(self, handler: Handler, port: int = 0, refresh_seconds: float | None = None) -> None:
-        self.handler = handler
+    def __init__(self, gateway: Gateway, port: int = 0, refresh_seconds: float | None = None) -> None:
+        self.gateway = gateway
+        for path in PAGE_ROUTES:
+            gateway.add_local_route("GET", path, page)
         self.refresh_seconds = refresh_seconds
         self.requests = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._request_class())
         self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="leaderboard-web", daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="local-api", daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
         return f"http://{host!s}:{port}/"
 
-    def start(self) -> LeaderboardServer:
+    def start(self) -> LocalApiServer:
         self._thread.start()
         return self
 
@@ -92,42 +62,80 @@ class LeaderboardServer:
             self._thread.join()
         self.httpd.server_close()
 
-    def respond(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body for one request."""
+    def handle(self, request: Request) -> Reply:
         self.requests += 1
-        if urlsplit(target).path in PAGE_ROUTES:
-            return 200, {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}, index_html()
-        host = headers.get("Host", "localhost")
-        response = self.handler(http_api_event(method, target, headers, host), LocalContext(function_name="ReadApi"))
-        body = response.get("body") or ""
-        raw = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode("utf-8")
-        return int(response.get("statusCode", 200)), self._cache_headers(dict(response.get("headers") or {})), raw
+        reply = self.gateway.handle(request)
+        return Reply(reply.status, self._cache_headers(reply.headers), reply.body, reply.cookies)
+
+    def respond(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body for one request."""
+        reply = self.handle(Request.of(method, target, headers, body))
+        return reply.status, reply.headers, reply.body
 
     def _cache_headers(self, headers: dict[str, str]) -> dict[str, str]:
         """The function's max-age is its schedule's (whole minutes); a local run refreshing faster states its own.
 
         Rounded down: a cached answer is never older than one refresh interval.
         """
-        if self.refresh_seconds is not None and "Cache-Control" in headers:
-            headers["Cache-Control"] = f"public, max-age={int(self.refresh_seconds)}"
+        if self.refresh_seconds is not None and "Cache-Control" in headers and "max-age" in headers["Cache-Control"]:
+            return {**headers, "Cache-Control": f"public, max-age={int(self.refresh_seconds)}"}
         return headers
 
     def _request_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Request(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
+        class HttpRequest(BaseHTTPRequestHandler):
+            def handle_one(self) -> None:
                 started = time.monotonic()
-                status, headers, body = server.respond("GET", self.path, dict(self.headers.items()))
-                self.send_response(status)
-                for name, value in headers.items():
+                request = Request(
+                    self.command, self.path, tuple(self.headers.items()), self._body(), self.client_address[0]
+                )
+                reply = server.handle(request)
+                self.send_response(reply.status)
+                for name, value in reply.headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
+                for cookie in reply.cookies:
+                    self.send_header("Set-Cookie", cookie)
+                self.send_header("Content-Length", str(len(reply.body)))
                 self.send_header("Server-Timing", f"handler;dur={(time.monotonic() - started) * 1000:.1f}")
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(reply.body)
+
+            def _body(self) -> bytes:
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    return self._chunked()
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def _chunked(self) -> bytes:
+                body = b""
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                    body += self.rfile.read(size)
+                    self.rfile.readline()
+                while self.rfile.readline().strip():  # trailers, up to the blank line
+                    pass
+                return body
 
             def log_message(self, format: str, *args: Any) -> None:
-                return  # the live view is the interface; access logs would scroll it away
+                return  # the live view (demo) or the one status line (serve) is the interface
 
-        return Request
+        for method in METHODS:
+            setattr(HttpRequest, f"do_{method}", HttpRequest.handle_one)
+        return HttpRequest
+
+
+class LeaderboardServer(LocalApiServer):
+    """The page and the template's GET routes, every one answered by ``handler`` (the read API function)."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        port: int = 0,
+        refresh_seconds: float | None = None,
+        template: Template | None = None,
+    ) -> None:
+        routes = [route for route in template_routes(template or Template.load()) if route.method == "GET"]
+        gateway = Gateway(routes, handlers={route.handler: handler for route in routes})
+        super().__init__(gateway, port, refresh_seconds)

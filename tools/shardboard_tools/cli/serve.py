@@ -1,0 +1,125 @@
+"""``shardboard serve``: the deployed HTTP API on 127.0.0.1, through the real handlers, with the pipeline behind it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+from botocore.credentials import ReadOnlyCredentials
+
+from shardboard_tools.cli.common import errors, fail, one_line_errors, require_extra, runtime
+from shardboard_tools.local.engine import LOCAL_CREDENTIALS, EngineError, local_engine
+from shardboard_tools.local.gateway import Authorizer, security_schemes
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.template import Template
+
+# `sam local start-api`'s port: a frontend pointed at the local API keeps its URL from one run to the next.
+DEFAULT_PORT = 3000
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="0: a free one.")
+@click.option(
+    "--auth",
+    type=click.Choice(["none", "iam", "jwt"]),
+    default="none",
+    show_default=True,
+    help="Refuse what the deployed API refuses with WriteAuth=iam (SigV4) or jwt (-p JwtIssuer=.. -p JwtAudience=..).",
+)
+@click.option(
+    "--jwks",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="--auth jwt: the issuer's keys (JWKS JSON) from a file instead of the issuer's discovery document.",
+)
+@click.option("--refresh", type=click.FloatRange(min=0.1), default=2.0, show_default=True, help="Snapshot every s.")
+@click.pass_context
+def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: float) -> None:
+    """Serve every route template.yaml deploys on 127.0.0.1 through the real handlers, until Ctrl-C."""
+    from shardboard_tools.local.serve import ServeOptions, describe, serving
+    from shardboard_tools.local.stream_runner import default_state_dir
+
+    rt = runtime(ctx)
+    options = ServeOptions(port=port, refresh_seconds=refresh, state_dir=default_state_dir())
+    # Read before the engine sets its own: the credentials a client in this environment signs with.
+    authorizer, accepted = _authorizer(rt, auth, jwks)
+    _stop_on_sigterm()
+    with one_line_errors():
+        try:
+            with (
+                local_engine(announce=lambda notice: errors.print(notice, markup=False)) as engine,
+                serving(rt, options, authorizer) as server,
+            ):
+                click.echo(describe(server, f"{engine.kind} at {engine.endpoint}", options, accepted))
+                sys.stdout.flush()  # a pipe buffers it, and whoever waits for the URL waits for this line
+                while engine.running:
+                    time.sleep(0.5)
+                fail(f"{engine.kind} stopped on its own")
+        except EngineError as error:
+            fail(str(error))
+        except OSError as error:  # the port is taken (or not ours to bind)
+            fail(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error} (--port P, or 0 for a free one)")
+        except KeyboardInterrupt:
+            pass
+
+
+def _authorizer(rt: Runtime, auth: str, jwks: Path | None) -> tuple[Authorizer | None, str]:
+    """The authorizer for ``--auth`` and how the status line names it."""
+    if auth == "none":
+        return None, "none"
+    from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAuthorizer
+
+    template = Template(rt.template.body, {**rt.template.parameters, "WriteAuth": auth}, rt.template.stack)
+    if auth == "iam":
+        check = SigV4Check(*_signing_credentials())
+        described = f"iam: SigV4 for execute-api with access key {check.credentials.access_key}"
+        return TemplateAuthorizer(template, auth, sigv4=check), described
+    require_extra("serve --auth jwt", "serve", "jwt")
+    issuer, audiences = _jwt_configuration(template)
+    try:
+        jwt = JwtCheck.of(issuer, audiences, jwks)
+    except (OSError, ValueError, KeyError) as error:
+        fail(f"cannot read the issuer's keys ({jwks or issuer}): {error}", 2)
+    return TemplateAuthorizer(template, auth, jwt=jwt), f"jwt: issuer {issuer}, audience {','.join(audiences)}"
+
+
+def _jwt_configuration(template: Template) -> tuple[str, list[str]]:
+    """The JWT authorizer's issuer and audiences, as the template deploys them (its Rules require both)."""
+    for scheme in security_schemes(template).values():
+        authorizer = scheme.get("x-amazon-apigateway-authorizer") or {}
+        if authorizer.get("type") == "jwt":
+            config = authorizer.get("jwtConfiguration") or {}
+            issuer, audiences = str(config.get("issuer") or ""), [str(a) for a in config.get("audience") or [] if a]
+            if not issuer or not audiences:
+                fail("--auth jwt needs the issuer and audience: -p JwtIssuer=https://... -p JwtAudience=ID", 2)
+            return issuer, audiences
+    return fail("template.yaml has no JWT authorizer for --auth jwt", 2)
+
+
+def _signing_credentials() -> tuple[ReadOnlyCredentials, str]:
+    """This environment's credentials and region (botocore's chain), or the local ones every local command uses."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    region = str(session.get_config_variable("region") or LOCAL_CREDENTIALS["AWS_REGION"])
+    found = session.get_credentials()
+    if found is None:
+        key, secret = LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"], LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]
+        return ReadOnlyCredentials(key, secret, None), region
+    return found.get_frozen_credentials(), region
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops like Ctrl-C: the server, the runner, the schedules and the engine, in that order."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGHUP, interrupt)
+
+
+COMMANDS = [serve]

@@ -1,0 +1,80 @@
+"""``shardboard serve``: the deployed HTTP API on 127.0.0.1, with the pipeline behind it, until stopped.
+
+tables from template.yaml (created if missing) -> the local gateway (every HttpApi route, the functions in-process,
+``--auth`` as deployed) -> stream runner (event source mapping) -> aggregator -> scheduler -> snapshot and shard
+review; so a ``POST /views`` shows on ``GET /leaderboard`` one refresh later.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from shardboard.settings import schedule_seconds
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.gateway import Authorizer, Gateway
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.scheduler import Scheduler
+from shardboard_tools.local.stream_runner import StreamRunner
+from shardboard_tools.local.webapp import LocalApiServer
+from shardboard_tools.template import create_tables
+
+# A hook for routes the deployed API does not serve (e.g. GET /openapi.json): called with the gateway before start.
+LocalRoutes = Callable[[Gateway], None]
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    port: int = 0
+    refresh_seconds: float = 2.0  # the template's rate(1 minute) would make a local edit-and-look loop slow
+    state_dir: Path | None = None
+
+
+@contextmanager
+def serving(
+    rt: Runtime,
+    options: ServeOptions,
+    authorizer: Authorizer | None = None,
+    local_routes: LocalRoutes | None = None,
+) -> Iterator[LocalApiServer]:
+    """The API and the pipeline behind it, running for the duration of the block, stopped in reverse order."""
+    from shardboard.handlers import aggregate, shard_review, snapshot
+
+    create_tables(rt.dynamodb, rt.template)
+    rt.export_to_handlers()
+    gateway = Gateway.from_template(rt.template, authorizer)
+    if local_routes is not None:
+        local_routes(gateway)
+    runner = StreamRunner(
+        rt.dynamodb,
+        rt.streams,
+        rt.settings.views_table,
+        aggregate.handler,
+        mapping=EventSourceMapping.from_template(rt.template),
+        state_dir=options.state_dir,
+    )
+    review_every = schedule_seconds(rt.template.parameters.get("ShardReviewSchedule", "rate(1 minute)"))
+    with ExitStack() as stack:
+        follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
+        follower.start()
+        stack.callback(follower.join)
+        stack.callback(runner.stop)
+        refresh = Scheduler(snapshot.handler, options.refresh_seconds).start()
+        stack.callback(refresh.stop)
+        review = Scheduler(shard_review.handler, float(review_every), function_name="ShardReviewFunction").start()
+        stack.callback(review.stop)
+        server = LocalApiServer(gateway, options.port, options.refresh_seconds).start()
+        stack.callback(server.stop)
+        yield server
+
+
+def describe(server: LocalApiServer, engine: str, options: ServeOptions, auth: str) -> str:
+    """The one line ``serve`` prints: where, what it serves and what runs behind it."""
+    routes = ", ".join(route.key for route in server.gateway.routes)
+    return (
+        f"shardboard serve: {server.url} ({routes}; auth {auth}) on {engine}; stream runner and snapshot every "
+        f"{options.refresh_seconds:g} s behind it; Ctrl-C stops"
+    )
