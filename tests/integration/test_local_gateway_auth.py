@@ -1,0 +1,246 @@
+"""`serve --auth iam|jwt` on moto: the local API refuses what the deployed API refuses (tests/template/test_auth.py
+asserts the deployed side), and a refused request writes nothing. IAM requests are signed with botocore's SigV4
+signer, tokens with an RSA key whose JWKS the authorizer is given."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import jwt
+import pytest
+import requests
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import ReadOnlyCredentials
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAuthorizer
+from shardboard_tools.local.gateway import Gateway
+from shardboard_tools.local.webapp import LocalApiServer
+from shardboard_tools.template import Template
+
+CREDENTIALS = ReadOnlyCredentials("AKIDLOCALTEST", "local-secret", None)
+REGION = "us-east-1"
+ISSUER = "https://issuer.example.com/pool"
+AUDIENCE = "app-client-1"
+VIEW = b'{"id": "images/001.jpg"}'
+
+
+class http:
+    """``requests`` with a timeout: a hung local server fails the test instead of hanging it."""
+
+    @staticmethod
+    def post(url: str, **options: Any) -> requests.Response:
+        return requests.post(url, timeout=10, **options)
+
+    @staticmethod
+    def get(url: str, **options: Any) -> requests.Response:
+        return requests.get(url, timeout=10, **options)
+
+
+def choice(template: Template, **parameters: str) -> Template:
+    return Template(template.body, {**template.parameters, **parameters}, template.stack)
+
+
+@pytest.fixture
+def serve(pipeline):
+    """``serve(authorizer, **parameters)`` -> the URL of a local API over ``pipeline``'s tables."""
+    started = []
+
+    def start(authorizer_for: Any, **parameters: str) -> str:
+        template = choice(pipeline.runtime.template, **parameters)
+        server = LocalApiServer(Gateway.from_template(template, authorizer_for(template))).start()
+        started.append(server)
+        return server.url
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------------------------------- iam
+def iam(clock: Any = time.time) -> Any:
+    return lambda template: TemplateAuthorizer(template, "iam", sigv4=SigV4Check(CREDENTIALS, REGION, clock))
+
+
+def signed(url: str, body: bytes = VIEW, credentials: ReadOnlyCredentials = CREDENTIALS, **options: str) -> AWSRequest:
+    """A POST signed as a server-side writer signs it (botocore's SigV4 for execute-api)."""
+    request = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
+    SigV4Auth(credentials, options.get("service", "execute-api"), options.get("region", REGION)).add_auth(request)
+    return request
+
+
+def send(request: AWSRequest, body: bytes | None = None) -> requests.Response:
+    return http.post(request.url, data=request.body if body is None else body, headers=dict(request.headers))
+
+
+def test_a_signed_write_is_recorded(pipeline, serve):
+    url = serve(iam(), WriteAuth="iam")
+    answer = send(signed(url + "views"))
+    assert answer.status_code == 202
+    assert pipeline.truth() == {"images/001.jpg": 1}
+
+
+def test_a_signed_write_with_a_query_and_a_session_token_is_recorded(pipeline, serve):
+    token = ReadOnlyCredentials("AKIDSESSION", "session-secret", "session-token")
+    url = serve(lambda template: TemplateAuthorizer(template, "iam", sigv4=SigV4Check(token, REGION)), WriteAuth="iam")
+    answer = send(signed(url + "views?source=a%20b&x=1", credentials=token))
+    assert answer.status_code == 202
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda url: http.post(url, data=VIEW), id="unsigned"),
+        pytest.param(lambda url: send(signed(url), body=b'{"id": "images/001.jpg", "count": 1000}'), id="tampered"),
+        pytest.param(
+            lambda url: http.post(url, data=VIEW, headers=dict(signed(url + "?x=1").headers)), id="other-query"
+        ),
+        pytest.param(
+            lambda url: send(signed(url, credentials=ReadOnlyCredentials(CREDENTIALS.access_key, "guess", None))),
+            id="wrong-secret",
+        ),
+        pytest.param(
+            lambda url: send(signed(url, credentials=ReadOnlyCredentials("AKIDOTHER", "local-secret", None))),
+            id="other-key",
+        ),
+        pytest.param(lambda url: send(signed(url, service="dynamodb")), id="other-service"),
+        pytest.param(lambda url: send(signed(url, region="eu-west-1")), id="other-region"),
+        pytest.param(
+            lambda url: http.post(url, data=VIEW, headers={"Authorization": "AWS4-HMAC-SHA256 Credential=x"}),
+            id="header-only",
+        ),
+    ],
+)
+def test_a_write_without_a_valid_signature_is_forbidden_and_writes_nothing(pipeline, serve, forge):
+    # Given the local API refusing what WriteAuth=iam refuses
+    url = serve(iam(), WriteAuth="iam")
+    # When a write comes unsigned, changed after signing or signed by someone else
+    answer = forge(url + "views")
+    # Then API Gateway's 403, and no view recorded
+    assert (answer.status_code, answer.json()) == (403, {"message": "Forbidden"})
+    assert pipeline.truth() == {}
+
+
+def test_a_signature_older_than_five_minutes_is_forbidden(pipeline, serve):
+    url = serve(iam(clock=lambda: time.time() + 301), WriteAuth="iam")
+    assert send(signed(url + "views")).status_code == 403
+    assert pipeline.truth() == {}
+
+
+def test_a_changed_body_hash_header_is_forbidden(pipeline, serve):
+    url = serve(iam(), WriteAuth="iam")
+    request = signed(url + "views")
+    request.headers["X-Amz-Content-SHA256"] = "0" * 64
+    assert send(request).status_code == 403
+
+
+def test_reads_stay_public_and_public_views_open_the_write(pipeline, serve):
+    # Given WriteAuth=iam: reads need no signature
+    url = serve(iam(), WriteAuth="iam")
+    assert http.get(url + "leaderboard").status_code == 404  # no snapshot yet: the function answered
+    assert http.get(url + "items/a").status_code == 404
+    # Given PublicViews=true as well: POST /views is open, as deployed
+    public = serve(iam(), WriteAuth="iam", PublicViews="true")
+    assert http.post(public + "views", data=VIEW).status_code == 202
+
+
+# --------------------------------------------------------------------------------------------------------- jwt
+@pytest.fixture(scope="module")
+def keys() -> dict[str, Any]:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
+    return {"private": private, "other": other, "jwks": {"keys": [{**public, "kid": "k1", "alg": "RS256"}]}}
+
+
+def jwt_auth(keys: dict[str, Any]) -> Any:
+    check = JwtCheck(ISSUER, (AUDIENCE, "app-client-2"), jwt.PyJWKSet.from_dict(keys["jwks"]))
+    return lambda template: TemplateAuthorizer(template, "jwt", jwt=check)
+
+
+def token(keys: dict[str, Any], key: str = "private", kid: str = "k1", alg: str = "RS256", **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": AUDIENCE, "exp": now + 300, "iat": now, "scope": "views:write", "sub": "u1"}
+    body.update(claims)
+    body = {name: value for name, value in body.items() if value is not None}
+    signing = "a-shared-secret-of-32-bytes-or-more!" if alg == "HS256" else keys[key]
+    return jwt.encode(body, signing, algorithm=alg, headers={"kid": kid})
+
+
+def jwt_parameters() -> dict[str, str]:
+    return {"WriteAuth": "jwt", "JwtIssuer": ISSUER, "JwtAudience": f"{AUDIENCE},app-client-2"}
+
+
+@pytest.mark.parametrize(
+    "bearer",
+    [
+        pytest.param(lambda keys: f"Bearer {token(keys)}", id="bearer"),
+        pytest.param(token, id="bare-token"),
+        pytest.param(lambda keys: f"Bearer {token(keys, aud=None, client_id=AUDIENCE)}", id="client-id"),
+        pytest.param(lambda keys: f"Bearer {token(keys, aud=['x', 'app-client-2'])}", id="audience-list"),
+        pytest.param(lambda keys: f"Bearer {token(keys, scope=None, scp=['views:write'])}", id="scp"),
+    ],
+)
+def test_a_valid_token_with_the_write_scope_is_recorded(pipeline, serve, keys, bearer):
+    url = serve(jwt_auth(keys), **jwt_parameters())
+    answer = http.post(url + "views", data=VIEW, headers={"Authorization": bearer(keys)})
+    assert answer.status_code == 202
+    assert pipeline.truth() == {"images/001.jpg": 1}
+
+
+@pytest.mark.parametrize(
+    "bearer",
+    [
+        pytest.param(lambda keys: None, id="no-header"),
+        pytest.param(lambda keys: "Bearer ", id="empty"),
+        pytest.param(lambda keys: "Bearer not.a.jwt", id="garbage"),
+        pytest.param(lambda keys: f"Bearer {token(keys, exp=int(time.time()) - 1)}", id="expired"),
+        pytest.param(lambda keys: f"Bearer {token(keys, nbf=int(time.time()) + 600)}", id="not-yet"),
+        pytest.param(lambda keys: f"Bearer {token(keys, iat=int(time.time()) + 600)}", id="issued-later"),
+        pytest.param(lambda keys: f"Bearer {token(keys, exp=None)}", id="no-exp"),
+        pytest.param(lambda keys: f"Bearer {token(keys, aud='someone-else')}", id="audience"),
+        pytest.param(lambda keys: f"Bearer {token(keys, iss='https://evil.example.com')}", id="issuer"),
+        pytest.param(lambda keys: f"Bearer {token(keys, key='other')}", id="other-key-same-kid"),
+        pytest.param(lambda keys: f"Bearer {token(keys, kid='k2')}", id="unknown-kid"),
+        pytest.param(lambda keys: f"Bearer {token(keys, alg='HS256')}", id="hmac"),
+        pytest.param(lambda keys: f"Bearer {tampered(token(keys))}", id="tampered"),
+    ],
+)
+def test_a_missing_or_invalid_token_is_unauthorized_and_writes_nothing(pipeline, serve, keys, bearer):
+    # Given the local API refusing what the JWT authorizer refuses
+    url = serve(jwt_auth(keys), **jwt_parameters())
+    # When a write comes without a valid token
+    value = bearer(keys)
+    answer = http.post(url + "views", data=VIEW, headers={"Authorization": value} if value is not None else {})
+    # Then the authorizer's 401, with its challenge, and no view recorded
+    assert (answer.status_code, answer.json()) == (401, {"message": "Unauthorized"})
+    assert answer.headers["www-authenticate"].startswith("Bearer ")
+    assert pipeline.truth() == {}
+
+
+def tampered(value: str) -> str:
+    """The same token with a claim changed after signing."""
+    header, payload, signature = value.split(".")
+    claims = json.loads(jwt.utils.base64url_decode(payload))
+    claims["sub"] = str(uuid.uuid4())
+    return ".".join([header, jwt.utils.base64url_encode(json.dumps(claims).encode()).decode(), signature])
+
+
+def test_a_valid_token_without_the_write_scope_is_forbidden(pipeline, serve, keys):
+    url = serve(jwt_auth(keys), **jwt_parameters())
+    answer = http.post(url + "views", data=VIEW, headers={"Authorization": f"Bearer {token(keys, scope='x')}"})
+    assert (answer.status_code, answer.json()) == (403, {"message": "Forbidden"})
+    assert pipeline.truth() == {}
+
+
+def test_the_scope_is_the_template_parameter_and_reads_stay_public(pipeline, serve, keys):
+    url = serve(jwt_auth(keys), **jwt_parameters(), JwtWriteScope="shardboard/views.write")
+    default_scope = {"Authorization": f"Bearer {token(keys)}"}
+    assert http.post(url + "views", data=VIEW, headers=default_scope).status_code == 403
+    scoped = {"Authorization": f"Bearer {token(keys, scope='openid shardboard/views.write')}"}
+    assert http.post(url + "views", data=VIEW, headers=scoped).status_code == 202
+    assert http.get(url + "leaderboard").status_code == 404  # public: the function answered
