@@ -34,6 +34,10 @@ NOT_RUN = {
     "sam build && sam deploy --guided          # dev: stack shardboard-dev ([default] in samconfig.toml)": (
         "needs an AWS account"
     ),
+    "shardboard serve --port 3000": "serves until stopped; tests/e2e/test_serve_local.py runs it on a free port",
+    """curl -X POST 127.0.0.1:3000/views -d '{"id": "images/001.jpg"}'""": (
+        "needs the serve above; tests/e2e/test_serve_local.py posts and reads the same way"
+    ),
 }
 # The snapshot's generated_at differs on every run.
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
