@@ -113,7 +113,7 @@ def _signing_credentials() -> tuple[ReadOnlyCredentials, str]:
 
 
 def _stop_on_sigterm() -> None:
-    """SIGTERM stops like Ctrl-C: the server, the runner, the schedules and the engine, in that order."""
+    """SIGTERM (and SIGHUP) stop like Ctrl-C: the server, the schedules, the runner, then the engine."""
 
     def interrupt(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt

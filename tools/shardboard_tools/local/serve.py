@@ -40,24 +40,26 @@ def serving(
     authorizer: Authorizer | None = None,
     local_routes: LocalRoutes | None = None,
 ) -> Iterator[LocalApiServer]:
-    """The API and the pipeline behind it, running for the duration of the block, stopped in reverse order."""
+    """The API and the pipeline behind it for the duration of the block; then the server, the schedules, the runner."""
     from shardboard.handlers import aggregate, shard_review, snapshot
 
-    create_tables(rt.dynamodb, rt.template)
-    rt.export_to_handlers()
     gateway = Gateway.from_template(rt.template, authorizer)
     if local_routes is not None:
         local_routes(gateway)
-    runner = StreamRunner(
-        rt.dynamodb,
-        rt.streams,
-        rt.settings.views_table,
-        aggregate.handler,
-        mapping=EventSourceMapping.from_template(rt.template),
-        state_dir=options.state_dir,
-    )
     review_every = schedule_seconds(rt.template.parameters.get("ShardReviewSchedule", "rate(1 minute)"))
     with ExitStack() as stack:
+        server = LocalApiServer(gateway, options.port, options.refresh_seconds)  # binds now: a taken port fails first
+        stack.callback(server.stop)
+        create_tables(rt.dynamodb, rt.template)
+        rt.export_to_handlers()
+        runner = StreamRunner(
+            rt.dynamodb,
+            rt.streams,
+            rt.settings.views_table,
+            aggregate.handler,
+            mapping=EventSourceMapping.from_template(rt.template),
+            state_dir=options.state_dir,
+        )
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
         follower.start()
         stack.callback(follower.join)
@@ -66,9 +68,10 @@ def serving(
         stack.callback(refresh.stop)
         review = Scheduler(shard_review.handler, float(review_every), function_name="ShardReviewFunction").start()
         stack.callback(review.stop)
-        server = LocalApiServer(gateway, options.port, options.refresh_seconds).start()
-        stack.callback(server.stop)
-        yield server
+        try:
+            yield server.start()
+        finally:
+            server.stop()  # first: no request reaches a pipeline being stopped
 
 
 def describe(server: LocalApiServer, engine: str, options: ServeOptions, auth: str) -> str:

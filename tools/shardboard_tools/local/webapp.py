@@ -57,6 +57,7 @@ class LocalApiServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
         if self._thread.is_alive():  # shutdown() waits for serve_forever, which never ran if not started
             self.httpd.shutdown()
             self._thread.join()
