@@ -21,6 +21,7 @@ from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAut
 from shardboard_tools.local.gateway import Gateway
 from shardboard_tools.local.webapp import LocalApiServer
 from shardboard_tools.template import Template
+from tests.integration.test_local_gateway import with_echo_routes
 
 CREDENTIALS = ReadOnlyCredentials("AKIDLOCALTEST", "local-secret", None)
 REGION = "us-east-1"
@@ -50,8 +51,9 @@ def serve(pipeline):
     """``serve(authorizer, **parameters)`` -> the URL of a local API over ``pipeline``'s tables."""
     started = []
 
-    def start(authorizer_for: Any, **parameters: str) -> str:
+    def start(authorizer_for: Any, echo: bool = False, **parameters: str) -> str:
         template = choice(pipeline.runtime.template, **parameters)
+        template = with_echo_routes(template) if echo else template
         server = LocalApiServer(Gateway.from_template(template, authorizer_for(template))).start()
         started.append(server)
         return server.url
@@ -244,3 +246,25 @@ def test_the_scope_is_the_template_parameter_and_reads_stay_public(pipeline, ser
     scoped = {"Authorization": f"Bearer {token(keys, scope='openid shardboard/views.write')}"}
     assert http.post(url + "views", data=VIEW, headers=scoped).status_code == 202
     assert http.get(url + "leaderboard").status_code == 404  # public: the function answered
+
+
+# ------------------------------------------------------------------------------------- what the function receives
+def test_a_route_the_api_body_does_not_declare_is_public_for_get_and_authenticated_otherwise(pipeline, serve, keys):
+    # Given a new function's route, absent from the HttpApi body's paths (no security declared)
+    url = serve(jwt_auth(keys), echo=True, **jwt_parameters())
+    # Then a GET is public, any other method needs the token
+    assert http.get(url + "echo/x").status_code == 200
+    assert http.post(url + "echo/x", data=b"{}").status_code == 401
+    # And the function receives the token's claims and scopes, as the JWT authorizer passes them
+    bearer = {"Authorization": f"Bearer {token(keys, groups=['a', 'b'])}"}
+    event = http.post(url + "echo/x", data=b"{}", headers=bearer).json()
+    received = event["requestContext"]["authorizer"]["jwt"]
+    assert received["claims"]["sub"] == "u1" and received["claims"]["groups"] == "[a b]"
+    assert received["scopes"] == ["views:write"]
+
+
+def test_a_signed_request_carries_the_iam_identity(pipeline, serve):
+    url = serve(iam(), echo=True, WriteAuth="iam")
+    assert http.post(url + "echo/x", data=b"{}").status_code == 403
+    event = send(signed(url + "echo/x", body=b"{}")).json()
+    assert event["requestContext"]["authorizer"]["iam"]["accessKey"] == CREDENTIALS.access_key

@@ -228,7 +228,7 @@ class TemplateAuthorizer:
         self.jwt = jwt
 
     def authorize(self, route: Route, request: Request) -> Decision:
-        scheme, scopes = self.requirement(route)
+        scheme, scopes = self.requirement(route, request.method)
         if scheme == "public":
             return Allowed()
         if scheme == "iam":
@@ -244,10 +244,10 @@ class TemplateAuthorizer:
             return Refused(FORBIDDEN)
         return Allowed({"jwt": {"claims": {k: _claim(v) for k, v in claims.items()}, "scopes": held or None}})
 
-    def requirement(self, route: Route) -> tuple[str, list[str]]:
-        """("public" | "iam" | "jwt", the scopes a JWT needs) for ``route``."""
+    def requirement(self, route: Route, method: str) -> tuple[str, list[str]]:
+        """("public" | "iam" | "jwt", the scopes a JWT needs) for a ``method`` request on ``route``."""
         if route.security is None:
-            return ("public", []) if route.method == "GET" else (self.mode, [])
+            return ("public", []) if method == "GET" else (self.mode, [])
         if not route.security or not route.security[0]:
             return "public", []
         name, scopes = next(iter(route.security[0].items()))

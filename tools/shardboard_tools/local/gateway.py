@@ -156,7 +156,8 @@ def template_routes(template: Template) -> list[Route]:
             spec = event.get("Properties") or {}
             method = str(spec.get("Method", "ANY")).upper().replace("X-AMAZON-APIGATEWAY-ANY-METHOD", "ANY")
             path = str(spec.get("Path", DEFAULT_ROUTE))
-            security = paths.get(path, {}).get(method.lower(), {}).get("security")
+            operation = "x-amazon-apigateway-any-method" if method == "ANY" else method.lower()
+            security = paths.get(path, {}).get(operation, {}).get("security")
             routes.append(
                 Route(method, path, function, str(properties["Handler"]), _requirements(security)),
             )

@@ -90,10 +90,13 @@ class LocalApiServer:
         class HttpRequest(BaseHTTPRequestHandler):
             def handle_one(self) -> None:
                 started = time.monotonic()
-                request = Request(
-                    self.command, self.path, tuple(self.headers.items()), self._body(), self.client_address[0]
-                )
-                reply = server.handle(request)
+                try:
+                    body = self._body()
+                except ValueError:  # a Content-Length or chunk size that is not a number
+                    reply = Reply.json(400, {"message": "Bad Request"})
+                else:
+                    headers = tuple(self.headers.items())
+                    reply = server.handle(Request(self.command, self.path, headers, body, self.client_address[0]))
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
