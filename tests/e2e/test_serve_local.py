@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +43,13 @@ class Served:
         return self.process.wait(60)
 
 
-def start_serve(tmp_path: Path, *options: str) -> Served:
-    """``shardboard serve`` with no endpoint set: it starts its own DynamoDB Local, as in a fresh shell."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+def start_serve(tmp_path: Path, *arguments: str, endpoint: dict[str, str] | None = None) -> Served:
+    """``shardboard ARGUMENTS`` (a serve); with no ``endpoint`` variables it starts its own DynamoDB Local, as in a
+    fresh shell."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")} | (endpoint or {})
     env["SHARDBOARD_STATE_DIR"] = str(tmp_path / "state")
     out = tmp_path / "serve.out"
-    command = [sys.executable, "-c", "from shardboard_tools.cli import main; main()", "serve", *options]
+    command = [sys.executable, "-c", "from shardboard_tools.cli import main; main()", *arguments]
     with out.open("wb") as stdout, (tmp_path / "serve.err").open("wb") as stderr:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
     deadline = time.monotonic() + START_SECONDS
@@ -63,7 +65,7 @@ def start_serve(tmp_path: Path, *options: str) -> Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    running = start_serve(tmp_path, "--port", str(free_port()), "--refresh", "0.5")
+    running = start_serve(tmp_path, "serve", "--port", str(free_port()), "--refresh", "0.5")
     try:
         if "dynamodb-local" not in running.line:
             pytest.fail(f"DynamoDB Local is not installed (run `make dynamodb-local`): {running.line}")
@@ -140,7 +142,7 @@ def listening(url: str) -> bool:
 
 def test_posted_views_show_on_the_leaderboard_and_sigterm_stops_everything(tmp_path):
     # Given `shardboard serve` started as in a fresh shell (no endpoint: it starts DynamoDB Local)
-    running = start_serve(tmp_path, "--port", str(free_port()), "--refresh", "0.5")
+    running = start_serve(tmp_path, "serve", "--port", str(free_port()), "--refresh", "0.5")
     try:
         assert running.url.startswith("http://127.0.0.1:") and "POST /views" in running.line
         assert "dynamodb-local" in running.line, f"DynamoDB Local is not installed: {running.line}"
@@ -191,3 +193,23 @@ def test_the_page_shows_the_leaderboard_through_serve(served):
     # Then it shows the exact top through the read API function
     assert title == "global"
     assert [row[1:] for row in rows] == [[item, f"{views:,}"] for item, views in expected_top()]
+
+
+def test_serve_uses_the_endpoint_it_is_given_and_leaves_it_running(engine, tmp_path):
+    # Given a DynamoDB Local already running (the session's), exported as a user exports `shardboard local`'s line
+    endpoint = engine.env()
+    stack = f"serve-{uuid.uuid4().hex[:8]}"  # tables of its own in the shared engine
+    running = start_serve(
+        tmp_path, "--stack", stack, "serve", "--port", str(free_port()), "--refresh", "0.5", endpoint=endpoint
+    )
+    try:
+        # Then serve uses it (no engine of its own) and views go through as before
+        assert f"external at {engine.endpoint}" in running.line
+        assert not descendants(running.process.pid)
+        status, _ = call("POST", running.url + "views", json.dumps({"id": "x"}).encode())
+        assert status == 202
+        leaderboard_when(running.url, [["x", 1]])
+    finally:
+        assert running.stop() == 0
+    # And the engine it was given is still there
+    assert engine.running and listening(engine.endpoint + "/")
