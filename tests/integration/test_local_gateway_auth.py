@@ -18,7 +18,7 @@ from botocore.credentials import ReadOnlyCredentials
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAuthorizer
-from shardboard_tools.local.gateway import Gateway
+from shardboard_tools.local.gateway import Gateway, template_routes
 from shardboard_tools.local.webapp import LocalApiServer
 from shardboard_tools.template import Template
 from tests.integration.test_local_gateway import with_echo_routes
@@ -268,3 +268,21 @@ def test_a_signed_request_carries_the_iam_identity(pipeline, serve):
     assert http.post(url + "echo/x", data=b"{}").status_code == 403
     event = send(signed(url + "echo/x", body=b"{}")).json()
     assert event["requestContext"]["authorizer"]["iam"]["accessKey"] == CREDENTIALS.access_key
+
+
+@pytest.mark.parametrize(
+    ("parameters", "write"),
+    [
+        ({"WriteAuth": "iam", "PublicViews": "false"}, ("iam", [])),
+        ({"WriteAuth": "jwt", "PublicViews": "false"}, ("jwt", ["views:write"])),
+        ({"WriteAuth": "iam", "PublicViews": "true"}, ("public", [])),
+        ({"WriteAuth": "jwt", "PublicViews": "true"}, ("public", [])),
+    ],
+)
+def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, write):
+    # The same four choices tests/template/test_auth.py asserts on the rendered template
+    extra = {"JwtIssuer": ISSUER, "JwtAudience": AUDIENCE} if parameters["WriteAuth"] == "jwt" else {}
+    template = choice(pipeline.runtime.template, **parameters, **extra)
+    authorizer = TemplateAuthorizer(template, parameters["WriteAuth"])
+    needs = {route.key: authorizer.requirement(route, route.method) for route in template_routes(template)}
+    assert needs == {"POST /views": write, "GET /leaderboard": ("public", []), "GET /items/{id+}": ("public", [])}

@@ -177,8 +177,8 @@ def security_schemes(template: Template) -> dict[str, Any]:
     """The HTTP API's security schemes as deployed (conditions decided, parameters resolved)."""
     for resource in template.body.get("Resources", {}).values():
         if resource.get("Type") == "AWS::Serverless::HttpApi":
-            body = template.resolve(template.select(resource.get("Properties", {}).get("DefinitionBody") or {}))
-            return dict((body.get("components") or {}).get("securitySchemes") or {})
+            body = template.select(resource.get("Properties", {}).get("DefinitionBody") or {})
+            return dict(template.resolve((body.get("components") or {}).get("securitySchemes") or {}))
     return {}
 
 
