@@ -7,7 +7,17 @@ from decimal import Decimal
 from typing import Any
 
 from shardboard.adapters.dynamodb import Item
-from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SEEN_PREFIX, SHARD, VIEWS, view_pk
+from shardboard.adapters.keys import (
+    BOARD_COUNTER_PREFIX,
+    BUCKET,
+    ITEM_ID,
+    PK,
+    RATE_PREFIX,
+    SEEN_PREFIX,
+    SHARD,
+    VIEWS,
+    view_pk,
+)
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.boards import GLOBAL_BOARD
 
@@ -36,6 +46,8 @@ def view_records(
         raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
     if str(new_image.get(PK, "")).startswith(SEEN_PREFIX):
         raise UnexpectedRecord("dedupe_marker", "a viewer's dedupe marker, not a counter (the stream filter drops it)")
+    if str(new_image.get(PK, "")).startswith(RATE_PREFIX):
+        raise UnexpectedRecord("rate_allowance", "a client's rate-limit allowance, not a counter (the filter drops it)")
     item_id, shard, bucket = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), new_image.get(BUCKET)
     if not isinstance(item_id, str) or shard is None or not isinstance(bucket, str):
         raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{BUCKET}")
