@@ -9,9 +9,10 @@ per (client, window), taken by a conditional ``ADD`` before the view is written 
 from __future__ import annotations
 
 import ipaddress
+import math
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from shardboard.domain.ports import AllowanceCounters, Throttled
@@ -89,7 +90,7 @@ def allowances(
     if viewer is not None:
         wanted.append((VIEWER, viewer, limits.per_viewer))
     return tuple(
-        Allowance(kind, client, window, limit, views, end + ALLOWANCE_GRACE_SECONDS, max(1, int(end - now)))
+        Allowance(kind, client, window, limit, views, end + ALLOWANCE_GRACE_SECONDS, max(1, math.ceil(end - now)))
         for kind, client, limit in wanted
         if limit > 0
     )
@@ -109,8 +110,8 @@ def within(counters: AllowanceCounters, wanted: Sequence[Allowance]) -> Iterator
         yield
     except BaseException:
         for allowance in reversed(taken):
-            try:
+            # A return that fails leaves the client fewer views in this window (never more); the first error
+            # is the answer.
+            with suppress(Throttled):
                 counters.return_allowance(allowance)
-            except Throttled:
-                pass  # the client keeps fewer views for this window (never more), and the first error is the answer
         raise

@@ -87,7 +87,6 @@ from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.periods import ALL, KINDS, bucket_of
-from shardboard.domain.rate_limit import Allowance
 from shardboard.domain.ports import (
     AggregateState,
     BoardState,
@@ -101,6 +100,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
     Throttled,
 )
+from shardboard.domain.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
