@@ -25,6 +25,9 @@ from shardboard.domain.dedupe import Seen
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.rate_limit import RateLimited, RateLimits, allowances, within
 from shardboard.domain.recording import record_seen_view, record_views
+from shardboard_tools.lambda_model.event_filter import matches_any
+from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.operations.verification import verify
 from tests.integration.test_honest_counts import run_at_once
 from tests.integration.test_http_api import call, post
 
@@ -111,6 +114,25 @@ def test_the_viewer_limit_holds_across_ips_and_items_and_a_request_counts_its_vi
     assert call(pipeline, "record_views", post_from("198.51.100.8", {"id": "d"}))[0] == 202
     assert call(pipeline, "record_views", post_from("198.51.100.8", {"id": "d", "count": 3}))[0] == 429
     assert pipeline.truth() == {"a": 1, "b": 1, "c": 1, "d": 4}
+
+
+def test_allowances_never_reach_the_board_and_verify_stays_exact(make_pipeline, clock):
+    pipeline = make_pipeline(**PUBLIC)
+    for ip in ("203.0.113.7", "198.51.100.1"):
+        for number in range(4):
+            call(pipeline, "record_views", post_from(ip, {"id": f"i{number % 2}", "viewer": f"{ip}-{number}"}))
+    records = pipeline.stream_records()
+    assert any(r["dynamodb"]["Keys"]["pk"]["S"].startswith(RATE_PREFIX) for r in records)
+    # The event source mapping's FilterCriteria drops every allowance record before the function ...
+    patterns = EventSourceMapping.from_template(pipeline.runtime.template).filter_patterns
+    passed = [r for r in records if matches_any(patterns, r)]
+    assert passed and not any(r["dynamodb"]["Keys"]["pk"]["S"].startswith(RATE_PREFIX) for r in passed)
+    # ... and the function skips them when they reach it anyway (every record, unfiltered), failing nothing
+    assert pipeline.aggregate(records) == {"batchItemFailures": []}
+    pipeline.snapshot()
+    report = verify(pipeline.views, pipeline.runtime.board, pipeline.settings)
+    assert report.exact, report
+    assert pipeline.truth() == {"i0": 4, "i1": 2}  # per IP the first 3 are admitted: i0, i1, i0
 
 
 def test_without_public_views_nothing_is_limited(make_pipeline, clock):
