@@ -68,6 +68,7 @@ def test_an_allowance_is_for_one_client_window_and_expires_after_it():
         ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),  # an IPv6 subscriber's whole /64
         ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"),
         ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),  # an IPv4-mapped address is its IPv4 client
         ("not an address", "not an address"),
         (None, "unknown"),
         ("", "unknown"),

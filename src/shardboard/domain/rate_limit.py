@@ -73,7 +73,9 @@ def ip_client(source_ip: str | None) -> str:
         address = ipaddress.ip_interface(source_ip.strip()).ip
     except ValueError:
         return source_ip
-    if address.version == 6:
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d, not one shared /64
+            return str(address.ipv4_mapped)
         return str(ipaddress.ip_network(f"{address}/{IPV6_CLIENT_PREFIX}", strict=False))
     return str(address)
 
