@@ -57,7 +57,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -70,8 +70,9 @@ from shardboard.adapters.dynamodb import client_config, region
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
+from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import PeriodKey, SeenViewCounters
 from shardboard.domain.ranking import RankedEntry
 from shardboard.domain.recording import Where, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
@@ -87,6 +88,19 @@ DEFAULT_WORKERS = 16
 # (item id, anchor bucket, category boards sorted, the viewed view or None): the views of one key are one counter
 # write; a viewed view's key is its own (its Seen holds a token made per call), so it is never coalesced.
 _Key = tuple[str, str, tuple[str, ...], Seen | None]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Where a recorder writes: the base table (counters and viewers' markers) and the shard router of dynamic
+    sharding (None: every item has ``Settings.write_shards`` shards)."""
+
+    views: SeenViewCounters
+    router: ShardRouter | None = None
 
 
 @dataclass(frozen=True)
@@ -162,28 +176,40 @@ class Recorder:
         session: Any = None,
         stack: str = DEFAULT_STACK,
         *,
-        flush_interval: float = 1.0,
+        flush_interval: float | None = 1.0,
         max_pending: int = 10_000,
         settings: Settings | None = None,
         workers: int = DEFAULT_WORKERS,
+        clock: Callable[[], datetime] = _utc_now,
+        stores: Stores | None = None,
     ) -> None:
         """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables.
-        ``flush_interval``: seconds between background flushes. ``max_pending``: the most distinct (item, boards,
-        bucket) keys held. ``settings``: the stack's settings when its parameters differ from the template's
-        defaults (it names the tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel."""
-        if not flush_interval > 0:
-            raise ValueError(f"flush_interval must be > 0 seconds, got {flush_interval!r}")
+        ``flush_interval``: seconds between background flushes (None: no timed flush; the buffer is flushed when
+        it holds ``max_pending`` keys, by ``flush()`` and by ``close()``: for an application, or a simulation,
+        that keeps its own schedule). ``max_pending``: the most distinct (item, boards, bucket) keys held.
+        ``settings``: the stack's settings when its parameters differ from the template's defaults (it names the
+        tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel. ``clock``: the time a
+        ``record`` call counts its views at (its period bucket, a viewer's dedupe window); the wall clock unless
+        a simulation drives virtual time. ``stores``: where the writes go instead of the stack's tables through
+        ``session`` (the benchmark's in-memory tables)."""
+        if flush_interval is not None and not flush_interval > 0:
+            raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a whole number >= 1, got {max_pending!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.settings = settings or Settings.for_stack(stack)
-        self.flush_interval = float(flush_interval)
+        self.flush_interval = None if flush_interval is None else float(flush_interval)
         self.max_pending = max_pending
-        self.client = _dynamodb(session, workers)
-        # The collaborators the API function builds (the same stores, the same shard router), on this client.
-        container = Container(self.settings, self.client)
-        self._views, self._router = container.views, container.router
+        self._clock = clock
+        if stores is None:
+            self.client: Any = _dynamodb(session, workers)
+            # The collaborators the API function builds (the same stores, the same shard router), on this client.
+            container = Container(self.settings, self.client)
+            stores = Stores(container.views, container.router)
+        else:
+            self.client = None
+        self._views, self._router = stores.views, stores.router
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
@@ -212,7 +238,7 @@ class Recorder:
         who = validation.viewer(viewer)
         validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
-        now = datetime.now(UTC)
+        now = self._clock()
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
         key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)
         with self._lock:
