@@ -230,6 +230,7 @@ def viral(workload: LibraryWorkload, interval: float | None) -> dict[str, Any]:
         "views_per_s": rate,
         "seconds": seconds,
         "base_writes": result["base_writes"],
+        "floor_writes": views if interval is None else floor_writes([0] * views, owners, rate, workload.processes, interval),
         "base_writes_per_s_per_process": result["base_writes"] / seconds / workload.processes,
         "base_writes_per_s": result["base_writes"] / seconds,
         "write_units_per_view": result["write_units_per_view"],
