@@ -226,11 +226,12 @@ def viral(workload: LibraryWorkload, interval: float | None) -> dict[str, Any]:
     owners = assign(views, workload.processes, workload.seed)
     result = drive(workload, [VIRAL_ITEM], [0] * views, owners, rate, interval=interval)
     seconds = views / rate
+    floor = views if interval is None else floor_writes([0] * views, owners, rate, workload.processes, interval)
     return {
         "views_per_s": rate,
         "seconds": seconds,
         "base_writes": result["base_writes"],
-        "floor_writes": views if interval is None else floor_writes([0] * views, owners, rate, workload.processes, interval),
+        "floor_writes": floor,
         "base_writes_per_s_per_process": result["base_writes"] / seconds / workload.processes,
         "base_writes_per_s": result["base_writes"] / seconds,
         "write_units_per_view": result["write_units_per_view"],
