@@ -207,6 +207,7 @@ def measure(
         "base_writes": base_writes,
         "base_writes_per_view": base_writes / views,
         "write_units_per_view": usage.units("write") / views,
+        "base_write_units_per_view": usage.units("write", design.settings.views_table) / views,
         "write_units_per_view_by_resource": {
             resource: units / views for (resource, kind), units in sorted(usage.consumed.items()) if kind == "write"
         },
