@@ -26,16 +26,23 @@ views are then not buffered and the caller decides.
 backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
 count and is retried with back-off, as the API does. A write that still fails keeps its views in the buffer for the
 next flush (counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger); a throttled
-write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout) may have
-landed: botocore retries it, and so does the next flush, so such a write may count twice, as a client retrying
-``POST /views`` after a timeout would. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and
-by the ``with`` block) flushes what is left; views it still cannot write are logged as lost
-(:attr:`RecorderStats.lost_views`).
+write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout, a reset
+connection, a 500 after DynamoDB applied it) may have landed: botocore sends it again, and so does the next flush,
+and a counter ``ADD`` carries no token, so such a write counts twice, as a client retrying ``POST /views`` after a
+timeout would (tests/e2e/test_client_local.py shows it). A viewed view carries its token and counts once. Making the
+plain write idempotent would need a condition on a per-writer token kept in every counter item, or a transaction at
+twice the write units: neither fits a write meant to cost one unit. :meth:`Recorder.close` (also run at interpreter
+exit through ``atexit``, and by the ``with`` block) flushes what is left; views it still cannot write are logged as
+lost (:attr:`RecorderStats.lost_views`).
 
 **What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
-such as ``os._exit``) loses the views recorded since the last flush that wrote them, at most ``flush_interval``
-seconds of views (plus any views a failing flush was keeping). Every view of a completed flush is on the table, and
-none is counted twice: the aggregator's exactly-once rule covers what was written.
+such as ``os._exit``) loses the views recorded since the last flush began, at most ``max_pending`` distinct keys
+(about ``flush_interval`` seconds of views), plus the views a failing flush was keeping; killed during a flush, it
+loses the keys that flush had not written yet, each key whole (one write per key: all of its views or none). It
+cannot lose or double a completed flush: :meth:`flush` returns once DynamoDB acknowledged each of its writes (the
+failed ones are in :attr:`FlushResult.failed_views`), a dead process re-sends nothing, and the aggregator applies
+each counter's absolute values exactly once whatever the stream replays. tests/e2e/test_client_local.py kills a
+recording process with SIGKILL between and during flushes and checks both.
 
 **Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
 ``<stack>-shards``). The other settings are the template's defaults; a stack deployed with other ``WriteShards``,

@@ -163,6 +163,33 @@ def test_throttled_writes_are_retried_and_nothing_is_lost_or_doubled(local):
     assert aggregates("cats") == {item: n for item, n in cats.items() if n}
 
 
+# ------------------------------------------------------------------------------------- lost responses (the limit)
+def test_a_plain_write_whose_response_was_lost_counts_again_when_retried_a_viewed_view_once(local):
+    """The documented limit of coalesced writes (README, "What a kill or a failure can lose"): an ``ADD`` has no
+    token, so a write that landed but whose caller never heard it is applied again by whoever retries it (botocore
+    or the next flush), as with ``POST /views`` retried after a timeout. A viewed view carries its token and is not."""
+    views = local.settings.views_table
+    with recorder(local) as r:
+        # Given a write that lands but whose response is lost: the flush keeps its views, the next one writes them
+        lost = ClientFaults(r.client, FaultRates(lost_response=1.0), random.Random(1), table=views).install()
+        r.record("a", count=3)
+        r.record("b", viewer="u1")
+        kept = r.flush()
+        lost.uninstall()
+        assert (kept.failed_views, kept.failed_writes) == (4, 2)
+        retried = r.flush()
+        # And a write botocore itself sends again after it landed (its at-least-once retry)
+        resent = ClientFaults(r.client, FaultRates(resent=1.0), random.Random(2), table=views).install()
+        r.record("c", count=5)
+        r.record("d", viewer="u1")
+        again = r.flush()
+        resent.uninstall()
+    # Then the plain views count twice, the viewed ones once (their marker holds their token)
+    assert (retried.views, again.views, again.duplicate_views) == (4, 6, 0)
+    assert lost.injected["lost_response"] == 2 and resent.injected["resent"] == 2
+    assert local.views.scan_totals() == {"a": 6, "b": 1, "c": 10, "d": 1}
+
+
 # ------------------------------------------------------------------------------------------------- viewers
 def test_a_viewer_counts_once_per_item_through_the_library(local):
     # Given views with viewers, some repeated, buffered with plain views of the same item, in two recorders
