@@ -113,3 +113,22 @@ def test_the_section_replaces_its_own_part_of_the_document(result: dict[str, Any
     assert again.count(START) == 1 and "(2)" in again and again.endswith("after\n")
     assert kept_section(again) is not None and "(2)" in (kept_section(again) or "")
     assert kept_section("# Benchmark\n") is None
+
+
+def test_make_bench_keeps_the_library_section_when_it_rewrites_the_document(result: dict[str, Any], tmp_path) -> None:
+    from shardboard_tools.cli.bench import write_keeping_library_section
+
+    # Given docs/benchmarks.md with the library section written by --scenario library
+    path = tmp_path / "benchmarks.md"
+    part = section(result, "shardboard bench --scenario library")
+    path.write_text(with_section("# Benchmark: old figures\n", part), encoding="utf-8")
+    # When `make bench` writes its new document
+    write_keeping_library_section(path, "# Benchmark: new figures\n")
+    # Then the new figures replace the old ones and the library section is still there, once
+    document = path.read_text(encoding="utf-8")
+    assert document.startswith("# Benchmark: new figures\n") and "old figures" not in document
+    assert kept_section(document) == part
+    # And a first run (no library section yet) writes the document as it is
+    fresh = tmp_path / "fresh.md"
+    write_keeping_library_section(fresh, "# Benchmark\n")
+    assert fresh.read_text(encoding="utf-8") == "# Benchmark\n"
