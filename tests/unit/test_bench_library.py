@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -132,3 +133,20 @@ def test_make_bench_keeps_the_library_section_when_it_rewrites_the_document(resu
     fresh = tmp_path / "fresh.md"
     write_keeping_library_section(fresh, "# Benchmark\n")
     assert fresh.read_text(encoding="utf-8") == "# Benchmark\n"
+
+
+def test_the_command_prints_the_scenario_as_json(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from shardboard_tools.cli.bench import bench
+
+    arguments = ["--scenario", "library", "--views", "2000", "--items", "40", "--views-per-sec", "400"]
+    arguments += ["--probe-seconds", "0.5", "--json", "--no-files", "--out", str(tmp_path)]
+    outcome = CliRunner().invoke(bench, arguments)
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout[outcome.stdout.index("{") :])
+    assert document["scenario"] == "library"
+    assert document["workload"]["base"]["views"] == 2000 and document["workload"]["viral_seconds"] == 0.5
+    assert set(document["runs"]) == set(document["viral"]) == {API, "library-1s", "library-5s"}
+    assert all(target["met"] for target in document["targets"] if "floor" in target["name"])
+    assert not (tmp_path / "benchmarks.md").exists()

@@ -56,7 +56,7 @@ def command_line(ctx: click.Context) -> str:
     type=click.FloatRange(min=0.1),
     default=Workload.probe_seconds,
     show_default=True,
-    help="Simulated seconds of each probe of the viral-item rate search.",
+    help="Simulated seconds of each probe of the viral-item rate search (--scenario library: of the viral run).",
 )
 @click.option(
     "--design",
@@ -218,7 +218,10 @@ def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None)
         for option, name in (("views", "views"), ("items", "items"), ("views_per_sec", "views_per_s"))
         if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
     }
-    workload = LibraryWorkload(base=Workload(**sized))
+    viral = {}
+    if ctx.get_parameter_source("probe_seconds") == click.core.ParameterSource.COMMANDLINE:
+        viral["viral_seconds"] = ctx.params["probe_seconds"]
+    workload = LibraryWorkload(base=Workload(**sized), **viral)
     screen = Console(stderr=True) if as_json else Console()
     runs = ("api", *(f"library-{interval:g}s" for interval in workload.flush_intervals))
     with Progress(
