@@ -94,9 +94,11 @@ def test_a_full_buffer_is_flushed_at_once(local):
         # When the third key fills it, and a fourth waits for room
         r.record("c")
         r.record("d")  # returns once the background flush made room
-        # Then the first three keys were written by that flush, the fourth is still buffered
-        assert local.views.scan_totals() == {"a": 5, "b": 1, "c": 1}
-        assert (r.stats().flushes, r.stats().pending_views) == (1, 1)
+        # Then the first three keys were written by that flush before the fourth was buffered (a second flush,
+        # woken while the first ran, may have written it since)
+        totals = local.views.scan_totals()
+        assert {item: n for item, n in totals.items() if item != "d"} == {"a": 5, "b": 1, "c": 1}
+        assert r.stats().flushes >= 1 and r.stats().recorded_views == 8
     finally:
         r.close()
     assert local.views.scan_totals() == {"a": 5, "b": 1, "c": 1, "d": 1}
