@@ -1,5 +1,6 @@
 """The library (``from shardboard import Recorder``) on DynamoDB Local: flushes on exit, on size and on interval,
-retries under injected throttling, viewers, and a process killed with SIGKILL between (and during) flushes.
+retries under injected throttling, viewers, a process killed with SIGKILL between (and during) flushes, and four
+real processes recording at once.
 
 Every count is checked twice: on the base table (the source of truth), and on the aggregates after the stream is
 drained by ``shardboard process --drain``, as an operator would run it.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -50,11 +52,18 @@ def board_totals(rt, board):
     return dict(totals)
 
 
-def drained(rt):
-    """``shardboard process --drain`` on the test's stack, then every aggregate of ``board`` (views)."""
-    done = CliRunner().invoke(main, ["--stack", stack_of(rt), "process", "--drain"], catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return lambda board="global": {item: views for item, (views, _) in rt.board.scan_aggregates(board).items()}
+class Drained:
+    """After ``shardboard process --drain`` on the test's stack: how many stream records (base writes) it
+    delivered, and every aggregate of a board (views)."""
+
+    def __init__(self, rt):
+        done = CliRunner().invoke(main, ["--stack", stack_of(rt), "process", "--drain"], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        self.records = int(re.search(r"processed (\d+) records", done.output).group(1))
+        self._board = rt.board
+
+    def __call__(self, board="global"):
+        return {item: views for item, (views, _) in self._board.scan_aggregates(board).items()}
 
 
 def until(condition, what):
@@ -78,7 +87,8 @@ def test_close_and_the_with_block_flush_what_is_buffered(local):
     # Then each wrote its buffer in one write per key, and the aggregates agree once the stream is drained
     assert (first.stats().writes, second.stats().writes) == (1, 1)
     assert local.views.scan_totals() == {"a": 7, "b": 1}
-    aggregates = drained(local)
+    aggregates = Drained(local)
+    assert aggregates.records == 2  # one base write (one stream record) per key
     assert aggregates() == {"a": 7, "b": 1}
     assert aggregates("cats") == {"a": 7}
 
@@ -160,7 +170,7 @@ def test_throttled_writes_are_retried_and_nothing_is_lost_or_doubled(local):
     assert r.stats().written_views == sum(f.views for f in flushes) == sum(expected.values())
     assert local.views.scan_totals() == dict(expected)
     assert board_totals(local, "cats") == {item: n for item, n in cats.items() if n}
-    aggregates = drained(local)
+    aggregates = Drained(local)
     assert aggregates() == dict(expected)
     assert aggregates("cats") == {item: n for item, n in cats.items() if n}
 
@@ -207,7 +217,7 @@ def test_a_viewer_counts_once_per_item_through_the_library(local):
     # Then u1 and u2 counted once each, the plain views once, and the refusals wrote nothing
     assert first.duplicate_views + second.duplicate_views == 2 and late.duplicate_views == 1
     assert local.views.scan_totals() == {"a": 2 + 4}
-    assert drained(local)() == {"a": 6}
+    assert Drained(local)() == {"a": 6}
 
 
 # ----------------------------------------------------------------------------------------------- kill -9
@@ -298,7 +308,7 @@ def test_a_kill_between_flushes_loses_only_the_buffer_and_doubles_nothing(local,
     # And what was lost is exactly what was buffered since the last flush
     assert sum(buffered.values()) == last["pending"] > 0
     # And after the stream is drained, every aggregate equals what the completed flushes wrote
-    aggregates = drained(local)
+    aggregates = Drained(local)
     assert aggregates() == dict(written)
     assert aggregates("cats") == cats_of(written)
 
@@ -320,6 +330,60 @@ def test_a_kill_during_a_flush_counts_each_key_whole_or_not_at_all(local, tmp_pa
     assert totals == written + Counter({item: flushing[item] for item in landed})
     assert 0 < len(landed) < len(flushing)  # the kill did land part way
     # And the aggregates agree once the stream is drained
-    aggregates = drained(local)
+    aggregates = Drained(local)
     assert aggregates() == dict(totals)
     assert aggregates("cats") == cats_of(totals)
+
+
+# ------------------------------------------------------------------------------------- four real processes
+WRITER = textwrap.dedent(
+    """
+    import json, random, sys
+    from collections import Counter
+    from shardboard import Recorder
+
+    stack, seed, views = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rng = random.Random(seed)
+    recorder = Recorder(stack=stack, flush_interval=0.1)  # flushed by its thread, and at exit by atexit
+    names = [f"z-{k:03d}" for k in range(1, 201)]
+    recorded = Counter(rng.choices(names, weights=[1 / k for k in range(1, 201)], k=views))
+    for item, count in recorded.items():
+        for _ in range(count):
+            recorder.record(item, boards=["cats"] if item < "z-010" else [])
+    stats = recorder.stats()
+    print(json.dumps({"recorded": recorded, "writes_before_exit": stats.writes}))
+    """
+)
+
+
+def test_four_processes_recording_at_once_count_every_view_once(local, tmp_path):
+    # Given four application processes recording skewed views into the same tables at once, each exiting normally
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tools"), str(ROOT)])}
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), stack_of(local), str(seed), "3000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for seed in range(4)
+    ]
+    reports = []
+    for child in children:
+        out, err = child.communicate(timeout=PATIENCE_SECONDS * 4)
+        assert child.returncode == 0, err
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    # Then the base table holds every view of every process exactly once
+    expected = sum((Counter(report["recorded"]) for report in reports), Counter())
+    assert sum(expected.values()) == 12_000
+    assert local.views.scan_totals() == dict(expected)
+    cats = {item: n for item, n in expected.items() if item < "z-010"}
+    assert board_totals(local, "cats") == cats
+    # And the aggregates agree once the stream is drained, after far fewer base writes than views (coalesced)
+    aggregates = Drained(local)
+    assert aggregates() == dict(expected)
+    assert aggregates("cats") == cats
+    assert 0 < aggregates.records < sum(expected.values()) / 2
