@@ -108,7 +108,9 @@ def section(result: dict[str, Any], command: str) -> str:
             "generated: the distinct (process, flush window, item) keys, one counter write each at best (the "
             "workload names no category board). The recorders' writes, the aggregator and the snapshot job are the "
             "real code; the flush schedule and the arrival times are the simulation's. The viral item's `api` run "
-            "throttles because its write shards are fixed (dynamic sharding is the viral-ramp scenario's subject)."
+            "throttles because its write shards are fixed (dynamic sharding is the viral-ramp scenario's subject). "
+            "Four real processes recording at once on DynamoDB Local, and one killed with SIGKILL, are "
+            "tests/e2e/test_client_local.py's: every view counted once, far fewer base writes than views."
         ),
         END,
         "",
