@@ -8,6 +8,10 @@ With ``"viewer": "<opaque id>"`` (docs/honest-counts.md) the view (count 1) coun
 DedupeWindow: 202 ``{"id", "recorded": 1, "boards", "duplicate": false}`` when it counted, 200 ``{"id",
 "recorded": 0, "boards", "duplicate": true}`` when that viewer's view of the item counted already in this window
 (nothing written; counted in the DuplicateViews metric).
+
+With PublicViews the stack gives per-IP and per-viewer limits (docs/honest-counts.md "Rate limits"): a client past
+its allowance for the minute is answered 429 ``{"message", "code": "rate_limited"}`` with Retry-After, and nothing
+is written (counted in the RateLimitedViews metric).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.ports import Throttled
+from shardboard.domain.rate_limit import RateLimited, allowances, within
 from shardboard.domain.recording import Where, record_seen_view, record_views
 from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
@@ -47,16 +52,21 @@ def post_views() -> Response[dict[str, Any]]:
         raise rejected(error) from None
     config = settings()
     where = Where.of(config.anchor, boards)
+    # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
+    source_ip = app.current_event.request_context.http.source_ip
     try:
-        if viewer is None:
-            recorded = record_views(
-                view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
-            )
-        else:
-            seen = Seen.of(viewer, config.dedupe_window_seconds)
-            recorded = record_seen_view(
-                view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
-            )
+        with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
+            if viewer is None:
+                recorded = record_views(
+                    view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
+                )
+            else:
+                seen = Seen.of(viewer, config.dedupe_window_seconds)
+                recorded = record_seen_view(
+                    view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
+                )
+    except RateLimited as refused:
+        return rate_limited(refused, count)
     except Throttled as error:
         return throttled(error)
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
@@ -78,6 +88,23 @@ def throttled(error: Throttled) -> Response[dict[str, Any]]:
         "application/json",
         {"message": "throttled: no views were recorded; retry the request"},
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+def rate_limited(refused: RateLimited, views: int) -> Response[dict[str, Any]]:
+    """Nothing was written: the client may post again when its window ends (Retry-After)."""
+    allowance = refused.allowance
+    metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=views)
+    logger.info("views rate limited", extra={"limit": allowance.kind, "per_minute": allowance.limit})
+    return Response(
+        429,
+        "application/json",
+        {
+            "message": f"rate limited: more than {allowance.limit} views per {allowance.kind} per minute; "
+            "no views were recorded",
+            "code": "rate_limited",
+        },
+        headers={"Retry-After": str(allowance.retry_after)},
     )
 
 
