@@ -24,6 +24,8 @@ def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """A function that answers with the event it received (or fails when asked to)."""
     if event.get("rawPath", "").endswith("/fail"):
         raise RuntimeError("asked to fail")
+    if event.get("rawPath", "").endswith("/plain"):
+        return {"plain": True}  # no statusCode: the 2.0 format infers a 200 JSON answer
     return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(event)}
 
 
@@ -181,10 +183,12 @@ def test_a_binary_body_arrives_base64_encoded_and_a_full_match_beats_the_greedy_
     assert "body" not in pet and "queryStringParameters" not in pet
 
 
-def test_a_function_that_fails_is_a_500_as_api_gateway_answers(pipeline, serve):
+def test_a_function_that_fails_is_a_500_and_one_without_status_a_200_as_api_gateway_answers(pipeline, serve):
     url = serve(Gateway.from_template(with_echo_routes(pipeline.runtime.template)))
     answer = requests.get(url + "echo/fail", timeout=10)
     assert (answer.status_code, answer.json()) == (500, {"message": "Internal Server Error"})
+    plain = requests.get(url + "echo/plain", timeout=10)
+    assert (plain.status_code, plain.headers["Content-Type"], plain.json()) == (200, "application/json", {"plain": True})
 
 
 def test_local_routes_are_served_beside_the_deployed_ones_and_never_shadow_one(pipeline, serve):
