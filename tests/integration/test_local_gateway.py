@@ -188,7 +188,8 @@ def test_a_function_that_fails_is_a_500_and_one_without_status_a_200_as_api_gate
     answer = requests.get(url + "echo/fail", timeout=10)
     assert (answer.status_code, answer.json()) == (500, {"message": "Internal Server Error"})
     plain = requests.get(url + "echo/plain", timeout=10)
-    assert (plain.status_code, plain.headers["Content-Type"], plain.json()) == (200, "application/json", {"plain": True})
+    assert (plain.status_code, plain.json()) == (200, {"plain": True})
+    assert plain.headers["Content-Type"] == "application/json"
 
 
 def test_local_routes_are_served_beside_the_deployed_ones_and_never_shadow_one(pipeline, serve):
