@@ -10,78 +10,53 @@ DedupeWindow: 202 ``{"id", "recorded": 1, "boards", "duplicate": false}`` when i
 (nothing written; counted in the DuplicateViews metric).
 """
 
-from __future__ import annotations
-
-import json
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
-from shardboard.domain.ports import Throttled
 from shardboard.domain.recording import Where, record_seen_view, record_views
-from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
+from shardboard.handlers import routes
+from shardboard.handlers.http_errors import answer_errors
+from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
+from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
-app = APIGatewayHttpResolver()
-# Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
-RETRY_AFTER_SECONDS = 1
+app = APIGatewayHttpResolver(enable_validation=True)
+answer_errors(app)
 
 
-@app.post("/views")
+@app.post("/views", **routes.POST_VIEWS)
 @tracer.capture_method
-def post_views() -> Response[dict[str, Any]]:
-    try:
-        body = json.loads(app.current_event.body or "")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-        raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None
-    try:
-        item_id, count, boards, viewer = validation.view_request(body)
-    except validation.BadInput as error:
-        raise rejected(error) from None
+def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorded | ViewSeen]:
+    item_id, count, boards, viewer = request.as_domain()
     config = settings()
     where = Where.of(config.anchor, boards)
-    try:
-        if viewer is None:
-            recorded = record_views(
-                view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
-            )
-        else:
-            seen = Seen.of(viewer, config.dedupe_window_seconds)
-            recorded = record_seen_view(
-                view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
-            )
-    except Throttled as error:
-        return throttled(error)
+    # A Throttled write raises to http_errors: 503 with Retry-After, nothing written.
+    if viewer is None:
+        recorded = record_views(view_store(), item_id, count, config.write_shards, router=shard_router(), where=where)
+    else:
+        seen = Seen.of(viewer, config.dedupe_window_seconds)
+        recorded = record_seen_view(
+            view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
+        )
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
-    body = {"id": recorded.item_id, "recorded": recorded.views, "boards": [config.board, *where.boards]}
+    body = ViewsRecorded(id=recorded.item_id, recorded=recorded.views, boards=[config.board, *where.boards])
     if viewer is None:
         return Response(202, "application/json", body)
+    answer = ViewSeen(**body.model_dump(), duplicate=recorded.duplicate)
     if recorded.duplicate:
         metrics.add_metric(name="DuplicateViews", unit=MetricUnit.Count, value=1)
-        return Response(200, "application/json", {**body, "duplicate": True})
-    return Response(202, "application/json", {**body, "duplicate": False})
-
-
-def throttled(error: Throttled) -> Response[dict[str, Any]]:
-    """Nothing was written: the client may retry the same request safely."""
-    metrics.add_metric(name="RequestsThrottled", unit=MetricUnit.Count, value=1)
-    logger.warning("views throttled", extra={"scope": error.scope.value})
-    return Response(
-        503,
-        "application/json",
-        {"message": "throttled: no views were recorded; retry the request"},
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+        return Response(200, "application/json", answer)
+    return Response(202, "application/json", answer)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return app.resolve(routes.body_read_as_json(event), context)
