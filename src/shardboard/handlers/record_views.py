@@ -59,4 +59,4 @@ def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorde
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(routes.body_read_as_json(event), context)
+    return app.resolve(routes.json_request(event), context)

@@ -5,6 +5,7 @@ give and who may call it. Kept next to the handlers and passed to their route de
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
@@ -77,11 +78,19 @@ GET_ITEM: dict[str, Any] = {
 }
 
 
-def body_read_as_json(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its body declared JSON: POST /views reads JSON whatever the Content-Type says (a beacon sends
-    text/plain), as it always has; Powertools' validation would otherwise parse forms or refuse other types."""
+def json_request(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its body as JSON text, whatever its Content-Type (a beacon sends text/plain), as POST /views
+    has always read it; Powertools' validation would otherwise parse forms or refuse other types.
+
+    A base64 body (API Gateway sends one for binary types) is decoded here; bytes that are not UTF-8 become lone
+    surrogates (``surrogateescape``), which JSON parsing and every field's rule refuse, so such a body gets a 400.
+    """
     headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
-    return {**event, "headers": {**headers, "content-type": "application/json"}}
+    request = {**event, "headers": {**headers, "content-type": "application/json"}}
+    if event.get("isBase64Encoded") and event.get("body"):
+        raw = base64.b64decode(event["body"])
+        request.update(body=raw.decode("utf-8", errors="surrogateescape"), isBase64Encoded=False)
+    return request
 
 
 # GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/").

@@ -23,11 +23,20 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 PAGE_ROUTES = ("/", "/index.html")
 
 
-def http_api_event(method: str, target: str, headers: dict[str, str], host: str) -> dict[str, Any]:
-    """The API Gateway HTTP API (payload format 2.0) event for one request."""
+def http_api_event(
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    host: str,
+    *,
+    body: bytes | None = None,
+    route_key: str | None = None,
+) -> dict[str, Any]:
+    """The API Gateway HTTP API (payload format 2.0) event for one request: ``target`` is the raw (still
+    percent-encoded) path and query; a body that is not UTF-8 is base64-encoded, as API Gateway does."""
     parts = urlsplit(target)
     now = datetime.now(UTC)
-    route = f"{method} {parts.path}"
+    route = route_key or f"{method} {parts.path}"
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route,
@@ -56,6 +65,11 @@ def http_api_event(method: str, target: str, headers: dict[str, str], host: str)
     }
     if parts.query:
         event["queryStringParameters"] = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if body:
+        try:
+            event["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode("ascii"), True
     return event
 
 
