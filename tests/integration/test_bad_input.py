@@ -56,7 +56,9 @@ def test_bad_http_request(make_pipeline, case):
     response = pipeline.runtime.invoke(handler, http_event(case))
     # Then it gets the documented status and message, and nothing is written
     assert response["statusCode"] == case.status
-    assert case.message in json.loads(response["body"])["message"]
+    answer = json.loads(response["body"])
+    assert set(answer) == {"message", "code"} and answer["code"] == case.code
+    assert case.message in answer["message"]
     assert table_items(pipeline) == before
 
 

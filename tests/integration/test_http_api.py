@@ -62,6 +62,7 @@ def test_post_views_sample_event_records_three_views(pipeline):
 def test_bad_post_is_refused_with_400_and_writes_nothing(pipeline, body, reason):
     status, _, payload = call(pipeline, "record_views", post(body))
     assert status == 400
+    assert set(payload) == {"message", "code"} and payload["code"] == "bad_request"
     assert reason in payload["message"]
     assert pipeline.truth() == {}
 
@@ -69,6 +70,7 @@ def test_bad_post_is_refused_with_400_and_writes_nothing(pipeline, body, reason)
 def test_leaderboard_before_any_snapshot_is_404(pipeline):
     status, _, body = call(pipeline, "read_api", load_event("read_leaderboard_get.json"))
     assert status == 404 and "has no views yet" in body["message"]
+    assert body["code"] == "not_found"
 
 
 def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):
@@ -101,7 +103,7 @@ def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):
 def test_bad_limit_is_400(make_pipeline, query):
     pipeline = make_pipeline(TopN="10")
     status, _, body = call(pipeline, "read_api", get("/leaderboard", query))
-    assert status == 400 and "limit" in body["message"]
+    assert status == 400 and "limit" in body["message"] and body["code"] == "bad_request"
 
 
 def test_get_item_count_including_ids_with_slashes(pipeline):
@@ -114,9 +116,9 @@ def test_get_item_count_including_ids_with_slashes(pipeline):
     )
     assert call(pipeline, "read_api", get("/items/a%20b%231"))[::2] == (200, {"id": "a b#1", "views": 2})
     status, _, body = call(pipeline, "read_api", get("/items/nothing-here"))
-    assert status == 404 and "no views recorded" in body["message"]
+    assert status == 404 and "no views recorded" in body["message"] and body["code"] == "not_found"
     status, _, body = call(pipeline, "read_api", get("/items/bad%0Aid"))
-    assert status == 400 and "control character" in body["message"]
+    assert status == 400 and "control character" in body["message"] and body["code"] == "bad_request"
 
 
 def emf_lines(text: str) -> list[dict]:

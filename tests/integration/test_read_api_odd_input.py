@@ -63,7 +63,7 @@ def test_odd_limits_get_a_400_naming_the_allowed_range(board, limit):
     # When the leaderboard is asked for with an odd limit
     status, body = answer(board, get("/leaderboard", limit))
     # Then it is refused with the allowed range, on one short line
-    assert status == 400
+    assert status == 400 and body["code"] == "bad_request"
     assert "from 1 to 10" in body["message"]
     assert "\n" not in body["message"] and len(body["message"]) < 200
 
@@ -98,3 +98,4 @@ def test_odd_item_ids_get_a_4xx(board, path, status, message):
         assert body == {"id": "a", "views": 1}
     else:
         assert message in body["message"]
+        assert body["code"] == {400: "bad_request", 404: "not_found"}[status]
