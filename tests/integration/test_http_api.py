@@ -153,3 +153,14 @@ def test_a_long_local_run_with_metrics_disabled_prints_no_emf(pipeline, capsys, 
         call(pipeline, "read_api", get("/leaderboard"))
     # Then nothing reaches the terminal
     assert emf_lines(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(("module", "method", "path"), [("record_views", "GET", "/views"), ("read_api", "POST", "/x")])
+def test_powertools_own_not_found_has_the_error_shape(pipeline, module, method, path):
+    # Given a request for a route the function does not serve
+    event = get(path)
+    event["requestContext"]["http"]["method"] = method
+    # When it reaches the function (API Gateway would not send it; a local server might)
+    status, _, body = call(pipeline, module, event)
+    # Then Powertools' not-found answer has the one error shape
+    assert (status, body) == (404, {"message": "Not found", "code": "not_found"})
