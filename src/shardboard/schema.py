@@ -148,3 +148,33 @@ class Item(BaseModel):
 
     id: str
     views: int = Field(ge=0)
+
+
+class CountDifference(BaseModel):
+    """A count that is not the sum of its base counters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    expected: int = Field(description="The sum of the item's base counters in that period (the truth).")
+    found: int | None = Field(description="The stored count; null when nothing holds one.")
+    board: str
+    period: str = Field(description='"all", or "<kind>:<bucket>".')
+
+
+class VerifyReport(BaseModel):
+    """``shardboard verify --json``: every count against its base counters, every snapshot against the truth."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exact: bool
+    items: int
+    views: int
+    boards: int
+    periods: int
+    differences: list[CountDifference]
+    index_misses: list[str] = Field(description="Items at or above their period's threshold without its index key.")
+    threshold: int = Field(description="The global board's all-time threshold.")
+    snapshot_exact: bool | None
+    snapshots_checked: int
+    snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')

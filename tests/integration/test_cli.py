@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
-from shardboard.schema import Leaderboard
+from shardboard.schema import Leaderboard, VerifyReport
 from shardboard_tools.cli import main
 
 SEED = {
@@ -61,6 +61,7 @@ def test_seed_example_through_the_cli(cli):
     ]
     verify = cli("verify", "--json")
     assert verify.exit_code == 0 and json.loads(verify.output)["exact"] is True
+    assert VerifyReport.model_validate_json(verify.output).items == len(SEED)
 
 
 def test_verify_exits_1_when_an_aggregate_differs(cli):

@@ -15,7 +15,7 @@ from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.recording import Recorded, Where, record_seen_view, record_views
 from shardboard.domain.snapshot import not_found, period_at
-from shardboard.schema import Leaderboard
+from shardboard.schema import Leaderboard, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
@@ -224,7 +224,8 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
     with one_line_errors():
         report = verify(rt.views, rt.board, rt.settings)
     if as_json:
-        click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+        document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
+        click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         verdict = "exact" if report.exact else "NOT exact"
         console.print(
