@@ -24,7 +24,7 @@ class HttpCase:
     @property
     def code(self) -> str:
         """The error body's code (README "HTTP API"): one per status."""
-        return {400: "bad_request", 404: "not_found", 503: "throttled"}[self.status]
+        return {400: "bad_request", 404: "not_found", 429: "rate_limited", 503: "throttled"}[self.status]
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,9 @@ def render() -> str:
         "",
         f"## HTTP API ({len(HTTP)} inputs)",
         "",
-        'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404) or',
-        "`throttled` (503, with `Retry-After`), as docs/openapi.json documents each route's answers.",
+        'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404),',
+        "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
+        "route's answers.",
         "",
         "| input | request | status | code | message contains |",
         "|---|---|---|---|---|",

@@ -26,16 +26,23 @@ views are then not buffered and the caller decides.
 backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
 count and is retried with back-off, as the API does. A write that still fails keeps its views in the buffer for the
 next flush (counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger); a throttled
-write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout) may have
-landed: botocore retries it, and so does the next flush, so such a write may count twice, as a client retrying
-``POST /views`` after a timeout would. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and
-by the ``with`` block) flushes what is left; views it still cannot write are logged as lost
-(:attr:`RecorderStats.lost_views`).
+write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout, a reset
+connection, a 500 after DynamoDB applied it) may have landed: botocore sends it again, and so does the next flush,
+and a counter ``ADD`` carries no token, so such a write counts twice, as a client retrying ``POST /views`` after a
+timeout would (tests/e2e/test_client_local.py shows it). A viewed view carries its token and counts once. Making the
+plain write idempotent would need a condition on a per-writer token kept in every counter item, or a transaction at
+twice the write units: neither fits a write meant to cost one unit. :meth:`Recorder.close` (also run at interpreter
+exit through ``atexit``, and by the ``with`` block) flushes what is left; views it still cannot write are logged as
+lost (:attr:`RecorderStats.lost_views`).
 
 **What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
-such as ``os._exit``) loses the views recorded since the last flush that wrote them, at most ``flush_interval``
-seconds of views (plus any views a failing flush was keeping). Every view of a completed flush is on the table, and
-none is counted twice: the aggregator's exactly-once rule covers what was written.
+such as ``os._exit``) loses the views recorded since the last flush began, at most ``max_pending`` distinct keys
+(about ``flush_interval`` seconds of views), plus the views a failing flush was keeping; killed during a flush, it
+loses the keys that flush had not written yet, each key whole (one write per key: all of its views or none). It
+cannot lose or double a completed flush: :meth:`flush` returns once DynamoDB acknowledged each of its writes (the
+failed ones are in :attr:`FlushResult.failed_views`), a dead process re-sends nothing, and the aggregator applies
+each counter's absolute values exactly once whatever the stream replays. tests/e2e/test_client_local.py kills a
+recording process with SIGKILL between and during flushes and checks both.
 
 **Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
 ``<stack>-shards``). The other settings are the template's defaults; a stack deployed with other ``WriteShards``,
@@ -57,7 +64,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -70,8 +77,9 @@ from shardboard.adapters.dynamodb import client_config, region
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
+from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import PeriodKey, SeenViewCounters
 from shardboard.domain.ranking import RankedEntry
 from shardboard.domain.recording import Where, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
@@ -87,6 +95,19 @@ DEFAULT_WORKERS = 16
 # (item id, anchor bucket, category boards sorted, the viewed view or None): the views of one key are one counter
 # write; a viewed view's key is its own (its Seen holds a token made per call), so it is never coalesced.
 _Key = tuple[str, str, tuple[str, ...], Seen | None]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Where a recorder writes: the base table (counters and viewers' markers) and the shard router of dynamic
+    sharding (None: every item has ``Settings.write_shards`` shards)."""
+
+    views: SeenViewCounters
+    router: ShardRouter | None = None
 
 
 @dataclass(frozen=True)
@@ -162,28 +183,40 @@ class Recorder:
         session: Any = None,
         stack: str = DEFAULT_STACK,
         *,
-        flush_interval: float = 1.0,
+        flush_interval: float | None = 1.0,
         max_pending: int = 10_000,
         settings: Settings | None = None,
         workers: int = DEFAULT_WORKERS,
+        clock: Callable[[], datetime] = _utc_now,
+        stores: Stores | None = None,
     ) -> None:
         """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables.
-        ``flush_interval``: seconds between background flushes. ``max_pending``: the most distinct (item, boards,
-        bucket) keys held. ``settings``: the stack's settings when its parameters differ from the template's
-        defaults (it names the tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel."""
-        if not flush_interval > 0:
-            raise ValueError(f"flush_interval must be > 0 seconds, got {flush_interval!r}")
+        ``flush_interval``: seconds between background flushes (None: no timed flush; the buffer is flushed when
+        it holds ``max_pending`` keys, by ``flush()`` and by ``close()``: for an application, or a simulation,
+        that keeps its own schedule). ``max_pending``: the most distinct (item, boards, bucket) keys held.
+        ``settings``: the stack's settings when its parameters differ from the template's defaults (it names the
+        tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel. ``clock``: the time a
+        ``record`` call counts its views at (its period bucket, a viewer's dedupe window); the wall clock unless
+        a simulation drives virtual time. ``stores``: where the writes go instead of the stack's tables through
+        ``session`` (the benchmark's in-memory tables)."""
+        if flush_interval is not None and not flush_interval > 0:
+            raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a whole number >= 1, got {max_pending!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.settings = settings or Settings.for_stack(stack)
-        self.flush_interval = float(flush_interval)
+        self.flush_interval = None if flush_interval is None else float(flush_interval)
         self.max_pending = max_pending
-        self.client = _dynamodb(session, workers)
-        # The collaborators the API function builds (the same stores, the same shard router), on this client.
-        container = Container(self.settings, self.client)
-        self._views, self._router = container.views, container.router
+        self._clock = clock
+        if stores is None:
+            self.client: Any = _dynamodb(session, workers)
+            # The collaborators the API function builds (the same stores, the same shard router), on this client.
+            container = Container(self.settings, self.client)
+            stores = Stores(container.views, container.router)
+        else:
+            self.client = None
+        self._views, self._router = stores.views, stores.router
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
@@ -212,7 +245,7 @@ class Recorder:
         who = validation.viewer(viewer)
         validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
-        now = datetime.now(UTC)
+        now = self._clock()
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
         key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)
         with self._lock:

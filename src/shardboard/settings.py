@@ -14,6 +14,7 @@ from typing import Any
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
+from shardboard.domain.rate_limit import RateLimits
 from shardboard.schedule import ScheduleError, interval_seconds
 
 # The write-shard formula (docs/background.md): W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s
@@ -84,6 +85,11 @@ class Settings:
     retention_months: int = 24
     # A view that names a viewer counts once per viewer, item and fixed window of this many seconds (DedupeWindow).
     dedupe_window_seconds: int = DEFAULT_DEDUPE_WINDOW_SECONDS
+    # Views per source IP and per viewer per minute that POST /views admits; 0 = off. The template passes
+    # ViewsPerIpPerMinute and ViewsPerViewerPerMinute only with PublicViews=true (0 otherwise: a server-side writer
+    # sends many users' views from one IP), so the functions enforce whatever they are given.
+    views_per_ip_per_minute: int = 0
+    views_per_viewer_per_minute: int = 0
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
@@ -97,11 +103,18 @@ class Settings:
             raise ConfigError(
                 f"dedupe_window_seconds must be >= {MIN_DEDUPE_WINDOW_SECONDS}, got {self.dedupe_window_seconds}"
             )
+        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
         schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
 
     @property
     def refresh_seconds(self) -> int:
         return schedule_seconds(self.schedule)
+
+    @property
+    def rate_limits(self) -> RateLimits:
+        return RateLimits(self.views_per_ip_per_minute, self.views_per_viewer_per_minute)
 
     @property
     def anchor(self) -> str:
@@ -163,6 +176,8 @@ class Settings:
             retention_weeks=integer("RETENTION_WEEKS", defaults.retention_weeks),
             retention_months=integer("RETENTION_MONTHS", defaults.retention_months),
             dedupe_window_seconds=integer("DEDUPE_WINDOW", defaults.dedupe_window_seconds),
+            views_per_ip_per_minute=integer("VIEWS_PER_IP_PER_MINUTE", defaults.views_per_ip_per_minute),
+            views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),
         )
 
 

@@ -20,6 +20,7 @@ import pytest
 from pytest_codeblocks import extract_from_file
 
 from shardboard import BadInput, BufferFull, Leaderboard, NoSnapshot, Recorder, RecorderClosed
+from shardboard.domain.periods import bucket_of
 from shardboard.settings import ConfigError, Settings
 from shardboard_tools.template import Template
 from shardboard_tools.testing.faults import ClientFaults, FaultRates, throttled_response
@@ -349,6 +350,20 @@ def test_a_bad_viewer_raises_and_buffers_nothing(pipeline, options, reason):
             r.record("a", **options)
         assert r.stats().pending_views == 0
     assert pipeline.truth() == {}
+
+
+def test_views_count_at_the_time_the_clock_gives(pipeline):
+    # Given a recorder whose clock says two different days (a simulation's virtual time, say)
+    days = iter([datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC), datetime(2026, 3, 2, 0, 0, 1, tzinfo=UTC)])
+    with recorder(clock=lambda: next(days), flush_interval=None) as r:
+        # When the same item is viewed once on each, with no timed flush
+        r.record("a")
+        r.record("a")
+        assert r.stats().flushes == 0
+    # Then each view counts in its own day's bucket (two keys, two writes), not in today's
+    buckets = sorted(bucket for _, bucket, _, _, _ in pipeline.views.scan_counters_all())
+    assert buckets == [bucket_of(r.settings.anchor, datetime(2026, 3, day, 12, tzinfo=UTC)) for day in (1, 2)]
+    assert r.stats().writes == 2
 
 
 def test_recorder_arguments_are_checked():

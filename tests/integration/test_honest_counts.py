@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import random
 import threading
+import uuid
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from shardboard.adapters.keys import SEEN_PREFIX
 from shardboard.domain.dedupe import MARKER_GRACE_SECONDS, Seen
@@ -168,3 +171,59 @@ def test_http_a_viewer_counts_once_then_200_duplicate(pipeline, capsys):
 def test_http_without_a_viewer_is_unchanged(pipeline):
     status, _, body = call(pipeline, "record_views", post(json.dumps({"id": "a", "count": 2})))
     assert (status, body) == (202, {"id": "a", "recorded": 2, "boards": ["global"]})
+
+
+def run_at_once(requests) -> list:
+    """Run every callable in its own thread, released together; their results in completion order."""
+    barrier, results = threading.Barrier(len(requests)), []
+
+    def run(request) -> None:
+        barrier.wait()
+        results.append(request())
+
+    threads = [threading.Thread(target=run, args=(request,)) for request in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    views=st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3"]), st.sampled_from(["a", "b"])), min_size=1, max_size=8),
+    replays=st.integers(0, 3),
+)
+def test_dedupe_is_exact_under_concurrent_duplicates_and_replays(pipeline, views, replays):
+    # Each (viewer, item) pair may be posted several times at once (new requests: tokens of their own), and the
+    # first request of each pair is replayed (its own token: a retry after a lost response) alongside them.
+    example, rng = uuid.uuid4().hex[:8], random.Random(2)
+    shards = pipeline.settings.write_shards
+    seen = {pair: Seen.of(pair[0], 86_400) for pair in views}
+
+    def post_one(pair, token_of):
+        def run():
+            viewer, item = pair
+            attempt = Seen(viewer, token_of.window, token_of.expires_at, token_of.token)
+            return (
+                pair,
+                attempt.token,
+                record_seen_view(pipeline.views, f"{example}-{item}", shards, attempt, rng, where=pipeline.where()),
+            )
+
+        return run
+
+    requests = [post_one(pair, Seen.of(pair[0], 86_400)) for pair in views]
+    requests += [post_one(pair, seen[pair]) for pair in list(seen)[: replays + 1] for _ in range(2)]
+    results = run_at_once(requests)
+    counted: dict[tuple[str, str], set[str]] = {}
+    for pair, token, recorded in results:
+        if recorded.views:
+            counted.setdefault(pair, set()).add(token)
+    # Each pair counted exactly once (all counted answers are one token's: the first and its replays), ...
+    assert set(counted) == set(seen)
+    assert all(len(tokens) == 1 for tokens in counted.values())
+    # ... and the counts are the distinct pairs
+    totals = pipeline.truth()
+    for item in ("a", "b"):
+        assert totals.get(f"{example}-{item}", 0) == len({pair for pair in seen if pair[1] == item})

@@ -97,6 +97,8 @@ def test_a_record_yields_one_step_per_board_counter_that_moved():
         ("INSERT", {**image("a", 1, 3), "pk": "orders#1"}, None, "foreign_key"),
         ("INSERT", {"Id": Decimal(101), "Message": "New item!"}, None, "missing_attribute"),
         ("MODIFY", image("a", 1, 3), {**image("a", 1, 2), "views": "x"}, "missing_attribute"),
+        ("INSERT", {"pk": "seen#29#2#u1#a", "expires_at": Decimal(1), "tok": "t"}, None, "dedupe_marker"),
+        ("MODIFY", {"pk": "rate#29#ip#203.0.113.7", "used": Decimal(2)}, {"used": Decimal(1)}, "rate_allowance"),
     ],
 )
 def test_unexpected_records_name_their_reason(event, new, old, reason):

@@ -1,4 +1,5 @@
-"""The base-table adapter's reads: BatchGetItem's UnprocessedKeys are retried after a jittered, capped back-off."""
+"""The base-table adapter's reads: BatchGetItem's UnprocessedKeys are retried after a jittered, capped back-off;
+and its rate-limit allowances: the exact request, and DynamoDB's answers mapped to domain outcomes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from botocore.stub import Stubber
 
 from shardboard.adapters.views_table import MAX_BATCH_GET_ROUNDS, UnprocessedKeysRemain, ViewStore
+from shardboard.domain.ports import Throttled, ThrottleScope
+from shardboard.domain.rate_limit import RateLimits, allowances
 
 TABLE = "views"
 
@@ -77,3 +80,62 @@ def test_keys_left_unprocessed_after_every_round_fail_the_read():
     # Then it waited between every round, never more than the 1 s cap
     assert len(sleeps) == MAX_BATCH_GET_ROUNDS - 1
     assert max(sleeps) <= 1.0
+
+
+def allowance_update(views: int, room: int) -> dict[str, object]:
+    return {
+        "TableName": TABLE,
+        "Key": {"pk": {"S": "rate#29916666#ip#203.0.113.7"}},
+        "UpdateExpression": "ADD #used :views SET #expires = :expires",
+        "ConditionExpression": "attribute_not_exists(#used) OR #used <= :room",
+        "ExpressionAttributeNames": {"#used": "used", "#expires": "expires_at"},
+        "ExpressionAttributeValues": {
+            ":views": {"N": str(views)},
+            ":room": {"N": str(room)},
+            ":expires": {"N": "1795000320"},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        (None, True),
+        ("ConditionalCheckFailedException", False),
+        ("ProvisionedThroughputExceededException", ThrottleScope.PARTITION),
+    ],
+)
+def test_an_allowance_is_one_conditional_add_and_its_refusal_is_an_outcome(code, outcome):
+    # Given a request of 3 views against a limit of 10 at 30 s into a minute
+    (allowance,) = allowances(RateLimits(per_ip=10), "203.0.113.7", None, 3, at=1_794_999_990)
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    views = ViewStore(client, TABLE)
+    with Stubber(client) as stub:
+        if code is None:
+            stub.add_response("update_item", {}, allowance_update(3, 7))
+        else:
+            stub.add_client_error("update_item", code, http_status_code=400, expected_params=allowance_update(3, 7))
+        # When it is taken, Then DynamoDB's answer is the domain's
+        if isinstance(outcome, ThrottleScope):
+            with pytest.raises(Throttled) as throttled:
+                views.take_allowance(allowance)
+            assert throttled.value.scope == outcome
+        else:
+            assert views.take_allowance(allowance) is outcome
+        stub.assert_no_pending_responses()
+
+
+def test_a_returned_allowance_is_an_unconditional_subtraction():
+    (allowance,) = allowances(RateLimits(per_ip=10), "203.0.113.7", None, 3, at=1_794_999_990)
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    expected = {
+        "TableName": TABLE,
+        "Key": {"pk": {"S": "rate#29916666#ip#203.0.113.7"}},
+        "UpdateExpression": "ADD #used :views",
+        "ExpressionAttributeNames": {"#used": "used"},
+        "ExpressionAttributeValues": {":views": {"N": "-3"}},
+    }
+    with Stubber(client) as stub:
+        stub.add_response("update_item", {}, expected)
+        ViewStore(client, TABLE).return_allowance(allowance)
+        stub.assert_no_pending_responses()

@@ -60,6 +60,18 @@ def seen_pk(window: int, viewer: str, item_id: str) -> str:
     return f"{SEEN_PREFIX}{window}#{len(viewer)}#{viewer}#{item_id}"
 
 
+# Rate-limit allowances (docs/honest-counts.md "Rate limits"): one counter per (window, client kind, client) beside
+# the counters, outside ``view#`` like the markers, expiring by the same TTL attribute.
+RATE_PREFIX = "rate#"
+RATE_USED = "used"
+
+
+def allowance_pk(window: int, kind: str, client: str) -> str:
+    """The allowance counter of one client in one window. The client comes last, so whatever it holds (an IPv6
+    network's ``/``, a viewer's ``#``) it cannot spell another window's or kind's key."""
+    return f"{RATE_PREFIX}{window}#{kind}#{client}"
+
+
 def board_counter(board: str) -> str:
     """The base counter attribute of a category board (the global board's is ``views``)."""
     return f"{BOARD_COUNTER_PREFIX}{board}"

@@ -7,7 +7,17 @@ from decimal import Decimal
 from typing import Any
 
 from shardboard.adapters.dynamodb import Item
-from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, BUCKET, ITEM_ID, PK, SEEN_PREFIX, SHARD, VIEWS, view_pk
+from shardboard.adapters.keys import (
+    BOARD_COUNTER_PREFIX,
+    BUCKET,
+    ITEM_ID,
+    PK,
+    RATE_PREFIX,
+    SEEN_PREFIX,
+    SHARD,
+    VIEWS,
+    view_pk,
+)
 from shardboard.domain.batch import ViewRecord
 from shardboard.domain.boards import GLOBAL_BOARD
 
@@ -18,6 +28,19 @@ class UnexpectedRecord(ValueError):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
+
+
+# Items the views table keeps beside the counters (the stream filter drops their records): why each is no counter.
+_BESIDE_COUNTERS = {
+    SEEN_PREFIX: ("dedupe_marker", "a viewer's dedupe marker, not a counter (the stream filter drops it)"),
+    RATE_PREFIX: ("rate_allowance", "a client's rate-limit allowance, not a counter (the stream filter drops it)"),
+}
+
+
+def _refuse_beside_counters(pk: str) -> None:
+    for prefix, (reason, detail) in _BESIDE_COUNTERS.items():
+        if pk.startswith(prefix):
+            raise UnexpectedRecord(reason, detail)
 
 
 def view_records(
@@ -34,8 +57,7 @@ def view_records(
         raise UnexpectedRecord("unknown_event", f"event name {event_name!r}")
     if not new_image:
         raise UnexpectedRecord("missing_image", "no NewImage (the stream must be NEW_AND_OLD_IMAGES)")
-    if str(new_image.get(PK, "")).startswith(SEEN_PREFIX):
-        raise UnexpectedRecord("dedupe_marker", "a viewer's dedupe marker, not a counter (the stream filter drops it)")
+    _refuse_beside_counters(str(new_image.get(PK, "")))
     item_id, shard, bucket = new_image.get(ITEM_ID), _whole(new_image.get(SHARD)), new_image.get(BUCKET)
     if not isinstance(item_id, str) or shard is None or not isinstance(bucket, str):
         raise UnexpectedRecord("missing_attribute", f"NewImage lacks a valid {ITEM_ID}/{SHARD}/{BUCKET}")

@@ -27,9 +27,11 @@ from shardboard.adapters.keys import (
     IMPORT_ID,
     ITEM_ID,
     PK,
+    RATE_USED,
     SEEN_TOKEN,
     SHARD,
     VIEWS,
+    allowance_pk,
     board_counter,
     seen_pk,
     view_pk,
@@ -39,6 +41,7 @@ from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.dynamic_sharding import retry_delay
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import Throttled, ThrottleScope
+from shardboard.domain.rate_limit import Allowance
 
 # BatchGetItem reads at most 100 keys per request.
 BATCH_GET_KEYS = 100
@@ -205,6 +208,50 @@ class ViewStore:
                 raise
             return SeenOutcome(counted=True, units=_units(response, 4.0))
         raise Throttled(ThrottleScope.TABLE)  # conflicts every time: nothing was written, the caller may retry
+
+    def take_allowance(self, allowance: Allowance) -> bool:
+        """Add ``allowance.views`` to the client's counter for its window unless that would pass its limit: ONE
+        UpdateItem (``ADD``, conditioned on the counter's room), so concurrent requests of one client are admitted
+        exactly up to the limit. False when refused (nothing written; the refusal still consumes a write unit).
+        The counter expires by the table's TTL after its window. Raises Throttled (nothing written)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={PK: s_attr(allowance_pk(allowance.window, allowance.kind, allowance.client))},
+                UpdateExpression="ADD #used :views SET #expires = :expires",
+                ConditionExpression="attribute_not_exists(#used) OR #used <= :room",
+                ExpressionAttributeNames={"#used": RATE_USED, "#expires": EXPIRES_AT},
+                ExpressionAttributeValues={
+                    ":views": n_attr(allowance.views),
+                    ":room": n_attr(allowance.limit - allowance.views),
+                    ":expires": n_attr(allowance.expires_at),
+                },
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            scope = throttle_scope(error)
+            if scope is None:
+                raise
+            raise Throttled(scope) from error
+        return True
+
+    def return_allowance(self, allowance: Allowance) -> None:
+        """Give back the views ``take_allowance`` took for a view that was not written (a plain ``ADD`` of minus
+        them: the counter exists, the take made it). Raises Throttled (nothing written)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={PK: s_attr(allowance_pk(allowance.window, allowance.kind, allowance.client))},
+                UpdateExpression="ADD #used :views",
+                ExpressionAttributeNames={"#used": RATE_USED},
+                ExpressionAttributeValues={":views": n_attr(-allowance.views)},
+            )
+        except ClientError as error:
+            scope = throttle_scope(error)
+            if scope is None:
+                raise
+            raise Throttled(scope) from error
 
     def set_counters(
         self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str

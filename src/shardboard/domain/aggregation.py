@@ -386,4 +386,13 @@ def note_changes(board: Board, outcome: BatchOutcome, settings: Settings, now: i
     if outcome.changed:
         ctx = Context(settings, {})
         changed = sorted(outcome.changed)
-        board.mark_changed(changed, now, {p: ctx.expires(p) for p in changed})
+        expires = {p: ctx.expires(p) for p in changed}
+        workers = min(settings.write_concurrency, len(changed))
+        if workers == 1:
+            board.mark_changed(changed, now, expires)
+            return
+        # One write per period: overlapped, a batch touching 30 periods waits about one round trip, not 30.
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            marks = [pool.submit(board.mark_changed, changed[i::workers], now, expires) for i in range(workers)]
+        for mark in marks:
+            mark.result()  # a failed mark fails the batch, which is retried: marking again is harmless

@@ -174,6 +174,20 @@ class SeenViewCounters(ViewCounters, Protocol):
         ...
 
 
+class AllowanceCounters(Protocol):
+    """Rate-limit allowances (docs/honest-counts.md "Rate limits"): one counter per (client, window) of the views
+    table, written by the views-table adapter and mirrored in memory."""
+
+    def take_allowance(self, allowance: Any) -> bool:
+        """Add ``allowance.views`` (a ``domain.rate_limit.Allowance``) to its counter unless that would pass
+        ``allowance.limit``; False: refused, nothing written. Raises Throttled (nothing written)."""
+        ...
+
+    def return_allowance(self, allowance: Any) -> None:
+        """Give back views taken by ``take_allowance`` whose view was not written. Raises Throttled."""
+        ...
+
+
 class Board(Protocol):
     """The board table: aggregates (compare-and-set), past entries, the sharded sparse GSIs, period items, snapshots."""
 

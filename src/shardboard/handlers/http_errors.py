@@ -2,8 +2,8 @@
 
 Each API function calls :func:`answer_errors` on its resolver once; its routes then just raise: the domain's
 ``BadInput`` (400 bad_request), Powertools' ``NotFoundError`` (404 not_found, also for an unknown route), the domain's
-``Throttled`` (503 throttled with Retry-After). Powertools' request validation errors become 400s with the same
-one-line reasons the domain's rules give.
+``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After. Powertools' request
+validation errors become 400s with the same one-line reasons the domain's rules give.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shardboard.domain.ports import Throttled
+from shardboard.domain.rate_limit import RateLimited
 from shardboard.domain.validation import BadInput
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
@@ -47,6 +48,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(Throttled)(throttled)
+    app.exception_handler(RateLimited)(rate_limited)
 
 
 def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
@@ -66,6 +68,14 @@ def throttled(refused: Throttled) -> Response[dict[str, Any]]:
     logger.warning("views throttled", extra={"scope": refused.scope.value})
     message = "throttled: no views were recorded; retry the request"
     return error("throttled", message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def rate_limited(refused: RateLimited) -> Response[dict[str, Any]]:
+    """Nothing was written: the client may post again when its window ends (Retry-After)."""
+    allowance = refused.allowance
+    logger.info("views rate limited", extra={"limit": allowance.kind, "per_minute": allowance.limit})
+    message = f"rate limited: more than {allowance.limit} views per {allowance.kind} per minute; no views were recorded"
+    return error("rate_limited", message, headers={"Retry-After": str(allowance.retry_after)})
 
 
 def first_reason(errors: Sequence[Any], body: str | None) -> str:

@@ -8,6 +8,10 @@ With ``"viewer": "<opaque id>"`` (docs/honest-counts.md) the view (count 1) coun
 DedupeWindow: 202 ``{"id", "recorded": 1, "boards", "duplicate": false}`` when it counted, 200 ``{"id",
 "recorded": 0, "boards", "duplicate": true}`` when that viewer's view of the item counted already in this window
 (nothing written; counted in the DuplicateViews metric).
+
+With PublicViews the stack gives per-IP and per-viewer limits (docs/honest-counts.md "Rate limits"): a client past
+its allowance for the minute is answered 429 ``{"message", "code": "rate_limited"}`` with Retry-After, and nothing
+is written (counted in the RateLimitedViews metric).
 """
 
 from typing import Annotated, Any
@@ -19,6 +23,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain.dedupe import Seen
+from shardboard.domain.rate_limit import RateLimited, allowances, within
 from shardboard.domain.recording import Where, record_seen_view, record_views
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
@@ -36,14 +41,23 @@ def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorde
     item_id, count, boards, viewer = request.as_domain()
     config = settings()
     where = Where.of(config.anchor, boards)
-    # A Throttled write raises to http_errors: 503 with Retry-After, nothing written.
-    if viewer is None:
-        recorded = record_views(view_store(), item_id, count, config.write_shards, router=shard_router(), where=where)
-    else:
-        seen = Seen.of(viewer, config.dedupe_window_seconds)
-        recorded = record_seen_view(
-            view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
-        )
+    # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
+    source_ip = app.current_event.request_context.http.source_ip
+    # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
+    try:
+        with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
+            if viewer is None:
+                recorded = record_views(
+                    view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
+                )
+            else:
+                seen = Seen.of(viewer, config.dedupe_window_seconds)
+                recorded = record_seen_view(
+                    view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
+                )
+    except RateLimited:
+        metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)
+        raise
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
     body = ViewsRecorded(id=recorded.item_id, recorded=recorded.views, boards=[config.board, *where.boards])
     if viewer is None:

@@ -44,6 +44,12 @@ POST_VIEWS: dict[str, Any] = {
         202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false)."),
         200: _json(ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true)."),
         400: _BAD_REQUEST,
+        429: _json(
+            Error,
+            "Rate limited (code rate_limited; PublicViews only): the client used its per-IP or per-viewer allowance "
+            "for the minute; nothing was recorded.",
+            {"Retry-After": {"description": "Seconds until the next window.", "schema": {"type": "integer"}}},
+        ),
         503: _json(
             Error,
             "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds.",

@@ -13,13 +13,34 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from shardboard_tools.bench.boards_designs import BOARDS_DESIGNS, BREAKDOWN, BoardsRun, make_boards_design
+from shardboard_tools.bench.boards_designs import (
+    BOARDS_DESIGNS,
+    BREAKDOWN,
+    SEED_PER_BOARD,
+    SHARDBOARD_BOARDS,
+    STRAIGHTFORWARD,
+    BoardsDesign,
+    BoardsRun,
+    SeedPerBoardDesign,
+    StraightforwardDesign,
+)
+from shardboard_tools.bench.boards_shardboard import ShardboardBoardsDesign
 from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, brute_force_tops
 
 # On-demand prices in us-east-1 (aws.amazon.com/dynamodb/pricing/on-demand, Standard table class, since the
 # November 2024 price cut): $1.25 per million write request units, $0.25 per million read request units.
 WRITE_REQUEST_UNIT_DOLLARS = 1.25 / 1_000_000
 READ_REQUEST_UNIT_DOLLARS = 0.25 / 1_000_000
+
+
+def make_boards_design(name: str, workload: BoardsWorkload) -> BoardsDesign:
+    if name == SEED_PER_BOARD:
+        return SeedPerBoardDesign(workload)
+    if name == STRAIGHTFORWARD:
+        return StraightforwardDesign(workload)
+    if name == SHARDBOARD_BOARDS:
+        return ShardboardBoardsDesign(workload)
+    raise ValueError(f"unknown boards design {name!r}; choose from {', '.join(BOARDS_DESIGNS)}")
 
 
 def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> dict[str, Any]:

@@ -505,15 +505,3 @@ def _bucket_of(board: str, period: str, gsi_value: str) -> BucketKey:
     """(board, period, bucket) of a GSI hash value ``board#period#bucket#shard``."""
     label = gsi_value.split("#")[2]
     return (board, period, label)
-
-
-def make_boards_design(name: str, workload: BoardsWorkload) -> BoardsDesign:
-    if name == SEED_PER_BOARD:
-        return SeedPerBoardDesign(workload)
-    if name == STRAIGHTFORWARD:
-        return StraightforwardDesign(workload)
-    if name == SHARDBOARD_BOARDS:
-        from shardboard_tools.bench.boards_shardboard import ShardboardBoardsDesign  # it builds on this module
-
-        return ShardboardBoardsDesign(workload)
-    raise ValueError(f"unknown boards design {name!r}; choose from {', '.join(BOARDS_DESIGNS)}")

@@ -57,6 +57,7 @@ from shardboard.adapters.keys import (
     PERIOD_KIND,
     PK,
     QUIET_SINCE,
+    RATE_USED,
     REFRESHED_AT,
     REVIEWED_AT,
     REVIEWED_VIEWS,
@@ -66,6 +67,7 @@ from shardboard.adapters.keys import (
     SOURCE_VIEWS,
     VIEWS,
     aggregate_pk,
+    allowance_pk,
     applied_attr,
     board_counter,
     count_attr,
@@ -98,6 +100,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
     Throttled,
 )
+from shardboard.domain.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units
@@ -300,6 +303,48 @@ class MemoryViewStore:
             self._emit(marker_pk, None, marker)
             self._emit(pk, old, new)
         return SeenOutcome(counted=True, units=float(sum(charge.units for charge in doubled)))
+
+    def take_allowance(self, allowance: Allowance) -> bool:
+        """``ViewStore.take_allowance``: ``ADD used :views`` on the client's counter for its window if
+        ``attribute_not_exists(used) OR used <= limit - views``; a refusal is charged (a failed condition consumes
+        write units) and changes nothing. Throttling raises Throttled and changes nothing."""
+        pk = allowance_pk(allowance.window, allowance.kind, allowance.client)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            used = _number(old or {}, RATE_USED)
+            try:
+                if used > allowance.limit - allowance.views:
+                    self.data.refuse("UpdateItem", pk)
+                    return False
+                new = {
+                    **(old or {}),
+                    PK: {"S": pk},
+                    RATE_USED: {"N": str(used + allowance.views)},
+                    EXPIRES_AT: {"N": str(allowance.expires_at)},
+                }
+                self.data.write("UpdateItem", pk, new)
+            except ClientError as error:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
+            self._emit(pk, old, new)
+        return True
+
+    def return_allowance(self, allowance: Allowance) -> None:
+        """``ViewStore.return_allowance``: ``ADD used :-views`` on the client's counter (no condition)."""
+        pk = allowance_pk(allowance.window, allowance.kind, allowance.client)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            new = {**(old or {}), PK: {"S": pk}, RATE_USED: {"N": str(_number(old or {}, RATE_USED) - allowance.views)}}
+            try:
+                self.data.write("UpdateItem", pk, new)
+            except ClientError as error:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
+            self._emit(pk, old, new)
 
     @metered
     def set_counters(

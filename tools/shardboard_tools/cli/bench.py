@@ -56,7 +56,7 @@ def command_line(ctx: click.Context) -> str:
     type=click.FloatRange(min=0.1),
     default=Workload.probe_seconds,
     show_default=True,
-    help="Simulated seconds of each probe of the viral-item rate search.",
+    help="Simulated seconds of each probe of the viral-item rate search (--scenario library: of the viral run).",
 )
 @click.option(
     "--design",
@@ -67,12 +67,14 @@ def command_line(ctx: click.Context) -> str:
 )
 @click.option(
     "--scenario",
-    type=click.Choice(["designs", "boards", "many-boards", "viral-ramp", "viral-ramp-additive"]),
+    type=click.Choice(["designs", "boards", "many-boards", "library", "viral-ramp", "viral-ramp-additive"]),
     default="designs",
     show_default=True,
     help="designs: the side-by-side run; boards: 20 category boards and day/week/month periods "
     "(docs/benchmarks-boards.md); many-boards: one snapshot run over 1,000 changed boards "
-    "(docs/boards-and-periods.md); viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
+    "(docs/boards-and-periods.md); library: the client library's coalesced writes against one write per view, "
+    "4 processes, 1 s and 5 s flushes (docs/benchmarks.md, Client library); viral-ramp: dynamic write sharding "
+    "under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
 @click.option(
@@ -109,6 +111,9 @@ def bench(
         return
     if scenario == "many-boards":
         run_many_boards_scenario(as_json=as_json)
+        return
+    if scenario == "library":
+        run_library_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -149,7 +154,7 @@ def bench(
     if not no_files:
         png = chart(result, out / "benchmarks.png")
         document = markdown(result, command_line(click.get_current_context()), png.name, NOTES)
-        (out / "benchmarks.md").write_text(document, encoding="utf-8")
+        write_keeping_library_section(out / "benchmarks.md", document)
         screen.print(f"wrote {out / 'benchmarks.md'} and {png}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -193,6 +198,51 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
     if as_json:
         ours = result["designs"].get("shardboard", {})
         click.echo(json.dumps({**result, **{k: ours[k] for k in SUMMARY_KEYS if k in ours}}, indent=2, default=str))
+
+
+def write_keeping_library_section(path: Path, document: str) -> None:
+    """Write docs/benchmarks.md, carrying over the "Client library" section ``--scenario library`` wrote."""
+    from shardboard_tools.bench.library_report import kept_section, with_section
+
+    kept = kept_section(path.read_text(encoding="utf-8")) if path.exists() else None
+    path.write_text(with_section(document, kept) if kept else document, encoding="utf-8")
+
+
+def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
+    """``--scenario library``: the Recorder's coalesced writes on the Zipf workload, 4 processes, 1 s and 5 s."""
+    from shardboard_tools.bench.library import LibraryWorkload, run_library
+    from shardboard_tools.bench.library_report import section, table, with_section
+
+    sized = {
+        name: ctx.params[option]
+        for option, name in (("views", "views"), ("items", "items"), ("views_per_sec", "views_per_s"))
+        if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
+    }
+    viral = {}
+    if ctx.get_parameter_source("probe_seconds") == click.core.ParameterSource.COMMANDLINE:
+        viral["viral_seconds"] = ctx.params["probe_seconds"]
+    workload = LibraryWorkload(base=Workload(**sized), **viral)
+    screen = Console(stderr=True) if as_json else Console()
+    runs = ("api", *(f"library-{interval:g}s" for interval in workload.flush_intervals))
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        tasks = {name: progress.add_task(name, total=workload.base.views) for name in runs}
+        result = run_library(workload, on_progress=lambda name, done: progress.update(tasks[name], completed=done))
+    screen.print(table(result))
+    for target in result["targets"]:
+        screen.print(f"target {target['name']}: found {target['found']}: {'met' if target['met'] else 'MISSED'}")
+    if out is not None:
+        path = out / "benchmarks.md"
+        document = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+        path.write_text(with_section(document, section(result, command_line(ctx))), encoding="utf-8")
+        screen.print(f"wrote {path}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
 
 
 def run_many_boards_scenario(*, as_json: bool) -> None:
