@@ -16,7 +16,7 @@ LAMBDA_PYTHON := python3.12
 export AWS_EC2_METADATA_DISABLED := true
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos clean
+.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos openapi clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -94,6 +94,9 @@ bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 
 chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one; prints its seed)
 	$(BIN)/shardboard chaos $(if $(SEED),--seed $(SEED))
+
+openapi: install ## Regenerate docs/openapi.json from the API functions' routes and models
+	$(BIN)/python -m shardboard.handlers.openapi > docs/openapi.json
 
 clean: ## Remove build output and local state (keeps the venvs)
 	rm -rf .aws-sam .shardboard .pytest_cache .mypy_cache .ruff_cache

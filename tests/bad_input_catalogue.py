@@ -21,6 +21,11 @@ class HttpCase:
     status: int = 400
     message: str = ""
 
+    @property
+    def code(self) -> str:
+        """The error body's code (README "HTTP API"): one per status."""
+        return {400: "bad_request", 404: "not_found", 429: "rate_limited", 503: "throttled"}[self.status]
+
 
 @dataclass(frozen=True)
 class StreamCase:
@@ -137,14 +142,18 @@ def render() -> str:
         "",
         f"## HTTP API ({len(HTTP)} inputs)",
         "",
-        "| input | request | status | message contains |",
-        "|---|---|---|---|",
+        'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404),',
+        "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
+        "route's answers.",
+        "",
+        "| input | request | status | code | message contains |",
+        "|---|---|---|---|---|",
     ]
     for case in HTTP:
         request = f"{case.method} {case.path}" + (f"?{case.query}" if case.query else "")
         if case.body is not None:
             request += f" `{_cell(case.body, 40)}`"
-        lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | {_cell(case.message)} |")
+        lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | `{case.code}` | {_cell(case.message)} |")
     lines += [
         "",
         f"## Stream records ({len(STREAM)} inputs)",

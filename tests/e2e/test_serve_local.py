@@ -158,6 +158,8 @@ def test_posted_views_show_on_the_leaderboard_and_sigterm_stops_everything(tmp_p
         status, item = call("GET", running.url + "items/" + quote("ünï/cødé 漢字", safe=""))
         assert (status, item) == (200, {"id": "ünï/cødé 漢字", "views": 2})
         assert call("GET", running.url + "nope") == (404, {"message": "Not Found"})
+        status, contract = call("GET", running.url + "openapi.json")
+        assert status == 200 and {"/views", "/leaderboard", "/items/{id}"} <= set(contract["paths"])
     finally:
         # When it is sent SIGTERM
         status = running.stop()

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
+from shardboard.schema import Leaderboard, VerifyReport
 from shardboard_tools.cli import main
 
 SEED = {
@@ -50,6 +51,9 @@ def test_seed_example_through_the_cli(cli):
     assert cli("snapshot").exit_code == 0
     result = cli("top", "-n", "3", "--json")
     board = json.loads(result.output)
+    # The document GET /leaderboard answers: the schema module's model, exactly (docs/openapi.json)
+    assert Leaderboard.model_validate(board).as_json() == board
+    assert board["period"] == {"kind": "all"}
     assert [(e["rank"], e["id"], e["views"]) for e in board["items"]] == [
         (1, "images/006.jpg", 94),
         (2, "images/004.jpg", 83),
@@ -57,6 +61,7 @@ def test_seed_example_through_the_cli(cli):
     ]
     verify = cli("verify", "--json")
     assert verify.exit_code == 0 and json.loads(verify.output)["exact"] is True
+    assert VerifyReport.model_validate_json(verify.output).items == len(SEED)
 
 
 def test_verify_exits_1_when_an_aggregate_differs(cli):

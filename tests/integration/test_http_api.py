@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from urllib.parse import unquote
 
 import pytest
 
@@ -28,7 +29,8 @@ def post(body: str):
 
 def get(path: str, query: str = "", headers: dict | None = None):
     event = copy.deepcopy(load_event("read_leaderboard_get.json"))
-    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    # API Gateway (HTTP API) decodes the path before the function sees it.
+    event["rawPath"] = event["requestContext"]["http"]["path"] = unquote(path)
     event["rawQueryString"] = query
     event["queryStringParameters"] = dict(kv.split("=", 1) for kv in query.split("&")) if query else None
     event["headers"].update(headers or {})
@@ -62,6 +64,7 @@ def test_post_views_sample_event_records_three_views(pipeline):
 def test_bad_post_is_refused_with_400_and_writes_nothing(pipeline, body, reason):
     status, _, payload = call(pipeline, "record_views", post(body))
     assert status == 400
+    assert set(payload) == {"message", "code"} and payload["code"] == "bad_request"
     assert reason in payload["message"]
     assert pipeline.truth() == {}
 
@@ -69,6 +72,7 @@ def test_bad_post_is_refused_with_400_and_writes_nothing(pipeline, body, reason)
 def test_leaderboard_before_any_snapshot_is_404(pipeline):
     status, _, body = call(pipeline, "read_api", load_event("read_leaderboard_get.json"))
     assert status == 404 and "has no views yet" in body["message"]
+    assert body["code"] == "not_found"
 
 
 def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):
@@ -101,22 +105,25 @@ def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):
 def test_bad_limit_is_400(make_pipeline, query):
     pipeline = make_pipeline(TopN="10")
     status, _, body = call(pipeline, "read_api", get("/leaderboard", query))
-    assert status == 400 and "limit" in body["message"]
+    assert status == 400 and "limit" in body["message"] and body["code"] == "bad_request"
 
 
 def test_get_item_count_including_ids_with_slashes(pipeline):
     call(pipeline, "record_views", post(json.dumps({"id": "images/004.jpg", "count": 4})))
     call(pipeline, "record_views", post(json.dumps({"id": "a b#1", "count": 2})))
+    call(pipeline, "record_views", post(json.dumps({"id": "a%41", "count": 5})))
     pipeline.aggregate(pipeline.stream_records())
     assert call(pipeline, "read_api", load_event("read_item_get.json"))[::2] == (
         200,
         {"id": "images/004.jpg", "views": 4},
     )
     assert call(pipeline, "read_api", get("/items/a%20b%231"))[::2] == (200, {"id": "a b#1", "views": 2})
+    # The id "a%41" (percent-encoded by the client as a%2541) is not decoded twice into "aA".
+    assert call(pipeline, "read_api", get("/items/a%2541"))[::2] == (200, {"id": "a%41", "views": 5})
     status, _, body = call(pipeline, "read_api", get("/items/nothing-here"))
-    assert status == 404 and "no views recorded" in body["message"]
+    assert status == 404 and "no views recorded" in body["message"] and body["code"] == "not_found"
     status, _, body = call(pipeline, "read_api", get("/items/bad%0Aid"))
-    assert status == 400 and "control character" in body["message"]
+    assert status == 400 and "control character" in body["message"] and body["code"] == "bad_request"
 
 
 def emf_lines(text: str) -> list[dict]:
@@ -151,3 +158,14 @@ def test_a_long_local_run_with_metrics_disabled_prints_no_emf(pipeline, capsys, 
         call(pipeline, "read_api", get("/leaderboard"))
     # Then nothing reaches the terminal
     assert emf_lines(capsys.readouterr().out) == []
+
+
+@pytest.mark.parametrize(("module", "method", "path"), [("record_views", "GET", "/views"), ("read_api", "POST", "/x")])
+def test_powertools_own_not_found_has_the_error_shape(pipeline, module, method, path):
+    # Given a request for a route the function does not serve
+    event = get(path)
+    event["requestContext"]["http"]["method"] = method
+    # When it reaches the function (API Gateway would not send it; a local server might)
+    status, _, body = call(pipeline, module, event)
+    # Then Powertools' not-found answer has the one error shape
+    assert (status, body) == (404, {"message": "Not found", "code": "not_found"})

@@ -16,7 +16,7 @@ from shardboard_tools.local.gateway import Gateway, Reply, Request, template_rou
 from shardboard_tools.local.webapp import LocalApiServer
 from shardboard_tools.template import Template
 
-ODD_IDS = ["images/001.jpg", "a#b", "with space", "ünï/cødé 漢字", "🎉 party", "q?x=1&y", "a+b", "/leading"]
+ODD_IDS = ["images/001.jpg", "a#b", "with space", "ünï/cødé 漢字", "🎉 party", "q?x=1&y", "a+b", "/leading", "a%41"]
 ECHO = "tests.integration.test_local_gateway.echo"
 
 
@@ -81,6 +81,11 @@ def test_odd_ids_reach_the_greedy_route_whole(pipeline, serve, item):
     assert (posted.status_code, posted.json()["id"]) == (202, item)
     assert (read.status_code, read.json()) == (200, {"id": item, "views": 2})
     assert pipeline.truth() == {item: 2}
+
+
+def test_an_id_with_an_encoded_newline_reaches_the_function_and_its_400(pipeline, serve):
+    answer = requests.get(serve() + "items/a%0Ab", timeout=10)
+    assert answer.status_code == 400 and answer.json()["code"] == "bad_request"
 
 
 def test_an_encoded_slash_is_a_slash_to_the_greedy_route(pipeline, serve):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from urllib.parse import unquote
 
 import pytest
 
@@ -12,7 +13,8 @@ from tests.conftest import load_event
 
 def get(path: str, limit: str | None = None):
     event = copy.deepcopy(load_event("read_leaderboard_get.json"))
-    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    # API Gateway (HTTP API) decodes the path before the function sees it.
+    event["rawPath"] = event["requestContext"]["http"]["path"] = unquote(path)
     event["rawQueryString"] = "" if limit is None else f"limit={limit}"
     event["queryStringParameters"] = None if limit is None else {"limit": limit}
     return event
@@ -63,7 +65,7 @@ def test_odd_limits_get_a_400_naming_the_allowed_range(board, limit):
     # When the leaderboard is asked for with an odd limit
     status, body = answer(board, get("/leaderboard", limit))
     # Then it is refused with the allowed range, on one short line
-    assert status == 400
+    assert status == 400 and body["code"] == "bad_request"
     assert "from 1 to 10" in body["message"]
     assert "\n" not in body["message"] and len(body["message"]) < 200
 
@@ -98,3 +100,4 @@ def test_odd_item_ids_get_a_4xx(board, path, status, message):
         assert body == {"id": "a", "views": 1}
     else:
         assert message in body["message"]
+        assert body["code"] == {400: "bad_request", 404: "not_found"}[status]

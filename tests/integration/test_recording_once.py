@@ -111,5 +111,6 @@ def test_post_views_throttled_answers_503_and_writes_nothing(pipeline, monkeypat
     # Then it is told to retry (503, Retry-After: 1) and nothing was written, so the retry is exact
     assert response["statusCode"] == 503
     assert response["headers"]["Retry-After"] == "1"
-    assert "no views were recorded" in json.loads(response["body"])["message"]
+    body = json.loads(response["body"])
+    assert body["code"] == "throttled" and "no views were recorded" in body["message"]
     assert pipeline.truth() == {}

@@ -7,11 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.event_handler.exceptions import BadRequestError
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
-
-from shardboard.domain.validation import BadInput
 
 logger = Logger(service="shardboard")
 # No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, the template's MetricsNamespace parameter.
@@ -37,9 +33,3 @@ def log_metrics(handler: _Handler) -> _Handler:
             metrics.clear_metrics()
 
     return invoke  # type: ignore[return-value]
-
-
-def rejected(error: BadInput) -> BadRequestError:
-    """HTTP 400 with the one-line reason, counted: a client sending bad input shows up in ``RequestsRejected``."""
-    metrics.add_metric(name="RequestsRejected", unit=MetricUnit.Count, value=1)
-    return BadRequestError(str(error))

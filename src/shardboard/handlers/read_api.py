@@ -1,65 +1,73 @@
 """HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot) and
 ``GET /items/{id}``."""
 
-from __future__ import annotations
-
-from typing import Any
-from urllib.parse import unquote
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import validation
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
-from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
+from shardboard.domain.snapshot import not_found, period_at
+from shardboard.handlers import routes
+from shardboard.handlers.http_errors import answer_errors
+from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, settings
+from shardboard.schema import Item, Leaderboard
 
-app = APIGatewayHttpResolver()
+app = APIGatewayHttpResolver(enable_validation=True)
+answer_errors(app)
+
+# Strings checked by the domain's rules, as the CLI's options are (a BadInput answers 400 naming the rule); empty is
+# the same as absent.
+BoardQuery = Annotated[str, Query(description="Board name (default: the global board).")]
+PeriodQuery = Annotated[str, Query(description="all (the default) or one of the stack's Periods.")]
+AtQuery = Annotated[str, Query(description="ISO-8601 date or date-time in the period (default: now).")]
+LimitQuery = Annotated[str, Query(description="How many items, 1 to the board's N (default N).")]
 
 
-@app.get("/leaderboard")
+@app.get("/leaderboard", **routes.GET_LEADERBOARD)
 @tracer.capture_method
-def get_leaderboard() -> Response[dict[str, Any]]:
+def get_leaderboard(
+    board: BoardQuery = "", period: PeriodQuery = "", at: AtQuery = "", limit: LimitQuery = ""
+) -> Response[Leaderboard | None]:  # None: 304 Not Modified
     config = settings()
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
-    query = app.current_event.get_query_string_value
-    try:
-        board = validation.board_name(query("board") or config.board)
-        kind = validation.period_kind(query("period"), config.periods)
-        moment = validation.moment(query("at"))
-        limit = validation.limit(query("limit"), config.top_n_of(board))
-    except validation.BadInput as error:
-        raise rejected(error) from None
-    period = period_at(board, kind, moment)
-    snapshot = board_store().get_snapshot(period)
+    name = validation.board_name(board or config.board)
+    kind = validation.period_kind(period, config.periods)
+    moment = validation.moment(at)
+    count = validation.limit(limit, config.top_n_of(name))
+    wanted = period_at(name, kind, moment)
+    snapshot = board_store().get_snapshot(wanted)
     if snapshot is None:
-        raise NotFoundError(not_found(period))
+        raise NotFoundError(not_found(wanted))
     # The snapshot changes at most once per refresh, so caches may keep it that long.
-    etag = f'"{snapshot["version"]}-{limit}"'
+    etag = f'"{snapshot["version"]}-{count}"'
     headers = {"Cache-Control": f"public, max-age={config.refresh_seconds}", "ETag": etag}
     if app.current_event.headers.get("if-none-match") == etag:
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
         return Response(304, headers=headers)
-    return Response(200, "application/json", leaderboard_json(snapshot, limit), headers=headers)
+    return Response(200, "application/json", Leaderboard.of_snapshot(snapshot, count), headers=headers)
 
 
-# A regex route: ids may contain "/" (images/001.jpg), which a <param> segment would not match.
-@app.get("/items/.+")
+# A regex route: ids may contain "/" (images/001.jpg), which a <param> segment would not match. The OpenAPI
+# document names it /items/{id} (shardboard.handlers.openapi), as the template names it /items/{id+}.
+@app.get(routes.ITEM_ROUTE, **routes.GET_ITEM)
 @tracer.capture_method
-def get_item() -> dict[str, Any]:
-    raw = app.current_event.path.split("/items/", 1)[1]
+def get_item() -> Item:
+    # API Gateway hands the path decoded (pathParameters and rawPath alike): decoding it again would read the id
+    # "a%41" as "aA".
+    event = app.current_event
+    raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
     metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
-    try:
-        item = validation.item_id(unquote(raw))
-    except validation.BadInput as error:
-        raise rejected(error) from None
+    item = validation.item_id(raw)
     views = board_store().aggregate_views(item)
     if views is None:
         raise NotFoundError(f"no views recorded for item {item!r}")
-    return {"id": item, "views": views}
+    return Item(id=item, views=views)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -14,46 +14,36 @@ its allowance for the minute is answered 429 ``{"message", "code": "rate_limited
 is written (counted in the RateLimitedViews metric).
 """
 
-from __future__ import annotations
-
-import json
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
-from shardboard.domain.ports import Throttled
 from shardboard.domain.rate_limit import RateLimited, allowances, within
 from shardboard.domain.recording import Where, record_seen_view, record_views
-from shardboard.handlers.observability import log_metrics, logger, metrics, rejected, tracer
+from shardboard.handlers import routes
+from shardboard.handlers.http_errors import answer_errors
+from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import settings, shard_router, view_store
+from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
-app = APIGatewayHttpResolver()
-# Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
-RETRY_AFTER_SECONDS = 1
+app = APIGatewayHttpResolver(enable_validation=True)
+answer_errors(app)
 
 
-@app.post("/views")
+@app.post("/views", **routes.POST_VIEWS)
 @tracer.capture_method
-def post_views() -> Response[dict[str, Any]]:
-    try:
-        # API Gateway base64-encodes a body whose content type is not text or JSON (curl -d sends a form type).
-        body = json.loads(app.current_event.decoded_body or "")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-        raise rejected(validation.BadInput(f"body is not valid JSON: {reason}")) from None
-    try:
-        item_id, count, boards, viewer = validation.view_request(body)
-    except validation.BadInput as error:
-        raise rejected(error) from None
+def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorded | ViewSeen]:
+    item_id, count, boards, viewer = request.as_domain()
     config = settings()
     where = Where.of(config.anchor, boards)
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
     source_ip = app.current_event.request_context.http.source_ip
+    # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
         with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
             if viewer is None:
@@ -65,51 +55,22 @@ def post_views() -> Response[dict[str, Any]]:
                 recorded = record_seen_view(
                     view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
                 )
-    except RateLimited as refused:
-        return rate_limited(refused, count)
-    except Throttled as error:
-        return throttled(error)
+    except RateLimited:
+        metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)
+        raise
     metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
-    body = {"id": recorded.item_id, "recorded": recorded.views, "boards": [config.board, *where.boards]}
+    body = ViewsRecorded(id=recorded.item_id, recorded=recorded.views, boards=[config.board, *where.boards])
     if viewer is None:
         return Response(202, "application/json", body)
+    answer = ViewSeen(**body.model_dump(), duplicate=recorded.duplicate)
     if recorded.duplicate:
         metrics.add_metric(name="DuplicateViews", unit=MetricUnit.Count, value=1)
-        return Response(200, "application/json", {**body, "duplicate": True})
-    return Response(202, "application/json", {**body, "duplicate": False})
-
-
-def throttled(error: Throttled) -> Response[dict[str, Any]]:
-    """Nothing was written: the client may retry the same request safely."""
-    metrics.add_metric(name="RequestsThrottled", unit=MetricUnit.Count, value=1)
-    logger.warning("views throttled", extra={"scope": error.scope.value})
-    return Response(
-        503,
-        "application/json",
-        {"message": "throttled: no views were recorded; retry the request"},
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
-
-
-def rate_limited(refused: RateLimited, views: int) -> Response[dict[str, Any]]:
-    """Nothing was written: the client may post again when its window ends (Retry-After)."""
-    allowance = refused.allowance
-    metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=views)
-    logger.info("views rate limited", extra={"limit": allowance.kind, "per_minute": allowance.limit})
-    return Response(
-        429,
-        "application/json",
-        {
-            "message": f"rate limited: more than {allowance.limit} views per {allowance.kind} per minute; "
-            "no views were recorded",
-            "code": "rate_limited",
-        },
-        headers={"Retry-After": str(allowance.retry_after)},
-    )
+        return Response(200, "application/json", answer)
+    return Response(202, "application/json", answer)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return app.resolve(routes.json_request(event), context)

@@ -14,7 +14,8 @@ from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.recording import Recorded, Where, record_seen_view, record_views
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
+from shardboard.domain.snapshot import not_found, period_at
+from shardboard.schema import Leaderboard, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
@@ -164,17 +165,17 @@ def top(  # noqa: PLR0917 - one parameter per click option
         stored = rt.board.get_snapshot(key)
     if stored is None:
         fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    document = leaderboard_json(stored, count)
+    document = Leaderboard.of_snapshot(stored, count)  # GET /leaderboard's model (shardboard.schema)
     if as_json:
-        click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
     shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
-    table = Table(title=f"{document['board']} · {shown}", caption=document["generated_at"])
+    table = Table(title=f"{document.board} · {shown}", caption=document.generated_at)
     table.add_column("rank", justify="right")
     table.add_column("id")
     table.add_column("views", justify="right")
-    for entry in document["items"]:
-        table.add_row(str(entry["rank"]), entry["id"], f"{entry['views']:,}")
+    for entry in document.items:
+        table.add_row(str(entry.rank), entry.id, f"{entry.views:,}")
     console.print(table)
 
 
@@ -223,7 +224,8 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
     with one_line_errors():
         report = verify(rt.views, rt.board, rt.settings)
     if as_json:
-        click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+        document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
+        click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         verdict = "exact" if report.exact else "NOT exact"
         console.print(

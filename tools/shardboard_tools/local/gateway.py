@@ -131,14 +131,14 @@ class Route:
 @functools.cache
 def _pattern(path: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     """``/items/{id+}`` -> a regular expression and its variables: ``{name}`` takes one segment, ``{name+}`` one or
-    more characters (``/`` included)."""
+    more characters (``/`` included). DOTALL: the path is decoded, and an id may hold a newline."""
     parts, names = [], []
     for literal, name, greedy in re.findall(r"([^{]*)(?:\{([^}]+?)(\+?)\})?", path):
         parts.append(re.escape(literal))
         if name:
             names.append(name)
             parts.append("(.+)" if greedy else "([^/]+)")
-    return re.compile("".join(parts)), tuple(names)
+    return re.compile("".join(parts), re.DOTALL), tuple(names)
 
 
 def template_routes(template: Template) -> list[Route]:

@@ -13,9 +13,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from shardboard.handlers.openapi import document
 from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
-from shardboard_tools.local.gateway import Authorizer, Gateway
+from shardboard_tools.local.gateway import Authorizer, Gateway, Reply
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -44,6 +45,8 @@ def serving(
     from shardboard.handlers import aggregate, shard_review, snapshot
 
     gateway = Gateway.from_template(rt.template, authorizer)
+    # The API's contract (docs/openapi.json), for clients and API tools pointed at the local API.
+    gateway.add_local_route("GET", "/openapi.json", lambda _request: Reply.json(200, document()))
     if local_routes is not None:
         local_routes(gateway)
     review_every = schedule_seconds(rt.template.parameters.get("ShardReviewSchedule", "rate(1 minute)"))

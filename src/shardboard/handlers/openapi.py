@@ -1,0 +1,82 @@
+"""The HTTP API's one OpenAPI document, generated from the two API functions' own routes and models (Powertools'
+event handler): ``python -m shardboard.handlers.openapi > docs/openapi.json`` (``make openapi``) renders it, and a
+test fails when the committed copy is stale.
+
+Deployed functions never import this module; ``shardboard serve`` serves :func:`document` at ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer, SecurityScheme
+
+from shardboard.handlers import read_api, record_views, routes
+
+DESCRIPTION = (
+    "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
+    "token with JwtWriteScope (WriteAuth=jwt); with PublicViews=true it needs nothing. Reads are public and "
+    'cacheable. Every error the functions answer is {"message", "code"}; API Gateway\'s own refusals (401, 403, '
+    '429) carry {"message"} only.'
+)
+# The template's own names and kinds (template.yaml, HttpApi DefinitionBody components.securitySchemes).
+SECURITY_SCHEMES: dict[str, SecurityScheme] = {
+    routes.SIGV4: APIKey.model_validate(
+        {
+            "type": "apiKey",
+            "in": APIKeyIn.header,
+            "name": "Authorization",
+            "description": "AWS Signature Version 4 (service execute-api): WriteAuth=iam.",
+            "x-amazon-apigateway-authtype": "awsSigv4",
+        }
+    ),
+    routes.JWT: HTTPBearer(
+        bearerFormat="JWT",
+        description="An access token from the stack's JwtIssuer, for JwtAudience, with JwtWriteScope: WriteAuth=jwt.",
+    ),
+}
+# OpenAPI cannot say "the rest of the path" (the template's greedy /items/{id+}); the function matches it with a
+# regex route (ids may hold "/"), and the document names it as a path parameter, URL-encoded by clients.
+ITEM_PATH = "/items/{id}"
+ITEM_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "The item id, URL-encoded ('/' may also be sent as is): 1-512 bytes of UTF-8, no control "
+    "characters.",
+    "schema": {"type": "string", "minLength": 1},
+}
+
+
+def document() -> dict[str, Any]:
+    """The whole API's OpenAPI 3 document: title shardboard, the package's version, no servers."""
+    from shardboard import __version__
+
+    merged = OpenAPIMerge(title="shardboard", version=__version__, description=DESCRIPTION, on_conflict="error")
+    for function in (record_views, read_api):
+        merged.add_schema(json.loads(function.app.get_openapi_json_schema(security_schemes=SECURITY_SCHEMES)))
+    api = json.loads(merged.get_openapi_json_schema())
+    api.pop("servers", None)  # the stack's URL is the ApiUrl output; a document for every stack names none
+    paths = api["paths"]
+    item = paths.pop(routes.ITEM_ROUTE)
+    item["get"]["parameters"] = [ITEM_ID, *item["get"].get("parameters", [])]
+    paths[ITEM_PATH] = item
+    for operation in (op for path in paths.values() for op in path.values()):
+        # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
+        operation["responses"].pop("422", None)
+        # A 304 has no body (Powertools gives every response without content the route's model).
+        operation["responses"].get("304", {}).pop("content", None)
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        api["components"]["schemas"].pop(unused, None)
+    return dict(api)
+
+
+def rendered() -> str:
+    """docs/openapi.json's text."""
+    return json.dumps(document(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+if __name__ == "__main__":
+    print(rendered(), end="")

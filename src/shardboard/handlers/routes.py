@@ -1,0 +1,104 @@
+"""What the OpenAPI document says about each route beyond its parameters and models: summary, the answers it can
+give and who may call it. Kept next to the handlers and passed to their route decorators, so the document
+(shardboard.handlers.openapi, docs/openapi.json) is generated from the routes themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from shardboard.schema import Error, Item, Leaderboard, ViewSeen, ViewsRecorded
+
+# The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
+# WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
+SIGV4 = "AWS_IAM"
+JWT = "ViewsJwt"
+WRITE_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
+PUBLIC: list[dict[str, list[str]]] = []
+
+
+def _json(model: Any, description: str, headers: dict[str, Any] | None = None) -> OpenAPIResponse:
+    answer: OpenAPIResponse = {"description": description, "content": {"application/json": {"model": model}}}
+    if headers:
+        answer["headers"] = headers
+    return answer
+
+
+_BAD_REQUEST = _json(Error, "Bad input (code bad_request): the message names the rule; nothing was written.")
+_CACHE_HEADERS = {
+    "Cache-Control": {"description": "public, max-age=<refresh seconds>", "schema": {"type": "string"}},
+    "ETag": {"description": "Snapshot version and limit; send it back in If-None-Match.", "schema": {"type": "string"}},
+}
+
+POST_VIEWS: dict[str, Any] = {
+    "summary": "Record views of one item",
+    "description": "One counter write on the global board and every board named: 202 means every view counted, "
+    "any error means none did, so a retry cannot double count. The body is read as JSON whatever its "
+    "Content-Type (navigator.sendBeacon sends text/plain).",
+    "operation_id": "recordViews",
+    "security": WRITE_SECURITY,
+    "responses": {
+        202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false)."),
+        200: _json(ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true)."),
+        400: _BAD_REQUEST,
+        429: _json(
+            Error,
+            "Rate limited (code rate_limited; PublicViews only): the client used its per-IP or per-viewer allowance "
+            "for the minute; nothing was recorded.",
+            {"Retry-After": {"description": "Seconds until the next window.", "schema": {"type": "integer"}}},
+        ),
+        503: _json(
+            Error,
+            "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds.",
+            {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+        ),
+    },
+}
+
+GET_LEADERBOARD: dict[str, Any] = {
+    "summary": "A board's top N for a period",
+    "description": "One GetItem of the period's snapshot, refreshed by the snapshot job.",
+    "operation_id": "getLeaderboard",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(Leaderboard, "The snapshot, best first.", _CACHE_HEADERS),
+        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        400: _BAD_REQUEST,
+        404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
+    },
+}
+
+GET_ITEM: dict[str, Any] = {
+    "summary": "An item's views",
+    "description": "The item's exact views on the global board, all time. Ids may contain '/'.",
+    "operation_id": "getItem",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(Item, "The item's views."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "No views recorded for the item (code not_found)."),
+    },
+}
+
+
+def json_request(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its body as JSON text, whatever its Content-Type (a beacon sends text/plain), as POST /views
+    has always read it; Powertools' validation would otherwise parse forms or refuse other types.
+
+    A base64 body (API Gateway sends one for binary types) is decoded here; bytes that are not UTF-8 become lone
+    surrogates (``surrogateescape``), which JSON parsing and every field's rule refuse, so such a body gets a 400.
+    """
+    headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
+    request = {**event, "headers": {**headers, "content-type": "application/json"}}
+    if event.get("isBase64Encoded") and event.get("body"):
+        raw = base64.b64decode(event["body"])
+        request.update(body=raw.decode("utf-8", errors="surrogateescape"), isBase64Encoded=False)
+    return request
+
+
+# GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/"); "s" because API Gateway
+# hands the path decoded, so an id with a newline must still reach the handler (and its 400).
+ITEM_ROUTE = "/items/(?s:.+)"

@@ -1,0 +1,180 @@
+"""The JSON shapes shardboard answers with, one pydantic model each: the HTTP API's bodies (its OpenAPI document is
+generated from these, docs/openapi.json) and the CLI's ``--json`` outputs that print the same things.
+
+The request model runs the domain's own rules (shardboard.domain.validation) as its validators, so a refused
+request gets the same one-line reason over HTTP, in the CLI and in the library. Nothing here imports an AWS SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from shardboard.domain import validation
+from shardboard.domain.boards import BOARD_NAME, MAX_BOARDS_PER_VIEW
+from shardboard.domain.snapshot import leaderboard_json
+from shardboard.settings import MAX_VIEWS_PER_REQUEST
+
+# The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
+# refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
+ErrorCode = Literal["bad_request", "not_found", "rate_limited", "throttled"]
+ERROR_STATUS: dict[str, int] = {"bad_request": 400, "not_found": 404, "rate_limited": 429, "throttled": 503}
+
+
+class Error(BaseModel):
+    """Every HTTP error body: a one-line reason for people and a stable code for programs."""
+
+    message: str = Field(description="Why, in one line.")
+    code: ErrorCode = Field(description="bad_request (400), not_found (404), rate_limited (429) or throttled (503).")
+
+
+def _given_viewer(value: Any) -> str:
+    """An explicit ``"viewer": null`` is refused (leave the field out for no viewer)."""
+    if value is None:
+        raise validation.BadInput("viewer must be a string, got NoneType")
+    return validation.viewer(value) or ""
+
+
+ItemId = Annotated[
+    str,
+    BeforeValidator(validation.item_id),
+    Field(
+        min_length=1,
+        max_length=validation.MAX_ID_BYTES,
+        description="1-512 bytes of UTF-8, no control characters; '/', '#', spaces and any letter are fine.",
+        examples=["images/001.jpg"],
+    ),
+]
+# Constraints first: after a BeforeValidator pydantic would write ge/le into the JSON schema as they are.
+ViewCount = Annotated[int, Field(ge=1, le=MAX_VIEWS_PER_REQUEST), BeforeValidator(validation.view_count)]
+BoardName = Annotated[str, Field(pattern=f"^{BOARD_NAME.pattern}$")]
+BoardNames = Annotated[
+    list[BoardName],
+    BeforeValidator(lambda value: list(validation.boards(value))),
+    Field(
+        max_length=MAX_BOARDS_PER_VIEW,
+        description="Category boards (1-64 characters from a-z 0-9 _ . : -); the global board is implied.",
+    ),
+]
+# Absent means no viewer; an explicit null is refused (the validator runs on it), so the schema does not offer it.
+Viewer = Annotated[
+    Annotated[str, Field(min_length=1, max_length=validation.MAX_VIEWER_CHARS)] | SkipJsonSchema[None],
+    BeforeValidator(_given_viewer),
+    Field(
+        description="An opaque viewer id (1-128 printable characters): the view counts once per viewer, item and "
+        "DedupeWindow; count must then be 1.",
+    ),
+]
+
+
+class ViewRequest(BaseModel):
+    """``POST /views``: the views of one item, recorded in one counter write on every board named."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: ItemId
+    count: ViewCount = 1
+    boards: BoardNames = Field(default_factory=list)
+    viewer: Viewer = None
+
+    @model_validator(mode="after")
+    def _one_view_per_viewer(self) -> ViewRequest:
+        validation.viewed_count(self.count, self.viewer)
+        return self
+
+    def as_domain(self) -> validation.ViewRequest:
+        return validation.ViewRequest(self.id, self.count, tuple(self.boards), self.viewer)
+
+
+class ViewsRecorded(BaseModel):
+    """``POST /views`` answered 202: the views were recorded."""
+
+    id: str
+    recorded: int = Field(ge=0, description="Views counted by this request.")
+    boards: list[str] = Field(description="Every board the views count on, the global board first.")
+
+
+class ViewSeen(ViewsRecorded):
+    """``POST /views`` with a viewer: counted (202, ``duplicate`` false), or that viewer's view of the item counted
+    already in this window (200, ``recorded`` 0, ``duplicate`` true)."""
+
+    duplicate: bool
+
+
+class AllTime(BaseModel):
+    """``{"kind": "all"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["all"]
+
+
+class CalendarPeriod(BaseModel):
+    """A calendar period (UTC) with its bounds: ``{"kind": "week", "start": ..., "end": ...}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(examples=["day", "week", "month"])
+    start: str = Field(description="ISO-8601, inclusive.")
+    end: str = Field(description="ISO-8601, exclusive.")
+
+
+class RankedItem(BaseModel):
+    rank: int = Field(ge=1, description="Competition rank: equal views share a rank (1, 2, 2, 4).")
+    id: str
+    views: int = Field(ge=0)
+
+
+class Leaderboard(BaseModel):
+    """``GET /leaderboard`` and ``shardboard top --json``: a period's snapshot, best first."""
+
+    board: str
+    generated_at: str = Field(description="When the snapshot job gathered it (ISO-8601 UTC).")
+    period: AllTime | CalendarPeriod
+    items: list[RankedItem]
+
+    @classmethod
+    def of_snapshot(cls, snapshot: dict[str, Any], limit: int | None = None) -> Leaderboard:
+        return cls.model_validate(leaderboard_json(snapshot, limit))
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class Item(BaseModel):
+    """``GET /items/{id}``: an item's exact views on the global board, all time (its aggregate)."""
+
+    id: str
+    views: int = Field(ge=0)
+
+
+class CountDifference(BaseModel):
+    """A count that is not the sum of its base counters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    expected: int = Field(description="The sum of the item's base counters in that period (the truth).")
+    found: int | None = Field(description="The stored count; null when nothing holds one.")
+    board: str
+    period: str = Field(description='"all", or "<kind>:<bucket>".')
+
+
+class VerifyReport(BaseModel):
+    """``shardboard verify --json``: every count against its base counters, every snapshot against the truth."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exact: bool
+    items: int
+    views: int
+    boards: int
+    periods: int
+    differences: list[CountDifference]
+    index_misses: list[str] = Field(description="Items at or above their period's threshold without its index key.")
+    threshold: int = Field(description="The global board's all-time threshold.")
+    snapshot_exact: bool | None
+    snapshots_checked: int
+    snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')

@@ -1,0 +1,52 @@
+"""docs/openapi.json: generated from the API functions' own routes and models, valid OpenAPI 3, and committed
+up to date (regenerate it with `make openapi`)."""
+
+from __future__ import annotations
+
+import json
+
+from openapi_spec_validator import validate
+
+from shardboard import __version__
+from shardboard.handlers.openapi import document, rendered
+from tests.conftest import ROOT
+
+COMMITTED = ROOT / "docs" / "openapi.json"
+
+
+def test_the_document_is_valid_openapi():
+    validate(document())
+
+
+def test_the_committed_document_is_the_generated_one():
+    assert COMMITTED.read_text(encoding="utf-8") == rendered(), (
+        "docs/openapi.json is stale: run `make openapi` (python -m shardboard.handlers.openapi > docs/openapi.json)"
+    )
+
+
+def test_the_document_names_the_api_and_no_server():
+    api = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert api["info"]["title"] == "shardboard"
+    assert api["info"]["version"] == __version__
+    assert "servers" not in api
+
+
+def test_every_error_answer_is_the_one_error_shape():
+    api = document()
+    error = api["components"]["schemas"]["Error"]
+    assert error["required"] == ["message", "code"]
+    assert error["properties"]["code"]["enum"] == ["bad_request", "not_found", "rate_limited", "throttled"]
+    for path, operations in api["paths"].items():
+        for method, operation in operations.items():
+            for status, answer in operation["responses"].items():
+                if int(status) >= 400:
+                    schema = answer["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+
+
+def test_the_leaderboard_is_the_documented_json():
+    """README's leaderboard document: board, generated_at, period, items of {rank, id, views}."""
+    schemas = document()["components"]["schemas"]
+    assert schemas["Leaderboard"]["required"] == ["board", "generated_at", "period", "items"]
+    assert schemas["RankedItem"]["required"] == ["rank", "id", "views"]
+    assert schemas["AllTime"]["properties"]["kind"]["const"] == "all"

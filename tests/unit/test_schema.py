@@ -1,0 +1,56 @@
+"""shardboard.schema's request model is the domain's rules: for any JSON body, POST /views' model accepts exactly
+what ``validation.view_request`` accepts, with the same result, and refuses the rest with the same one-line reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from shardboard.domain import validation
+from shardboard.handlers.http_errors import first_reason
+from shardboard.schema import ViewRequest
+from tests.bad_input_catalogue import HTTP
+
+FIELDS = st.sampled_from(["id", "count", "boards", "viewer", "views"])
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 1003),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.sampled_from(["a", "images/001.jpg", "a#1 ü", "cats", "global", "user-42", "\x00", "\ud800"]),
+    st.lists(st.sampled_from(["cats", "global", "BAD", "dogs", "a" * 65]), max_size=10),
+)
+BODIES = st.one_of(st.dictionaries(FIELDS, VALUES, max_size=5), VALUES)
+
+
+def outcomes(body):
+    """(domain, model): each a ViewRequest tuple or the refusal's message."""
+    try:
+        domain = validation.view_request(body)
+    except validation.BadInput as refused:
+        domain = str(refused)
+    try:
+        model = ViewRequest.model_validate(body).as_domain()
+    except ValidationError as refused:
+        model = first_reason(refused.errors(), json.dumps(body))
+    return domain, model
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in HTTP if c.method == "POST" and c.body and c.body.startswith("{")], ids=lambda c: c.what
+)
+def test_the_catalogues_bodies_get_the_same_answer(case):
+    domain, model = outcomes(json.loads(case.body))
+    assert model == domain and case.message in model
+
+
+@settings(max_examples=300, deadline=None)
+@given(BODIES)
+def test_any_body_gets_the_same_answer(body):
+    domain, model = outcomes(body)
+    assert model == domain
