@@ -195,3 +195,15 @@ def test_concurrent_requests_of_one_ip_admit_exactly_the_limit_and_count_exactly
         assert sum(results) == limit  # exactly the limit, in each window
         admitted += sum(results)
     assert pipeline.truth().get(item, 0) == admitted == limit * windows
+
+
+def test_a_request_no_window_could_admit_is_a_400_that_writes_nothing(make_pipeline, clock):
+    # Given public views limited to 3 per IP per minute
+    pipeline = make_pipeline(**PUBLIC)
+    # When one request asks to count 4 views
+    status, headers, body = call(pipeline, "record_views", post_from("203.0.113.40", {"id": "a", "count": 4}))
+    # Then it is bad input (retrying later could never help): no Retry-After, nothing written, no allowance taken
+    assert (status, body["code"]) == (400, "bad_request") and "more than the 3 views per ip" in body["message"]
+    assert "retry-after" not in headers
+    assert pipeline.runtime.dynamodb.scan(TableName=pipeline.settings.views_table)["Items"] == []
+    assert call(pipeline, "record_views", post_from("203.0.113.40", {"id": "a", "count": 3}))[0] == 202

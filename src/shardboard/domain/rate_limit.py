@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+from shardboard.domain.errors import BadInput
 from shardboard.domain.ports import AllowanceCounters, Throttled
 
 # The limits are per minute (ViewsPerIpPerMinute, ViewsPerViewerPerMinute): fixed windows of this many seconds.
@@ -84,13 +85,17 @@ def allowances(
     limits: RateLimits, source_ip: str | None, viewer: str | None, views: int = 1, at: float | None = None
 ) -> tuple[Allowance, ...]:
     """The allowances a request of ``views`` views needs now: its IP's and, when it names one, its viewer's (only
-    the limits that are on). A request larger than a limit is refused at once (no window would admit it)."""
+    the limits that are on). A request larger than a limit is bad input (400), not a 429: no window would ever
+    admit it, so a client told to retry later would retry for ever."""
     now = time.time() if at is None else at
     window = int(now // limits.window_seconds)
     end = (window + 1) * limits.window_seconds
     wanted = [(IP, ip_client(source_ip), limits.per_ip)]
     if viewer is not None:
         wanted.append((VIEWER, viewer, limits.per_viewer))
+    for kind, _, limit in wanted:
+        if 0 < limit < views:
+            raise BadInput(f"count {views} is more than the {limit} views per {kind} per minute this API accepts")
     return tuple(
         Allowance(kind, client, window, limit, views, end + ALLOWANCE_GRACE_SECONDS, max(1, math.ceil(end - now)))
         for kind, client, limit in wanted
@@ -106,7 +111,7 @@ def within(counters: AllowanceCounters, wanted: Sequence[Allowance]) -> Iterator
     taken: list[Allowance] = []
     try:
         for allowance in wanted:
-            if allowance.views > allowance.limit or not counters.take_allowance(allowance):
+            if not counters.take_allowance(allowance):
                 raise RateLimited(allowance)
             taken.append(allowance)
         yield

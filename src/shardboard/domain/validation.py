@@ -7,15 +7,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
+from shardboard.domain.errors import BadInput as BadInput  # noqa: PLC0414 - re-exported as validation.BadInput
 from shardboard.domain.periods import ALL, PeriodError, parse_time
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 MAX_ID_BYTES = 512
 MAX_VIEWER_CHARS = 128
-
-
-class BadInput(ValueError):
-    """Input that is refused with a one-line reason (HTTP 400, CLI exit 2)."""
 
 
 def item_id(value: Any) -> str:
