@@ -504,13 +504,8 @@ class MemoryBoardStore:
     ) -> bool:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
-            current = self.data.items.get(pk)
-            if (
-                current is None
-                or current.get(BUCKET, {}).get("S") != old.bucket
-                or _number(current, VIEWS) != old.views
-            ):
-                self.data.refuse("UpdateItem", pk)
+            current = self._holding(pk, old)
+            if current is None:
                 return False
             item = {name: value for name, value in current.items() if not name.startswith(APPLIED_PREFIX)}
             item[BUCKET], item[VIEWS] = {"S": new.bucket or ""}, {"N": str(new.views)}
@@ -599,17 +594,21 @@ class MemoryBoardStore:
                 self.data.items[pk] = item
         return LateResult(applied=True)
 
+    def _holding(self, pk: str, seen: AggregateState) -> dict[str, Any] | None:
+        """The aggregate if it still holds ``seen``'s bucket and views (the table adapter's condition), else None
+        with the refused UpdateItem charged. Called under the lock."""
+        current = self.data.items.get(pk)
+        if current is None or current.get(BUCKET, {}).get("S") != seen.bucket or _number(current, VIEWS) != seen.views:
+            self.data.refuse("UpdateItem", pk)
+            return None
+        return current
+
     @metered
     def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
-            current = self.data.items.get(pk)
-            if (
-                current is None
-                or current.get(BUCKET, {}).get("S") != seen.bucket
-                or _number(current, VIEWS) != seen.views
-            ):
-                self.data.refuse("UpdateItem", pk)
+            current = self._holding(pk, seen)
+            if current is None:
                 return False
             item = dict(current)
             for kind, count in adds.items():
