@@ -109,7 +109,10 @@ def _report_table(report: object) -> Table:
             f"{report.aggregate_writes:,} ({report.aggregate_writes / max(report.views, 1):.3f}/view)",
         ),
         ("aggregator invocations", f"{report.aggregator_invocations:,}"),
-        ("items read per refresh", f"{report.items_read_per_refresh:,.1f} (N+S = {report.refresh_floor})"),
+        (
+            "items read per refresh",
+            f"{report.items_read_per_refresh:,.1f} (N+S = {report.refresh_floor})",
+        ),  # global, all time
         ("snapshot refreshes", f"{report.refreshes}"),
         ("freshness p50 / p99", f"{seconds(report.freshness_p50_seconds)} / {seconds(report.freshness_p99_seconds)}"),
         ("failure destination", f"{report.dead_letter_batches} batch(es)"),
