@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, cast
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from shardboard.domain.ports import ThrottleScope
+from shardboard.domain.ports import Throttled, ThrottleScope
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
@@ -67,6 +68,18 @@ def throttle_scope(error: ClientError) -> ThrottleScope | None:
     if reasons:
         return ThrottleScope.PARTITION if any(KEY_RANGE_LIMIT in r for r in reasons) else ThrottleScope.TABLE
     return ThrottleScope.PARTITION if code == "ProvisionedThroughputExceededException" else ThrottleScope.TABLE
+
+
+@contextmanager
+def throttling_as_domain() -> Iterator[None]:
+    """A throttled request raises the domain's ``Throttled`` (nothing was written); any other error passes."""
+    try:
+        yield
+    except ClientError as error:
+        scope = throttle_scope(error)
+        if scope is None:
+            raise
+        raise Throttled(scope) from error
 
 
 def s_attr(value: str) -> dict[str, str]:

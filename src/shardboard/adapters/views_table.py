@@ -19,6 +19,7 @@ from shardboard.adapters.dynamodb import (
     parallel_scan,
     s_attr,
     throttle_scope,
+    throttling_as_domain,
 )
 from shardboard.adapters.keys import (
     BOARD_COUNTER_PREFIX,
@@ -113,7 +114,7 @@ class ViewStore:
         for position, board in enumerate(boards):
             names[f"#b{position}"] = board_counter(board)
             adds.append(f"#b{position} :count")
-        try:
+        with throttling_as_domain():
             response = self.client.update_item(
                 TableName=self.table,
                 Key={PK: s_attr(view_pk(item_id, shard, bucket))},
@@ -127,11 +128,6 @@ class ViewStore:
                 },
                 ReturnConsumedCapacity="TOTAL",
             )
-        except ClientError as error:
-            scope = throttle_scope(error)
-            if scope is None:
-                raise
-            raise Throttled(scope) from error
         return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
 
     def add_seen_view(
@@ -239,7 +235,7 @@ class ViewStore:
     def return_allowance(self, allowance: Allowance) -> None:
         """Give back the views ``take_allowance`` took for a view that was not written (a plain ``ADD`` of minus
         them: the counter exists, the take made it). Raises Throttled (nothing written)."""
-        try:
+        with throttling_as_domain():
             self.client.update_item(
                 TableName=self.table,
                 Key={PK: s_attr(allowance_pk(allowance.window, allowance.kind, allowance.client))},
@@ -247,11 +243,6 @@ class ViewStore:
                 ExpressionAttributeNames={"#used": RATE_USED},
                 ExpressionAttributeValues={":views": n_attr(-allowance.views)},
             )
-        except ClientError as error:
-            scope = throttle_scope(error)
-            if scope is None:
-                raise
-            raise Throttled(scope) from error
 
     def set_counters(
         self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str

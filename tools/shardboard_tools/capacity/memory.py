@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-from botocore.exceptions import ClientError
-
 from shardboard.adapters.board_table import (
     BoardStore,
     aggregate_state,
@@ -33,7 +31,7 @@ from shardboard.adapters.board_table import (
     snapshot_from_item,
     snapshot_item,
 )
-from shardboard.adapters.dynamodb import Item, throttle_scope
+from shardboard.adapters.dynamodb import Item, throttling_as_domain
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
     BOARD,
@@ -98,7 +96,6 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodStatus,
     ShardMetadata,
-    Throttled,
 )
 from shardboard.domain.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
@@ -242,13 +239,8 @@ class MemoryViewStore:
             new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
             for attribute in (VIEWS, *(board_counter(board) for board in boards)):
                 new[attribute] = {"N": str(_number(new, attribute) + count)}
-            try:
+            with throttling_as_domain():
                 self.data.write("UpdateItem", pk, new)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
 
@@ -267,13 +259,8 @@ class MemoryViewStore:
             if existing is not None:
                 charges = self.data.schema.write_charges({PK: {"S": marker_pk}}, existing, existing)
                 doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
-                try:
+                with throttling_as_domain():
                     self.data.emulator.admit("TransactWriteItems", doubled)
-                except ClientError as error:
-                    scope = throttle_scope(error)
-                    if scope is None:
-                        raise
-                    raise Throttled(scope) from error
                 ours = existing.get(SEEN_TOKEN, {}).get("S") == seen.token
                 return SeenOutcome(counted=ours, units=float(sum(charge.units for charge in doubled)))
             marker: Item = {
@@ -291,13 +278,8 @@ class MemoryViewStore:
                 *self.data.schema.write_charges({PK: {"S": pk}}, old, new),
             ]
             doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
-            try:
+            with throttling_as_domain():
                 self.data.emulator.admit("TransactWriteItems", doubled)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
             self.data.items[marker_pk] = marker
             self.data.items[pk] = new
             self._emit(marker_pk, None, marker)
@@ -312,7 +294,7 @@ class MemoryViewStore:
         with self.data.lock:
             old = self.data.items.get(pk)
             used = _number(old or {}, RATE_USED)
-            try:
+            with throttling_as_domain():
                 if used > allowance.limit - allowance.views:
                     self.data.refuse("UpdateItem", pk)
                     return False
@@ -323,11 +305,6 @@ class MemoryViewStore:
                     EXPIRES_AT: {"N": str(allowance.expires_at)},
                 }
                 self.data.write("UpdateItem", pk, new)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
             self._emit(pk, old, new)
         return True
 
@@ -337,13 +314,8 @@ class MemoryViewStore:
         with self.data.lock:
             old = self.data.items.get(pk)
             new = {**(old or {}), PK: {"S": pk}, RATE_USED: {"N": str(_number(old or {}, RATE_USED) - allowance.views)}}
-            try:
+            with throttling_as_domain():
                 self.data.write("UpdateItem", pk, new)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
             self._emit(pk, old, new)
 
     @metered
@@ -367,13 +339,8 @@ class MemoryViewStore:
                 IMPORT_ID: {"S": import_id},
             }
             new |= {counter_attribute(board): {"N": str(count)} for board, count in counts.items()}
-            try:
+            with throttling_as_domain():
                 self.data.write("UpdateItem", pk, new)
-            except ClientError as error:
-                scope = throttle_scope(error)
-                if scope is None:
-                    raise
-                raise Throttled(scope) from error
             self._emit(pk, None, new)
         return CounterSet(WRITTEN, float(self.data.schema.write_charges({PK: {"S": pk}}, None, new)[0].units))
 
