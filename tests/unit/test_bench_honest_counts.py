@@ -18,6 +18,7 @@ from shardboard_tools.bench.honest_counts import (
     REFUSED_VIEWER,
     VIEWER,
     HonestWorkload,
+    expected,
     run_honest_counts,
     views_offered,
 )
@@ -63,6 +64,10 @@ def test_the_limits_refuse_the_scrapers_per_ip_and_per_viewer(result) -> None:
     public = result["runs"][PUBLIC]
     assert public["counts"][REFUSED_IP] > 0 and public["counts"][REFUSED_VIEWER] > 0
     assert public["counts"][COUNTED] < result["runs"][VIEWER]["counts"][COUNTED]
+    offered = views_offered(TINY)
+    modelled = expected(TINY, offered, limited=True)  # the run's outcomes (test above)
+    refused = [view for view, outcome in zip(offered, modelled, strict=True) if "refused" in outcome]
+    assert public["refused_ordinary_viewers"] == sum(view.viewer.startswith("viewer-") for view in refused)
     assert result["rate_windows"] == 3
 
 

@@ -34,6 +34,7 @@ from shardboard_tools.capacity.memory import MemoryViewStore
 PLAIN, VIEWER, PUBLIC = "plain", "viewer", "public"
 COUNTED, DUPLICATE, REFUSED_IP, REFUSED_VIEWER = "counted", "duplicate", "refused by IP", "refused by viewer"
 OUTCOMES = (COUNTED, DUPLICATE, REFUSED_IP, REFUSED_VIEWER)
+ORDINARY = "viewer-"  # the viewers that are not scrapers
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def views_offered(workload: HonestWorkload) -> list[View]:
             else:
                 number = rng.randrange(workload.viewers)
                 seen_by.setdefault(rank, []).append(number)
-            viewer = f"viewer-{number}"
+            viewer = f"{ORDINARY}{number}"
             ip = f"10.{number // workload.viewers_per_ip // 256 % 256}.{number // workload.viewers_per_ip % 256}.1"
         offered.append(View(base.start_epoch + position / base.views_per_s, item_ids[rank], viewer, ip))
     return offered
@@ -133,6 +134,7 @@ class Run:
         outcome = self.record(view)
         self.outcomes.append(outcome)
         self.units[outcome] += self.views.data.emulator.usage.units("write") - before
+        self.views.stream.clear()  # nothing reads it here: 300,000 records would only hold memory
 
     def record(self, view: View) -> str:
         shards = self.workload.base.write_shards
@@ -171,6 +173,11 @@ class Run:
                 outcome: self.units[outcome] / counts[outcome] for outcome in OUTCOMES if counts[outcome]
             },
             "throttled_requests": self.views.data.emulator.usage.throttled_requests,
+            "refused_ordinary_viewers": sum(
+                1
+                for view, outcome in zip(offered, self.outcomes, strict=True)
+                if outcome in (REFUSED_IP, REFUSED_VIEWER) and view.viewer.startswith(ORDINARY)
+            ),
             "outcomes_as_modelled": self.outcomes == truth,
             "exact_base": self.views.scan_totals() == counted_truth,
         }

@@ -85,7 +85,8 @@ def section(result: dict[str, Any], command: str) -> str:
             f"they cost {viewer['units_per_outcome'][DUPLICATE]:g} units instead of "
             f"{viewer['units_per_outcome'][COUNTED]:g}, so the base table costs "
             f"{viewer['base_write_units_per_view'] / plain['base_write_units_per_view']:.2f}x the plain views' per "
-            f"view offered. In public mode the limits refused {_refused(public):.1%} of the views (the scrapers'), "
+            f"view offered. In public mode the limits refused {_refused(public):.1%} of the views "
+            f"({public['refused_ordinary_viewers']:,} of them an ordinary viewer's, the rest the scrapers'), "
             "each for 1 write unit (per IP) or 3 (per viewer: the IP's allowance taken and given back), and every "
             "admitted view pays one unit per allowance; per view offered the base table costs "
             f'{public["base_write_units_per_view"]:.2f} units. "Exact" means the counters in the base table '
