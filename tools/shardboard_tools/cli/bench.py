@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -67,14 +68,17 @@ def command_line(ctx: click.Context) -> str:
 )
 @click.option(
     "--scenario",
-    type=click.Choice(["designs", "boards", "many-boards", "library", "viral-ramp", "viral-ramp-additive"]),
+    type=click.Choice(
+        ["designs", "boards", "many-boards", "library", "honest-counts", "viral-ramp", "viral-ramp-additive"]
+    ),
     default="designs",
     show_default=True,
     help="designs: the side-by-side run; boards: 20 category boards and day/week/month periods "
     "(docs/benchmarks-boards.md); many-boards: one snapshot run over 1,000 changed boards "
     "(docs/boards-and-periods.md); library: the client library's coalesced writes against one write per view, "
-    "4 processes, 1 s and 5 s flushes (docs/benchmarks.md, Client library); viral-ramp: dynamic write sharding "
-    "under a ramp (docs/dynamic-sharding.md).",
+    "4 processes, 1 s and 5 s flushes (docs/benchmarks.md, Client library); honest-counts: base-table write units "
+    "per view without viewer, with viewer (duplicates) and in public mode (rate limits) (docs/benchmarks.md); "
+    "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
 @click.option(
@@ -114,6 +118,9 @@ def bench(
         return
     if scenario == "library":
         run_library_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
+        return
+    if scenario == "honest-counts":
+        run_honest_counts_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -201,11 +208,49 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
 
 
 def write_keeping_library_section(path: Path, document: str) -> None:
-    """Write docs/benchmarks.md, carrying over the "Client library" section ``--scenario library`` wrote."""
-    from shardboard_tools.bench.library_report import kept_section, with_section
+    """Write docs/benchmarks.md, carrying over the sections ``--scenario library`` ("Client library") and
+    ``--scenario honest-counts`` wrote."""
+    from shardboard_tools.bench import honest_counts_report, library_report
 
-    kept = kept_section(path.read_text(encoding="utf-8")) if path.exists() else None
-    path.write_text(with_section(document, kept) if kept else document, encoding="utf-8")
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    for report in (library_report, honest_counts_report):
+        kept = report.kept_section(old)
+        document = report.with_section(document, kept) if kept else document
+    path.write_text(document, encoding="utf-8")
+
+
+def run_honest_counts_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
+    """``--scenario honest-counts``: base-table write units per view without viewer, with it, and rate-limited."""
+    from shardboard_tools.bench.honest_counts import HonestWorkload, run_honest_counts
+    from shardboard_tools.bench.honest_counts_report import section, table, with_section
+
+    defaults = HonestWorkload().base
+    sized = {
+        name: ctx.params[option]
+        for option, name in (("views", "views"), ("items", "items"), ("views_per_sec", "views_per_s"))
+        if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
+    }
+    workload = HonestWorkload(base=dataclasses.replace(defaults, **sized))
+    screen = Console(stderr=True) if as_json else Console()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        tasks = {name: progress.add_task(name, total=workload.base.views) for name in ("plain", "viewer", "public")}
+        result = run_honest_counts(
+            workload, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
+        )
+    screen.print(table(result))
+    if out is not None:
+        path = out / "benchmarks.md"
+        document = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+        path.write_text(with_section(document, section(result, command_line(ctx))), encoding="utf-8")
+        screen.print(f"wrote {path}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
 
 
 def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:

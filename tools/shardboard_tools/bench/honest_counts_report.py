@@ -1,0 +1,130 @@
+"""The honest-counts scenario's table and its section of docs/benchmarks.md ("Honest counts: cost per view with
+and without viewer"), between its own markers so that ``make bench`` carries it over (as the library's)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from rich.table import Table
+
+from shardboard_tools.bench.honest_counts import COUNTED, DUPLICATE, OUTCOMES, PLAIN, PUBLIC, VIEWER
+
+START, END = "<!-- honest-counts:start -->", "<!-- honest-counts:end -->"
+_SECTION = re.compile(re.escape(START) + ".*?" + re.escape(END) + "\n?", re.DOTALL)
+TITLES = {PLAIN: "no viewer, limits off", VIEWER: "viewer", PUBLIC: "viewer, public (limits on)"}
+
+
+def _share(outcome: str) -> Callable[[dict[str, Any]], str]:
+    return lambda run: f"{run['shares'][outcome]:.1%}" if run["counts"][outcome] else "-"
+
+
+def _units(outcome: str) -> Callable[[dict[str, Any]], str]:
+    return lambda run: f"{run['units_per_outcome'][outcome]:g}" if outcome in run["units_per_outcome"] else "-"
+
+
+def _exact(run: dict[str, Any]) -> str:
+    return "yes" if run["exact_base"] and run["outcomes_as_modelled"] else "NO"
+
+
+Row = tuple[str, Callable[[dict[str, Any]], str]]
+ROWS: tuple[Row, ...] = (
+    ("base-table write units per view offered", lambda run: f"{run['base_write_units_per_view']:.3f}"),
+    ("base-table write units per counted view", lambda run: f"{run['base_write_units_per_counted_view']:.3f}"),
+    *((f"share {outcome}", _share(outcome)) for outcome in OUTCOMES),
+    *((f"write units per view {outcome}", _units(outcome)) for outcome in OUTCOMES),
+    ("counted views exact (base table = the rules' model)", _exact),
+    ("throttled requests", lambda run: f"{run['throttled_requests']:,}"),
+)
+
+
+def table(result: dict[str, Any]) -> Table:
+    base = result["workload"]["base"]
+    shown = Table(title=f"honest-counts: {base['views']:,} Zipf views at {base['views_per_s']:,.0f}/s")
+    shown.add_column("figure")
+    for name in result["runs"]:
+        shown.add_column(TITLES[name], justify="right")
+    for label, show in ROWS:
+        shown.add_row(label, *(show(run) for run in result["runs"].values()))
+    return shown
+
+
+def section(result: dict[str, Any], command: str) -> str:
+    """The "Honest counts" section, between its markers."""
+    runs, workload = result["runs"], result["workload"]
+    base, limits = workload["base"], workload["limits"]
+    plain, viewer, public = runs[PLAIN], runs[VIEWER], runs[PUBLIC]
+    lines = [
+        START,
+        "## Honest counts: cost per view with and without viewer",
+        "",
+        *_wrapped(
+            f"Made by `{command}` (virtual time on the capacity emulator; docs/honest-counts.md). The benchmark's "
+            f"items ({base['views']:,} views, {base['distribution']}, {base['views_per_s']:,.0f} views/s, so "
+            f"{result['rate_windows']} rate-limit minutes), each view with a viewer from a pool of "
+            f"{workload['viewers']:,} ({workload['viewers_per_ip']} per IP address); "
+            f"{workload['reload_share']:.0%} of views reload an item their viewer viewed already, and "
+            f"{workload['scraper_share']:.0%} come from {workload['scrapers']} scrapers (half under their own "
+            "names, half rotating viewer names from one address). The same views go to three fresh base tables "
+            "through the real domain code: `record_views` (no viewer, limits off: the API path without a viewer), "
+            f"`record_seen_view` (DedupeWindow {workload['dedupe_window_seconds']:,} s), and the same inside "
+            f"`rate_limit.within` at the template's default limits ({limits['per_ip']} views per IP and "
+            f"{limits['per_viewer']} per viewer per minute)."
+        ),
+        "",
+        "| figure | " + " | ".join(TITLES[name] for name in runs) + " |",
+        "|---|" + "---:|" * len(runs),
+    ]
+    lines += [f"| {label} | " + " | ".join(show(run) for run in runs.values()) + " |" for label, show in ROWS]
+    lines += [
+        "",
+        *_wrapped(
+            f"With a viewer, {viewer['shares'][DUPLICATE]:.1%} of the views offered were duplicates (measured); "
+            f"they cost {viewer['units_per_outcome'][DUPLICATE]:g} units instead of "
+            f"{viewer['units_per_outcome'][COUNTED]:g}, so the base table costs "
+            f"{viewer['base_write_units_per_view'] / plain['base_write_units_per_view']:.2f}x the plain views' per "
+            f"view offered. In public mode the limits refused {_refused(public):.1%} of the views "
+            f"({public['refused_ordinary_viewers']:,} of them an ordinary viewer's, the rest the scrapers'), "
+            "each for 1 write unit (per IP) or 3 (per viewer: the IP's allowance taken and given back), and every "
+            "admitted view pays one unit per allowance; per view offered the base table costs "
+            f'{public["base_write_units_per_view"]:.2f} units. "Exact" means the counters in the base table '
+            "equal, item by item, the views a model of the rules written in the benchmark (not the domain's code) "
+            "counts: every view (no viewer), the distinct (viewer, item, window) (viewer), those of the views a "
+            "fixed-window counter per client admits (public); and every view's outcome is the model's."
+        ),
+        "",
+        *_wrapped(
+            "Only the base table is priced. The aggregator's cost per counted view does not depend on viewers: "
+            "markers and allowance counters are filtered out before it, so it reads one stream record per counted "
+            "view whichever run wrote it (the designs scenario above prices it); fewer counted views (duplicates, "
+            "refusals) mean proportionally fewer records. As for docs/honest-counts.md's figures, these are the "
+            "emulator's pricing of DynamoDB's rules (items under 1 KB, transactions twice per item, failed "
+            "conditions charged), not a measurement on AWS."
+        ),
+        END,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _refused(run: dict[str, Any]) -> float:
+    return float(sum(share for outcome, share in run["shares"].items() if outcome.startswith("refused")))
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, width=120, break_on_hyphens=False)
+
+
+def with_section(document: str, part: str) -> str:
+    """``document`` with its honest-counts section replaced by ``part`` (appended when it has none)."""
+    if _SECTION.search(document):
+        return _SECTION.sub(lambda _: part, document, count=1)
+    return document.rstrip("\n") + "\n\n" + part
+
+
+def kept_section(document: str) -> str | None:
+    """The honest-counts section of a document about to be rewritten, to carry over."""
+    found = _SECTION.search(document)
+    return found.group(0) if found else None
