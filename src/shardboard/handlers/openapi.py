@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer, SecurityScheme
 
-from shardboard.handlers import read_api, record_views, routes
+from shardboard.handlers import items_admin, read_api, record_views, routes
 
 DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
@@ -55,7 +55,7 @@ def document() -> dict[str, Any]:
     from shardboard import __version__
 
     merged = OpenAPIMerge(title="shardboard", version=__version__, description=DESCRIPTION, on_conflict="error")
-    for function in (record_views, read_api):
+    for function in (record_views, read_api, items_admin):
         merged.add_schema(json.loads(function.app.get_openapi_json_schema(security_schemes=SECURITY_SCHEMES)))
     api = json.loads(merged.get_openapi_json_schema())
     api.pop("servers", None)  # the stack's URL is the ApiUrl output; a document for every stack names none
