@@ -66,6 +66,8 @@ def test_every_route_of_the_template_is_served(pipeline):
         "POST /views": "RecordViewsFunction",
         "GET /leaderboard": "ReadApiFunction",
         "GET /items/{id+}": "ReadApiFunction",
+        "GET /item": "ReadApiFunction",
+        "PUT /item": "ItemsAdminFunction",
     }
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -25,13 +25,11 @@ from shardboard.schema import ItemMeta, ItemPut
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
 
-IdQuery = Annotated[str, Query(alias="id", description="The item id, percent-encoded (1-512 bytes of UTF-8).")]
-
 
 @app.put("/item", **routes.PUT_ITEM)
 @tracer.capture_method
-def put_item(document: Annotated[ItemMeta, Body()], item: IdQuery) -> ItemPut:
-    del item  # documented for the OpenAPI body; read from the raw query string (routes.query_value says why)
+def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
+    # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
     item_id = validation.item_id(routes.query_value(app.current_event.raw_query_string, "id"))
     record = item_store().put(item_id, document.stored(), iso_ms(datetime.now(UTC)))
     # Who changed what, for CloudWatch Logs Insights (the audit rows of the items table come with takedowns).

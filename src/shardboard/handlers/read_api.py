@@ -27,7 +27,6 @@ BoardQuery = Annotated[str, Query(description="Board name (default: the global b
 PeriodQuery = Annotated[str, Query(description="all (the default) or one of the stack's Periods.")]
 AtQuery = Annotated[str, Query(description="ISO-8601 date or date-time in the period (default: now).")]
 LimitQuery = Annotated[str, Query(description="How many items, 1 to the board's N (default N).")]
-IdQuery = Annotated[str, Query(alias="id", description="The item id, percent-encoded (1-512 bytes of UTF-8).")]
 
 
 @app.get("/leaderboard", **routes.GET_LEADERBOARD)
@@ -68,8 +67,8 @@ def get_item() -> Item:
 
 @app.get("/item", **routes.GET_ITEM_BY_QUERY)
 @tracer.capture_method
-def get_item_by_query(item: IdQuery) -> Item:
-    del item  # documented for the OpenAPI body; read from the raw query string (routes.query_value says why)
+def get_item_by_query() -> Item:
+    # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
     return read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id")))
 
 
