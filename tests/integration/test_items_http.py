@@ -188,3 +188,24 @@ def test_without_require_items_views_of_any_id_count(pipeline):
     assert call(pipeline, "record_views", post(json.dumps({"id": "never-put", "count": 1})))[0] == 202
     assert pipeline.truth() == {"never-put": 1}
     assert scan(pipeline, pipeline.settings.items_table) == []  # no item check, no read or write of the catalogue
+
+
+@pytest.mark.parametrize(
+    ("authorizer", "who"),
+    [
+        (None, "arn:aws:iam::123456789012:user/editor"),  # the sample: SigV4, IAM user
+        ({"jwt": {"claims": {"sub": "u-7", "scope": "items:admin"}, "scopes": ["items:admin"]}}, "u-7"),
+        ({"jwt": {"claims": {"client_id": "backend-1"}, "scopes": ["items:admin"]}}, "backend-1"),
+    ],
+)
+def test_each_put_logs_one_audit_line_naming_the_caller(pipeline, caplog, authorizer, who):
+    # Given a put by an IAM user, or by a token's subject or client
+    event = put_item("images/9.jpg", json.dumps(CAT))
+    if authorizer is not None:
+        event["requestContext"]["authorizer"] = authorizer
+    # When it is stored
+    with caplog.at_level("INFO", logger="shardboard"):
+        assert call(pipeline, "items_admin", event)[0] == 200
+    # Then one structured ItemAudit record says who put which item
+    audits = [r for r in caplog.records if r.getMessage() == "ItemAudit"]
+    assert [(r.op, r.item_id, r.by, r.rev) for r in audits] == [("put", "images/9.jpg", who, 1)]
