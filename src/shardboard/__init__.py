@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         RecorderClosed,
         RecorderStats,
         Standings,
+        UnknownItem,
     )
 
     __version__: str
@@ -34,6 +35,7 @@ __all__ = [
     "RecorderClosed",
     "RecorderStats",
     "Standings",
+    "UnknownItem",
 ]
 
 

@@ -49,7 +49,10 @@ recording process with SIGKILL between and during flushes and checks both.
 ``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
 write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
 it. The writer needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table
-(dynamic sharding); a reader ``GetItem`` on the board table.
+(dynamic sharding); a reader ``GetItem`` on the board table. With ``require_items=True`` in the settings (the
+stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT /item`` and buffers
+nothing: one items-table GetItem per id, positive answers kept 10 s (the writer then needs ``GetItem`` on the items
+table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
@@ -74,19 +77,20 @@ import boto3
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import client_config, region
-from shardboard.domain import validation
+from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
 from shardboard.domain.ports import PeriodKey, SeenViewCounters
 from shardboard.domain.ranking import RankedEntry
-from shardboard.domain.recording import Where, record_seen_view, write_views
+from shardboard.domain.recording import Where, admitted, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
 from shardboard.handlers.wiring import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 
 BadInput = validation.BadInput
+UnknownItem = items.UnknownItem
 log = logging.getLogger("shardboard.client")
 
 # Concurrent counter writes per flush: a flush of 10,000 keys is 10,000 small writes.
@@ -108,6 +112,8 @@ class Stores:
 
     views: SeenViewCounters
     router: ShardRouter | None = None
+    # RequireItems (``Settings.require_items``): whether an id was created; None when the stack does not require it.
+    admit: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,10 +219,10 @@ class Recorder:
             self.client: Any = _dynamodb(session, workers)
             # The collaborators the API function builds (the same stores, the same shard router), on this client.
             container = Container(self.settings, self.client)
-            stores = Stores(container.views, container.router)
+            stores = Stores(container.views, container.router, container.admission)
         else:
             self.client = None
-        self._views, self._router = stores.views, stores.router
+        self._views, self._router, self._admit = stores.views, stores.router, stores.admit
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
@@ -245,6 +251,7 @@ class Recorder:
         who = validation.viewer(viewer)
         validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
+        admitted(item_id, self._admit)  # RequireItems: an id never created raises UnknownItem, nothing buffered
         now = self._clock()
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
         key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BOARD_NAME, MAX_BOARDS_PER_VIEW
+from shardboard.domain.items import ItemRecord, meta
 from shardboard.domain.snapshot import leaderboard_json
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
@@ -143,11 +151,81 @@ class Leaderboard(BaseModel):
         return self.model_dump(mode="json")
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
 class Item(BaseModel):
-    """``GET /items/{id}``: an item's exact views on the global board, all time (its aggregate)."""
+    """``GET /item?id=`` and ``GET /items/{id}``: an item's exact views on the global board, all time (its
+    aggregate), with its metadata when it was created with ``PUT /item`` (the metadata fields are absent otherwise,
+    so the answer of an item without a record is what it always was)."""
 
     id: str
     views: int = Field(ge=0)
+    # Left out of the answer when absent (exclude_if), rather than null: older clients see what they always saw.
+    meta: dict[str, Any] | None = Field(
+        default=None, exclude_if=_absent, description="The document last put (absent if never put)."
+    )
+    created_at: str | None = Field(
+        default=None, exclude_if=_absent, description="First put (ISO-8601 UTC, ms); absent if never put."
+    )
+    updated_at: str | None = Field(
+        default=None, exclude_if=_absent, description="Last put (ISO-8601 UTC, ms); absent if never put."
+    )
+
+    @classmethod
+    def of(cls, item_id: str, views: int | None, record: ItemRecord | None) -> Item:
+        if record is None:
+            return cls(id=item_id, views=views or 0)
+        return cls(
+            id=item_id,
+            views=views or 0,
+            meta=record.document(),
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+
+
+def _item_meta(value: Any) -> Any:
+    """The domain's rule on a put document (an object, title and URLs, <= 2 KB as compact JSON)."""
+    meta(value)
+    return value
+
+
+class ItemMeta(RootModel[dict[str, Any]]):
+    """``PUT /item?id=`` body: any JSON object of at most 2,048 UTF-8 bytes as compact JSON. ``title`` (at most 200
+    characters), ``url`` and ``thumbnail`` (absolute http(s) URLs) are optional and checked when present."""
+
+    root: Annotated[dict[str, Any], BeforeValidator(_item_meta)]
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"title": "A cat", "url": "https://example.com/cat", "thumbnail": "https://example.com/c.jpg"}]
+        }
+    )
+
+    def stored(self) -> str:
+        return meta(self.root)
+
+
+class ItemPut(BaseModel):
+    """``PUT /item?id=`` answered 200: the item as stored."""
+
+    id: str
+    meta: dict[str, Any]
+    created_at: str = Field(description="First put (ISO-8601 UTC, ms): kept by later puts.")
+    updated_at: str = Field(description="This put (ISO-8601 UTC, ms).")
+    rev: int = Field(ge=1, description="How many puts the item has had.")
+
+    @classmethod
+    def of(cls, record: ItemRecord) -> ItemPut:
+        return cls(
+            id=record.item_id,
+            meta=record.document(),
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            rev=record.rev,
+        )
 
 
 class CountDifference(BaseModel):

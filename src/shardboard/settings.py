@@ -43,7 +43,7 @@ STACK_NAME = re.compile(r"[A-Za-z][-A-Za-z0-9]{0,127}")
 
 
 def table_name(stack: str, table: str) -> str:
-    """The name of one of a stack's tables (``table``: views, board or shards): template.yaml names each
+    """The name of one of a stack's tables (``table``: views, board, shards or items): template.yaml names each
     ``!Sub "${AWS::StackName}-<table>"``; tests/integration/test_client_moto.py checks the two agree."""
     return f"{stack}-{table}"
 
@@ -65,6 +65,7 @@ class Settings:
     views_table: str = table_name(DEFAULT_STACK, "views")
     board_table: str = table_name(DEFAULT_STACK, "board")
     shards_table: str = table_name(DEFAULT_STACK, "shards")
+    items_table: str = table_name(DEFAULT_STACK, "items")
     board: str = DEFAULT_BOARD
     write_shards: int = DEFAULT_WRITE_SHARDS
     max_write_shards: int = DEFAULT_MAX_WRITE_SHARDS
@@ -90,6 +91,8 @@ class Settings:
     # sends many users' views from one IP), so the functions enforce whatever they are given.
     views_per_ip_per_minute: int = 0
     views_per_viewer_per_minute: int = 0
+    # RequireItems: a view of an id never created with PUT /item is refused (404, nothing written).
+    require_items: bool = False
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
@@ -138,7 +141,7 @@ class Settings:
         ``changes`` set the parameters a deployment changed (``write_shards=40``, ``periods=("hour", "day")``)."""
         if not isinstance(stack, str) or not STACK_NAME.fullmatch(stack):
             raise ConfigError(f"stack must be a CloudFormation stack name (a letter, then [-A-Za-z0-9]), got {stack!r}")
-        tables = {f"{table}_table": table_name(stack, table) for table in ("views", "board", "shards")}
+        tables = {f"{table}_table": table_name(stack, table) for table in ("views", "board", "shards", "items")}
         return cls(**{**tables, **changes})
 
     @classmethod
@@ -160,6 +163,7 @@ class Settings:
             views_table=env.get("VIEWS_TABLE", defaults.views_table),
             board_table=env.get("BOARD_TABLE", defaults.board_table),
             shards_table=env.get("SHARDS_TABLE", defaults.shards_table),
+            items_table=env.get("ITEMS_TABLE", defaults.items_table),
             board=env.get("BOARD_NAME", defaults.board),
             write_shards=integer("WRITE_SHARDS", defaults.write_shards),
             max_write_shards=integer("MAX_WRITE_SHARDS", defaults.max_write_shards),
@@ -178,6 +182,7 @@ class Settings:
             dedupe_window_seconds=integer("DEDUPE_WINDOW", defaults.dedupe_window_seconds),
             views_per_ip_per_minute=integer("VIEWS_PER_IP_PER_MINUTE", defaults.views_per_ip_per_minute),
             views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),
+            require_items=env.get("REQUIRE_ITEMS", str(defaults.require_items)).lower() in ("1", "true", "yes"),
         )
 
 

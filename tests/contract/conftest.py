@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
+from shardboard_tools.capacity.memory import (
+    MemoryBoardStore,
+    MemoryItemStore,
+    MemoryShardMetadataStore,
+    MemoryViewStore,
+)
 from shardboard_tools.local.runtime import Runtime
 from tests.conftest import Pipeline
 
@@ -30,6 +35,7 @@ class Ports:
     board: Any  # Board
     shards: Any  # ShardMetadataStore
     stream: Callable[[], list[dict[str, Any]]]
+    items: Any  # ItemCatalog
 
     def counter_records(self) -> list[dict[str, Any]]:
         """The base stream's counter records. moto also emits a key-only INSERT before the one an UpdateItem that
@@ -39,13 +45,20 @@ class Ports:
 
 def dynamodb_ports(name: str, runtime: Runtime) -> Ports:
     pipeline = Pipeline(runtime)
-    return Ports(name, runtime.views, runtime.board, runtime.shard_metadata, pipeline.stream_records)
+    return Ports(name, runtime.views, runtime.board, runtime.shard_metadata, pipeline.stream_records, runtime.items)
 
 
 def memory_ports() -> Ports:
     emulator = CapacityEmulator(VirtualClock())
     views = MemoryViewStore(emulator)
-    return Ports("memory", views, MemoryBoardStore(emulator), MemoryShardMetadataStore(emulator), lambda: views.stream)
+    return Ports(
+        "memory",
+        views,
+        MemoryBoardStore(emulator),
+        MemoryShardMetadataStore(emulator),
+        lambda: views.stream,
+        MemoryItemStore(emulator),
+    )
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

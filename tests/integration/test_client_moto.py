@@ -475,3 +475,20 @@ def test_the_buffer_is_flushed_at_interpreter_exit(tmp_path):
     assert lines[0] == "exiting with 150 views buffered"
     assert json.loads(lines[-1]) == {"a": 50, "b": 100}
     assert "lost" not in done.stderr
+
+
+# --------------------------------------------------------------------------------------------------- RequireItems
+def test_a_recorder_of_a_stack_requiring_items_refuses_ids_never_created(make_pipeline):
+    from shardboard import UnknownItem
+
+    # Given a stack deployed with RequireItems, one item created
+    pipeline = make_pipeline(RequireItems="true")
+    pipeline.runtime.items.put("known", "{}", "2026-11-23T17:00:00.000Z")
+    with Recorder(settings=pipeline.settings, flush_interval=None) as r:
+        # When views of a created and of a never created id are recorded
+        r.record("known", 2)
+        with pytest.raises(UnknownItem, match="'ghost' was never created"):
+            r.record("ghost")
+        r.flush()
+    # Then only the created item's views were buffered and written
+    assert pipeline.truth() == {"known": 2}

@@ -66,6 +66,8 @@ def test_every_route_of_the_template_is_served(pipeline):
         "POST /views": "RecordViewsFunction",
         "GET /leaderboard": "ReadApiFunction",
         "GET /items/{id+}": "ReadApiFunction",
+        "GET /item": "ReadApiFunction",
+        "PUT /item": "ItemsAdminFunction",
     }
 
 
@@ -73,14 +75,31 @@ def test_every_route_of_the_template_is_served(pipeline):
 def test_odd_ids_reach_the_greedy_route_whole(pipeline, serve, item):
     # Given the local API
     url = serve()
-    # When a view of an odd id is posted, aggregated, and the item read back by its percent-encoded id
+    # When a view of an odd id is posted, aggregated, and the item read back by its percent-encoded id (in the path,
+    # or in the query for an id with '?', which no path can carry)
     posted = requests.post(url + "views", json={"id": item, "count": 2}, timeout=10)
     pipeline.aggregate(pipeline.stream_records())
-    read = requests.get(url + "items/" + quote(item, safe=""), timeout=10)
+    where = "item?id=" if "?" in item else "items/"
+    read = requests.get(url + where + quote(item, safe=""), timeout=10)
     # Then both reach the functions with the whole id: "/" and "#" included
     assert (posted.status_code, posted.json()["id"]) == (202, item)
     assert (read.status_code, read.json()) == (200, {"id": item, "views": 2})
     assert pipeline.truth() == {item: 2}
+
+
+def test_a_path_ends_at_a_decoded_question_mark_as_api_gateway_cuts_it(pipeline, serve):
+    # Given the items "q" and "q?x" with views
+    url = serve()
+    for item in ("q", "q?x"):
+        requests.post(url + "views", json={"id": item}, timeout=10)
+    pipeline.aggregate(pipeline.stream_records())
+    # When "q?x" is asked for in the path form, percent-encoded
+    answer = requests.get(url + "items/q%3Fx", timeout=10)
+    # Then the function sees the path cut at the decoded '?': the answer is about "q"
+    assert (answer.status_code, answer.json()["id"]) == (200, "q")
+    assert requests.get(url + "items/%3Fx", timeout=10).status_code == 404  # nothing left for the greedy route
+    # And the query form names the whole id
+    assert requests.get(url + "item?id=q%3Fx", timeout=10).json()["id"] == "q?x"
 
 
 def test_an_id_with_an_encoded_newline_reaches_the_function_and_its_400(pipeline, serve):

@@ -285,4 +285,51 @@ def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, writ
     template = choice(pipeline.runtime.template, **parameters, **extra)
     authorizer = TemplateAuthorizer(template, parameters["WriteAuth"])
     needs = {route.key: authorizer.requirement(route, route.method) for route in template_routes(template)}
-    assert needs == {"POST /views": write, "GET /leaderboard": ("public", []), "GET /items/{id+}": ("public", [])}
+    # The item admin route takes WriteAuth's mechanism with the admin scope; PublicViews never opens it.
+    admin = ("iam", []) if parameters["WriteAuth"] == "iam" else ("jwt", ["items:admin"])
+    assert needs == {
+        "POST /views": write,
+        "GET /leaderboard": ("public", []),
+        "GET /items/{id+}": ("public", []),
+        "GET /item": ("public", []),
+        "PUT /item": admin,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- item admin routes
+CAT = b'{"title": "A cat"}'
+
+
+def items_in(pipeline) -> list[dict[str, Any]]:
+    table = pipeline.settings.items_table
+    return list(pipeline.runtime.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"])
+
+
+def signed_put(url: str, body: bytes = CAT) -> requests.Response:
+    request = AWSRequest(method="PUT", url=url, data=body, headers={"Content-Type": "application/json"})
+    SigV4Auth(CREDENTIALS, "execute-api", REGION).add_auth(request)
+    return requests.put(request.url, data=body, headers=dict(request.headers), timeout=10)
+
+
+@pytest.mark.parametrize("public", ["false", "true"])
+def test_put_item_needs_a_signature_with_iam_even_with_public_views(pipeline, serve, public):
+    url = serve(iam(), WriteAuth="iam", PublicViews=public)
+    # An unsigned put is refused by the gateway and writes nothing
+    assert requests.put(url + "item?id=a%2Fb", data=CAT, timeout=10).status_code == 403
+    assert items_in(pipeline) == []
+    # A signed one is stored, and the item reads back publicly
+    assert signed_put(url + "item?id=a%2Fb").status_code == 200
+    assert http.get(url + "item?id=a%2Fb").json()["meta"] == {"title": "A cat"}
+
+
+def test_put_item_needs_the_admin_scope_with_jwt(pipeline, serve, keys):
+    url = serve(jwt_auth(keys), **jwt_parameters(), PublicViews="true")
+    # A token with the views scope only (what POST /views needs) is forbidden, and nothing is written
+    writer = {"Authorization": f"Bearer {token(keys)}"}
+    assert requests.put(url + "item?id=a", data=CAT, headers=writer, timeout=10).status_code == 403
+    assert requests.put(url + "item?id=a", data=CAT, timeout=10).status_code == 401
+    assert items_in(pipeline) == []
+    # A token with JwtAdminScope may put
+    admin = {"Authorization": f"Bearer {token(keys, scope='items:admin')}"}
+    answer = requests.put(url + "item?id=a", data=CAT, headers=admin, timeout=10)
+    assert answer.status_code == 200 and answer.json()["rev"] == 1

@@ -35,7 +35,7 @@ def table_items(pipeline):
     client = pipeline.runtime.dynamodb
     return {
         table: client.scan(TableName=table, ConsistentRead=True)["Items"]
-        for table in (pipeline.settings.views_table, pipeline.settings.board_table)
+        for table in (pipeline.settings.views_table, pipeline.settings.board_table, pipeline.settings.items_table)
     }
 
 
@@ -86,6 +86,20 @@ def test_odd_ids_are_read_back_through_the_document_path(api, item):
         # Then it is the same item with its views
         assert status == 200, (path, body)
         assert json.loads(body) == {"id": item, "views": 2}
+
+
+@pytest.mark.parametrize("item", [*ODD_IDS, "a?b", "a,b", "a+b&c=d"])
+def test_odd_ids_are_put_and_read_back_through_the_document_query(api, item):
+    # Given an odd id put through the gateway in the document's query form (percent-encoded)
+    query = f"/item?id={quote(item, safe='')}"
+    status, _, body = call("PUT", query, json.dumps({"title": "t"}).encode())
+    assert status == 200, body
+    # When it is read back in the same form
+    status, _, body = call("GET", query)
+    # Then it is that item with its metadata (and the fixture's views where it has some)
+    assert status == 200, body
+    answer = json.loads(body)
+    assert (answer["id"], answer["meta"], answer["views"]) == (item, {"title": "t"}, 2 if item in ODD_IDS else 0)
 
 
 @pytest.mark.parametrize("body", [b"\x80", b'{"id": "caf\xe9"}', b'{"id": "a", "viewer": "\xff"}'])

@@ -12,7 +12,14 @@ from samtranslator.translator.transform import transform
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
-FUNCTIONS = ("RecordViewsFunction", "AggregatorFunction", "SnapshotFunction", "ShardReviewFunction", "ReadApiFunction")
+FUNCTIONS = (
+    "RecordViewsFunction",
+    "AggregatorFunction",
+    "SnapshotFunction",
+    "ShardReviewFunction",
+    "ReadApiFunction",
+    "ItemsAdminFunction",
+)
 
 
 class NoManagedPolicyNames:

@@ -74,8 +74,16 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         else [{"ViewsJwt": ["views:write"]}]
     )
     # Reads are explicitly unauthenticated (an empty security list) whatever is chosen; the write is as chosen.
-    assert routes(stack) == {"POST /views": expected_write, "GET /leaderboard": [], "GET /items/{id+}": []}
-    for name in (r for requirement in expected_write for r in requirement):
+    # The item admin routes take WriteAuth's mechanism with the admin scope, and PublicViews never opens them.
+    expected_admin = [{"AWS_IAM": []}] if choice["WriteAuth"] == "iam" else [{"ViewsJwt": ["items:admin"]}]
+    assert routes(stack) == {
+        "POST /views": expected_write,
+        "GET /leaderboard": [],
+        "GET /items/{id+}": [],
+        "GET /item": [],
+        "PUT /item": expected_admin,
+    }
+    for name in (r for requirement in [*expected_write, *expected_admin] for r in requirement):
         assert name in schemes(stack)
 
 
@@ -105,7 +113,7 @@ def test_the_jwt_authorizer_exists_only_with_jwt_and_takes_issuer_and_audience_f
         assert routes(stack)["POST /views"] == [{"ViewsJwt": ["shardboard/views.write"]}]
 
 
-def test_the_admin_scope_is_declared_for_the_admin_routes_to_come(sam_template):
+def test_the_admin_scope_is_declared_for_the_admin_routes(sam_template):
     assert sam_template["Parameters"]["JwtAdminScope"]["Default"] == "items:admin"
     Template.load(TEMPLATE, overrides={"JwtAdminScope": "shardboard/items.admin"})
     with pytest.raises(ValueError, match="JwtAdminScope"):
@@ -163,6 +171,18 @@ def test_the_writer_policy_may_invoke_post_views_only(rendered):
 def test_the_writer_policy_exists_only_for_iam(rendered):
     stack = deployed(rendered, WriteAuth="jwt")
     assert "ViewsWriterPolicy" not in stack["Resources"] and "ViewsWriterPolicyArn" not in stack["Outputs"]
+    assert "ItemsAdminPolicy" not in stack["Resources"] and "ItemsAdminPolicyArn" not in stack["Outputs"]
+
+
+def test_the_items_admin_policy_may_invoke_put_item_only(rendered):
+    stack = deployed(rendered)
+    policy = stack["Resources"]["ItemsAdminPolicy"]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Action"] == "execute-api:Invoke"
+    arn = statement["Resource"]["Fn::Sub"]
+    assert arn == "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/$default/PUT/item"
+    assert set(policy["Properties"]) == {"Description", "PolicyDocument"}
+    assert stack["Outputs"]["ItemsAdminPolicyArn"]["Value"] == {"Ref": "ItemsAdminPolicy"}
 
 
 @pytest.mark.parametrize("choice", CHOICES[1:])

@@ -18,6 +18,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
+        ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
@@ -45,6 +46,10 @@ EXPECTED_GRANTS = {
     },
     "ReadApiFunction": {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views
+        ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
+    },
+    "ItemsAdminFunction": {
+        ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put: create or replace (one UpdateItem)
     },
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"  # its own log streams

@@ -125,3 +125,20 @@ SHARD_HISTORY = "shard_history"
 REVIEWED_VIEWS = "reviewed_views"
 REVIEWED_AT = "reviewed_at"
 QUIET_SINCE = "quiet_since"
+
+
+# The items table (issue 13): key pk + sk; the record is sk "meta" under item#<id>, keys built here and never parsed.
+SK = "sk"
+ITEM_RECORD_SK = "meta"
+ITEM_META = "meta"
+CREATED_AT = "created_at"
+UPDATED_AT = "updated_at"
+REV = "rev"
+# The by-created index (newest items, a later slice): hash cs = c#<shard>, range ck = <created_at>#<id>.
+CREATED_SHARD = "cs"
+CREATED_KEY = "ck"
+BY_CREATED_INDEX = "by-created"
+
+
+def item_record_pk(item_id: str) -> str:
+    return f"item#{item_id}"

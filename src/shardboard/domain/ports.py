@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from shardboard.domain.batch import ShardMove
+
+if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
+    from shardboard.domain.items import ItemRecord
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
@@ -312,4 +315,17 @@ class ShardMetadataStore(Protocol):
 
     def scan(self) -> list[ShardMetadata]:
         """Every item that ever grew."""
+        ...
+
+
+class ItemCatalog(Protocol):
+    """The items table (issue 13): one record per item id, created once, replaced by later puts."""
+
+    def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
+        """Create or replace the item's metadata (``meta``: checked compact JSON; ``now``: ISO ms). ``created_at``
+        is set by the first put only; ``rev`` counts the puts."""
+        ...
+
+    def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
+        """The item, or None if it was never put."""
         ...

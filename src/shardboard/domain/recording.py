@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.items import UnknownItem
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import SeenViewCounters, Throttled, ViewCounters
 
@@ -57,16 +58,24 @@ def record_views(
     router: ShardRouter | None = None,
     sleep: Callable[[float], None] = time.sleep,
     where: Where = Where(),
+    admit: Callable[[str], bool] | None = None,
 ) -> Recorded:
     """Record ``count`` views of ``item_id`` in one counter write, on the global board and every board in
     ``where``; bad input, or a write that fails, writes nothing.
 
     Without ``router`` every item has ``write_shards`` shards; with it, each item has its own (dynamic) count.
+    ``admit`` (RequireItems) refuses ids it answers False for with UnknownItem, before anything is written.
     """
     item_id = validation.item_id(item_id)
     count = validation.view_count(count)
+    admitted(item_id, admit)
     units = write_views(views, item_id, count, write_shards, rng, router=router, sleep=sleep, where=where)
     return Recorded(item_id, count, units)
+
+
+def admitted(item_id: str, admit: Callable[[str], bool] | None) -> None:
+    if admit is not None and not admit(item_id):
+        raise UnknownItem(item_id)
 
 
 def write_views(
@@ -100,6 +109,7 @@ def record_seen_view(
     router: ShardRouter | None = None,
     sleep: Callable[[float], None] = time.sleep,
     where: Where = Where(),
+    admit: Callable[[str], bool] | None = None,
 ) -> Recorded:
     """Record ONE view of ``item_id`` by ``seen.viewer``, unless that viewer's view of the item counted already in
     ``seen``'s dedupe window: then nothing is written and the result says ``duplicate`` (docs/honest-counts.md).
@@ -107,6 +117,7 @@ def record_seen_view(
     attempt landed is recognised, never counted twice. Raises Throttled when every attempt was throttled."""
     item_id = validation.item_id(item_id)
     validation.viewer(seen.viewer)
+    admitted(item_id, admit)
     rng = rng or _RNG
 
     def write(shard: int) -> Recorded:

@@ -1,7 +1,8 @@
 """One shape for every HTTP error the functions answer: ``{"message": str, "code": str}`` (shardboard.schema.Error).
 
 Each API function calls :func:`answer_errors` on its resolver once; its routes then just raise: the domain's
-``BadInput`` (400 bad_request), Powertools' ``NotFoundError`` (404 not_found, also for an unknown route), the domain's
+``BadInput`` (400 bad_request), Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404
+not_found, also for an unknown route), the domain's
 ``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After. Powertools' request
 validation errors become 400s with the same one-line reasons the domain's rules give.
 """
@@ -16,6 +17,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.metrics import MetricUnit
 
+from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rate_limit import RateLimited
 from shardboard.domain.validation import BadInput
@@ -47,6 +49,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(BadInput)(bad_input)
     app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(NotFoundError)(not_found)
+    app.exception_handler(UnknownItem)(unknown_item)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
 
@@ -60,6 +63,12 @@ def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
 def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:
     # Powertools raises a bare NotFoundError for a route it does not know.
     return error("not_found", str(missing.msg or "Not found"))
+
+
+def unknown_item(refused: UnknownItem) -> Response[dict[str, Any]]:
+    """RequireItems: a view of an id never created; nothing was written."""
+    metrics.add_metric(name="UnknownItemViews", unit=MetricUnit.Count, value=1)
+    return error("not_found", str(refused))
 
 
 def throttled(refused: Throttled) -> Response[dict[str, Any]]:

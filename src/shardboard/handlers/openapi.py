@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer, SecurityScheme
 
-from shardboard.handlers import read_api, record_views, routes
+from shardboard.handlers import items_admin, read_api, record_views, routes
 
 DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
@@ -49,13 +49,25 @@ ITEM_ID = {
     "schema": {"type": "string", "minLength": 1},
 }
 
+# Every route of issue 13 takes ids in the query string, read from rawQueryString by the function (routes.query_value),
+# not by Powertools (API Gateway joins repeated names with commas), so the document adds the parameter here.
+QUERY_ID = {
+    "name": "id",
+    "in": "query",
+    "required": True,
+    "description": "The item id, percent-encoded, given once: 1-512 bytes of UTF-8, no control characters; any id, "
+    "'?' included.",
+    "schema": {"type": "string", "minLength": 1},
+}
+QUERY_ID_PATHS = ("/item",)
+
 
 def document() -> dict[str, Any]:
     """The whole API's OpenAPI 3 document: title shardboard, the package's version, no servers."""
     from shardboard import __version__
 
     merged = OpenAPIMerge(title="shardboard", version=__version__, description=DESCRIPTION, on_conflict="error")
-    for function in (record_views, read_api):
+    for function in (record_views, read_api, items_admin):
         merged.add_schema(json.loads(function.app.get_openapi_json_schema(security_schemes=SECURITY_SCHEMES)))
     api = json.loads(merged.get_openapi_json_schema())
     api.pop("servers", None)  # the stack's URL is the ApiUrl output; a document for every stack names none
@@ -63,6 +75,9 @@ def document() -> dict[str, Any]:
     item = paths.pop(routes.ITEM_ROUTE)
     item["get"]["parameters"] = [ITEM_ID, *item["get"].get("parameters", [])]
     paths[ITEM_PATH] = item
+    for path in QUERY_ID_PATHS:
+        for operation in paths[path].values():
+            operation["parameters"] = [QUERY_ID, *operation.get("parameters", [])]
     for operation in (op for path in paths.values() for op in path.values()):
         # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
         operation["responses"].pop("422", None)

@@ -1,5 +1,5 @@
-"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot) and
-``GET /items/{id}``."""
+"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), and an
+item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?')."""
 
 from typing import Annotated, Any
 
@@ -15,7 +15,7 @@ from shardboard.domain.snapshot import not_found, period_at
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, settings
+from shardboard.handlers.wiring import board_store, item_store, settings
 from shardboard.schema import Item, Leaderboard
 
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -62,12 +62,24 @@ def get_item() -> Item:
     # "a%41" as "aA".
     event = app.current_event
     raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
+    return read_item(validation.item_id(raw))
+
+
+@app.get("/item", **routes.GET_ITEM_BY_QUERY)
+@tracer.capture_method
+def get_item_by_query() -> Item:
+    # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
+    return read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id")))
+
+
+def read_item(item_id: str) -> Item:
+    """The item's record (if it was put) and its all-time views: two GetItems, one per table."""
     metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
-    item = validation.item_id(raw)
-    views = board_store().aggregate_views(item)
-    if views is None:
-        raise NotFoundError(f"no views recorded for item {item!r}")
-    return Item(id=item, views=views)
+    views = board_store().aggregate_views(item_id)
+    record = item_store().get(item_id)
+    if views is None and record is None:
+        raise NotFoundError(f"no views recorded for item {item_id!r} and it was never created")
+    return Item.of(item_id, views, record)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

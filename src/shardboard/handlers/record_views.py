@@ -12,6 +12,9 @@ DedupeWindow: 202 ``{"id", "recorded": 1, "boards", "duplicate": false}`` when i
 With PublicViews the stack gives per-IP and per-viewer limits (docs/honest-counts.md "Rate limits"): a client past
 its allowance for the minute is answered 429 ``{"message", "code": "rate_limited"}`` with Retry-After, and nothing
 is written (counted in the RateLimitedViews metric).
+
+With RequireItems, a view of an id never created with ``PUT /item`` is answered 404 ``{"message", "code":
+"not_found"}`` and nothing is written (counted in the UnknownItemViews metric).
 """
 
 from typing import Annotated, Any
@@ -24,11 +27,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.rate_limit import RateLimited, allowances, within
-from shardboard.domain.recording import Where, record_seen_view, record_views
+from shardboard.domain.recording import Where, admitted, record_seen_view, record_views
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import settings, shard_router, view_store
+from shardboard.handlers.wiring import item_admission, settings, shard_router, view_store
 from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -43,17 +46,32 @@ def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorde
     where = Where.of(config.anchor, boards)
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
     source_ip = app.current_event.request_context.http.source_ip
+    # RequireItems: an id never created is refused (404) before a rate-limit allowance is even taken.
+    admit = item_admission()
+    admitted(item_id, admit)
     # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
         with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
             if viewer is None:
                 recorded = record_views(
-                    view_store(), item_id, count, config.write_shards, router=shard_router(), where=where
+                    view_store(),
+                    item_id,
+                    count,
+                    config.write_shards,
+                    router=shard_router(),
+                    where=where,
+                    admit=admit,
                 )
             else:
                 seen = Seen.of(viewer, config.dedupe_window_seconds)
                 recorded = record_seen_view(
-                    view_store(), item_id, config.write_shards, seen, router=shard_router(), where=where
+                    view_store(),
+                    item_id,
+                    config.write_shards,
+                    seen,
+                    router=shard_router(),
+                    where=where,
+                    admit=admit,
                 )
     except RateLimited:
         metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)

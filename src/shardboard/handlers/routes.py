@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import base64
 from typing import Any
+from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from shardboard.schema import Error, Item, Leaderboard, ViewSeen, ViewsRecorded
+from shardboard.domain.validation import BadInput
+from shardboard.schema import Error, Item, ItemPut, Leaderboard, ViewSeen, ViewsRecorded
 
 # The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
 # WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
 SIGV4 = "AWS_IAM"
 JWT = "ViewsJwt"
 WRITE_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
+# The item admin routes (issue 13): the same mechanism as WriteAuth says, with JwtAdminScope; PublicViews never
+# opens them.
+ADMIN_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
 PUBLIC: list[dict[str, list[str]]] = []
 
 
@@ -82,6 +87,52 @@ GET_ITEM: dict[str, Any] = {
         404: _json(Error, "No views recorded for the item (code not_found)."),
     },
 }
+
+_ID_QUERY = "Ids travel in the query string (?id=, percent-encoded, once): any id, '?' included."
+
+GET_ITEM_BY_QUERY: dict[str, Any] = {
+    "summary": "An item: its metadata and views",
+    "description": "The item's metadata (when it was created with PUT /item) and its exact views on the global "
+    "board, all time. " + _ID_QUERY,
+    "operation_id": "getItemByQuery",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(Item, "The item."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "Never created and no views recorded (code not_found)."),
+    },
+}
+
+PUT_ITEM: dict[str, Any] = {
+    "summary": "Create or replace an item's metadata (admin)",
+    "description": "The body (a JSON object of at most 2 KB) replaces the item's metadata; the first put sets "
+    "created_at. SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
+    "The body is read as JSON whatever its Content-Type. " + _ID_QUERY,
+    "operation_id": "putItem",
+    "security": ADMIN_SECURITY,
+    "responses": {
+        200: _json(ItemPut, "Stored."),
+        400: _BAD_REQUEST,
+    },
+}
+
+
+def query_value(raw_query: str | None, name: str) -> str:
+    """The one value of ``name`` in a raw query string, percent-decoded as UTF-8, or BadInput.
+
+    Read from ``rawQueryString``, never ``queryStringParameters``: API Gateway joins repeated names there with
+    commas, so an id holding a comma could not be told from two ids.
+    """
+    try:
+        values = parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
+    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
+        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
+    found = values.get(name, [])
+    if not found:
+        raise BadInput(f"missing query parameter: {name}")
+    if len(found) > 1:
+        raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
+    return found[0]
 
 
 def json_request(event: dict[str, Any]) -> dict[str, Any]:

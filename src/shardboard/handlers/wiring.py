@@ -13,9 +13,11 @@ from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.domain.items import ItemAdmission
 from shardboard.settings import Settings
 
 
@@ -42,6 +44,17 @@ class Container:
     @cached_property
     def shard_metadata(self) -> ShardMetadataStore:
         return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+
+    @cached_property
+    def items(self) -> ItemStore:
+        return ItemStore(self.dynamodb, self.settings.items_table)
+
+    @cached_property
+    def admission(self) -> ItemAdmission | None:
+        """RequireItems' check of viewed ids (its cache lives as long as the container), or None when off."""
+        if not self.settings.require_items:
+            return None
+        return ItemAdmission(lambda item_id: self.items.get(item_id) is not None)
 
     @cached_property
     def router(self) -> ShardRouter | None:
@@ -89,6 +102,14 @@ def board_store() -> BoardStore:
 
 def shard_metadata_store() -> ShardMetadataStore:
     return container().shard_metadata
+
+
+def item_store() -> ItemStore:
+    return container().items
+
+
+def item_admission() -> ItemAdmission | None:
+    return container().admission
 
 
 def shard_router() -> ShardRouter | None:

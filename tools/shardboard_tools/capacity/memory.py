@@ -1,5 +1,6 @@
 """The in-memory implementation of each port (``shardboard.domain.ports``), charging every request to a
-CapacityEmulator: ``MemoryViewStore`` (ViewCounters), ``MemoryBoardStore`` (Board), ``MemoryShardMetadataStore``.
+CapacityEmulator: ``MemoryViewStore`` (ViewCounters), ``MemoryBoardStore`` (Board), ``MemoryShardMetadataStore``,
+``MemoryItemStore`` (ItemCatalog).
 
 Items are kept in DynamoDB's wire format and every condition is the adapter's ConditionExpression evaluated in
 Python, so the real domain code (recording, the batch fold, ``apply_batch``, ``take_snapshot``) decides every request
@@ -32,6 +33,7 @@ from shardboard.adapters.board_table import (
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttling_as_domain
+from shardboard.adapters.items_table import ItemStore, item_record, put_values
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
     BOARD,
@@ -39,16 +41,22 @@ from shardboard.adapters.keys import (
     BOARD_SHARD,
     BUCKET,
     BY_CHANGE_INDEX,
+    BY_CREATED_INDEX,
     BY_VIEWS_INDEX,
     CHANGE_PROJECTION,
     CHANGED,
     CHANGED_AT,
     CHANGES,
     CLEAN_BOARD,
+    CREATED_AT,
+    CREATED_KEY,
+    CREATED_SHARD,
     DIRTY,
     EXPIRES_AT,
     IMPORT_ID,
     ITEM_ID,
+    ITEM_META,
+    ITEM_RECORD_SK,
     LAST_UPDATED,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
@@ -57,12 +65,15 @@ from shardboard.adapters.keys import (
     QUIET_SINCE,
     RATE_USED,
     REFRESHED_AT,
+    REV,
     REVIEWED_AT,
     REVIEWED_VIEWS,
     SEEN_TOKEN,
     SHARD,
     SHARD_HISTORY,
+    SK,
     SOURCE_VIEWS,
+    UPDATED_AT,
     VIEWS,
     aggregate_pk,
     allowance_pk,
@@ -72,6 +83,7 @@ from shardboard.adapters.keys import (
     entry_pk,
     index_key_attr,
     index_name,
+    item_record_pk,
     seen_pk,
     shards_pk,
     snapshot_pk,
@@ -84,6 +96,7 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
+from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
@@ -895,12 +908,55 @@ def _condition_holds(old: dict[str, Any] | None, expected: ShardMetadata | None,
     )
 
 
+def items_schema(table: str) -> TableSchema:
+    """template.yaml's items table: pk + sk, and the by-created index projecting everything."""
+    return TableSchema(table, PK, SK, (IndexSchema(BY_CREATED_INDEX, CREATED_SHARD, CREATED_KEY, None),))
+
+
+class MemoryItemStore:
+    """The items table in memory (the ItemCatalog port): the adapter's UpdateItem (``if_not_exists`` on the
+    creation attributes, ``ADD rev``) applied in Python, every request priced."""
+
+    def __init__(
+        self, emulator: CapacityEmulator, table: str = "memory-items", created_shards: int = DEFAULT_CREATED_SHARDS
+    ) -> None:
+        self.data = MemoryTable(items_schema(table), emulator)
+        self.created_shards = created_shards
+
+    def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
+        pk = item_record_pk(item_id)
+        values = put_values(item_id, meta, now, self.created_shards)
+        with self.data.lock:
+            old = self.data.items.get(pk) or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}
+            new = {
+                **old,
+                ITEM_ID: values[":id"],
+                ITEM_META: values[":meta"],
+                UPDATED_AT: values[":now"],
+                CREATED_AT: old.get(CREATED_AT, values[":now"]),
+                CREATED_SHARD: old.get(CREATED_SHARD, values[":cs"]),
+                CREATED_KEY: old.get(CREATED_KEY, values[":ck"]),
+                REV: {"N": str(int(old.get(REV, {"N": "0"})["N"]) + 1)},
+            }
+            self.data.write("UpdateItem", pk, new)
+        return item_record(new)
+
+    def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
+        with self.data.lock:
+            item = self.data.read("GetItem", item_record_pk(item_id), consistent)
+        return None if item is None else item_record(item)
+
+
 # The type checker holds both implementations of each port to it: a method missing or typed differently in either
 # fails `make lint` (the behaviour is held to DynamoDB's by tests/contract).
 IMPLEMENTATIONS: tuple[
-    tuple[type[ports.ViewCounters], ...], tuple[type[ports.Board], ...], tuple[type[ports.ShardMetadataStore], ...]
+    tuple[type[ports.ViewCounters], ...],
+    tuple[type[ports.Board], ...],
+    tuple[type[ports.ShardMetadataStore], ...],
+    tuple[type[ports.ItemCatalog], ...],
 ] = (
     (MemoryViewStore, ViewStore),
     (MemoryBoardStore, BoardStore),
     (MemoryShardMetadataStore, ShardMetadataStore),
+    (MemoryItemStore, ItemStore),
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from shardboard.settings import DEFAULT_STACK
-from shardboard_tools.cli import bench, demo, importing, pipeline, plan, recovery, reshard, serve
+from shardboard_tools.cli import bench, demo, importing, items, pipeline, plan, recovery, reshard, serve
 from shardboard_tools.cli.common import one_line_errors
 from shardboard_tools.local.runtime import Runtime, use_local_credentials_if_needed
 
@@ -64,7 +64,7 @@ def main(
         ctx.obj = Runtime.from_template(template_path, overrides, stack)
 
 
-for command in [*pipeline.COMMANDS, *recovery.COMMANDS, *importing.COMMANDS]:
+for command in [*pipeline.COMMANDS, *items.COMMANDS, *recovery.COMMANDS, *importing.COMMANDS]:
     main.add_command(command)
 for command in [*demo.COMMANDS, *serve.COMMANDS]:
     main.add_command(command)

@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
 from shardboard.domain import validation
+from shardboard.domain.items import UnknownItem
 from shardboard.settings import ConfigError
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.template import TemplateError
@@ -39,7 +40,7 @@ def one_line_errors() -> Iterator[None]:
     """Turn expected failures into one line on stderr instead of a traceback (bad input exits 2)."""
     try:
         yield
-    except (validation.BadInput, TemplateError, ConfigError) as error:
+    except (validation.BadInput, UnknownItem, TemplateError, ConfigError) as error:
         fail(str(error), 2)
     except ClientError as error:
         info = error.response.get("Error", {})

@@ -13,7 +13,7 @@ from rich.table import Table
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.recording import Recorded, Where, record_seen_view, record_views
+from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard.domain.snapshot import not_found, period_at
 from shardboard.schema import Leaderboard, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
@@ -64,6 +64,10 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple
         validation.view_count(count)
         validation.viewed_count(count, validation.viewer(viewer))
         where = Where.of(rt.settings.anchor, boards)
+        # RequireItems (-p RequireItems=true): every ITEM must have been created, or nothing is written.
+        admit = rt.stores().admission
+        for item in items:
+            admitted(item, admit)
 
         def one(item: str) -> Recorded:
             if viewer is None:

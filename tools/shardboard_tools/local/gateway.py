@@ -7,7 +7,8 @@ API Gateway's rules (docs: "Routing API requests" of HTTP APIs):
 - the most specific route wins: a full match before a greedy ``{name+}`` one, a method before ``ANY``; a greedy
   variable takes one or more characters, ``/`` included; no route for the path and method answers
   404 ``{"message": "Not Found"}`` (an HTTP API has no "method not allowed": a route is a method and a path);
-- ``rawPath``, ``requestContext.http.path`` and ``pathParameters`` arrive percent-decoded, ``rawQueryString`` as sent,
+- ``rawPath``, ``requestContext.http.path`` and ``pathParameters`` arrive percent-decoded and cut at the first decoded
+  ``?`` (``/items/a%3Fb`` is routed and handed over as ``/items/a``), ``rawQueryString`` as sent,
   ``queryStringParameters`` decoded with repeated names joined by commas, header names in lower case (repeated ones
   joined by commas) and cookies in their own list;
 - a body is passed as text only for ``text/*``, ``application/json``, ``application/xml`` and
@@ -68,8 +69,10 @@ class Request:
 
     @property
     def path(self) -> str:
-        """The decoded path: what API Gateway routes on and hands to the function."""
-        return unquote(urlsplit(self.target).path)
+        """The decoded path: what API Gateway routes on and hands to the function. Like API Gateway (live captures,
+        docs/briefs issue 13 design section 7), it ends at a decoded ``?``: an id holding ``?`` cannot travel in a
+        path, which is why the item routes take ids in the query string."""
+        return unquote(urlsplit(self.target).path).split("?", 1)[0]
 
 
 @dataclass(frozen=True)

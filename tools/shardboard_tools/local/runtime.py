@@ -11,6 +11,7 @@ from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client, streams_client
+from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardRouter
@@ -72,6 +73,10 @@ class Runtime:
     @property
     def shard_metadata(self) -> ShardMetadataStore:
         return self.stores().shard_metadata
+
+    @property
+    def items(self) -> ItemStore:
+        return self.stores().items
 
     @cached_property
     def router(self) -> ShardRouter | None:

@@ -1,0 +1,92 @@
+"""The items table (issue 13): ``pk=item#<id>``, ``sk=meta`` holds an item's metadata record.
+
+Its own table rather than rows of the board table: the board table takes the aggregator's write rate and has six
+GSIs, items are written at admin rate and read by id (docs/briefs design section 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shardboard.adapters.dynamodb import int_of, n_attr, s_attr
+from shardboard.adapters.keys import (
+    CREATED_AT,
+    CREATED_KEY,
+    CREATED_SHARD,
+    ITEM_ID,
+    ITEM_META,
+    ITEM_RECORD_SK,
+    PK,
+    REV,
+    SK,
+    UPDATED_AT,
+    item_record_pk,
+)
+from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord, created_key, created_shard
+
+
+def record_key(item_id: str) -> dict[str, Any]:
+    return {PK: s_attr(item_record_pk(item_id)), SK: s_attr(ITEM_RECORD_SK)}
+
+
+def item_record(item: Mapping[str, Any]) -> ItemRecord:
+    return ItemRecord(
+        item_id=item[ITEM_ID]["S"],
+        meta=item[ITEM_META]["S"],
+        created_at=item[CREATED_AT]["S"],
+        updated_at=item[UPDATED_AT]["S"],
+        rev=int_of(item.get(REV)),
+    )
+
+
+# One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only.
+PUT_UPDATE = (
+    "SET #id = :id, #meta = :meta, #up = :now, #cr = if_not_exists(#cr, :now), "
+    "#cs = if_not_exists(#cs, :cs), #ck = if_not_exists(#ck, :ck) ADD #rev :one"
+)
+PUT_NAMES = {
+    "#id": ITEM_ID,
+    "#meta": ITEM_META,
+    "#up": UPDATED_AT,
+    "#cr": CREATED_AT,
+    "#cs": CREATED_SHARD,
+    "#ck": CREATED_KEY,
+    "#rev": REV,
+}
+
+
+def put_values(item_id: str, meta: str, now: str, shards: int) -> dict[str, Any]:
+    return {
+        ":id": s_attr(item_id),
+        ":meta": s_attr(meta),
+        ":now": s_attr(now),
+        ":cs": s_attr(created_shard(item_id, shards)),
+        ":ck": s_attr(created_key(now, item_id)),
+        ":one": n_attr(1),
+    }
+
+
+class ItemStore:
+    """The ItemCatalog port on DynamoDB."""
+
+    def __init__(self, client: Any, table: str, created_shards: int = DEFAULT_CREATED_SHARDS) -> None:
+        self.client = client
+        self.table = table
+        self.created_shards = created_shards
+
+    def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
+        response = self.client.update_item(
+            TableName=self.table,
+            Key=record_key(item_id),
+            UpdateExpression=PUT_UPDATE,
+            ExpressionAttributeNames=PUT_NAMES,
+            ExpressionAttributeValues=put_values(item_id, meta, now, self.created_shards),
+            ReturnValues="ALL_NEW",
+        )
+        return item_record(response["Attributes"])
+
+    def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
+        response = self.client.get_item(TableName=self.table, Key=record_key(item_id), ConsistentRead=consistent)
+        item = response.get("Item")
+        return None if item is None else item_record(item)

@@ -1,0 +1,79 @@
+"""`shardboard item put/get` on moto (tables from template.yaml): the HTTP shapes, odd ids, and bad input refused
+with exit 2, one line, and nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shardboard.schema import Item, ItemPut
+from tests.integration.test_cli import cli  # noqa: F401 - the fixture
+
+CAT = {"title": "A cat", "url": "https://example.com/cat"}
+
+
+def items_written() -> list[dict]:
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    return list(client.scan(TableName="shardboard-items")["Items"])
+
+
+@pytest.mark.parametrize("item", ["images/001.jpg", "a#1", "a b", "ünï/çødé", "a?b"])
+def test_put_then_get_an_item_with_its_views(cli, item):  # noqa: F811
+    assert cli("init").exit_code == 0
+    assert cli("record", item, "-n", "3").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    # When the item is put, then put again
+    first = cli("item", "put", item, "--meta", json.dumps(CAT))
+    assert first.exit_code == 0 and "created" in first.output
+    second = cli("item", "put", item, "--meta", json.dumps({"title": "Two"}), "--json")
+    stored = ItemPut.model_validate(json.loads(second.output))
+    assert (stored.id, stored.rev, stored.meta) == (item, 2, {"title": "Two"})
+    # Then get --json is GET /item's answer: metadata and all-time views
+    got = json.loads(cli("item", "get", item, "--json").output)
+    assert Item.model_validate(got).model_dump(mode="json") == got
+    assert (got["id"], got["views"], got["meta"], got["created_at"]) == (item, 3, {"title": "Two"}, stored.created_at)
+    # And the plain form says the same in lines
+    plain = cli("item", "get", item).output
+    assert f"{item}: 3 views" in plain and '"title": "Two"' in plain
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["put", "a", "--meta", "not json"], "not valid JSON"),
+        (["put", "a", "--meta", "[1]"], "JSON object"),
+        (["put", "a", "--meta", json.dumps({"x": "é" * 1100})], "maximum is 2048 bytes"),
+        (["put", "a", "--meta", json.dumps({"url": "ftp://x"})], "meta.url"),
+        (["put", "", "--meta", "{}"], "must not be empty"),
+        (["put", "a\nb", "--meta", "{}"], "control character"),
+        (["get", "y" * 513], "513 bytes"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(cli, args, reason):  # noqa: F811
+    assert cli("init").exit_code == 0
+    result = cli("item", *args)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("shardboard: ") and reason in line
+    assert items_written() == []
+
+
+def test_get_of_an_unknown_item_fails(cli):  # noqa: F811
+    assert cli("init").exit_code == 0
+    result = cli("item", "get", "nothing")
+    assert result.exit_code == 1 and "never created" in result.output
+
+
+def test_record_with_require_items_refuses_ids_never_created_and_writes_nothing(cli):  # noqa: F811
+    import boto3
+
+    assert cli("init").exit_code == 0
+    assert cli("item", "put", "known", "--meta", "{}").exit_code == 0
+    result = cli("-p", "RequireItems=true", "record", "known", "ghost")
+    assert result.exit_code == 2 and "'ghost' was never created" in result.output
+    views = boto3.client("dynamodb", region_name="us-east-1").scan(TableName="shardboard-views")["Items"]
+    assert views == []
+    assert cli("-p", "RequireItems=true", "record", "known").exit_code == 0
