@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from shardboard.domain.validation import BadInput
+from shardboard.domain.errors import BadInput
 
 MAX_META_BYTES = 2048
 MAX_TITLE_CHARS = 200
