@@ -22,7 +22,7 @@ from shardboard_tools.bench.honest_counts import (
     run_honest_counts,
     views_offered,
 )
-from shardboard_tools.bench.honest_counts_report import END, START, kept_section, section, with_section
+from shardboard_tools.bench.honest_counts_report import END, SECTION, START, section
 from shardboard_tools.bench.workload import Workload
 
 # 3,000 views over 150 s (three rate-limit minutes), limits small enough for the scrapers to go over them
@@ -90,7 +90,7 @@ def test_the_figures_add_up_at_the_documented_prices(result) -> None:
 
 def test_the_section_replaces_its_own_part_and_make_bench_keeps_it(result, tmp_path) -> None:
     from shardboard_tools.bench import library_report
-    from shardboard_tools.cli.bench import write_keeping_library_section
+    from shardboard_tools.bench.sections import write_keeping_sections
 
     part = section(result, "shardboard bench --scenario honest-counts")
     assert part.startswith(START) and part.rstrip().endswith(END)
@@ -98,16 +98,18 @@ def test_the_section_replaces_its_own_part_and_make_bench_keeps_it(result, tmp_p
     assert "`shardboard bench --scenario honest-counts`" in part
     duplicates = result["runs"][VIEWER]["shares"][DUPLICATE]
     assert f"| share {DUPLICATE} | - | {duplicates:.1%} |" in part
-    again = with_section(with_section("# Benchmark\n", part) + "after\n", part.replace("Honest", "Honest (2)"))
+    again = SECTION.replace_in(
+        SECTION.replace_in("# Benchmark\n", part) + "after\n", part.replace("Honest", "Honest (2)")
+    )
     assert again.count(START) == 1 and "(2)" in again and again.endswith("after\n")
     # `make bench` rewrites docs/benchmarks.md and carries over both scenarios' sections
     library = f"{library_report.START}\n## Client library\n{library_report.END}\n"
     path = tmp_path / "benchmarks.md"
-    path.write_text(with_section(library_report.with_section("# Benchmark: old\n", library), part), "utf-8")
-    write_keeping_library_section(path, "# Benchmark: new\n")
+    path.write_text(SECTION.replace_in(library_report.SECTION.replace_in("# Benchmark: old\n", library), part), "utf-8")
+    write_keeping_sections(path, "# Benchmark: new\n")
     document = path.read_text(encoding="utf-8")
     assert document.startswith("# Benchmark: new\n") and "old" not in document
-    assert kept_section(document) == part and library_report.kept_section(document) == library
+    assert SECTION.found_in(document) == part and library_report.SECTION.found_in(document) == library
 
 
 def test_the_command_prints_the_scenario_as_json(tmp_path) -> None:

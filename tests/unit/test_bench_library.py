@@ -16,7 +16,7 @@ from shardboard_tools.bench.library import (
     flush_window,
     run_library,
 )
-from shardboard_tools.bench.library_report import END, START, kept_section, section, with_section
+from shardboard_tools.bench.library_report import END, SECTION, START, section
 from shardboard_tools.bench.workload import Workload
 
 TINY = LibraryWorkload(
@@ -107,31 +107,31 @@ def test_the_section_replaces_its_own_part_of_the_document(result: dict[str, Any
     part = section(result, "shardboard bench --scenario library")
     assert part.startswith(START) and part.rstrip().endswith(END)
     assert "## Client library" in part and "`shardboard bench --scenario library`" in part
-    document = with_section("# Benchmark\n\nthe designs\n", part)
+    document = SECTION.replace_in("# Benchmark\n\nthe designs\n", part)
     assert document.startswith("# Benchmark\n\nthe designs\n\n" + START)
     # Rewritten: replaced in place, not appended twice; carried over when the rest is regenerated
-    again = with_section(document + "after\n", part.replace("Client library", "Client library (2)"))
+    again = SECTION.replace_in(document + "after\n", part.replace("Client library", "Client library (2)"))
     assert again.count(START) == 1 and "(2)" in again and again.endswith("after\n")
-    assert kept_section(again) is not None and "(2)" in (kept_section(again) or "")
-    assert kept_section("# Benchmark\n") is None
+    assert SECTION.found_in(again) is not None and "(2)" in (SECTION.found_in(again) or "")
+    assert SECTION.found_in("# Benchmark\n") is None
 
 
 def test_make_bench_keeps_the_library_section_when_it_rewrites_the_document(result: dict[str, Any], tmp_path) -> None:
-    from shardboard_tools.cli.bench import write_keeping_library_section
+    from shardboard_tools.bench.sections import write_keeping_sections
 
     # Given docs/benchmarks.md with the library section written by --scenario library
     path = tmp_path / "benchmarks.md"
     part = section(result, "shardboard bench --scenario library")
-    path.write_text(with_section("# Benchmark: old figures\n", part), encoding="utf-8")
+    path.write_text(SECTION.replace_in("# Benchmark: old figures\n", part), encoding="utf-8")
     # When `make bench` writes its new document
-    write_keeping_library_section(path, "# Benchmark: new figures\n")
+    write_keeping_sections(path, "# Benchmark: new figures\n")
     # Then the new figures replace the old ones and the library section is still there, once
     document = path.read_text(encoding="utf-8")
     assert document.startswith("# Benchmark: new figures\n") and "old figures" not in document
-    assert kept_section(document) == part
+    assert SECTION.found_in(document) == part
     # And a first run (no library section yet) writes the document as it is
     fresh = tmp_path / "fresh.md"
-    write_keeping_library_section(fresh, "# Benchmark\n")
+    write_keeping_sections(fresh, "# Benchmark\n")
     assert fresh.read_text(encoding="utf-8") == "# Benchmark\n"
 
 

@@ -3,7 +3,6 @@ and without viewer"), between its own markers so that ``make bench`` carries it 
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -11,9 +10,10 @@ from typing import Any
 from rich.table import Table
 
 from shardboard_tools.bench.honest_counts import COUNTED, DUPLICATE, OUTCOMES, PLAIN, PUBLIC, VIEWER
+from shardboard_tools.bench.sections import Section
 
-START, END = "<!-- honest-counts:start -->", "<!-- honest-counts:end -->"
-_SECTION = re.compile(re.escape(START) + ".*?" + re.escape(END) + "\n?", re.DOTALL)
+SECTION = Section("honest-counts")
+START, END = SECTION.start, SECTION.end
 TITLES = {PLAIN: "no viewer, limits off", VIEWER: "viewer", PUBLIC: "viewer, public (limits on)"}
 
 
@@ -115,16 +115,3 @@ def _refused(run: dict[str, Any]) -> float:
 
 def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, width=120, break_on_hyphens=False)
-
-
-def with_section(document: str, part: str) -> str:
-    """``document`` with its honest-counts section replaced by ``part`` (appended when it has none)."""
-    if _SECTION.search(document):
-        return _SECTION.sub(lambda _: part, document, count=1)
-    return document.rstrip("\n") + "\n\n" + part
-
-
-def kept_section(document: str) -> str | None:
-    """The honest-counts section of a document about to be rewritten, to carry over."""
-    found = _SECTION.search(document)
-    return found.group(0) if found else None

@@ -6,7 +6,6 @@ each keeps the other's part: the section lives between two markers and is carrie
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -14,9 +13,10 @@ from typing import Any
 from rich.table import Table
 
 from shardboard_tools.bench.library import API
+from shardboard_tools.bench.sections import Section
 
-START, END = "<!-- library:start -->", "<!-- library:end -->"
-_SECTION = re.compile(re.escape(START) + ".*?" + re.escape(END) + "\n?", re.DOTALL)
+SECTION = Section("library")
+START, END = SECTION.start, SECTION.end
 
 
 def table(result: dict[str, Any]) -> Table:
@@ -126,16 +126,3 @@ def _viral_writes(name: str, run: dict[str, Any]) -> str:
 
 def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, width=120, break_on_hyphens=False)
-
-
-def with_section(document: str, part: str) -> str:
-    """``document`` with its library section replaced by ``part`` (appended when it has none)."""
-    if _SECTION.search(document):
-        return _SECTION.sub(lambda _: part, document, count=1)
-    return document.rstrip("\n") + "\n\n" + part
-
-
-def kept_section(document: str) -> str | None:
-    """The library section of a document about to be rewritten, to carry over."""
-    found = _SECTION.search(document)
-    return found.group(0) if found else None

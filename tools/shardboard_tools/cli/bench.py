@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -14,6 +16,7 @@ from shardboard_tools.bench.designs import DESIGNS
 from shardboard_tools.bench.notes import NOTES
 from shardboard_tools.bench.report import chart, markdown, table, targets
 from shardboard_tools.bench.run import run_benchmark
+from shardboard_tools.bench.sections import write_keeping_sections
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.cli.common import require_extra
 
@@ -31,6 +34,37 @@ def command_line(ctx: click.Context) -> str:
         for one in value if isinstance(value, tuple) else (value,):
             changed.append(f"{flag} {one:g}" if isinstance(one, float) else f"{flag} {one}")
     return "shardboard bench " + " ".join(changed) if changed else "make bench"
+
+
+def with_progress(
+    names: tuple[str, ...] | list[str], total: int, run: Callable[[Callable[[str, int], None]], Any]
+) -> Any:
+    """Run ``run(on_progress)`` with one progress bar per named run on stderr (stdout stays for ``--json``)."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        tasks = {name: progress.add_task(name, total=total) for name in names}
+        return run(lambda name, done: progress.update(tasks[name], completed=done))
+
+
+def given(ctx: click.Context, names: dict[str, str]) -> dict[str, Any]:
+    """The options given on the command line, renamed for a scenario's workload (others keep its defaults)."""
+    return {
+        name: ctx.params[option]
+        for option, name in names.items()
+        if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
+    }
+
+
+def print_targets(screen: Console, found: list[Any]) -> None:
+    for target in found:
+        screen.print(
+            f"target {target.name}: {target.wanted}, found {target.found}: {'met' if target.met else 'MISSED'}"
+        )
 
 
 @click.command()
@@ -142,26 +176,13 @@ def bench(
     )
     chosen = designs or DESIGNS
     screen = Console(stderr=True) if as_json else Console()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        tasks = {name: progress.add_task(name, total=views) for name in chosen}
-        result = run_benchmark(
-            workload, chosen, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
-        )
+    result = with_progress(chosen, views, lambda on_progress: run_benchmark(workload, chosen, on_progress))
     screen.print(table(result))
-    for target in targets(result):
-        screen.print(
-            f"target {target.name}: {target.wanted}, found {target.found}: {'met' if target.met else 'MISSED'}"
-        )
+    print_targets(screen, targets(result))
     if not no_files:
         png = chart(result, out / "benchmarks.png")
         document = markdown(result, command_line(click.get_current_context()), png.name, NOTES)
-        write_keeping_library_section(out / "benchmarks.md", document)
+        write_keeping_sections(out / "benchmarks.md", document)
         screen.print(f"wrote {out / 'benchmarks.md'} and {png}")
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -174,28 +195,12 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
     from shardboard_tools.bench.boards_report import markdown, table, targets
     from shardboard_tools.bench.boards_workload import BoardsWorkload
 
-    sized = {}
-    if ctx.get_parameter_source("views") == click.core.ParameterSource.COMMANDLINE:
-        sized["views"] = ctx.params["views"]
-    workload = BoardsWorkload.straddling_midnight(**sized)
+    workload = BoardsWorkload.straddling_midnight(**given(ctx, {"views": "views"}))
     chosen = tuple(d for d in designs if d in BOARDS_DESIGNS) or BOARDS_DESIGNS
     screen = Console(stderr=True) if as_json else Console()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        tasks = {name: progress.add_task(name, total=workload.views) for name in chosen}
-        result = run_boards(
-            workload, chosen, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
-        )
+    result = with_progress(chosen, workload.views, lambda on_progress: run_boards(workload, chosen, on_progress))
     screen.print(table(result))
-    for target in targets(result):
-        screen.print(
-            f"target {target.name}: {target.wanted}, found {target.found}: {'met' if target.met else 'MISSED'}"
-        )
+    print_targets(screen, targets(result))
     if out is not None:
         from shardboard_tools.bench.notes import BOARDS_NOTES
 
@@ -207,48 +212,19 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
         click.echo(json.dumps({**result, **{k: ours[k] for k in SUMMARY_KEYS if k in ours}}, indent=2, default=str))
 
 
-def write_keeping_library_section(path: Path, document: str) -> None:
-    """Write docs/benchmarks.md, carrying over the sections ``--scenario library`` ("Client library") and
-    ``--scenario honest-counts`` wrote."""
-    from shardboard_tools.bench import honest_counts_report, library_report
-
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    for report in (library_report, honest_counts_report):
-        kept = report.kept_section(old)
-        document = report.with_section(document, kept) if kept else document
-    path.write_text(document, encoding="utf-8")
-
-
 def run_honest_counts_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
     """``--scenario honest-counts``: base-table write units per view without viewer, with it, and rate-limited."""
     from shardboard_tools.bench.honest_counts import HonestWorkload, run_honest_counts
-    from shardboard_tools.bench.honest_counts_report import section, table, with_section
+    from shardboard_tools.bench.honest_counts_report import SECTION, section, table
 
-    defaults = HonestWorkload().base
-    sized = {
-        name: ctx.params[option]
-        for option, name in (("views", "views"), ("items", "items"), ("views_per_sec", "views_per_s"))
-        if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
-    }
-    workload = HonestWorkload(base=dataclasses.replace(defaults, **sized))
+    workload = HonestWorkload(base=dataclasses.replace(HonestWorkload().base, **given(ctx, SIZES)))
     screen = Console(stderr=True) if as_json else Console()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        tasks = {name: progress.add_task(name, total=workload.base.views) for name in ("plain", "viewer", "public")}
-        result = run_honest_counts(
-            workload, on_progress=lambda name, done: progress.update(tasks[name], completed=done)
-        )
+    runs = ("plain", "viewer", "public")
+    result = with_progress(runs, workload.base.views, lambda on_progress: run_honest_counts(workload, on_progress))
     screen.print(table(result))
     if out is not None:
-        path = out / "benchmarks.md"
-        document = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-        path.write_text(with_section(document, section(result, command_line(ctx))), encoding="utf-8")
-        screen.print(f"wrote {path}")
+        SECTION.write(out / "benchmarks.md", section(result, command_line(ctx)))
+        screen.print(f"wrote {out / 'benchmarks.md'}")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
 
@@ -256,36 +232,18 @@ def run_honest_counts_scenario(ctx: click.Context, *, as_json: bool, out: Path |
 def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
     """``--scenario library``: the Recorder's coalesced writes on the Zipf workload, 4 processes, 1 s and 5 s."""
     from shardboard_tools.bench.library import LibraryWorkload, run_library
-    from shardboard_tools.bench.library_report import section, table, with_section
+    from shardboard_tools.bench.library_report import SECTION, section, table
 
-    sized = {
-        name: ctx.params[option]
-        for option, name in (("views", "views"), ("items", "items"), ("views_per_sec", "views_per_s"))
-        if ctx.get_parameter_source(option) == click.core.ParameterSource.COMMANDLINE
-    }
-    viral = {}
-    if ctx.get_parameter_source("probe_seconds") == click.core.ParameterSource.COMMANDLINE:
-        viral["viral_seconds"] = ctx.params["probe_seconds"]
-    workload = LibraryWorkload(base=Workload(**sized), **viral)
+    workload = LibraryWorkload(base=Workload(**given(ctx, SIZES)), **given(ctx, {"probe_seconds": "viral_seconds"}))
     screen = Console(stderr=True) if as_json else Console()
     runs = ("api", *(f"library-{interval:g}s" for interval in workload.flush_intervals))
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        tasks = {name: progress.add_task(name, total=workload.base.views) for name in runs}
-        result = run_library(workload, on_progress=lambda name, done: progress.update(tasks[name], completed=done))
+    result = with_progress(runs, workload.base.views, lambda on_progress: run_library(workload, on_progress))
     screen.print(table(result))
     for target in result["targets"]:
         screen.print(f"target {target['name']}: found {target['found']}: {'met' if target['met'] else 'MISSED'}")
     if out is not None:
-        path = out / "benchmarks.md"
-        document = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-        path.write_text(with_section(document, section(result, command_line(ctx))), encoding="utf-8")
-        screen.print(f"wrote {path}")
+        SECTION.write(out / "benchmarks.md", section(result, command_line(ctx)))
+        screen.print(f"wrote {out / 'benchmarks.md'}")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
 
@@ -303,6 +261,9 @@ def run_many_boards_scenario(*, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
 
+
+# The workload options the library and honest-counts scenarios take from the command line.
+SIZES = {"views": "views", "items": "items", "views_per_sec": "views_per_s"}
 
 # `bench --scenario boards --json` prints shardboard's headline figures at the top level too.
 SUMMARY_KEYS = (
