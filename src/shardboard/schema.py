@@ -228,6 +228,37 @@ class ItemPut(BaseModel):
         )
 
 
+class NewestItem(BaseModel):
+    """One item of a ``GET /items`` page: its id, metadata and creation time."""
+
+    id: str
+    meta: dict[str, Any]
+    created_at: str = Field(description="First put (ISO-8601 UTC, ms): the page's order, newest first.")
+    updated_at: str = Field(description="Last put (ISO-8601 UTC, ms).")
+
+    @classmethod
+    def of(cls, record: ItemRecord) -> NewestItem:
+        return cls(
+            id=record.item_id, meta=record.document(), created_at=record.created_at, updated_at=record.updated_at
+        )
+
+
+class NewestPage(BaseModel):
+    """``GET /items?created_after=&created_before=&limit=&cursor=``: items created in the window, newest first."""
+
+    items: list[NewestItem]
+    cursor: str | None = Field(
+        description="Send it back as cursor= (with the same times) for the next page; null: the walk is over."
+    )
+
+    @classmethod
+    def of(cls, items: list[ItemRecord], cursor: str | None) -> NewestPage:
+        return cls(items=[NewestItem.of(record) for record in items], cursor=cursor)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
 class CountDifference(BaseModel):
     """A count that is not the sum of its base counters."""
 

@@ -47,6 +47,7 @@ EXPECTED_GRANTS = {
     "ReadApiFunction": {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
+        ("dynamodb:Query", "ItemsTable/index/by-created"),  # ItemStore.newest: GET /items, one Query a shard
     },
     "ItemsAdminFunction": {
         ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put: create or replace (one UpdateItem)
