@@ -133,6 +133,12 @@ class RankedItem(BaseModel):
     rank: int = Field(ge=1, description="Competition rank: equal views share a rank (1, 2, 2, 4).")
     id: str
     views: int = Field(ge=0)
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The item's metadata (PUT /item), for the first PageSize entries of items that have some; "
+        "absent otherwise.",
+    )
 
 
 class Leaderboard(BaseModel):

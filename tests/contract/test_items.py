@@ -56,3 +56,16 @@ def test_newest_reads_one_created_shard_newest_first_inside_inclusive_bounds(por
     # And bounds made of bare times select by created_at (a time is never a key)
     inside = [r.item_id for shard in shards for r in ports.items.newest(shard, times[1], times[2], 100).records]
     assert sorted(inside) == sorted(item for n, item in enumerate(ODD_IDS) if n % 3 == 1)
+
+
+def test_get_many_reads_the_records_that_were_put_and_leaves_the_others_out(ports):
+    # Given 150 items put (more than one BatchGetItem of 100 keys), odd ids among them
+    ids = [*ODD_IDS, *(f"img/{n:03d}" for n in range(150 - len(ODD_IDS)))]
+    for item in ids:
+        ports.items.put(item, meta({"id": item}), "2026-11-23T17:00:00.000Z")
+    # When they are asked for with ids never put and a repeat
+    found = ports.items.get_many([*ids, "never", ids[0], "never/2"])
+    # Then every record put is there, as get reads it, and nothing else
+    assert set(found) == set(ids)
+    assert all(found[item] == ports.items.get(item, consistent=True) for item in ids)
+    assert ports.items.get_many([]) == {}

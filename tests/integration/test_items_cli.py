@@ -123,3 +123,17 @@ def test_items_refuses_bad_input_with_one_line(cli, args, reason):  # noqa: F811
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("shardboard: ") and reason in line
+
+
+def test_top_json_puts_each_entrys_metadata_on_the_entry(cli):  # noqa: F811
+    # Given a put item and one never put, both viewed, and a snapshot
+    assert cli("init").exit_code == 0
+    assert cli("item", "put", "cat", "--meta", json.dumps(CAT)).exit_code == 0
+    assert cli("record", "cat", "-n", "2").exit_code == 0
+    assert cli("record", "dog").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("snapshot").exit_code == 0
+    # When top --json prints the board
+    board = json.loads(cli("top", "--json").output)
+    # Then GET /leaderboard's shape: "meta" on the entry that has some, only
+    assert board["items"] == [{"rank": 1, "id": "cat", "views": 2, "meta": CAT}, {"rank": 2, "id": "dog", "views": 1}]

@@ -31,6 +31,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / get_board_state
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot
         ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold / mark_refreshed
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.get_many: the head's metadata (head_meta.py)
         ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather), all time
         ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
         ("dynamodb:Query", "BoardTable/index/by-day"),

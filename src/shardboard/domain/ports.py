@@ -331,6 +331,10 @@ class ItemCatalog(Protocol):
         """The item, or None if it was never put."""
         ...
 
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """The records of those ids that were put (eventually consistent, BatchGetItem): absent ids are missing."""
+        ...
+
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
         """Up to ``limit`` records of one by-created shard with ``low <= created key <= high``, newest first
         (eventually consistent, as every GSI read); ``more`` when the shard may hold older ones in the range."""

@@ -947,6 +947,16 @@ class MemoryItemStore:
             item = self.data.read("GetItem", item_record_pk(item_id), consistent)
         return None if item is None else item_record(item)
 
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """The adapter's BatchGetItem: each key priced as an eventually consistent read."""
+        found: dict[str, ItemRecord] = {}
+        with self.data.lock:
+            for item_id in dict.fromkeys(item_ids):
+                item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
+                if item is not None:
+                    found[item_id] = item_record(item)
+        return found
+
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
         """The adapter's by-created Query: the shard's keys in [low, high], newest first, ``limit`` of them."""
         index = self.data.schema.index(BY_CREATED_INDEX)
