@@ -112,8 +112,9 @@ def test_items_walks_pages_newest_first_inside_the_window(cli):  # noqa: F811
 @pytest.mark.parametrize(
     ("args", "reason"),
     [
-        (["--since", "yesterday"], "created_after must be an ISO-8601"),
-        (["--since", "2026-11-24", "--until", "2026-11-23"], "must be earlier than"),
+        (["--since", "yesterday"], "--since must be an ISO-8601"),
+        (["--since", "2026-11-23", "--until", "soon"], "--until must be an ISO-8601"),
+        (["--since", "2026-11-24", "--until", "2026-11-23"], "--since (2026-11-24T00:00:00.000Z) must be earlier than"),
         (["--since", "2026-11-23", "-n", "0"], "limit must be from 1"),
     ],
 )

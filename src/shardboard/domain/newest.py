@@ -81,12 +81,15 @@ def key_of(record: ItemRecord) -> str:
     return created_key(record.created_at, record.item_id)
 
 
-def window(created_after: str | None, created_before: str | None) -> Window:
-    """The route's two times (ISO-8601 date or date-time, naive = UTC; empty = absent), or BadInput."""
-    after = _time("created_after", created_after)
-    before = _time("created_before", created_before)
+def window(
+    created_after: str | None, created_before: str | None, names: tuple[str, str] = ("created_after", "created_before")
+) -> Window:
+    """The route's two times (ISO-8601 date or date-time, naive = UTC; empty = absent), or BadInput naming them as
+    the caller's user knows them (``names``: the query parameters, or the CLI's ``--since``/``--until``)."""
+    after = _time(names[0], created_after)
+    before = _time(names[1], created_before)
     if after is not None and before is not None and after >= before:
-        raise BadInput(f"created_after ({after}) must be earlier than created_before ({before})")
+        raise BadInput(f"{names[0]} ({after}) must be earlier than {names[1]} ({before})")
     return Window(after, before)
 
 

@@ -87,7 +87,7 @@ def items(ctx: click.Context, since: str, until: str, most: str, as_json: bool) 
     """The items created in [--since, --until), newest first, exact across the by-created shards."""
     rt = runtime(ctx)
     with one_line_errors():
-        wanted = newest.window(since, until)
+        wanted = newest.window(since, until, names=("--since", "--until"))
         count = validation.limit(most, 1_000_000)
         found, cursor = walk(rt.items, wanted, count)
     if as_json:
