@@ -117,6 +117,29 @@ HTTP: list[HttpCase] = [
         body=json.dumps({"url": "javascript:alert(1)"}),
         message="meta.url must be an absolute http(s) URL",
     ),
+    HttpCase("newest items: limit 0", "GET", "/items", "limit=0", message="limit must be from 1 to 100"),
+    HttpCase("newest items: limit 101", "GET", "/items", "limit=101", message="limit must be from 1 to 100"),
+    HttpCase(
+        "newest items: created_after not a time",
+        "GET",
+        "/items",
+        "created_after=yesterday",
+        message="created_after must be an ISO-8601 date or date-time",
+    ),
+    HttpCase(
+        "newest items: an empty window",
+        "GET",
+        "/items",
+        "created_after=2026-11-24&created_before=2026-11-23",
+        message="must be earlier than created_before",
+    ),
+    HttpCase(
+        "newest items: a cursor not written by the route",
+        "GET",
+        "/items",
+        "cursor=e30",
+        message="cursor is not one this route wrote",
+    ),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 

@@ -133,6 +133,12 @@ class RankedItem(BaseModel):
     rank: int = Field(ge=1, description="Competition rank: equal views share a rank (1, 2, 2, 4).")
     id: str
     views: int = Field(ge=0)
+    meta: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The item's metadata (PUT /item), for the first PageSize entries of items that have some; "
+        "absent otherwise.",
+    )
 
 
 class Leaderboard(BaseModel):
@@ -226,6 +232,37 @@ class ItemPut(BaseModel):
             updated_at=record.updated_at,
             rev=record.rev,
         )
+
+
+class NewestItem(BaseModel):
+    """One item of a ``GET /items`` page: its id, metadata and creation time."""
+
+    id: str
+    meta: dict[str, Any]
+    created_at: str = Field(description="First put (ISO-8601 UTC, ms): the page's order, newest first.")
+    updated_at: str = Field(description="Last put (ISO-8601 UTC, ms).")
+
+    @classmethod
+    def of(cls, record: ItemRecord) -> NewestItem:
+        return cls(
+            id=record.item_id, meta=record.document(), created_at=record.created_at, updated_at=record.updated_at
+        )
+
+
+class NewestPage(BaseModel):
+    """``GET /items?created_after=&created_before=&limit=&cursor=``: items created in the window, newest first."""
+
+    items: list[NewestItem]
+    cursor: str | None = Field(
+        description="Send it back as cursor= (with the same times) for the next page; null: the walk is over."
+    )
+
+    @classmethod
+    def of(cls, items: list[ItemRecord], cursor: str | None) -> NewestPage:
+        return cls(items=[NewestItem.of(record) for record in items], cursor=cursor)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
 class CountDifference(BaseModel):

@@ -32,6 +32,9 @@ DEFAULT_SHARD_COOLDOWN_SECONDS = 5
 DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
 DEFAULT_CATEGORY_TOP_N = 100
+# P: the entries whose metadata the snapshot head inlines (issue 13): a frontend's first page renders from one GetItem.
+# 100 x 2 KB documents keep the head near 200 KB, under the 350 KB budget (domain/head_meta.py) and 400 KB items.
+DEFAULT_PAGE_SIZE = 100
 DEFAULT_BOARD = GLOBAL_BOARD
 DEFAULT_SCHEDULE = "rate(1 minute)"
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
@@ -93,9 +96,11 @@ class Settings:
     views_per_viewer_per_minute: int = 0
     # RequireItems: a view of an id never created with PUT /item is refused (404, nothing written).
     require_items: bool = False
+    # PageSize (P): the head's first P entries carry their metadata (domain/head_meta.py).
+    page_size: int = DEFAULT_PAGE_SIZE
 
     def __post_init__(self) -> None:
-        for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
+        for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_write_shards < self.write_shards or self.shard_cooldown_seconds < 0:
@@ -183,6 +188,7 @@ class Settings:
             views_per_ip_per_minute=integer("VIEWS_PER_IP_PER_MINUTE", defaults.views_per_ip_per_minute),
             views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),
             require_items=env.get("REQUIRE_ITEMS", str(defaults.require_items)).lower() in ("1", "true", "yes"),
+            page_size=integer("PAGE_SIZE", defaults.page_size),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardboard.domain.items import ItemRecord, meta
+from shardboard.domain.items import ItemRecord, created_key, created_shard, meta
 
 ODD_IDS = ["images/001.jpg", "a#1", "a b", "ünï/çødé", "猫 #2/x", "a?b", "x/rank", "%41", "a" * 512]
 
@@ -30,3 +30,42 @@ def test_any_valid_id_is_its_own_item(ports, item):
     found = ports.items.get(item, consistent=True)
     assert found is not None and found.item_id == item and found.document() == {"id": item}
     assert ports.items.get(item + "/", consistent=True) is None
+
+
+def test_newest_reads_one_created_shard_newest_first_inside_inclusive_bounds(ports):
+    # Given items created at three times, equal times included, spread over the created-shards
+    times = ["2026-11-23T17:00:00.000Z", "2026-11-23T17:00:01.000Z", "2026-11-23T17:00:02.000Z"]
+    for n, item in enumerate(ODD_IDS):
+        ports.items.put(item, meta({}), times[n % 3])
+    ports.items.put(ODD_IDS[0], meta({"title": "again"}), times[2])  # a re-put keeps its created key
+    shards = {created_shard(item): [] for item in ODD_IDS}
+    for n, item in enumerate(ODD_IDS):
+        shards[created_shard(item)].append(created_key(times[n % 3], item))
+    for shard, keys in shards.items():
+        # When a shard is read whole, then from its second key down with a limit of one
+        whole = ports.items.newest(shard, "0", "~", 100)
+        expected = sorted(keys, reverse=True)
+        # Then its keys come newest first, with the records as stored; "more" when older ones remain (DynamoDB also
+        # says so whenever Limit was reached, moto and memory only when one does)
+        assert [created_key(r.created_at, r.item_id) for r in whole.records] == expected and not whole.more
+        assert all(r == ports.items.get(r.item_id, consistent=True) for r in whole.records)
+        if len(expected) > 1:
+            cut = ports.items.newest(shard, expected[-1], expected[1], 1)
+            assert [created_key(r.created_at, r.item_id) for r in cut.records] == [expected[1]]
+            assert cut.more or len(expected) == 2
+    # And bounds made of bare times select by created_at (a time is never a key)
+    inside = [r.item_id for shard in shards for r in ports.items.newest(shard, times[1], times[2], 100).records]
+    assert sorted(inside) == sorted(item for n, item in enumerate(ODD_IDS) if n % 3 == 1)
+
+
+def test_get_many_reads_the_records_that_were_put_and_leaves_the_others_out(ports):
+    # Given 150 items put (more than one BatchGetItem of 100 keys), odd ids among them
+    ids = [*ODD_IDS, *(f"img/{n:03d}" for n in range(150 - len(ODD_IDS)))]
+    for item in ids:
+        ports.items.put(item, meta({"id": item}), "2026-11-23T17:00:00.000Z")
+    # When they are asked for with ids never put and a repeat
+    found = ports.items.get_many([*ids, "never", ids[0], "never/2"])
+    # Then every record put is there, as get reads it, and nothing else
+    assert set(found) == set(ids)
+    assert all(found[item] == ports.items.get(item, consistent=True) for item in ids)
+    assert ports.items.get_many([]) == {}

@@ -63,6 +63,55 @@ def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
     assert server.requests >= 2  # the page itself, then GET /leaderboard
 
 
+def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local, tmp_path):
+    # Given items with metadata (one title holding markup, shown as text), one without, views and a snapshot
+    from playwright.sync_api import sync_playwright
+
+    from shardboard.domain.items import meta
+
+    rt = make_local(TopN="5")
+    cat = {"title": "A <b>cat</b>", "url": "https://example.com/cat", "thumbnail": "https://example.com/cat.jpg"}
+    rt.items.put("images/cat.jpg", meta(cat), "2026-11-23T17:00:00.000Z")
+    rt.items.put("images/dog.jpg", meta({"title": "A dog"}), "2026-11-23T17:00:00.000Z")
+    for item, count in (("images/cat.jpg", 3), ("images/dog.jpg", 2), ("images/fox.jpg", 1)):
+        for shard in range(count):
+            rt.views.add_view(item, shard)
+    StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
+    rt.invoke(snapshot.handler, scheduled_event())
+    server = LeaderboardServer(read_api.handler).start()
+
+    # When Chromium opens the page
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(server.url + "?limit=5")
+            page.wait_for_selector("#rows tr")
+            cells = page.eval_on_selector_all(
+                "#rows td.item",
+                """cells => cells.map(c => ({
+                    title: c.querySelector('.title')?.textContent ?? null,
+                    href: c.querySelector('a')?.href ?? null,
+                    img: c.querySelector('img')?.src ?? null,
+                    bold: c.querySelector('b') !== null,
+                    text: c.textContent}))""",
+            )
+            browser.close()
+    finally:
+        server.stop()
+
+    # Then the cat shows its thumbnail and its title as a link, the dog its title, the fox its id alone
+    assert cells[0] == {
+        "title": "A <b>cat</b>",
+        "href": "https://example.com/cat",
+        "img": "https://example.com/cat.jpg",
+        "bold": False,
+        "text": "A <b>cat</b>images/cat.jpg",
+    }
+    assert (cells[1]["title"], cells[1]["href"], cells[1]["img"]) == ("A dog", None, None)
+    assert cells[2] == {"title": None, "href": None, "img": None, "bold": False, "text": "images/fox.jpg"}
+
+
 def test_read_api_errors_reach_the_page_as_http(make_local):
     # Given a board without a snapshot
     make_local()

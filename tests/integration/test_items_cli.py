@@ -77,3 +77,64 @@ def test_record_with_require_items_refuses_ids_never_created_and_writes_nothing(
     views = boto3.client("dynamodb", region_name="us-east-1").scan(TableName="shardboard-views")["Items"]
     assert views == []
     assert cli("-p", "RequireItems=true", "record", "known").exit_code == 0
+
+
+def put_at(item: str, at: str) -> None:
+    """An item created at ``at`` (the CLI stamps now; a walk needs known times): the stack's own table, on moto."""
+    import boto3
+
+    from shardboard.adapters.items_table import ItemStore
+    from shardboard.domain.items import meta
+
+    ItemStore(boto3.client("dynamodb", region_name="us-east-1"), "shardboard-items").put(
+        item, meta({"title": item}), at
+    )
+
+
+def test_items_walks_pages_newest_first_inside_the_window(cli):  # noqa: F811
+    # Given 230 items created over three minutes (more than two pages of 100)
+    assert cli("init").exit_code == 0
+    created = {f"img/{n:03d} #é": f"2026-11-23T17:0{n % 3}:{n % 60:02d}.000Z" for n in range(230)}
+    for item, at in created.items():
+        put_at(item, at)
+    expected = sorted(created, key=lambda i: (created[i], i), reverse=True)
+    # When the CLI lists them all, then the first 7 of the first two minutes
+    everything = json.loads(cli("items", "--since", "2026-11-23", "-n", "1000", "--json").output)
+    window = cli("items", "--since", "2026-11-23T17:00:00Z", "--until", "2026-11-23T17:02:00Z", "-n", "7")
+    # Then the walk is the brute-force order with no cursor left, and the window's first 7 are printed with titles
+    assert [i["id"] for i in everything["items"]] == expected and everything["cursor"] is None
+    first_two_minutes = [i for i in expected if created[i] < "2026-11-23T17:02"]
+    lines = window.output.strip().splitlines()
+    assert [line.split("  ")[1] for line in lines[:-1]] == first_two_minutes[:7]
+    assert lines[-1] == "7 item(s) (more: raise -n)"
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--since", "yesterday"], "--since must be an ISO-8601"),
+        (["--since", "2026-11-23", "--until", "soon"], "--until must be an ISO-8601"),
+        (["--since", "2026-11-24", "--until", "2026-11-23"], "--since (2026-11-24T00:00:00.000Z) must be earlier than"),
+        (["--since", "2026-11-23", "-n", "0"], "limit must be from 1"),
+    ],
+)
+def test_items_refuses_bad_input_with_one_line(cli, args, reason):  # noqa: F811
+    assert cli("init").exit_code == 0
+    result = cli("items", *args)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("shardboard: ") and reason in line
+
+
+def test_top_json_puts_each_entrys_metadata_on_the_entry(cli):  # noqa: F811
+    # Given a put item and one never put, both viewed, and a snapshot
+    assert cli("init").exit_code == 0
+    assert cli("item", "put", "cat", "--meta", json.dumps(CAT)).exit_code == 0
+    assert cli("record", "cat", "-n", "2").exit_code == 0
+    assert cli("record", "dog").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("snapshot").exit_code == 0
+    # When top --json prints the board
+    board = json.loads(cli("top", "--json").output)
+    # Then GET /leaderboard's shape: "meta" on the entry that has some, only
+    assert board["items"] == [{"rank": 1, "id": "cat", "views": 2, "meta": CAT}, {"rank": 2, "id": "dog", "views": 1}]

@@ -209,3 +209,29 @@ def test_each_put_logs_one_audit_line_naming_the_caller(pipeline, caplog, author
     # Then one structured ItemAudit record says who put which item
     audits = [r for r in caplog.records if r.getMessage() == "ItemAudit"]
     assert [(r.op, r.item_id, r.by, r.rev) for r in audits] == [("put", "images/9.jpg", who, 1)]
+
+
+def test_the_leaderboard_carries_each_entrys_metadata_from_one_getitem(make_pipeline):
+    # Given a stack with PageSize 2, items a and c put, b never put, and views of all three
+    pipeline = make_pipeline(PageSize="2")
+    call(pipeline, "items_admin", put_item("a", json.dumps(CAT)))
+    call(pipeline, "items_admin", put_item("c", json.dumps({"title": "C"})))
+    for item, count in (("a", 3), ("b", 2), ("c", 1)):
+        call(pipeline, "record_views", post(json.dumps({"id": item, "count": count})))
+    pipeline.aggregate(pipeline.stream_records())
+    # When the snapshot job runs and the leaderboard is read
+    pipeline.snapshot()
+    status, _, board = call(pipeline, "read_api", get("/leaderboard"))
+    # Then the first P entries carry their metadata where they have some: a does, b has none, c is past P
+    assert status == 200
+    assert board["items"] == [
+        {"rank": 1, "id": "a", "views": 3, "meta": CAT},
+        {"rank": 2, "id": "b", "views": 2},
+        {"rank": 3, "id": "c", "views": 1},
+    ]
+    # And once c climbs into the first P, the next head asks for it alone and carries it
+    call(pipeline, "record_views", post(json.dumps({"id": "c", "count": 5})))
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.snapshot()
+    _, _, board = call(pipeline, "read_api", get("/leaderboard"))
+    assert [(e["id"], e.get("meta")) for e in board["items"]] == [("c", {"title": "C"}), ("a", CAT), ("b", None)]

@@ -80,6 +80,7 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "POST /views": expected_write,
         "GET /leaderboard": [],
         "GET /items/{id+}": [],
+        "GET /items": [],
         "GET /item": [],
         "PUT /item": expected_admin,
     }

@@ -657,6 +657,9 @@ def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
     }
     if snapshot.get("expires_at"):
         item[EXPIRES_AT] = n_attr(snapshot["expires_at"])
+    if "meta" in snapshot:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
+        item["meta"] = s_attr(json.dumps(snapshot["meta"], separators=(",", ":"), ensure_ascii=False))
+        item["meta_at"] = s_attr(snapshot["meta_at"])
     return item
 
 
@@ -673,4 +676,5 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Item:
         "threshold": int_of(item.get("threshold")),
         "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
         "digest": item["digest"]["S"],
+        **({"meta": json.loads(item["meta"]["S"]), "meta_at": item["meta_at"]["S"]} if "meta" in item else {}),
     }

@@ -6,11 +6,13 @@ GSIs, items are written at admin rate and read by id (docs/briefs design section
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shardboard.adapters.dynamodb import int_of, n_attr, s_attr
 from shardboard.adapters.keys import (
+    BY_CREATED_INDEX,
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
@@ -24,6 +26,7 @@ from shardboard.adapters.keys import (
     item_record_pk,
 )
 from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord, created_key, created_shard
+from shardboard.domain.newest import ShardPage
 
 
 def record_key(item_id: str) -> dict[str, Any]:
@@ -54,6 +57,19 @@ PUT_NAMES = {
     "#ck": CREATED_KEY,
     "#rev": REV,
 }
+
+
+# BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked again this many times, backing off.
+BATCH_GET_KEYS = 100
+BATCH_GET_ATTEMPTS = 8
+
+# One created-shard's range, newest first (design section 6): BETWEEN is inclusive on both ends.
+NEWEST_CONDITION = "#cs = :cs AND #ck BETWEEN :low AND :high"
+NEWEST_NAMES = {"#cs": CREATED_SHARD, "#ck": CREATED_KEY}
+
+
+def newest_values(shard: str, low: str, high: str) -> dict[str, Any]:
+    return {":cs": s_attr(shard), ":low": s_attr(low), ":high": s_attr(high)}
 
 
 def put_values(item_id: str, meta: str, now: str, shards: int) -> dict[str, Any]:
@@ -90,3 +106,42 @@ class ItemStore:
         response = self.client.get_item(TableName=self.table, Key=record_key(item_id), ConsistentRead=consistent)
         item = response.get("Item")
         return None if item is None else item_record(item)
+
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """BatchGetItem, 100 keys a request; unprocessed keys are asked again (backing off), never dropped."""
+        found: dict[str, ItemRecord] = {}
+        unique = list(dict.fromkeys(item_ids))
+        for start in range(0, len(unique), BATCH_GET_KEYS):
+            request: dict[str, Any] = {
+                self.table: {"Keys": [record_key(i) for i in unique[start : start + BATCH_GET_KEYS]]}
+            }
+            for attempt in range(BATCH_GET_ATTEMPTS):
+                response = self.client.batch_get_item(RequestItems=request)
+                found.update((r.item_id, r) for r in map(item_record, response["Responses"].get(self.table, [])))
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(1.0, 0.05 * 2**attempt))
+            else:
+                raise RuntimeError(f"BatchGetItem left keys unprocessed after {BATCH_GET_ATTEMPTS} attempts")
+        return found
+
+    def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
+        """One Query of the by-created shard (more only if a 1 MB page cut it short of ``limit``)."""
+        records: list[ItemRecord] = []
+        start: dict[str, Any] | None = None
+        while True:
+            response = self.client.query(
+                TableName=self.table,
+                IndexName=BY_CREATED_INDEX,
+                KeyConditionExpression=NEWEST_CONDITION,
+                ExpressionAttributeNames=NEWEST_NAMES,
+                ExpressionAttributeValues=newest_values(shard, low, high),
+                ScanIndexForward=False,
+                Limit=limit - len(records),
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            records += [item_record(item) for item in response.get("Items", [])]
+            start = response.get("LastEvaluatedKey")
+            if start is None or len(records) >= limit:
+                return ShardPage(records, more=start is not None)

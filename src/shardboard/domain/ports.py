@@ -16,6 +16,7 @@ from shardboard.domain.batch import ShardMove
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord
+    from shardboard.domain.newest import ShardPage
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
@@ -328,4 +329,13 @@ class ItemCatalog(Protocol):
 
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
         """The item, or None if it was never put."""
+        ...
+
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """The records of those ids that were put (eventually consistent, BatchGetItem): absent ids are missing."""
+        ...
+
+    def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
+        """Up to ``limit`` records of one by-created shard with ``low <= created key <= high``, newest first
+        (eventually consistent, as every GSI read); ``more`` when the shard may hold older ones in the range."""
         ...

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from shardboard.domain.head_meta import inline_meta
 from shardboard.domain.periods import ALL, bucket_of, expires_at, period_from_bucket
-from shardboard.domain.ports import Board, Cursor, PeriodKey
+from shardboard.domain.ports import Board, Cursor, ItemCatalog, PeriodKey
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
 from shardboard.domain.sharding import period_shard_value
 from shardboard.settings import Settings
@@ -74,10 +75,15 @@ def gather_board(
 
 
 def take_snapshot(
-    board: Board, settings: Settings, now: str | None = None, period: PeriodKey | None = None
+    board: Board,
+    settings: Settings,
+    now: str | None = None,
+    period: PeriodKey | None = None,
+    *,
+    catalog: ItemCatalog | None = None,
 ) -> SnapshotResult:
     """Gather the exact top N of one period (the global board's all time by default); write the snapshot item
-    only when its content changed."""
+    only when its content changed. With the items ``catalog``, the head carries its first entries' metadata."""
     period = period or PeriodKey(settings.board, ALL, ALL)
     top_n = settings.top_n_of(period.board)
     previous = board.get_snapshot(period, consistent=True)
@@ -100,6 +106,7 @@ def take_snapshot(
         "digest": digest,
         "expires_at": expires_at(period.kind, period.bucket, settings.retention(period.kind)),
     }
+    inline_meta(snapshot, previous, catalog, settings.page_size)
     written = board.put_snapshot(snapshot, previous["version"] if previous else None)
     if written and settings.sparse_index and snapshot["threshold"] > 0:
         board.raise_threshold(period, snapshot["threshold"])
@@ -127,7 +134,13 @@ class RefreshRun:
 
 
 def refresh_changed(
-    board: Board, settings: Settings, now: str | None = None, parallelism: int = 16, always: Iterable[PeriodKey] = ()
+    board: Board,
+    settings: Settings,
+    now: str | None = None,
+    parallelism: int = 16,
+    always: Iterable[PeriodKey] = (),
+    *,
+    catalog: ItemCatalog | None = None,
 ) -> RefreshRun:
     """Refresh every period whose counts changed since its last refresh (and ``always``), in parallel.
 
@@ -141,7 +154,7 @@ def refresh_changed(
     failures: dict[PeriodKey, BaseException] = {}
 
     def refresh(period: PeriodKey) -> SnapshotResult:
-        result = take_snapshot(board, settings, now, period)
+        result = take_snapshot(board, settings, now, period, catalog=catalog)
         if stamps[period] >= 0:
             board.mark_refreshed(period, stamps[period], int(time.time()))
         return result
@@ -159,14 +172,20 @@ def refresh_changed(
 
 
 def leaderboard_json(snapshot: dict[str, Any], limit: int | None = None) -> dict[str, Any]:
-    """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``."""
+    """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``;
+    an entry whose metadata the head carries also has ``"meta"`` (domain/head_meta.py)."""
     entries = [Entry(id=item, views=views) for item, views in snapshot["items"][:limit]]
+    meta = snapshot.get("meta") or {}
     return {
         "board": snapshot["board"],
         "generated_at": snapshot["generated_at"],
         "period": snapshot.get("period") or {"kind": ALL},
-        "items": [ranked.as_json() for ranked in with_ranks(entries)],
+        "items": [_with_meta(ranked.as_json(), meta.get(ranked.id)) for ranked in with_ranks(entries)],
     }
+
+
+def _with_meta(entry: dict[str, Any], document: dict[str, Any] | None) -> dict[str, Any]:
+    return entry if document is None else {**entry, "meta": document}
 
 
 def period_at(board: str, kind: str, moment: datetime | None = None) -> PeriodKey:

@@ -1,5 +1,6 @@
-"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), and an
-item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?')."""
+"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), an
+item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), and the newest
+items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index)."""
 
 from typing import Annotated, Any
 
@@ -10,13 +11,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import validation
+from shardboard.domain import newest, validation
 from shardboard.domain.snapshot import not_found, period_at
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.schema import Item, Leaderboard
+from shardboard.schema import Item, Leaderboard, NewestPage
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -27,6 +28,10 @@ BoardQuery = Annotated[str, Query(description="Board name (default: the global b
 PeriodQuery = Annotated[str, Query(description="all (the default) or one of the stack's Periods.")]
 AtQuery = Annotated[str, Query(description="ISO-8601 date or date-time in the period (default: now).")]
 LimitQuery = Annotated[str, Query(description="How many items, 1 to the board's N (default N).")]
+AfterQuery = Annotated[str, Query(description="ISO-8601: items created at or after this time (default: any).")]
+BeforeQuery = Annotated[str, Query(description="ISO-8601: items created before this time (default: any).")]
+PageLimitQuery = Annotated[str, Query(description=f"Items per page, 1 to {newest.MAX_NEWEST_LIMIT} (default 100).")]
+CursorQuery = Annotated[str, Query(description="The previous page's cursor (same created_after/created_before).")]
 
 
 @app.get("/leaderboard", **routes.GET_LEADERBOARD)
@@ -80,6 +85,25 @@ def read_item(item_id: str) -> Item:
     if views is None and record is None:
         raise NotFoundError(f"no views recorded for item {item_id!r} and it was never created")
     return Item.of(item_id, views, record)
+
+
+# A literal route: "/items" never matches the regex route above, which needs at least one character after "/items/".
+@app.get("/items", **routes.GET_NEWEST_ITEMS)
+@tracer.capture_method
+def get_newest_items(
+    created_after: AfterQuery = "",
+    created_before: BeforeQuery = "",
+    limit: PageLimitQuery = "",
+    cursor: CursorQuery = "",
+) -> NewestPage:
+    # Repeated names arrive joined with commas (queryStringParameters): no time, limit or cursor holds a comma, so
+    # the rules refuse them. Everything, the cursor included, is checked before the first read.
+    wanted = newest.window(created_after, created_before)
+    count = validation.limit(limit, newest.MAX_NEWEST_LIMIT)
+    metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
+    catalog = item_store()
+    page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, count, cursor or None)
+    return NewestPage.of(page.items, page.cursor)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from shardboard.domain.validation import BadInput
-from shardboard.schema import Error, Item, ItemPut, Leaderboard, ViewSeen, ViewsRecorded
+from shardboard.schema import Error, Item, ItemPut, Leaderboard, NewestPage, ViewSeen, ViewsRecorded
 
 # The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
 # WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
@@ -100,6 +100,19 @@ GET_ITEM_BY_QUERY: dict[str, Any] = {
         200: _json(Item, "The item."),
         400: _BAD_REQUEST,
         404: _json(Error, "Never created and no views recorded (code not_found)."),
+    },
+}
+
+GET_NEWEST_ITEMS: dict[str, Any] = {
+    "summary": "The newest items",
+    "description": "Items created in [created_after, created_before), newest first (ties: by id), exact across "
+    "the by-created index's shards: one Query per shard and an ordered merge. Walk with cursor: items created "
+    "during a walk never enter it, and no item appears twice or is skipped.",
+    "operation_id": "getNewestItems",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(NewestPage, "One page, newest first."),
+        400: _BAD_REQUEST,
     },
 }
 

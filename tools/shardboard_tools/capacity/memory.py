@@ -97,6 +97,7 @@ from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord
+from shardboard.domain.newest import ShardPage
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
@@ -945,6 +946,35 @@ class MemoryItemStore:
         with self.data.lock:
             item = self.data.read("GetItem", item_record_pk(item_id), consistent)
         return None if item is None else item_record(item)
+
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
+        """The adapter's BatchGetItem: each key priced as an eventually consistent read."""
+        found: dict[str, ItemRecord] = {}
+        with self.data.lock:
+            for item_id in dict.fromkeys(item_ids):
+                item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
+                if item is not None:
+                    found[item_id] = item_record(item)
+        return found
+
+    def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
+        """The adapter's by-created Query: the shard's keys in [low, high], newest first, ``limit`` of them."""
+        index = self.data.schema.index(BY_CREATED_INDEX)
+        with self.data.lock:
+            inside = sorted(
+                (
+                    item
+                    for item in self.data.items.values()
+                    if item.get(CREATED_SHARD, {}).get("S") == shard and low <= item[CREATED_KEY]["S"] <= high
+                ),
+                key=lambda item: item[CREATED_KEY]["S"],
+                reverse=True,
+            )
+            page = inside[:limit]
+            units = query_units([item_size(item) for item in page], consistent=False)
+            charge = Charge(self.data.schema.name, self.data.schema.resource(index), shard, "read", units)
+            self.data.emulator.admit("Query", [charge])
+        return ShardPage([item_record(item) for item in page], more=len(inside) > limit)
 
 
 # The type checker holds both implementations of each port to it: a method missing or typed differently in either

@@ -1,15 +1,17 @@
-"""Item commands (issue 13): ``shardboard item put ITEM --meta JSON`` and ``shardboard item get ITEM [--json]``."""
+"""Item commands (issue 13): ``shardboard item put ITEM --meta JSON``, ``shardboard item get ITEM [--json]`` and
+``shardboard items --since T1 [--until T2] [-n L] [--json]`` (the newest items, as GET /items walks them)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 
-from shardboard.domain import validation
-from shardboard.domain.items import iso_ms, meta_text
-from shardboard.schema import Item, ItemPut
+from shardboard.domain import newest, validation
+from shardboard.domain.items import ItemRecord, iso_ms, meta_text
+from shardboard.schema import Item, ItemPut, NewestPage
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
 
@@ -67,4 +69,50 @@ def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
         console.print("no metadata (never put)", markup=False, highlight=False)
 
 
-COMMANDS = [item]
+@click.command("items")
+@click.option("--since", required=True, metavar="TIME", help="ISO-8601: items created at or after this time.")
+@click.option("--until", default="", metavar="TIME", help="ISO-8601: items created before this time (default: now on).")
+@click.option(
+    "-n",
+    "--limit",
+    "most",
+    default="100",
+    metavar="L",
+    show_default=True,
+    help="Show at most L items (pages of up to 100 are walked until then).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print GET /items' shape: the walk's items and its cursor.")
+@click.pass_context
+def items(ctx: click.Context, since: str, until: str, most: str, as_json: bool) -> None:
+    """The items created in [--since, --until), newest first, exact across the by-created shards."""
+    rt = runtime(ctx)
+    with one_line_errors():
+        wanted = newest.window(since, until, names=("--since", "--until"))
+        count = validation.limit(most, 1_000_000)
+        found, cursor = walk(rt.items, wanted, count)
+    if as_json:
+        click.echo(json.dumps(NewestPage.of(found, cursor).as_json(), ensure_ascii=False, indent=2))
+        return
+    for record in found:
+        title = record.document().get("title")
+        shown = f"{record.created_at}  {record.item_id}" + (f"  {title}" if isinstance(title, str) else "")
+        console.print(shown, markup=False, highlight=False)
+    more = " (more: raise -n)" if cursor else ""
+    console.print(f"{len(found)} item(s){more}", markup=False, highlight=False)
+
+
+def walk(catalog: Any, wanted: newest.Window, most: int) -> tuple[list[ItemRecord], str | None]:
+    """Pages of GET /items (up to 100 each) until ``most`` items or the end: the items and the cursor after them."""
+    found: list[ItemRecord] = []
+    cursor: str | None = None
+    while len(found) < most:
+        size = min(newest.MAX_NEWEST_LIMIT, most - len(found))
+        page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, size, cursor)
+        found += page.items
+        cursor = page.cursor
+        if cursor is None:
+            break
+    return found, cursor
+
+
+COMMANDS = [item, items]

@@ -1,0 +1,76 @@
+"""Metadata in the snapshot head (issue 13, design section 1): ``meta`` = ``{id: document or null}`` for the head's
+first P entries (``PageSize``), so a frontend renders a board, titles and thumbnails included, with one GetItem.
+
+Cost: a run that writes a head reuses the previous head's documents and BatchGets only the ids new among its first
+P (null records "asked, never put", so such ids are not asked again). Every ``META_REFRESH_SECONDS`` a written head
+re-reads all P, which bounds how stale a document can be after a re-put: at most that long, on a board whose top
+changes. A head whose ranking does not change is not rewritten (the job skips unchanged heads), so it keeps its
+documents until its next change. The proposal's ``metachg`` sets (PUT /item marks changed ids) would remove both
+limits; they are not built.
+
+Size: the head stays under ``HEAD_BUDGET_BYTES`` (DynamoDB's limit is 400 KB): past it, the lowest-ranked entries
+lose their inline documents until it fits (their ids are then simply absent from ``meta``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from shardboard.domain.periods import parse_time
+
+if TYPE_CHECKING:  # ports imports items, which imports validation -> settings -> ... -> ports
+    from shardboard.domain.ports import ItemCatalog, Snapshot
+
+# A re-put document reaches heads that are being rewritten within this long (the staleness bound above).
+META_REFRESH_SECONDS = 300
+# Below DynamoDB's 400 KB item limit with room for the attributes other slices add to the head (rank, spares).
+HEAD_BUDGET_BYTES = 350_000
+# The head's attributes besides items and meta (names, period, digest, shard_hits...): well under this.
+HEAD_OTHER_BYTES = 2_000
+
+Meta = dict[str, dict[str, Any] | None]
+
+
+def inline_meta(
+    snapshot: Snapshot,
+    previous: Snapshot | None,
+    catalog: ItemCatalog | None,
+    page_size: int,
+    budget: int = HEAD_BUDGET_BYTES,
+) -> None:
+    """Give ``snapshot`` (about to be written) its ``meta`` and ``meta_at``; no catalog: the head carries none."""
+    if catalog is None:
+        return
+    now = snapshot["generated_at"]
+    first = [item_id for item_id, _ in snapshot["items"][:page_size]]
+    known: Meta = dict((previous or {}).get("meta") or {})
+    refreshed_at = (previous or {}).get("meta_at")
+    due = refreshed_at is None or _seconds(refreshed_at, now) >= META_REFRESH_SECONDS
+    asked = first if due else [item_id for item_id in first if item_id not in known]
+    found = catalog.get_many(asked) if asked else {}
+    fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in asked}
+    meta = {item_id: fresh[item_id] if item_id in fresh else known[item_id] for item_id in first}
+    snapshot["meta"] = within_budget(meta, snapshot["items"], budget)
+    snapshot["meta_at"] = now if due else refreshed_at
+
+
+def within_budget(meta: Meta, items: list[list[Any]], budget: int = HEAD_BUDGET_BYTES) -> Meta:
+    """``meta`` without the inline documents of the lowest-ranked entries that would take the head past ``budget``
+    bytes (stored as compact JSON text, which is what the items table's size counts)."""
+    size = HEAD_OTHER_BYTES + len(compact(items).encode("utf-8")) + len(compact(meta).encode("utf-8"))
+    kept = dict(meta)
+    for item_id in reversed(list(meta)):
+        if size < budget:
+            break
+        size -= len(compact({item_id: kept.pop(item_id)}).encode("utf-8")) - 1  # "{}" vs the "," it leaves
+    return kept
+
+
+def compact(value: Any) -> str:
+    """The stored text of a head attribute (adapters.board_table.snapshot_item writes the same)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _seconds(earlier: str, later: str) -> float:
+    return (parse_time(later) - parse_time(earlier)).total_seconds()

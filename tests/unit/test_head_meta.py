@@ -1,0 +1,129 @@
+"""Metadata in the snapshot head (domain/head_meta.py): the first P entries carry their documents, a run asks only
+for ids new among them (all P every META_REFRESH_SECONDS), and the head stays under its byte budget."""
+
+from __future__ import annotations
+
+import json
+
+from shardboard.adapters.board_table import snapshot_item
+from shardboard.domain.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, inline_meta, within_budget
+from shardboard.domain.items import MAX_META_BYTES, meta
+from shardboard.domain.snapshot import leaderboard_json
+from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
+from shardboard_tools.capacity.memory import MemoryItemStore
+from shardboard_tools.capacity.units import item_size, read_units
+
+T0 = "2026-11-23T17:00:00.000Z"
+SOON = "2026-11-23T17:01:00.000Z"
+LATER = f"2026-11-23T17:{META_REFRESH_SECONDS // 60:02d}:00.000Z"
+
+
+class CountingCatalog:
+    """The memory items table, remembering which ids each BatchGet asked for."""
+
+    def __init__(self) -> None:
+        self.store = MemoryItemStore(CapacityEmulator(VirtualClock()))
+        self.asked: list[list[str]] = []
+
+    def get_many(self, item_ids):
+        self.asked.append(list(item_ids))
+        return self.store.get_many(item_ids)
+
+
+def head(ids: list[str], now: str) -> dict:
+    return {"board": "global", "generated_at": now, "items": [[item, 100 - n] for n, item in enumerate(ids)]}
+
+
+def test_the_first_p_entries_carry_their_documents_and_ids_never_put_are_null():
+    # Given items a and c put, b never put
+    catalog = CountingCatalog()
+    catalog.store.put("a", meta({"title": "A"}), T0)
+    catalog.store.put("c", meta({"title": "C", "thumbnail": "https://example.com/c.jpg"}), T0)
+    snapshot = head(["a", "b", "c", "d"], T0)
+    # When the head is given metadata with P = 3
+    inline_meta(snapshot, None, catalog, page_size=3)
+    # Then a, b, c were asked in one BatchGet, d (past P) not; b is recorded as asked and never put
+    assert catalog.asked == [["a", "b", "c"]]
+    assert snapshot["meta"] == {
+        "a": {"title": "A"},
+        "b": None,
+        "c": {"title": "C", "thumbnail": "https://example.com/c.jpg"},
+    }
+    assert snapshot["meta_at"] == T0
+    # And the leaderboard puts "meta" on the entries that have some, only
+    entries = leaderboard_json(snapshot)["items"]
+    assert [e.get("meta") for e in entries] == [{"title": "A"}, None, snapshot["meta"]["c"], None]
+    assert "meta" not in entries[1] and "meta" not in entries[3]
+
+
+def test_a_later_run_asks_only_for_ids_new_among_the_first_p_until_a_refresh_is_due():
+    catalog = CountingCatalog()
+    for item in "abcde":
+        catalog.store.put(item, meta({"title": item.upper()}), T0)
+    first = head(["a", "b", "c"], T0)
+    inline_meta(first, None, catalog, page_size=3)
+    # Given a re-put of a, and a new ranking where d entered the first P and c left it
+    catalog.store.put("a", meta({"title": "A2"}), SOON)
+    second = head(["d", "a", "b", "c"], SOON)
+    # When the next run writes its head within the refresh interval
+    inline_meta(second, first, catalog, page_size=3)
+    # Then only d is asked; a keeps its previous document (stale until the refresh) and meta_at stays
+    assert catalog.asked[-1] == ["d"]
+    assert second["meta"] == {"d": {"title": "D"}, "a": {"title": "A"}, "b": {"title": "B"}}
+    assert second["meta_at"] == T0
+    # And once META_REFRESH_SECONDS have passed, a written head re-reads all P: the re-put shows
+    third = head(["d", "a", "b"], LATER)
+    inline_meta(third, second, catalog, page_size=3)
+    assert catalog.asked[-1] == ["d", "a", "b"]
+    assert third["meta"]["a"] == {"title": "A2"} and third["meta_at"] == LATER
+
+
+def test_without_a_catalog_the_head_carries_no_metadata():
+    snapshot = head(["a"], T0)
+    inline_meta(snapshot, None, None, page_size=3)
+    assert "meta" not in snapshot and "meta" not in leaderboard_json(snapshot)["items"][0]
+
+
+def big_document(n: int) -> dict:
+    """A document of exactly MAX_META_BYTES as compact JSON."""
+    document = {"title": f"item {n}", "note": ""}
+    document["note"] = "x" * (MAX_META_BYTES - len(meta(document).encode()))
+    assert len(meta(document).encode()) == MAX_META_BYTES
+    return document
+
+
+def stored_head(top_n: int, documents: int) -> dict:
+    catalog = CountingCatalog()
+    ids = [f"images/{n:05d}.jpg" for n in range(top_n)]
+    for n, item in enumerate(ids[:documents]):
+        catalog.store.put(item, meta(big_document(n)), T0)
+    snapshot = head(ids, T0)
+    snapshot.update(version=1, items_read=top_n, threshold=1, shard_hits={0: top_n}, digest="d" * 64, bucket="all")
+    snapshot["items"] = [[item, 1_000_000 - n] for n, item in enumerate(ids)]
+    inline_meta(snapshot, None, catalog, page_size=100)
+    return snapshot
+
+
+def test_a_head_with_100_documents_of_2_kb_stays_under_the_budget_and_its_read_costs():
+    # Given the first 100 of a top 100 carrying 2 KB documents each
+    snapshot = stored_head(100, 100)
+    # When it is stored as the board table stores it
+    size = item_size(snapshot_item(snapshot))
+    # Then all 100 are inline, the item is ~206 KB (under 350 KB) and a GET costs 26 read units (eventually
+    # consistent: 0.5 per 4 KB)
+    assert len(snapshot["meta"]) == 100
+    assert 200_000 < size < HEAD_BUDGET_BYTES
+    assert read_units(size, consistent=False) == 26
+
+
+def test_past_the_budget_the_lowest_ranked_entries_lose_their_inline_documents():
+    # Given 100 documents of 2 KB and a budget of 100 KB
+    meta_map = {f"i{n:03d}": big_document(n) for n in range(100)}
+    items = [[item, 1] for item in meta_map]
+    # When the budget is applied
+    kept = within_budget(meta_map, items, budget=100_000)
+    # Then the best-ranked entries keep theirs, in order, and the head's text fits
+    assert list(kept) == list(meta_map)[: len(kept)] and 40 < len(kept) < 50
+    size = 2_000 + len(json.dumps(items, separators=(",", ":"))) + len(json.dumps(kept, separators=(",", ":")))
+    assert size < 100_000
+    assert within_budget(meta_map, items) == meta_map  # the real budget keeps all 100
