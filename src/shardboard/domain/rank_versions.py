@@ -83,6 +83,13 @@ def page_index(ranked: Sequence[Entry]) -> list[list[Any]]:
     return index
 
 
+def last_tie(ranked: Sequence[Entry]) -> int:
+    tie = len(ranked)
+    while tie > 1 and ranked[tie - 2].views == ranked[-1].views:
+        tie -= 1
+    return tie
+
+
 def seconds_between(earlier: str, later: str) -> float:
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
@@ -138,6 +145,8 @@ def refresh_rank_version(
         "page_size": RANK_PAGE_SIZE,
         "shards": len(parts.shards),
         "pages": page_index(ranked),
+        # The last entry's views and competition rank: a lookup past the version compares its views with them.
+        "last": [ranked[-1].views, last_tie(ranked)] if ranked else [0, 0],
         "events": [],
         "hits": {str(shard): hits for shard, hits in gathered.shard_hits.items()},
         "digest": digest,

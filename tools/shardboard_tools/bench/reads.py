@@ -22,6 +22,7 @@ from typing import Any
 from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
 from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.snapshot import take_snapshot
 from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign
 from shardboard_tools.bench.run import drive
@@ -37,12 +38,19 @@ EXTRA_TARGET = 0.15
 class ReadsWorkload:
     base: Workload = field(default_factory=Workload)
     depth: int = 10_000
+    # RankRefreshSeconds of the D runs: the template's 60 s, and 10 s (a deep gather at every run of the job, as
+    # often as T can be published) to show how much of the extra is T lagging behind the D-th best.
+    refresh_seconds: tuple[int, ...] = (60, 10)
 
-    def depths(self) -> tuple[int, int]:
-        return (self.base.top_n, self.depth)
+    def runs(self) -> dict[str, tuple[int, int]]:
+        """Run name -> (D, RankRefreshSeconds); the first is D = N."""
+        named = {f"D = N = {self.base.top_n:,}": (self.base.top_n, 60)}
+        for seconds in self.refresh_seconds:
+            named[f"D = {self.depth:,}, every {seconds} s"] = (self.depth, seconds)
+        return named
 
     def as_json(self) -> dict[str, Any]:
-        return {"base": self.base.as_json(), "depth": self.depth}
+        return {"base": self.base.as_json(), "depth": self.depth, "refresh_seconds": self.refresh_seconds}
 
 
 def truth_ranking(workload: Workload) -> list[tuple[str, int]]:
@@ -54,10 +62,14 @@ def truth_ranking(workload: Workload) -> list[tuple[str, int]]:
 
 
 def run_depth(
-    workload: ReadsWorkload, depth: int, truth: list[tuple[str, int]], on_progress: Callable[[int], None] | None
+    workload: ReadsWorkload,
+    variant: tuple[int, int],
+    truth: list[tuple[str, int]],
+    on_progress: Callable[[int], None] | None,
 ) -> dict[str, Any]:
-    """One run of the pipeline with ranked versions to ``depth`` (D = N: none)."""
-    base = dataclasses.replace(workload.base, rank_depth=depth)
+    """One run of the pipeline with ranked versions to D every RankRefreshSeconds (``variant``; D = N: none)."""
+    depth, seconds = variant
+    base = dataclasses.replace(workload.base, rank_depth=depth, rank_refresh_seconds=seconds)
     run = drive(
         SHARDBOARD, base, base.item_ids(), base.view_sequence().tolist(), base.views_per_s, on_progress=on_progress
     )
@@ -92,7 +104,7 @@ def rank_versions_written(head: dict[str, Any]) -> int:
 def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> dict[str, Any]:
     """After the drain: a ranked version taken once RankRefreshSeconds have passed, compared with the truth."""
     if not design.settings.ranked_versions(period.board):
-        return {"exact_ranked_version": None}
+        return {"exact_ranked_version": None, "lookups": []}
     later = from_epoch(design.start_epoch + design.emulator.clock.now()) + timedelta(
         seconds=design.settings.rank_refresh_seconds
     )
@@ -100,7 +112,41 @@ def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
     block = result.snapshot["rank"]
     depth = block["depth"]
     stored = ranked_entries(design.board, period, block)
-    return {"exact_ranked_version": stored == [list(pair) for pair in truth[:depth]], "rank_block": block}
+    return {
+        "exact_ranked_version": stored == [list(pair) for pair in truth[:depth]],
+        "lookups": price_lookups(design, period, truth),
+    }
+
+
+# Board positions whose lookup the scenario prices (the issue's 1,000 / 5,000 / 10,000), and one past D.
+LOOKUP_POSITIONS = (1_000, 5_000, 10_000, 20_000)
+
+
+def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Requests and read units of ``GET /rank`` for one id at each position: the head's GetItem (eventually
+    consistent, as the API reads it), then what ``lookup_ranks`` reads."""
+    priced = []
+    usage = design.emulator.usage
+    for position in LOOKUP_POSITIONS:
+        if position > len(truth):
+            continue
+        item = truth[position - 1][0]
+        requests, units = usage.requests, usage.units("read")
+        head = design.board.get_snapshot(period) or {}
+        [answer] = lookup_ranks(design.board, design.settings, period, head, [item])
+        shown = f"rank {answer.rank:,}" if answer.rank else f"beyond {answer.beyond:,}, ~{answer.approximate_rank:,}"
+        priced.append(
+            {
+                "where": f"position {position:,} ({answer.source})",
+                "position": position,
+                "true_rank": 1 + sum(1 for _, views in truth if views > truth[position - 1][1]),
+                "requests": usage.requests - requests,
+                "read_units": usage.units("read") - units,
+                "answer": f"{shown}, percentile {answer.percentile:g} of {answer.of:,}"
+                + ("" if answer.of_exact else " (modelled)"),
+            }
+        )
+    return priced
 
 
 def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: dict[str, Any]) -> list[list[Any]]:
@@ -114,25 +160,45 @@ def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: dict[str, 
 def run_reads(workload: ReadsWorkload, on_progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
     truth = truth_ranking(workload.base)
     runs: dict[str, dict[str, Any]] = {}
-    for depth in workload.depths():
-        name = f"D = {depth:,}"
+    for name, variant in workload.runs().items():
         progress = (lambda done, name=name: on_progress(name, done)) if on_progress else None
-        runs[name] = run_depth(workload, depth, truth, progress)
-    today, ranked = runs[f"D = {workload.base.top_n:,}"], runs[f"D = {workload.depth:,}"]
+        runs[name] = run_depth(workload, variant, truth, progress)
+    today, ranked, *others = runs.values()
     extra = ranked["write_units_per_view"] - today["write_units_per_view"]
     for figures in runs.values():
         figures["extra_write_units_per_view"] = figures["write_units_per_view"] - today["write_units_per_view"]
-        figures.pop("rank_block", None)
+    lookups = ranked.pop("lookups")
+    for figures in (today, *others):
+        figures.pop("lookups")
     return {
         "workload": workload.as_json(),
         "runs": runs,
         "extra_write_units_per_view": extra,
+        "lookups": lookups,
         "targets": [
             {
-                "name": "extra write units per view",
+                "name": f"extra write units per view ({list(runs)[1]} over D = N)",
                 "wanted": f"<= {EXTRA_TARGET}",
                 "found": round(extra, 3),
                 "met": extra <= EXTRA_TARGET,
-            }
+            },
+            *lookup_targets(lookups, workload.base),
         ],
     }
+
+
+def lookup_targets(lookups: list[dict[str, Any]], base: Workload) -> list[dict[str, Any]]:
+    """The issue's targets for a rank lookup: one GetItem inside the top N, at most S + 2 requests inside D."""
+    found = []
+    for row in lookups:
+        inside_n = row["position"] <= base.top_n
+        wanted = 1 if inside_n else base.gsi_shards + 2
+        found.append(
+            {
+                "name": f"rank lookup requests at {row['where']}",
+                "wanted": f"{'=' if inside_n else '<='} {wanted}",
+                "found": row["requests"],
+                "met": row["requests"] <= wanted,
+            }
+        )
+    return found

@@ -36,7 +36,12 @@ ROWS: tuple[Row, ...] = (
 def lookup_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(where, requests, read units, answer) of each priced rank lookup, when the run priced them."""
     return [
-        (row["where"], str(row["requests"]), f"{row['read_units']:g}", row["answer"])
+        (
+            row["where"],
+            str(row["requests"]),
+            f"{row['read_units']:g}",
+            f"{row['answer']} (true rank {row['true_rank']:,})",
+        )
         for row in result.get("lookups", [])
     ]
 
@@ -65,7 +70,8 @@ def section(result: dict[str, Any], command: str) -> str:
             f"every {base['refresh_seconds']:g} s, N = {base['top_n']:,}) through the real pipeline twice, side by "
             "side: D = N keeps no ranked versions (the snapshot is the ranking, the cost the designs above are "
             f"compared at); D = {result['workload']['depth']:,} (`RankDepth`, the template's default) makes the "
-            "snapshot job gather the exact top D at most every `RankRefreshSeconds` (60 s), store it as pages and "
+            "snapshot job gather the exact top D at most every `RankRefreshSeconds` (the template's 60 s, and 10 s: "
+            "every run of the job, to show how much T lagging behind the D-th best costs), store it as pages and "
             "rank shards, and publish the sparse-index threshold T from the D-th best instead of the N-th. Write "
             "units are every write of the run (base table, aggregates, index, snapshot heads, ranked versions) "
             "over the views recorded; the ranked versions' own items are tallied apart. After the drain one more "
@@ -78,7 +84,7 @@ def section(result: dict[str, Any], command: str) -> str:
     lines += [f"| {label} | " + " | ".join(show(run) for run in runs.values()) + " |" for label, show in ROWS]
     lookups = lookup_rows(result)
     if lookups:
-        lines += ["", "Rank lookups on the last ranked version (`GET /rank`, one id each):", ""]
+        lines += ["", "Rank lookups on the last ranked version of the first D run (`GET /rank`, one id each):", ""]
         lines += ["| lookup | requests | read units | answer |", "|---|---:|---:|---|"]
         lines += [f"| {where} | {requests} | {units} | {answer} |" for where, requests, units, answer in lookups]
     lines += ["", "| target | wanted | found | met |", "|---|---|---|---|"]

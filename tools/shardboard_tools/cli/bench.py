@@ -251,7 +251,7 @@ def run_reads_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -
     base = dataclasses.replace(ReadsWorkload().base, **given(ctx, {**SIZES, "top_n": "top_n"}))
     workload = ReadsWorkload(base=base)
     screen = Console(stderr=True) if as_json else Console()
-    names = [f"D = {depth:,}" for depth in workload.depths()]
+    names = list(workload.runs())
     result = with_progress(names, base.views, lambda on_progress: run_reads(workload, on_progress))
     screen.print(table(result))
     print_targets(screen, [Target(**target) for target in result["targets"]])
