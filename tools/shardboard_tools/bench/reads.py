@@ -118,8 +118,10 @@ def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
     }
 
 
-# Board positions whose lookup the scenario prices (the issue's 1,000 / 5,000 / 10,000), and one past D.
-LOOKUP_POSITIONS = (1_000, 5_000, 10_000, 20_000)
+def lookup_positions(top_n: int, depth: int) -> tuple[int, ...]:
+    """Board positions whose lookup the scenario prices: N, D/2, D and 2D (the issue's 1,000 / 5,000 / 10,000 at
+    the defaults, and one past D)."""
+    return (top_n, depth // 2, depth, 2 * depth)
 
 
 def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -127,7 +129,8 @@ def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
     consistent, as the API reads it), then what ``lookup_ranks`` reads."""
     priced = []
     usage = design.emulator.usage
-    for position in LOOKUP_POSITIONS:
+    depth = design.settings.rank_depth_of(period.board)
+    for position in lookup_positions(design.settings.top_n_of(period.board), depth):
         if position > len(truth):
             continue
         item = truth[position - 1][0]
