@@ -67,8 +67,9 @@ def section(result: dict[str, Any], command: str) -> str:
         *_wrapped(
             f"Made by `{command}` (virtual time on the capacity emulator). The benchmark's workload "
             f"({base['views']:,} views, {base['distribution']}, {base['views_per_s']:,.0f} views/s, snapshot job "
-            f"every {base['refresh_seconds']:g} s, N = {base['top_n']:,}) through the real pipeline once per column, "
-            "side by side in one run: D = N keeps no ranked versions (the snapshot is the ranking, the cost the designs above are "
+            f"every {base['refresh_seconds']:g} s, N = {base['top_n']:,}) through the real pipeline once per "
+            "column, side by side in one run: D = N keeps no ranked versions (the snapshot is the ranking, the "
+            "cost the designs above are "
             f"compared at); D = {result['workload']['depth']:,} (`RankDepth`, the template's default) makes the "
             "snapshot job gather the exact top D at most every `RankRefreshSeconds` (the template's 60 s, and 10 s: "
             "every run of the job, to show how much T lagging behind the D-th best costs), store it as pages and "
