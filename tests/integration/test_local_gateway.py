@@ -67,6 +67,7 @@ def test_every_route_of_the_template_is_served(pipeline):
         "GET /leaderboard": "ReadApiFunction",
         "GET /items/{id+}": "ReadApiFunction",
         "GET /item": "ReadApiFunction",
+        "GET /rank": "ReadApiFunction",
         "PUT /item": "ItemsAdminFunction",
     }
 
