@@ -140,6 +140,18 @@ HTTP: list[HttpCase] = [
         "cursor=e30",
         message="cursor is not one this route wrote",
     ),
+    HttpCase("rank without an id", "GET", "/rank", "board=global", message="missing query parameter: id"),
+    HttpCase("rank of an empty id", "GET", "/rank", "id=", message="id must not be empty"),
+    HttpCase(
+        "rank of 101 ids",
+        "GET",
+        "/rank",
+        "&".join(f"id={n}" for n in range(101)),
+        message="at most 100 ids per request, got 101",
+    ),
+    HttpCase("rank board given twice", "GET", "/rank", "id=a&board=x&board=y", message="board given 2 times"),
+    HttpCase("rank id in bytes that are not UTF-8", "GET", "/rank", "id=%FF", message="query string is malformed"),
+    HttpCase("rank on an unknown board", "GET", "/rank", "id=a&board=nosuch", status=404, message="has no views"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 

@@ -192,6 +192,32 @@ class Item(BaseModel):
         )
 
 
+class RankOf(BaseModel):
+    """One id's answer in ``GET /rank``."""
+
+    id: str
+    views: int = Field(ge=0, description="Its views in the period (from the snapshot, its ranked version, or now).")
+    rank: int | None = Field(
+        ge=1, description="Exact competition rank (1, 2, 2, 4); null past the depth D or without views."
+    )
+    percentile: float | None = Field(description="100 x (1 - (rank - 1) / of); approximate past D; null: no views.")
+    of: int = Field(ge=0, description="Items on the board in the period (exact when of_exact).")
+    of_exact: bool = Field(description="False when the board holds more than D items: of is then modelled.")
+    approximate: bool = Field(description="True past D: the rank is a model (Zipf fit of the ranked version's tail).")
+    source: Literal["snapshot", "ranked", "beyond", "none"]
+    as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
+    beyond: int | None = Field(default=None, exclude_if=_absent, description="D, when the item is past it.")
+    approximate_rank: int | None = Field(default=None, exclude_if=_absent, description="The model's rank past D.")
+
+
+class Ranks(BaseModel):
+    """``GET /rank`` and ``shardboard rank --json``: ranks of up to 100 ids, in the order asked."""
+
+    board: str
+    period: AllTime | CalendarPeriod
+    ranks: list[RankOf]
+
+
 def _item_meta(value: Any) -> Any:
     """The domain's rule on a put document (an object, title and URLs, <= 2 KB as compact JSON)."""
     meta(value)

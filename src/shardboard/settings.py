@@ -35,6 +35,13 @@ DEFAULT_CATEGORY_TOP_N = 100
 # P: the entries whose metadata the snapshot head inlines (issue 13): a frontend's first page renders from one GetItem.
 # 100 x 2 KB documents keep the head near 200 KB, under the 350 KB budget (domain/head_meta.py) and 400 KB items.
 DEFAULT_PAGE_SIZE = 100
+# Ranked versions (docs/proposals/items-and-ranks.md section 3): the depth D to which a period's exact ranking is
+# kept for rank lookups, and how often it is rewritten. D <= N keeps today's behaviour (the head is the ranking).
+DEFAULT_RANK_DEPTH = 10_000
+DEFAULT_CATEGORY_RANK_DEPTH = 1_000
+DEFAULT_RANK_REFRESH_SECONDS = 60
+# How long a superseded ranked version stays readable before the snapshot job deletes it.
+DEFAULT_CURSOR_TTL_SECONDS = 900
 DEFAULT_BOARD = GLOBAL_BOARD
 DEFAULT_SCHEDULE = "rate(1 minute)"
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
@@ -98,6 +105,10 @@ class Settings:
     require_items: bool = False
     # PageSize (P): the head's first P entries carry their metadata (domain/head_meta.py).
     page_size: int = DEFAULT_PAGE_SIZE
+    rank_depth: int = DEFAULT_RANK_DEPTH
+    category_rank_depth: int = DEFAULT_CATEGORY_RANK_DEPTH
+    rank_refresh_seconds: int = DEFAULT_RANK_REFRESH_SECONDS
+    cursor_ttl_seconds: int = DEFAULT_CURSOR_TTL_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -111,9 +122,12 @@ class Settings:
             raise ConfigError(
                 f"dedupe_window_seconds must be >= {MIN_DEDUPE_WINDOW_SECONDS}, got {self.dedupe_window_seconds}"
             )
-        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute"):
+        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute", "rank_depth", "category_rank_depth"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
+        for name in ("rank_refresh_seconds", "cursor_ttl_seconds"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
 
     @property
@@ -131,6 +145,15 @@ class Settings:
 
     def top_n_of(self, board: str) -> int:
         return self.top_n if board == GLOBAL_BOARD else self.category_top_n
+
+    def rank_depth_of(self, board: str) -> int:
+        """D of a board: its ranked versions hold the exact top D (never fewer than its N)."""
+        depth = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
+        return max(depth, self.top_n_of(board))
+
+    def ranked_versions(self, board: str) -> bool:
+        """Whether a board keeps ranked versions: only when D > N (with D = N the head is the ranking)."""
+        return self.rank_depth_of(board) > self.top_n_of(board)
 
     def retention(self, kind: str) -> int:
         return {
@@ -189,6 +212,10 @@ class Settings:
             views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),
             require_items=env.get("REQUIRE_ITEMS", str(defaults.require_items)).lower() in ("1", "true", "yes"),
             page_size=integer("PAGE_SIZE", defaults.page_size),
+            rank_depth=integer("RANK_DEPTH", defaults.rank_depth),
+            category_rank_depth=integer("CATEGORY_RANK_DEPTH", defaults.category_rank_depth),
+            rank_refresh_seconds=integer("RANK_REFRESH_SECONDS", defaults.rank_refresh_seconds),
+            cursor_ttl_seconds=integer("CURSOR_TTL_SECONDS", defaults.cursor_ttl_seconds),
         )
 
 

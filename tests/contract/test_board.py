@@ -388,3 +388,35 @@ def test_each_period_has_its_own_snapshot(ports):
     assert board.get_snapshot(DAY2) is None
     assert board.get_snapshot(DAY1, consistent=True) == day
     assert board.put_snapshot(snapshot(1, [["b", 1]]), None) is True
+
+
+# -- ranked versions: pages and rank shards, and the head's rank block
+
+
+def test_ranked_version_parts_are_written_read_by_shard_and_deleted(ports):
+    from shardboard.domain.rank_versions import build_parts
+    from shardboard.domain.ranking import Entry
+
+    board = ports.board
+    # Given a ranked version of 260 entries (3 pages, 2 rank shards at D = 260), ids with '#' and Unicode
+    ranked = sorted(Entry(id=f"img#{i}/é", views=1000 - i // 3) for i in range(260))
+    parts = build_parts(ranked, depth=260, rv="rv1")
+    board.put_rank_parts(WEEK, parts, expires_at=1_900_000_000)
+    # Then its rank shards read back as written, and a missing shard is absent from the answer
+    assert board.get_rank_shards(WEEK, "rv1", [0, 1, 7]) == {0: parts.shards[0], 1: parts.shards[1]}
+    # And another version or period does not see them
+    assert board.get_rank_shards(DAY1, "rv1", [0]) == {} and board.get_rank_shards(WEEK, "rv2", [0]) == {}
+    # When the version is deleted (twice: a retried GC), nothing of it remains
+    board.delete_rank_parts(WEEK, "rv1", len(parts.pages), len(parts.shards))
+    board.delete_rank_parts(WEEK, "rv1", len(parts.pages), len(parts.shards))
+    assert board.get_rank_shards(WEEK, "rv1", [0, 1]) == {}
+
+
+def test_the_snapshot_head_keeps_its_rank_block(ports):
+    board = ports.board
+    rank = {"rv": "abc", "depth": 10, "pages": [[1, 9, 2, 1]], "shards": 1, "events": [], "retired": [["x", "t", 1, 1]]}
+    assert board.put_snapshot({**snapshot(1, [["a", 9]]), "rank": rank}, None)
+    assert board.get_snapshot(ALL_TIME)["rank"] == rank
+    # And a head without one reads back without one
+    assert board.put_snapshot(snapshot(2, [["a", 9]]), 1)
+    assert "rank" not in board.get_snapshot(ALL_TIME)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
-from shardboard.schema import Leaderboard, VerifyReport
+from shardboard.schema import Leaderboard, Ranks, VerifyReport
 from shardboard_tools.cli import main
 
 SEED = {
@@ -64,6 +64,28 @@ def test_seed_example_through_the_cli(cli):
     assert VerifyReport.model_validate_json(verify.output).items == len(SEED)
 
 
+def test_rank_answers_as_get_rank_does(cli):
+    # Given the seed's example with N = 2 and ranked versions to D = 4
+    params = ["-p", "TopN=2", "-p", "RankDepth=4"]
+    cli(*params, "init")
+    for item, count in SEED.items():
+        cli(*params, "record", item, "-n", str(count))
+    cli(*params, "process", "--drain")
+    cli(*params, "snapshot")
+    # When ranks are asked for an item of the head, one of the ranked version and one past D
+    result = cli(*params, "rank", "images/004.jpg", "images/001.jpg", "images/002.jpg", "--json")
+    document = json.loads(result.output)
+    assert Ranks.model_validate(document).model_dump(mode="json") == document
+    ranks = {one["id"]: (one["rank"], one["source"]) for one in document["ranks"]}
+    assert ranks == {
+        "images/004.jpg": (2, "snapshot"),
+        "images/001.jpg": (4, "ranked"),
+        "images/002.jpg": (None, "beyond"),
+    }
+    # And the table form names them too
+    assert "images/001.jpg" in cli(*params, "rank", "images/001.jpg").output
+
+
 def test_verify_exits_1_when_an_aggregate_differs(cli):
     cli("init")
     cli("record", "a", "b", "-n", "2")
@@ -84,6 +106,9 @@ def test_verify_exits_1_when_an_aggregate_differs(cli):
         (["record", "a", "--viewer", "u\nv"], "non-printable"),
         (["record", "a", "--viewer", "u", "-n", "2"], "count must be 1 with a viewer"),
         (["top", "-n", "0"], "limit must be from 1"),
+        (["rank", ""], "id must not be empty"),
+        (["rank", *(f"i{n}" for n in range(101))], "at most 100 ids"),
+        (["rank", "a", "--period", "fortnight"], "period"),
         (["-p", "NoSuchParameter=1", "init"], "unknown template parameter"),
         (["-p", "TopN=many", "init"], "parameter TopN must be a number"),
         (["-p", "TopN=0", "init"], "parameter TopN must be from 1 to 5000"),

@@ -68,6 +68,7 @@ def test_every_route_of_the_template_is_served(pipeline):
         "GET /items/{id+}": "ReadApiFunction",
         "GET /items": "ReadApiFunction",
         "GET /item": "ReadApiFunction",
+        "GET /rank": "ReadApiFunction",
         "PUT /item": "ItemsAdminFunction",
     }
 

@@ -52,7 +52,7 @@ def report(pipeline):
 
 @pytest.fixture
 def board(make_pipeline):
-    pipeline = make_pipeline(TopN="5", BoardShards="3", WriteShards="4")
+    pipeline = make_pipeline(TopN="5", BoardShards="3", WriteShards="4", RankDepth="5")  # D = N: T is the 5th best
     record_workload(pipeline)
     drain(pipeline)
     pipeline.snapshot()

@@ -82,6 +82,7 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "GET /items/{id+}": [],
         "GET /items": [],
         "GET /item": [],
+        "GET /rank": [],
         "PUT /item": expected_admin,
     }
     for name in (r for requirement in [*expected_write, *expected_admin] for r in requirement):

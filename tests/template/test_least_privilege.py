@@ -32,6 +32,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot
         ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold / mark_refreshed
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.get_many: the head's metadata (head_meta.py)
+        ("dynamodb:BatchWriteItem", "BoardTable"),  # put_rank_parts / delete_rank_parts (ranked versions)
         ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather), all time
         ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
         ("dynamodb:Query", "BoardTable/index/by-day"),
@@ -49,6 +50,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
         ("dynamodb:Query", "ItemsTable/index/by-created"),  # ItemStore.newest: GET /items, one Query a shard
+        ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
     },
     "ItemsAdminFunction": {
         ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put: create or replace (one UpdateItem)

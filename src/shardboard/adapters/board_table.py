@@ -9,6 +9,7 @@ top N. Past entries carry one period's count in the same attributes. docs/boards
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -43,6 +44,7 @@ from shardboard.adapters.keys import (
     PERIOD_KIND,
     PK,
     PREVIOUS_BOARD_SHARDS_ATTR,
+    RANK_ENTRIES,
     REFRESHED_AT,
     SOURCE_VIEWS,
     VIEWS,
@@ -52,6 +54,8 @@ from shardboard.adapters.keys import (
     entry_pk,
     index_key_attr,
     index_name,
+    rank_page_pk,
+    rank_shard_pk,
     snapshot_pk,
     threshold_pk,
 )
@@ -68,6 +72,8 @@ from shardboard.domain.ports import (
     PastEntry,
     PeriodKey,
     PeriodStatus,
+    RankParts,
+    RankShard,
 )
 
 
@@ -466,6 +472,47 @@ class BoardStore:
             raise
         return True
 
+    # -- ranked versions
+    def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
+        """Pages and rank shards of one ranked version: BatchWriteItem, 25 items a request."""
+        self._batch_write([{"PutRequest": {"Item": item}} for item in rank_part_items(period, parts, expires_at)])
+
+    def delete_rank_parts(self, period: PeriodKey, rv: str, pages: int, shards: int) -> None:
+        keys = [rank_page_pk(*period, rv, page) for page in range(pages)]
+        keys += [rank_shard_pk(*period, rv, shard) for shard in range(shards)]
+        self._batch_write([{"DeleteRequest": {"Key": {PK: s_attr(pk)}}} for pk in keys])
+
+    def get_rank_shards(self, period: PeriodKey, rv: str, shards: Sequence[int]) -> dict[int, RankShard]:
+        by_pk = {rank_shard_pk(*period, rv, shard): shard for shard in shards}
+        found: dict[int, RankShard] = {}
+        for item in self._batch_get(list(by_pk)):
+            found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
+        return found
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), 25):
+            pending: dict[str, Any] = {self.table: requests[start : start + 25]}
+            for attempt in range(10):
+                pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                time.sleep(0.05 * 2**attempt)
+            if pending:
+                raise RuntimeError(f"BatchWriteItem left {len(pending[self.table])} items unprocessed")
+
+    def _batch_get(self, pks: list[str]) -> list[Item]:
+        found: list[Item] = []
+        for start in range(0, len(pks), 100):
+            request: dict[str, Any] = {self.table: {"Keys": [{PK: s_attr(pk)} for pk in pks[start : start + 100]]}}
+            for attempt in range(10):
+                response = self.client.batch_get_item(RequestItems=request)
+                found.extend(response["Responses"].get(self.table, []))
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(0.05 * 2**attempt)
+        return found
+
     def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
         """Threshold (and, for all time, layout) of several periods: BatchGetItem, 100 keys a request."""
         by_pk = {threshold_pk(*period): period for period in periods}
@@ -638,6 +685,22 @@ def layout_of(index_key: str) -> int:
     return int(index_key.rsplit("#", 2)[1])
 
 
+def rank_part_items(period: PeriodKey, parts: RankParts, expires_at: int | None) -> list[Item]:
+    """The items of one ranked version: compact JSON, like the snapshot's, keeps each small."""
+    items: list[Item] = []
+    named: list[tuple[str, Any]] = [(rank_page_pk(*period, parts.rv, p), page) for p, page in enumerate(parts.pages)]
+    named += [(rank_shard_pk(*period, parts.rv, h), shard) for h, shard in sorted(parts.shards.items())]
+    for pk, entries in named:
+        item: Item = {
+            PK: s_attr(pk),
+            RANK_ENTRIES: s_attr(json.dumps(entries, separators=(",", ":"), ensure_ascii=False)),
+        }
+        if expires_at:
+            item[EXPIRES_AT] = n_attr(expires_at)
+        items.append(item)
+    return items
+
+
 def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
     """The snapshot as the item stored in the board table; a past period's expires by TTL."""
     period = snapshot.get("period") or {"kind": ALL}
@@ -660,6 +723,8 @@ def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
     if "meta" in snapshot:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
         item["meta"] = s_attr(json.dumps(snapshot["meta"], separators=(",", ":"), ensure_ascii=False))
         item["meta_at"] = s_attr(snapshot["meta_at"])
+    if snapshot.get("rank"):
+        item["rank"] = s_attr(json.dumps(snapshot["rank"], separators=(",", ":"), ensure_ascii=False))
     return item
 
 
@@ -677,4 +742,5 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Item:
         "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
         "digest": item["digest"]["S"],
         **({"meta": json.loads(item["meta"]["S"]), "meta_at": item["meta_at"]["S"]} if "meta" in item else {}),
+        **({"rank": json.loads(item["rank"]["S"])} if "rank" in item else {}),
     }

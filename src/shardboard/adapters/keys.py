@@ -142,3 +142,19 @@ BY_CREATED_INDEX = "by-created"
 
 def item_record_pk(item_id: str) -> str:
     return f"item#{item_id}"
+
+
+# Ranked versions (docs/proposals/items-and-ranks.md section 3): a period's exact top D, written by the snapshot job
+# as pages (P entries each, in board order) and rank shards (id -> position), under a version id ``rv`` that is
+# unique per write, so two racing jobs never overwrite each other's items.
+RANK_PAGE_PREFIX = "rpage#"
+RANK_SHARD_PREFIX = "rrank#"
+RANK_ENTRIES = "entries"
+
+
+def rank_page_pk(board: str, kind: str, bucket: str, rv: str, page: int) -> str:
+    return f"{RANK_PAGE_PREFIX}{board}#{kind}#{bucket}#{rv}#{page}"
+
+
+def rank_shard_pk(board: str, kind: str, bucket: str, rv: str, shard: int) -> str:
+    return f"{RANK_SHARD_PREFIX}{board}#{kind}#{bucket}#{rv}#{shard}"

@@ -289,6 +289,31 @@ class Board(Protocol):
         """Write the snapshot if the stored one is still ``previous_version`` (None: there is none yet)."""
         ...
 
+    def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
+        """Write a ranked version's pages and rank shards (before the head that names it)."""
+        ...
+
+    def delete_rank_parts(self, period: PeriodKey, rv: str, pages: int, shards: int) -> None:
+        """Delete a ranked version's pages ``0..pages-1`` and rank shards ``0..shards-1`` (absent ones are fine)."""
+        ...
+
+    def get_rank_shards(self, period: PeriodKey, rv: str, shards: Sequence[int]) -> dict[int, RankShard]:
+        """Rank shards of one ranked version (one BatchGetItem); a missing shard is absent from the answer."""
+        ...
+
+
+# A rank shard: item id -> [position, tie start position (its competition rank), views] in one ranked version.
+RankShard = dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class RankParts:
+    """The stored items of one ranked version: pages of [id, views] in board order and rank shards by id hash."""
+
+    rv: str
+    pages: list[list[list[Any]]]
+    shards: dict[int, RankShard]
+
 
 class ShardMetadataStore(Protocol):
     """What the writers and the review need of the shard metadata table."""

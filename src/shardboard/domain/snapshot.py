@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +14,7 @@ from typing import Any
 from shardboard.domain.head_meta import inline_meta
 from shardboard.domain.periods import ALL, bucket_of, expires_at, period_from_bucket
 from shardboard.domain.ports import Board, Cursor, ItemCatalog, PeriodKey
+from shardboard.domain.rank_versions import RankRefresh, refresh_rank_version
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
 from shardboard.domain.sharding import period_shard_value
 from shardboard.settings import Settings
@@ -31,7 +32,7 @@ def iso_now() -> str:
 
 
 def gather_layout(
-    board: Board, period: PeriodKey, top_n: int, shards: int, previous_hits: dict[int, int] | None
+    board: Board, period: PeriodKey, top_n: int, shards: int, previous_hits: Mapping[int, int] | None
 ) -> Gathered:
     """Exact top N of one period among the items keyed in one GSI layout (``shards`` board shards)."""
     cursors: dict[int, Cursor | None] = {}
@@ -49,15 +50,20 @@ def gather_layout(
 
 
 def gather_board(
-    board: Board, settings: Settings, previous_hits: dict[int, int] | None, period: PeriodKey | None = None
+    board: Board,
+    settings: Settings,
+    previous_hits: Mapping[int, int] | None,
+    period: PeriodKey | None = None,
+    top_n: int | None = None,
 ) -> Gathered:
-    """Exact top N of a period over the board's layouts: one, or during a reshard the old one first, then the new.
+    """Exact top N (or ``top_n``) of a period over the board's layouts: one, or during a reshard the old one first,
+    then the new.
 
     An item only ever moves from the old layout to the new one, so reading the whole old layout before the new
     one sees every item at least once (before its move or after it); duplicates keep their larger views.
     """
     period = period or PeriodKey(settings.board, ALL, ALL)
-    top_n = settings.top_n_of(period.board)
+    top_n = top_n or settings.top_n_of(period.board)
     layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
     if len(layouts) == 1:
         return gather_layout(board, period, top_n, layouts[0], previous_hits)
@@ -83,34 +89,78 @@ def take_snapshot(
     catalog: ItemCatalog | None = None,
 ) -> SnapshotResult:
     """Gather the exact top N of one period (the global board's all time by default); write the snapshot item
-    only when its content changed. With the items ``catalog``, the head carries its first entries' metadata."""
+    only when its content changed. With the items ``catalog``, the head carries its first entries' metadata. When due,
+    also write a new ranked version (``rank_versions``)."""
     period = period or PeriodKey(settings.board, ALL, ALL)
+    now = now or iso_now()
     top_n = settings.top_n_of(period.board)
     previous = board.get_snapshot(period, consistent=True)
     gathered = gather_board(board, settings, previous["shard_hits"] if previous else None, period)
     items = [[e.id, e.views] for e in gathered.top]
     digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
-    if previous is not None and previous["digest"] == digest:
+    expires = expires_at(period.kind, period.bucket, settings.retention(period.kind))
+    rank = ranked_version(board, settings, period, previous, now=now, expires=expires)
+    if previous is not None and previous["digest"] == digest and rank.block == previous.get("rank"):
         return SnapshotResult(previous, written=False, gathered=gathered)
     snapshot: dict[str, Any] = {
         "board": period.board,
         "period": period_json(period),
         "bucket": period.bucket,
         "version": previous["version"] + 1 if previous else 1,
-        "generated_at": now or iso_now(),
+        "generated_at": now,
         "items": items,
         "items_read": gathered.items_read,
         # T, the N-th best views: an item below it can never reach the top N (docs/sparse-index.md).
         "threshold": items[-1][1] if len(items) >= top_n else 0,
         "shard_hits": gathered.shard_hits,
         "digest": digest,
-        "expires_at": expires_at(period.kind, period.bucket, settings.retention(period.kind)),
+        "expires_at": expires,
     }
     inline_meta(snapshot, previous, catalog, settings.page_size)
+    if rank.block is not None:
+        snapshot["rank"] = rank.block
     written = board.put_snapshot(snapshot, previous["version"] if previous else None)
-    if written and settings.sparse_index and snapshot["threshold"] > 0:
-        board.raise_threshold(period, snapshot["threshold"])
+    publish_threshold(board, settings, period, snapshot, rank=rank, written=written)
     return SnapshotResult(snapshot, written, gathered)
+
+
+def ranked_version(
+    board: Board,
+    settings: Settings,
+    period: PeriodKey,
+    previous: Mapping[str, Any] | None,
+    *,
+    now: str,
+    expires: int | None,
+) -> RankRefresh:
+    """The head's ``rank`` block: a new ranked version when one is due (a deep gather to D), else the previous."""
+
+    def gather(depth: int, hits: Mapping[int, int] | None) -> Gathered:
+        return gather_board(board, settings, hits, period, top_n=depth)
+
+    block = previous.get("rank") if previous else None
+    return refresh_rank_version(board, settings, period, block, now=now, gather=gather, expires_at=expires)
+
+
+def publish_threshold(
+    board: Board,
+    settings: Settings,
+    period: PeriodKey,
+    snapshot: Mapping[str, Any],
+    *,
+    rank: RankRefresh,
+    written: bool,
+) -> None:
+    """Raise the sparse-index T once the head is written: the N-th best, or with ranked versions on only the D-th
+    best of a deep gather (a head refresh then publishes nothing). A head that lost its race takes its ranked
+    version's items back with it: the winner's head names its own."""
+    if not written:
+        if rank.written is not None:
+            board.delete_rank_parts(period, rank.written.rv, len(rank.written.pages), len(rank.written.shards))
+        return
+    threshold = rank.threshold if settings.ranked_versions(period.board) else snapshot["threshold"]
+    if settings.sparse_index and threshold > 0:
+        board.raise_threshold(period, threshold)
 
 
 def period_json(period: PeriodKey) -> dict[str, Any]:

@@ -60,6 +60,26 @@ QUERY_ID = {
     "schema": {"type": "string", "minLength": 1},
 }
 QUERY_ID_PATHS = ("/item",)
+# GET /rank reads all of its parameters from rawQueryString (ids repeat).
+RANK_PARAMETERS = [
+    {
+        "name": "id",
+        "in": "query",
+        "required": True,
+        "description": "An item id, percent-encoded; repeat id= for several (1 to 100), any id, '?' included.",
+        "schema": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": 100},
+        "style": "form",
+        "explode": True,
+    },
+    *(
+        {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
+        for name, text in (
+            ("board", "Board name, at most once (default: the global board)."),
+            ("period", "all (the default) or one of the stack's Periods, at most once."),
+            ("at", "ISO-8601 date or date-time in the period (default: now), at most once."),
+        )
+    ),
+]
 
 
 def document() -> dict[str, Any]:
@@ -78,6 +98,7 @@ def document() -> dict[str, Any]:
     for path in QUERY_ID_PATHS:
         for operation in paths[path].values():
             operation["parameters"] = [QUERY_ID, *operation.get("parameters", [])]
+    paths["/rank"]["get"]["parameters"] = RANK_PARAMETERS
     for operation in (op for path in paths.values() for op in path.values()):
         # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
         operation["responses"].pop("422", None)

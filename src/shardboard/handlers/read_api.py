@@ -1,6 +1,7 @@
 """HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), an
-item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), and the newest
-items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index)."""
+item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
+items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
+ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``."""
 
 from typing import Annotated, Any
 
@@ -12,12 +13,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import newest, validation
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.snapshot import not_found, period_at
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.schema import Item, Leaderboard, NewestPage
+from shardboard.schema import Item, Leaderboard, NewestPage, Ranks
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -75,6 +78,30 @@ def get_item() -> Item:
 def get_item_by_query() -> Item:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
     return read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id")))
+
+
+@app.get("/rank", **routes.GET_RANK)
+@tracer.capture_method
+def get_rank() -> Ranks:
+    # Every parameter is read from the raw query string: ids repeat (id=a&id=b), and API Gateway's parsed
+    # parameters would join them with commas (routes.query_value).
+    config = settings()
+    query = routes.query_values(app.current_event.raw_query_string)
+    ids = [validation.item_id(value) for value in query.get("id", [])]
+    if not ids:
+        raise validation.BadInput("missing query parameter: id")
+    if len(ids) > MAX_RANK_IDS:
+        raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
+    name = validation.board_name(routes.once(query, "board") or config.board)
+    kind = validation.period_kind(routes.once(query, "period"), config.periods)
+    wanted = period_at(name, kind, validation.moment(routes.once(query, "at")))
+    metrics.add_metric(name="RankReads", unit=MetricUnit.Count, value=1)
+    snapshot = board_store().get_snapshot(wanted)
+    if snapshot is None:
+        raise NotFoundError(not_found(wanted))
+    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
+    period = snapshot.get("period") or {"kind": "all"}
+    return Ranks.model_validate({"board": name, "period": period, "ranks": [a.as_json() for a in answers]})
 
 
 def read_item(item_id: str) -> Item:

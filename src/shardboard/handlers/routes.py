@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from shardboard.domain.validation import BadInput
-from shardboard.schema import Error, Item, ItemPut, Leaderboard, NewestPage, ViewSeen, ViewsRecorded
+from shardboard.schema import Error, Item, ItemPut, Leaderboard, NewestPage, Ranks, ViewSeen, ViewsRecorded
 
 # The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
 # WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
@@ -116,6 +116,21 @@ GET_NEWEST_ITEMS: dict[str, Any] = {
     },
 }
 
+GET_RANK: dict[str, Any] = {
+    "summary": "Rank and percentile of items in a period",
+    "description": "Ids travel in the query string, percent-encoded: several as a repeated id= (at most 100); board, "
+    "period and at at most once each. Within the snapshot's top N one GetItem; within the ranked version's depth D "
+    "one more BatchGetItem of rank shards (exact competition rank); past D one more read for the views, and the "
+    'rank is null with "beyond": D and a modelled, approximate percentile.',
+    "operation_id": "getRank",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(Ranks, "One answer per id, in the order asked."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
+    },
+}
+
 PUT_ITEM: dict[str, Any] = {
     "summary": "Create or replace an item's metadata (admin)",
     "description": "The body (a JSON object of at most 2 KB) replaces the item's metadata; the first put sets "
@@ -146,6 +161,22 @@ def query_value(raw_query: str | None, name: str) -> str:
     if len(found) > 1:
         raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
     return found[0]
+
+
+def query_values(raw_query: str | None) -> dict[str, list[str]]:
+    """Every name of a raw query string with its values, percent-decoded as UTF-8 (strictly), or BadInput."""
+    try:
+        return parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
+    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
+        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
+
+
+def once(values: dict[str, list[str]], name: str) -> str:
+    """The value of an optional parameter given at most once ("" when absent)."""
+    found = values.get(name, [])
+    if len(found) > 1:
+        raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
+    return found[0] if found else ""
 
 
 def json_request(event: dict[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,10 @@ class ShardboardBoardsDesign:
             category_top_n=workload.category_top_n,
             periods=tuple(p for p in workload.periods if p != ALL),
             write_concurrency=1,
+            # D = N: this scenario prices head refreshes (docs/benchmarks-boards.md); ranked versions are priced by
+            # `--scenario reads`.
+            rank_depth=0,
+            category_rank_depth=0,
         )
         self.settings = self.design.settings
         self.rng = random.Random(workload.seed)

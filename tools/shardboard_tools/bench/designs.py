@@ -156,6 +156,8 @@ class ShardboardDesign:
             board_shards=workload.gsi_shards,
             top_n=workload.top_n,
             periods=workload.periods,
+            rank_depth=workload.rank_depth,
+            rank_refresh_seconds=workload.rank_refresh_seconds,
             # The in-memory store has no network latency to overlap; threads would only add dispatch cost.
             write_concurrency=1,
         )

@@ -103,7 +103,14 @@ class World:
         self.workload = workload
         self.clock = VirtualClock()
         self.emulator = CountingEmulator(self.clock)
-        self.settings = Settings(board_table="memory-board", views_table="memory-views", write_concurrency=1)
+        # D = N (no ranked versions): the run measures head refreshes; a deep gather runs once a RankRefreshSeconds.
+        self.settings = Settings(
+            board_table="memory-board",
+            views_table="memory-views",
+            write_concurrency=1,
+            rank_depth=0,
+            category_rank_depth=0,
+        )
         self.views = MemoryViewStore(self.emulator, anchor=self.settings.anchor)
         self.board = MemoryBoardStore(self.emulator)
         self.bucket = bucket_of(self.settings.anchor, workload.at)

@@ -32,6 +32,10 @@ class Workload:
     # Periods kept besides all time. The single-board comparison keeps none (Periods=""): the seeds' designs keep
     # one all-time board, and so does this run; `--scenario boards` prices the periods (docs/benchmarks.md).
     periods: tuple[str, ...] = ()
+    # D, the depth of ranked versions (RankDepth). 0 gives D = N: no ranked versions, the snapshot is the ranking
+    # (the cost these designs are compared at); `--scenario reads` prices D = 10,000 beside it.
+    rank_depth: int = 0
+    rank_refresh_seconds: int = 60  # RankRefreshSeconds, in simulated seconds
     # Virtual second 0 as a UTC time (epoch seconds): mid-morning, so no period ends during the run.
     start_epoch: float = 1_795_856_400.0  # 2026-11-24T06:20:00Z, a Tuesday
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import json
 import math
 import threading
 import time
@@ -29,6 +30,7 @@ from shardboard.adapters.board_table import (
     board_state_from_item,
     entry_state,
     period_status,
+    rank_part_items,
     snapshot_from_item,
     snapshot_item,
 )
@@ -63,6 +65,9 @@ from shardboard.adapters.keys import (
     PERIOD_KIND,
     PK,
     QUIET_SINCE,
+    RANK_ENTRIES,
+    RANK_PAGE_PREFIX,
+    RANK_SHARD_PREFIX,
     RATE_USED,
     REFRESHED_AT,
     REV,
@@ -84,6 +89,8 @@ from shardboard.adapters.keys import (
     index_key_attr,
     index_name,
     item_record_pk,
+    rank_page_pk,
+    rank_shard_pk,
     seen_pk,
     shards_pk,
     snapshot_pk,
@@ -109,12 +116,14 @@ from shardboard.domain.ports import (
     PastEntry,
     PeriodKey,
     PeriodStatus,
+    RankParts,
+    RankShard,
     ShardMetadata,
 )
 from shardboard.domain.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
-from shardboard_tools.capacity.units import item_size, query_units, read_units
+from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units
 
 # A Query or Scan page stops at 1 MB of items read.
 PAGE_BYTES = 1024 * 1024
@@ -442,6 +451,7 @@ class MemoryBoardStore:
         # Per period index (kind): GSI key -> pk -> count, plus each partition sorted best first (cached).
         self._partitions: dict[str, dict[str, dict[str, int]]] = {kind: {} for kind in (*KINDS, ALL)}
         self._sorted: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self.rank_write_units = 0  # of ranked versions' pages and shards, written and deleted
 
     # -- aggregates
     @metered
@@ -788,6 +798,42 @@ class MemoryBoardStore:
             else:
                 item.pop(CHANGED, None)
             self._write("UpdateItem", pk, item)
+
+    # -- ranked versions
+    @metered
+    def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
+        with self.data.lock:
+            for item in rank_part_items(period, parts, expires_at):
+                self._rank_write(item[PK]["S"], item)
+
+    @metered
+    def delete_rank_parts(self, period: PeriodKey, rv: str, pages: int, shards: int) -> None:
+        keys = [rank_page_pk(*period, rv, page) for page in range(pages)]
+        keys += [rank_shard_pk(*period, rv, shard) for shard in range(shards)]
+        with self.data.lock:
+            for pk in keys:
+                self._rank_write(pk, None)
+
+    def _rank_write(self, pk: str, new: Item | None) -> None:
+        """One item of a BatchWriteItem, its units also tallied apart (the reads benchmark reports them)."""
+        old = self.data.write("BatchWriteItem", pk, new)
+        if old is not None or new is not None:
+            self.rank_write_units += write_units(item_size(old), item_size(new))
+
+    @metered
+    def get_rank_shards(self, period: PeriodKey, rv: str, shards: Sequence[int]) -> dict[int, RankShard]:
+        found: dict[int, RankShard] = {}
+        with self.data.lock:
+            for shard in shards:
+                item = self.data.read("BatchGetItem", rank_shard_pk(*period, rv, shard), consistent=False)
+                if item is not None:
+                    found[shard] = json.loads(item[RANK_ENTRIES]["S"])
+        return found
+
+    def rank_part_pks(self) -> list[str]:
+        """Keys of every stored ranked-version item (tests check retired versions are deleted)."""
+        with self.data.lock:
+            return [pk for pk in self.data.items if pk.startswith((RANK_PAGE_PREFIX, RANK_SHARD_PREFIX))]
 
     def snapshot_item_size(self, period: PeriodKey | None = None) -> int:
         """Bytes of the stored snapshot item: what one frontend read costs."""

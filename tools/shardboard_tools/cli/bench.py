@@ -103,7 +103,16 @@ def print_targets(screen: Console, found: list[Any]) -> None:
 @click.option(
     "--scenario",
     type=click.Choice(
-        ["designs", "boards", "many-boards", "library", "honest-counts", "viral-ramp", "viral-ramp-additive"]
+        [
+            "designs",
+            "boards",
+            "many-boards",
+            "library",
+            "honest-counts",
+            "reads",
+            "viral-ramp",
+            "viral-ramp-additive",
+        ]
     ),
     default="designs",
     show_default=True,
@@ -112,6 +121,8 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "(docs/boards-and-periods.md); library: the client library's coalesced writes against one write per view, "
     "4 processes, 1 s and 5 s flushes (docs/benchmarks.md, Client library); honest-counts: base-table write units "
     "per view without viewer, with viewer (duplicates) and in public mode (rate limits) (docs/benchmarks.md); "
+    "reads: ranked versions at D = N and D = 10,000 side by side (write units per view) and the cost of rank "
+    "lookups (docs/benchmarks.md, Ranked versions); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
@@ -155,6 +166,9 @@ def bench(
         return
     if scenario == "honest-counts":
         run_honest_counts_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
+        return
+    if scenario == "reads":
+        run_reads_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -227,6 +241,35 @@ def run_honest_counts_scenario(ctx: click.Context, *, as_json: bool, out: Path |
         screen.print(f"wrote {out / 'benchmarks.md'}")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
+
+
+def run_reads_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
+    """``--scenario reads``: the benchmark's workload at D = N and D = 10,000, and rank lookups priced."""
+    from shardboard_tools.bench.reads import ReadsWorkload, run_reads
+    from shardboard_tools.bench.reads_report import SECTION, section, table
+
+    base = dataclasses.replace(ReadsWorkload().base, **given(ctx, {**SIZES, "top_n": "top_n"}))
+    workload = ReadsWorkload(base=base)
+    screen = Console(stderr=True) if as_json else Console()
+    names = list(workload.runs())
+    result = with_progress(names, base.views, lambda on_progress: run_reads(workload, on_progress))
+    screen.print(table(result))
+    print_targets(screen, [Target(**target) for target in result["targets"]])
+    if out is not None:
+        SECTION.write(out / "benchmarks.md", section(result, command_line(ctx)))
+        screen.print(f"wrote {out / 'benchmarks.md'}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A target as the scenarios' JSON carries it (``print_targets`` prints it)."""
+
+    name: str
+    wanted: str
+    found: Any
+    met: bool
 
 
 def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:

@@ -1,4 +1,4 @@
-"""The pipeline commands: init, record, process, snapshot, top, boards, verify."""
+"""The pipeline commands: init, record, process, snapshot, top, rank, boards, verify."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from rich.table import Table
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard.domain.snapshot import not_found, period_at
-from shardboard.schema import Leaderboard, VerifyReport
+from shardboard.schema import Leaderboard, Ranks, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
@@ -184,6 +186,51 @@ def top(  # noqa: PLR0917 - one parameter per click option
 
 
 @click.command()
+@click.argument("items", nargs=-1, required=True)
+@click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
+@click.option(
+    "--period", default="all", metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
+)
+@click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON of GET /rank.")
+@click.pass_context
+def rank(  # noqa: PLR0917 - one parameter per click option
+    ctx: click.Context, items: tuple[str, ...], board: str | None, period: str, at: str | None, as_json: bool
+) -> None:
+    """Rank and percentile of each ITEM (at most 100) in a period, as GET /rank answers: exact within the ranked
+    version's depth D, approximate past it."""
+    rt = runtime(ctx)
+    with one_line_errors():
+        ids = [validation.item_id(item) for item in items]
+        if len(ids) > MAX_RANK_IDS:
+            raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
+        name = validation.board_name(board or rt.settings.board)
+        key = period_at(name, validation.period_kind(period, rt.settings.periods), validation.moment(at))
+        stored = rt.board.get_snapshot(key)
+        if stored is None:
+            fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
+        answers = lookup_ranks(rt.board, rt.settings, key, stored, ids)
+    document = Ranks.model_validate(
+        {"board": name, "period": stored.get("period") or {"kind": ALL}, "ranks": [a.as_json() for a in answers]}
+    )
+    if as_json:
+        click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"{name} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
+    for column in ("id", "views", "rank", "percentile", "of", "source"):
+        table.add_column(column, justify="left" if column in ("id", "source") else "right")
+    for one in document.ranks:
+        shown = (
+            str(one.rank)
+            if one.rank is not None
+            else (f"~{one.approximate_rank} (> {one.beyond})" if one.beyond else "-")
+        )
+        percent = "-" if one.percentile is None else f"{'~' if one.approximate else ''}{one.percentile:g}"
+        table.add_row(one.id, f"{one.views:,}", shown, percent, f"{'' if one.of_exact else '~'}{one.of:,}", one.source)
+    console.print(table)
+
+
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 @click.pass_context
 def boards(ctx: click.Context, as_json: bool) -> None:
@@ -256,4 +303,4 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
 # Periods in the order a board lists them: all time first, then finest to coarsest.
 PERIOD_ORDER = (ALL, *KINDS)
 
-COMMANDS = [init, record, process, snapshot, top, boards, verify_command]
+COMMANDS = [init, record, process, snapshot, top, rank, boards, verify_command]

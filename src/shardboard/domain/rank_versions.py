@@ -1,0 +1,160 @@
+"""Ranked versions: a period's exact top D, rewritten by the snapshot job at most every RankRefreshSeconds.
+
+docs/proposals/items-and-ranks.md section 3. A ranked version is one deep gather (``gather_top_n`` with n = D) stored
+as pages of P entries in board order and rank shards (id -> position) under a version id ``rv`` unique to the write.
+The snapshot head names the current version in its ``rank`` block; superseded versions stay listed in ``retired``
+for ``CursorTtlSeconds``, then their items are deleted. With ranked versions on, only the deep gather publishes the
+sparse-index threshold: T = the D-th best views, so every item that can reach the top D stays keyed (the argument of
+docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is exact under the same T.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shardboard.domain.ports import Board, PeriodKey, RankParts, RankShard
+from shardboard.domain.ranking import Entry, Gathered
+from shardboard.settings import Settings
+
+# Entries per page (the proposal's P): ~4 KB, half a read unit.
+RANK_PAGE_SIZE = 100
+# Entries per rank shard: ~10 KB, so a lookup reads one small item whatever the depth.
+ENTRIES_PER_RANK_SHARD = 250
+# A version is due when this share of RankRefreshSeconds has passed: a job firing every 60 s then rewrites every
+# 60 s although its start time jitters by a second or two, instead of every other run.
+DUE_SHARE = 0.9
+
+# gather(n, previous_hits) -> exact top n of the period
+Gather = Callable[[int, Mapping[int, int] | None], Gathered]
+
+
+@dataclass(frozen=True)
+class RankRefresh:
+    """What the snapshot job does with ranked versions in one run of one period."""
+
+    block: dict[str, Any] | None  # the head's ``rank`` block to write (the previous one when nothing is due)
+    threshold: int  # T to publish once the head is written (0: none)
+    written: RankParts | None  # parts written this run (deleted again if the head loses its race)
+    expired: list[list[Any]]  # retired versions whose items were deleted this run
+
+
+def rank_shard_count(depth: int) -> int:
+    return max(1, math.ceil(depth / ENTRIES_PER_RANK_SHARD))
+
+
+def rank_shard_of(item_id: str, shards: int) -> int:
+    """The rank shard holding an id: a stable hash (not Python's, which changes per process)."""
+    return int.from_bytes(hashlib.blake2b(item_id.encode(), digest_size=8).digest(), "big") % shards
+
+
+def build_parts(ranked: Sequence[Entry], depth: int, rv: str) -> RankParts:
+    """Pages and rank shards of the entries ``ranked`` (board order). A shard entry is [pos, tie start, views],
+    1-based: the tie start is the position of the first entry with the same views, i.e. its competition rank."""
+    pages = [
+        [[e.id, e.views] for e in ranked[start : start + RANK_PAGE_SIZE]]
+        for start in range(0, len(ranked), RANK_PAGE_SIZE)
+    ]
+    count = rank_shard_count(depth)
+    shards: dict[int, RankShard] = {shard: {} for shard in range(count)}
+    tie_start = 0
+    for position, entry in enumerate(ranked, start=1):
+        if position == 1 or ranked[position - 2].views != entry.views:
+            tie_start = position
+        shards[rank_shard_of(entry.id, count)][entry.id] = [position, tie_start, entry.views]
+    return RankParts(rv, pages, shards)
+
+
+def page_index(ranked: Sequence[Entry]) -> list[list[Any]]:
+    """Per page: [start position, first views, last views, tie start of its first entry] (the head keeps these)."""
+    index = []
+    for start in range(0, len(ranked), RANK_PAGE_SIZE):
+        first = ranked[start]
+        tie = start
+        while tie > 0 and ranked[tie - 1].views == first.views:
+            tie -= 1
+        index.append([start + 1, first.views, ranked[min(start + RANK_PAGE_SIZE, len(ranked)) - 1].views, tie + 1])
+    return index
+
+
+def last_tie(ranked: Sequence[Entry]) -> int:
+    tie = len(ranked)
+    while tie > 1 and ranked[tie - 2].views == ranked[-1].views:
+        tie -= 1
+    return tie
+
+
+def seconds_between(earlier: str, later: str) -> float:
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
+
+
+def due(previous: Mapping[str, Any] | None, now: str, settings: Settings) -> bool:
+    """A new version is due when there is none, or RankRefreshSeconds (less the jitter share) have passed."""
+    if previous is None:
+        return True
+    return seconds_between(previous["generated_at"], now) >= DUE_SHARE * settings.rank_refresh_seconds
+
+
+def digest_of(ranked: Sequence[Entry]) -> str:
+    pairs = [[e.id, e.views] for e in ranked]
+    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
+
+
+def refresh_rank_version(
+    board: Board,
+    settings: Settings,
+    period: PeriodKey,
+    previous: Mapping[str, Any] | None = None,
+    *,
+    now: str,
+    gather: Gather,
+    expires_at: int | None,
+) -> RankRefresh:
+    """Gather the exact top D and write it as a new ranked version when one is due and the ranking changed.
+
+    Retired versions older than CursorTtlSeconds are deleted *before* the head that drops them is written: a crash
+    in between leaves them listed, so the next run deletes them again (deletes are idempotent)."""
+    if not settings.ranked_versions(period.board) or not due(previous, now, settings):
+        return RankRefresh(dict(previous) if previous else None, 0, None, [])
+    depth = settings.rank_depth_of(period.board)
+    gathered = gather(depth, previous_hits(previous))
+    ranked = gathered.top
+    threshold = ranked[-1].views if len(ranked) >= depth else 0
+    digest = digest_of(ranked)
+    if previous is not None and previous.get("digest") == digest:
+        return RankRefresh(dict(previous), threshold, None, [])
+    retired = [list(r) for r in previous.get("retired", [])] if previous else []
+    if previous is not None:
+        retired.append([previous["rv"], now, len(previous["pages"]), previous["shards"]])
+    expired = [r for r in retired if seconds_between(r[1], now) >= settings.cursor_ttl_seconds]
+    for rv, _, pages, shards in expired:
+        board.delete_rank_parts(period, rv, pages, shards)
+    parts = build_parts(ranked, depth, uuid.uuid4().hex[:12])
+    board.put_rank_parts(period, parts, expires_at)
+    block = {
+        "rv": parts.rv,
+        "generated_at": now,
+        "depth": depth,
+        "count": len(ranked),
+        "page_size": RANK_PAGE_SIZE,
+        "shards": len(parts.shards),
+        "pages": page_index(ranked),
+        # The last entry's views and competition rank: a lookup past the version compares its views with them.
+        "last": [ranked[-1].views, last_tie(ranked)] if ranked else [0, 0],
+        "events": [],
+        "hits": {str(shard): hits for shard, hits in gathered.shard_hits.items()},
+        "digest": digest,
+        "threshold": threshold,
+        "retired": [r for r in retired if r not in expired],
+    }
+    return RankRefresh(block, threshold, parts, expired)
+
+
+def previous_hits(block: Mapping[str, Any] | None) -> dict[int, int] | None:
+    return {int(shard): hits for shard, hits in block["hits"].items()} if block and block.get("hits") else None

@@ -1,0 +1,116 @@
+"""Rank and percentile of an item (issue 13; docs/proposals/items-and-ranks.md section 3). Pure.
+
+Within the depth D of a ranked version the rank is exact: the competition rank ("1224") the board shows, i.e. the
+position of the first entry with the same views. Beyond D it is a model, labelled approximate: the views of the
+version's ranks D/10..D fitted to Zipf's law (log views = a - s log rank), extrapolated to the item's views.
+
+``of`` is the number of items on the board in the period. It is exact when the ranked version holds fewer than D
+entries (it is then the whole board); a full version knows only that there are at least D, so ``of`` is then
+the same model's rank of an item with one view, labelled ``of_exact: false``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# An answer may name at most this many ids (one BatchGetItem of rank shards reads at most 100 keys).
+MAX_RANK_IDS = 100
+
+
+@dataclass(frozen=True)
+class RankAnswer:
+    id: str
+    views: int
+    rank: int | None  # exact competition rank; None beyond the depth (or no views)
+    percentile: float | None
+    of: int
+    of_exact: bool
+    approximate: bool
+    source: str  # "snapshot" (the head's top N), "ranked" (a rank shard), "beyond" (past D), "none" (no views)
+    as_of: str
+    beyond: int | None = None  # D, when the item is past it
+    approximate_rank: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "id": self.id,
+            "views": self.views,
+            "rank": self.rank,
+            "percentile": self.percentile,
+            "of": self.of,
+            "of_exact": self.of_exact,
+            "approximate": self.approximate,
+            "source": self.source,
+            "as_of": self.as_of,
+        }
+        if self.beyond is not None:
+            answer |= {"beyond": self.beyond, "approximate_rank": self.approximate_rank}
+        return answer
+
+
+def rank_of(tie_start: int, excluded: Sequence[int] = ()) -> int:
+    """Competition rank of an entry whose tie group starts at ``tie_start``, with the positions in ``excluded``
+    (hidden or deleted since the version was written) taken out of the ranking above it."""
+    return tie_start - sum(1 for position in excluded if position < tie_start)
+
+
+def percentile(rank: float, of: int) -> float:
+    """Share of the board at or below this rank, in percent: rank 1 of 200 -> 100.0, rank 200 of 200 -> 0.5."""
+    if of <= 0:
+        return 100.0
+    return round(100 * (1 - (min(rank, of) - 1) / of), 4)
+
+
+def head_ranks(items: Sequence[Sequence[Any]]) -> dict[str, tuple[int, int]]:
+    """id -> (competition rank, views) of a snapshot head's items (board order)."""
+    ranks: dict[str, tuple[int, int]] = {}
+    rank = 0
+    for position, (item_id, views) in enumerate(items, start=1):
+        if position == 1 or items[position - 2][1] != views:
+            rank = position
+        ranks[item_id] = (rank, views)
+    return ranks
+
+
+def zipf_exponent(tail: Sequence[Sequence[int]]) -> float | None:
+    """s of log views = a - s log rank, least squares over (rank, views) points; None when it cannot be fitted
+    (fewer than two distinct ranks, or views that do not fall with rank)."""
+    points = [(math.log(rank), math.log(views)) for rank, views in tail if rank > 0 and views > 0]
+    if len({x for x, _ in points}) < 2:
+        return None
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return -slope if slope < 0 else None
+
+
+def tail_points(pages: Sequence[Sequence[Any]], depth: int) -> list[list[int]]:
+    """(rank, views) points of a version's ranks D/10..D, from the head's page index [start, first, last, tie]."""
+    return [[start, first] for start, first, _, _ in pages if start >= depth // 10]
+
+
+def approx_rank(views: int, count: int, last_views: int, exponent: float | None, of: int | None = None) -> int:
+    """Model rank of an item with ``views`` past a version of ``count`` entries whose last has ``last_views``:
+    count x (last_views / views)^(1/s), clamped to [count + 1, of]."""
+    if views <= 0:
+        estimate = math.inf
+    elif exponent is None:
+        estimate = count + 1.0
+    else:
+        estimate = count * (last_views / views) ** (1 / exponent)
+    low = count + 1
+    high = of if of is not None else math.inf
+    return int(max(low, min(high, math.ceil(estimate) if math.isfinite(estimate) else high)))
+
+
+def board_size(count: int, depth: int, last_views: int, exponent: float | None) -> tuple[int, bool]:
+    """``of`` and whether it is exact: a version shorter than D is the whole board."""
+    if count < depth:
+        return count, True
+    if exponent is None or last_views <= 1:
+        return count, False
+    return approx_rank(1, count, last_views, exponent), False

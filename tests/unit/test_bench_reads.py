@@ -1,0 +1,43 @@
+"""`shardboard bench --scenario reads` on a small workload: the figures it reports are the run's own."""
+
+from __future__ import annotations
+
+import pytest
+
+from shardboard_tools.bench.reads import ReadsWorkload, run_reads
+from shardboard_tools.bench.reads_report import section
+from shardboard_tools.bench.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def result():
+    base = Workload(items=3_000, views=15_000, top_n=20, refresh_seconds=1.0)
+    return run_reads(ReadsWorkload(base=base, depth=200, refresh_seconds=(2,)))
+
+
+def test_both_depths_are_exact_and_the_extra_is_their_difference(result):
+    today, ranked = result["runs"].values()
+    assert today["exact_top_n"] and ranked["exact_top_n"] and ranked["exact_ranked_version"] is True
+    assert not today["ranked_versions"] and today["rank_version_write_units_per_view"] == 0
+    assert ranked["rank_versions_written"] >= 2 and ranked["rank_version_write_units_per_view"] > 0
+    extra = ranked["write_units_per_view"] - today["write_units_per_view"]
+    assert result["extra_write_units_per_view"] == pytest.approx(extra)
+    # T comes from the D-th best, so it is lower and more items stay keyed: more index writes
+    assert ranked["threshold"] <= today["threshold"]
+    assert ranked["index_write_units_per_view"] >= today["index_write_units_per_view"]
+
+
+def test_lookups_cost_one_getitem_in_the_top_n_and_at_most_three_requests_deeper(result):
+    by_position = {row["position"]: row for row in result["lookups"]}
+    assert by_position[20]["requests"] == 1 and "snapshot" in by_position[20]["where"]
+    assert by_position[100]["requests"] == 2 and "ranked" in by_position[100]["where"]
+    assert all(row["requests"] <= 3 for row in result["lookups"])
+    for row in result["lookups"]:
+        if "ranked" in row["where"] or "snapshot" in row["where"]:
+            assert f"rank {row['true_rank']:,}," in row["answer"]  # exact within D
+
+
+def test_the_section_carries_the_figures_between_its_markers(result):
+    text = section(result, "shardboard bench --scenario reads")
+    assert text.startswith("<!-- reads:start -->") and text.rstrip().endswith("<!-- reads:end -->")
+    assert f"{result['extra_write_units_per_view']:+.3f}" in text

@@ -1,0 +1,117 @@
+"""Rank and percentile (domain/ranked.py, domain/rank_lookup.py) against brute-force sorting, with heavy ties at
+the top, at the depth D and beyond it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_versions import refresh_rank_version
+from shardboard.domain.ranked import approx_rank, percentile, rank_of, zipf_exponent
+from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.settings import Settings
+
+PERIOD = PeriodKey("global", "all", "all")
+NOW = "2026-11-24T06:20:00.000Z"
+
+
+class CountingBoard:
+    """The Board calls a lookup makes, on fixed counts; ranked versions kept in memory; requests counted."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+        self.parts: dict[str, RankParts] = {}
+        self.requests = 0
+
+    def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
+        self.parts[parts.rv] = parts
+
+    def delete_rank_parts(self, period: PeriodKey, rv: str, pages: int, shards: int) -> None:
+        self.parts.pop(rv, None)
+
+    def get_rank_shards(self, period: PeriodKey, rv: str, shards: list[int]) -> dict[int, Any]:
+        self.requests += 1
+        return {shard: self.parts[rv].shards[shard] for shard in shards if shard in self.parts[rv].shards}
+
+    def state(self, board: str, item_id: str) -> AggregateState:
+        self.requests += 1
+        return AggregateState({}, self.counts.get(item_id, 0), False)
+
+
+def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard) -> dict[str, Any]:
+    entries = [Entry(id=item, views=views) for item, views in counts.items()]
+    config = Settings(top_n=top_n, rank_depth=depth)
+
+    def gather(n: int, hits: Any) -> Gathered:
+        return Gathered(top(entries, n), 0, 1, {})
+
+    block = refresh_rank_version(board, config, PERIOD, None, now=NOW, gather=gather, expires_at=None).block
+    head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, top_n)], "generated_at": NOW}
+    if block is not None:
+        head["rank"] = block
+    return head
+
+
+def brute_rank(counts: dict[str, int], item: str) -> int:
+    return 1 + sum(1 for views in counts.values() if views > counts[item])
+
+
+boards = st.dictionaries(
+    st.text("abcdefgh#/?é", min_size=1, max_size=4), st.integers(1, 6), min_size=1, max_size=60
+)  # views 1..6: heavy ties at the top, at D and beyond
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts=boards, top_n=st.integers(1, 5), extra=st.integers(0, 30))
+def test_ranks_match_sorting_within_d_and_are_labelled_approximate_beyond(counts, top_n, extra):
+    depth = top_n + extra
+    board = CountingBoard(counts)
+    config = Settings(top_n=top_n, rank_depth=depth)
+    head = head_of(counts, top_n, depth, board)
+    ordered = [e.id for e in top([Entry(id=i, views=v) for i, v in counts.items()], len(counts))]
+    position = {item: index + 1 for index, item in enumerate(ordered)}
+    answers = lookup_ranks(board, config, PERIOD, head, [*counts, "never-viewed"])
+    whole = len(counts) < config.rank_depth_of("global")
+    for answer in answers[:-1]:
+        assert answer.views == counts[answer.id]
+        if whole:  # a version shorter than D is the whole board: of is exact
+            assert answer.of == len(counts) and answer.of_exact
+        if position[answer.id] <= config.rank_depth_of("global"):
+            # Then within D the rank is exact (competition: ties share it) and the percentile follows from it
+            assert answer.rank == brute_rank(counts, answer.id) and not answer.approximate
+            assert answer.percentile == percentile(answer.rank, answer.of)
+            assert answer.source == ("snapshot" if position[answer.id] <= top_n else "ranked")
+        else:
+            # And past D the rank is null, D is named, and the model rank is labelled approximate
+            assert answer.rank is None and answer.beyond == config.rank_depth_of("global") and answer.approximate
+            assert answer.approximate_rank is not None
+            if counts[answer.id] == counts[ordered[depth - 1]]:  # a tie with the D-th shares its rank exactly
+                assert answer.approximate_rank == brute_rank(counts, answer.id)
+            else:
+                assert depth < answer.approximate_rank <= answer.of
+    # And an id without views has no rank
+    assert answers[-1].rank is None and answers[-1].source == "none" and answers[-1].views == 0
+
+
+def test_one_id_costs_at_most_two_requests_after_the_head_at_any_depth():
+    counts = {f"i{n}": 1000 - n for n in range(300)}
+    for item, expected in (("i0", 0), ("i150", 1), ("i299", 2)):
+        board = CountingBoard(counts)
+        head = head_of(counts, 10, 200, board)
+        lookup_ranks(board, Settings(top_n=10, rank_depth=200), PERIOD, head, [item])
+        assert board.requests == expected  # top N: the head only; within D: one BatchGetItem; past D: + views
+
+
+def test_rank_under_exclusions_and_the_percentile_edges():
+    assert rank_of(5, [1, 3, 5, 9]) == 3  # two excluded above it
+    assert percentile(1, 200) == 100.0 and percentile(200, 200) == 0.5
+    # A Zipf tail is fitted back to its exponent, and the model rank of fewer views lies past the version
+    tail = [[rank, round(10_000 / rank)] for rank in range(100, 1001, 100)]
+    assert abs((zipf_exponent(tail) or 0) - 1.0) < 0.01
+    assert approx_rank(5, 1000, 10, 1.0) == 2000
+    assert approx_rank(9, 1000, 10, 1.0) == 1112
+    assert approx_rank(9, 1000, 10, 1.0, of=1050) == 1050  # clamped to of

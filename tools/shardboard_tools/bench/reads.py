@@ -1,0 +1,207 @@
+"""``shardboard bench --scenario reads``: what ranked versions (issue 13, docs/proposals/items-and-ranks.md section 3)
+cost in writes, and what a rank lookup costs in reads.
+
+The benchmark's workload (``bench.workload.Workload``: 100,000 items, Zipf 1.0, 400,000 views, N = 1,000) is driven
+through the real pipeline (``bench.run.drive``: record_views, the aggregator on its stream, the snapshot job) once per
+depth, side by side in one run: D = N (no ranked versions: the snapshot is the ranking, today's cost) and D = 10,000
+(a deep gather at most every RankRefreshSeconds, T published from the D-th best). Every write is priced by the
+capacity emulator; the units of the ranked versions' own items (pages and rank shards, written and deleted) are
+tallied apart by the in-memory board. After the run a last ranked version is taken and checked against the
+brute-force ranking of every view, and rank lookups are priced on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
+from shardboard.domain.periods import ALL, from_epoch, iso
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.snapshot import take_snapshot
+from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign
+from shardboard_tools.bench.run import drive
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity.memory import MemoryBoardStore
+
+INDEX = "memory-board/by-views"
+# The extra write units per view that keeping D ranked may add (issue 13 "Costs").
+EXTRA_TARGET = 0.15
+
+
+@dataclass(frozen=True)
+class ReadsWorkload:
+    base: Workload = field(default_factory=Workload)
+    depth: int = 10_000
+    # RankRefreshSeconds of the D runs: the template's 60 s, and 10 s (a deep gather at every run of the job, as
+    # often as T can be published) to show how much of the extra is T lagging behind the D-th best.
+    refresh_seconds: tuple[int, ...] = (60, 10)
+
+    def runs(self) -> dict[str, tuple[int, int]]:
+        """Run name -> (D, RankRefreshSeconds); the first is D = N."""
+        named = {f"D = N = {self.base.top_n:,}": (self.base.top_n, 60)}
+        for seconds in self.refresh_seconds:
+            named[f"D = {self.depth:,}, every {seconds} s"] = (self.depth, seconds)
+        return named
+
+    def as_json(self) -> dict[str, Any]:
+        return {"base": self.base.as_json(), "depth": self.depth, "refresh_seconds": self.refresh_seconds}
+
+
+def truth_ranking(workload: Workload) -> list[tuple[str, int]]:
+    ids = workload.item_ids()
+    counts: dict[str, int] = {}
+    for index in workload.view_sequence().tolist():
+        counts[ids[index]] = counts.get(ids[index], 0) + 1
+    return sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def run_depth(
+    workload: ReadsWorkload,
+    variant: tuple[int, int],
+    truth: list[tuple[str, int]],
+    on_progress: Callable[[int], None] | None,
+) -> dict[str, Any]:
+    """One run of the pipeline with ranked versions to D every RankRefreshSeconds (``variant``; D = N: none)."""
+    depth, seconds = variant
+    base = dataclasses.replace(workload.base, rank_depth=depth, rank_refresh_seconds=seconds)
+    run = drive(
+        SHARDBOARD, base, base.item_ids(), base.view_sequence().tolist(), base.views_per_s, on_progress=on_progress
+    )
+    design = run.design
+    assert isinstance(design, ShardboardDesign)
+    usage, board, views = design.emulator.usage, design.board, max(1, run.views_recorded)
+    period = PeriodKey(design.settings.board, ALL, ALL)
+    head = board.get_snapshot(period) or {}
+    figures: dict[str, Any] = {
+        "depth": design.settings.rank_depth_of(design.settings.board),
+        "ranked_versions": design.settings.ranked_versions(design.settings.board),
+        "views_recorded": run.views_recorded,
+        "write_units_per_view": usage.units("write") / views,
+        "index_write_units_per_view": usage.units("write", INDEX) / views,
+        "rank_version_write_units_per_view": board.rank_write_units / views,
+        "rank_versions_written": rank_versions_written(head),
+        "head_bytes": board.snapshot_item_size(period),
+        "frontend_read_units": design.frontend_read_units(),
+        "threshold": board.get_threshold(period.board),
+        "exact_top_n": design.top() == truth[: base.top_n],
+        "throttled_requests": usage.throttled_requests,
+    }
+    figures |= final_version(design, period, truth)
+    return figures
+
+
+def rank_versions_written(head: dict[str, Any]) -> int:
+    rank = head.get("rank")
+    return 0 if not rank else 1 + len(rank.get("retired", []))
+
+
+def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> dict[str, Any]:
+    """After the drain: a ranked version taken once RankRefreshSeconds have passed, compared with the truth."""
+    if not design.settings.ranked_versions(period.board):
+        return {"exact_ranked_version": None, "lookups": []}
+    later = from_epoch(design.start_epoch + design.emulator.clock.now()) + timedelta(
+        seconds=design.settings.rank_refresh_seconds
+    )
+    result = take_snapshot(design.board, design.settings, iso(later), period)
+    block = result.snapshot["rank"]
+    depth = block["depth"]
+    stored = ranked_entries(design.board, period, block)
+    return {
+        "exact_ranked_version": stored == [list(pair) for pair in truth[:depth]],
+        "lookups": price_lookups(design, period, truth),
+    }
+
+
+def lookup_positions(top_n: int, depth: int) -> tuple[int, ...]:
+    """Board positions whose lookup the scenario prices: N, D/2, D and 2D (the issue's 1,000 / 5,000 / 10,000 at
+    the defaults, and one past D)."""
+    return (top_n, depth // 2, depth, 2 * depth)
+
+
+def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Requests and read units of ``GET /rank`` for one id at each position: the head's GetItem (eventually
+    consistent, as the API reads it), then what ``lookup_ranks`` reads."""
+    priced = []
+    usage = design.emulator.usage
+    depth = design.settings.rank_depth_of(period.board)
+    for position in lookup_positions(design.settings.top_n_of(period.board), depth):
+        if position > len(truth):
+            continue
+        item = truth[position - 1][0]
+        requests, units = usage.requests, usage.units("read")
+        head = design.board.get_snapshot(period) or {}
+        [answer] = lookup_ranks(design.board, design.settings, period, head, [item])
+        shown = f"rank {answer.rank:,}" if answer.rank else f"beyond {answer.beyond:,}, ~{answer.approximate_rank:,}"
+        priced.append(
+            {
+                "where": f"position {position:,} ({answer.source})",
+                "position": position,
+                "true_rank": 1 + sum(1 for _, views in truth if views > truth[position - 1][1]),
+                "requests": usage.requests - requests,
+                "read_units": usage.units("read") - units,
+                "answer": f"{shown}, percentile {answer.percentile:g} of {answer.of:,}"
+                + ("" if answer.of_exact else " (modelled)"),
+            }
+        )
+    return priced
+
+
+def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: dict[str, Any]) -> list[list[Any]]:
+    """Every entry of a ranked version, page after page (read straight from the in-memory table, unpriced)."""
+    entries: list[list[Any]] = []
+    for page in range(len(block["pages"])):
+        entries += json.loads(board.data.items[rank_page_pk(*period, block["rv"], page)][RANK_ENTRIES]["S"])
+    return entries
+
+
+def run_reads(workload: ReadsWorkload, on_progress: Callable[[str, int], None] | None = None) -> dict[str, Any]:
+    truth = truth_ranking(workload.base)
+    runs: dict[str, dict[str, Any]] = {}
+    for name, variant in workload.runs().items():
+        progress = (lambda done, name=name: on_progress(name, done)) if on_progress else None
+        runs[name] = run_depth(workload, variant, truth, progress)
+    today, ranked, *others = runs.values()
+    extra = ranked["write_units_per_view"] - today["write_units_per_view"]
+    for figures in runs.values():
+        figures["extra_write_units_per_view"] = figures["write_units_per_view"] - today["write_units_per_view"]
+    lookups = ranked.pop("lookups")
+    for figures in (today, *others):
+        figures.pop("lookups")
+    return {
+        "workload": workload.as_json(),
+        "runs": runs,
+        "extra_write_units_per_view": extra,
+        "lookups": lookups,
+        "targets": [
+            {
+                "name": f"extra write units per view ({list(runs)[1]} over D = N)",
+                "wanted": f"<= {EXTRA_TARGET}",
+                "found": round(extra, 3),
+                "met": extra <= EXTRA_TARGET,
+            },
+            *lookup_targets(lookups, workload.base),
+        ],
+    }
+
+
+def lookup_targets(lookups: list[dict[str, Any]], base: Workload) -> list[dict[str, Any]]:
+    """The issue's targets for a rank lookup: one GetItem inside the top N, at most S + 2 requests inside D."""
+    found = []
+    for row in lookups:
+        inside_n = row["position"] <= base.top_n
+        wanted = 1 if inside_n else base.gsi_shards + 2
+        found.append(
+            {
+                "name": f"rank lookup requests at {row['where']}",
+                "wanted": f"{'=' if inside_n else '<='} {wanted}",
+                "found": row["requests"],
+                "met": row["requests"] <= wanted,
+            }
+        )
+    return found
