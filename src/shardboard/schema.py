@@ -228,6 +228,16 @@ class ItemPut(BaseModel):
         )
 
 
+class TakedownDone(BaseModel):
+    """``POST /item/hide`` and ``POST /item/unhide`` answered 200 (issue 13 takedowns)."""
+
+    id: str
+    status: Literal["hidden", "visible"]
+    changed: bool = Field(description="False when the item was hidden already (its snapshots were checked again).")
+    patched: int = Field(ge=0, description="Snapshots patched in place (the item dropped, refilled from spares).")
+    refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
+
+
 class CountDifference(BaseModel):
     """A count that is not the sum of its base counters."""
 

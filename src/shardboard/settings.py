@@ -93,6 +93,8 @@ class Settings:
     views_per_viewer_per_minute: int = 0
     # RequireItems: a view of an id never created with PUT /item is refused (404, nothing written).
     require_items: bool = False
+    # SnapshotSpare (R): entries a snapshot keeps past N, so a hide refills every head at once (issue 13 takedowns).
+    snapshot_spare: int = 32
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n"):
@@ -106,7 +108,7 @@ class Settings:
             raise ConfigError(
                 f"dedupe_window_seconds must be >= {MIN_DEDUPE_WINDOW_SECONDS}, got {self.dedupe_window_seconds}"
             )
-        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute"):
+        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute", "snapshot_spare"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
         schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
@@ -183,6 +185,7 @@ class Settings:
             views_per_ip_per_minute=integer("VIEWS_PER_IP_PER_MINUTE", defaults.views_per_ip_per_minute),
             views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),
             require_items=env.get("REQUIRE_ITEMS", str(defaults.require_items)).lower() in ("1", "true", "yes"),
+            snapshot_spare=integer("SNAPSHOT_SPARE", defaults.snapshot_spare),
         )
 
 

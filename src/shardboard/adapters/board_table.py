@@ -657,12 +657,15 @@ def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
     }
     if snapshot.get("expires_at"):
         item[EXPIRES_AT] = n_attr(snapshot["expires_at"])
+    if "spare" in snapshot:
+        # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
+        item["spare"] = s_attr(json.dumps(snapshot["spare"], separators=(",", ":"), ensure_ascii=False))
     return item
 
 
 def snapshot_from_item(item: Mapping[str, Any]) -> Item:
     """The snapshot as plain values, from its stored item."""
-    return {
+    snapshot = {
         "board": item["board"]["S"],
         "period": json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
         "bucket": item["bucket"]["S"] if "bucket" in item else ALL,
@@ -674,3 +677,6 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Item:
         "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
         "digest": item["digest"]["S"],
     }
+    if "spare" in item:
+        snapshot["spare"] = json.loads(item["spare"]["S"])
+    return snapshot

@@ -142,3 +142,23 @@ BY_CREATED_INDEX = "by-created"
 
 def item_record_pk(item_id: str) -> str:
     return f"item#{item_id}"
+
+
+# Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
+# audit rows under the item, and the hidden ids in HIDDEN_SETS String Sets (sharded: no item nears 400 KB).
+ITEM_STATUS = "st"
+REASON = "reason"
+BY = "by"
+OP = "op"
+AT = "at"
+SET_IDS = "ids"
+SET_SK = "set"
+HIDDEN_SETS = 8
+
+
+def audit_sk(at: str, unique: str) -> str:
+    return f"audit#{at}#{unique}"
+
+
+def hidden_set_pk(shard: int) -> str:
+    return f"hidden#{shard}"

@@ -329,3 +329,12 @@ class ItemCatalog(Protocol):
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
         """The item, or None if it was never put."""
         ...
+
+    def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
+        """Hide (or unhide) the item: its status, an audit row and the hidden set, in one transaction. False, with
+        nothing written, when it is hidden (visible) already."""
+        ...
+
+    def hidden(self) -> frozenset[str]:
+        """Every hidden id (the hidden sets, one batch read)."""
+        ...

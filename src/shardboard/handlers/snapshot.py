@@ -16,7 +16,7 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.snapshot import refresh_changed
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, settings
+from shardboard.handlers.wiring import board_store, item_store, settings
 
 
 @logger.inject_lambda_context
@@ -25,7 +25,9 @@ from shardboard.handlers.wiring import board_store, settings
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     config = settings()
-    run = refresh_changed(board_store(), config, always=[PeriodKey(config.board, ALL, ALL)])
+    # The hidden ids, read once per run: every gather drops them (issue 13 takedowns).
+    hidden = item_store().hidden()
+    run = refresh_changed(board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=hidden)
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
