@@ -93,16 +93,34 @@ def affected_periods(board: Board, settings: Settings, item_id: str, moment: dat
 class Operation(Protocol):
     """``hide`` or ``unhide``, as the CLI and the handler call them."""
 
-    def __call__(
-        self, catalog: ItemCatalog, board: Board, settings: Settings, item_id: str, *, by: str, reason: str
+    def __call__(  # noqa: PLR0913 - the stores, the item and the audit's who and why
+        self,
+        catalog: ItemCatalog,
+        board: Board,
+        settings: Settings,
+        item_id: str,
+        *,
+        by: str,
+        reason: str,
+        at: datetime | None = None,
     ) -> Takedown: ...
 
 
-def hide(catalog: ItemCatalog, board: Board, settings: Settings, item_id: str, *, by: str, reason: str) -> Takedown:
-    """Hide the item: status, audit row and hidden set in one transaction, then patch every head that holds it."""
+def hide(  # noqa: PLR0913 - as Operation
+    catalog: ItemCatalog,
+    board: Board,
+    settings: Settings,
+    item_id: str,
+    *,
+    by: str,
+    reason: str,
+    at: datetime | None = None,
+) -> Takedown:
+    """Hide the item: status, audit row and hidden set in one transaction, then patch every head that holds it
+    (``at``: the time whose periods are current, now by default)."""
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
-    moment, now = _now()
+    moment, now = _now(at)
     changed = catalog.set_hidden(item_id, True, by, reason, now)
     # The sets are read eventually consistently: the item itself is hidden whatever the read returns.
     hidden = catalog.hidden() | {item_id}
@@ -114,9 +132,18 @@ def hide(catalog: ItemCatalog, board: Board, settings: Settings, item_id: str, *
     return Takedown(item_id, True, changed, patched, refreshed)
 
 
-def unhide(catalog: ItemCatalog, board: Board, settings: Settings, item_id: str, *, by: str, reason: str) -> Takedown:
+def unhide(  # noqa: PLR0913 - as Operation
+    catalog: ItemCatalog,
+    board: Board,
+    settings: Settings,
+    item_id: str,
+    *,
+    by: str,
+    reason: str,
+    at: datetime | None = None,
+) -> Takedown:
     """Unhide the item: the transaction reversed, then every existing head of its periods gathered again."""
-    moment, now = _now()
+    moment, now = _now(at)
     if not catalog.set_hidden(item_id, False, by, reason, now):
         raise NothingToTakeDown(f"item {item_id!r} is not hidden")
     hidden = catalog.hidden() - {item_id}
@@ -164,6 +191,6 @@ def _each(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> lis
         return list(zip(periods, pool.map(work, periods), strict=True))
 
 
-def _now() -> tuple[datetime, str]:
-    moment = datetime.now(UTC)
+def _now(at: datetime | None) -> tuple[datetime, str]:
+    moment = at or datetime.now(UTC)
     return moment, iso_ms(moment)

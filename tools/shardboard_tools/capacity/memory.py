@@ -989,10 +989,10 @@ class MemoryItemStore:
         return frozenset(found)
 
     def audit_rows(self, item_id: str) -> list[Item]:
-        """The item's audit rows, oldest first (tests read who hid it and why)."""
+        """The item's audit rows in the order they were written (tests read who hid it and why)."""
         prefix = f"audit\0{item_record_pk(item_id)}\0"
         with self.data.lock:
-            return [self.data.items[key] for key in sorted(self.data.items) if key.startswith(prefix)]
+            return [item for key, item in self.data.items.items() if key.startswith(prefix)]
 
 
 # The type checker holds both implementations of each port to it: a method missing or typed differently in either
