@@ -94,6 +94,7 @@ def item_of(value: int) -> str:
     batch_size=st.integers(1, 7),
 )
 def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, board_shards, batch_size):
+    # Given the pipeline and a random interleaving of views, drains, refreshes, hides and unhides
     world = World(top_n, spare, board_shards, batch_size)
     for action, value in steps:
         item = item_of(value)
@@ -103,52 +104,8 @@ def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, bo
             world.design.settle()
         elif action == "drain":
             world.design.settle(final=True)
-        elif action == "snapshot":
-            world.refresh()
-            # Then each head is the exact top N+R of the visible aggregates, the top N shown
-            for period, head in world.heads().items():
-                if world.keyed(period, top_n + spare):
-                    assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
-                # (the public document never shows the spares)
-                shown = [[r["id"], r["views"]] for r in leaderboard_json(head)["items"]]
-                assert shown == head["items"]
-                if world.keyed(period, top_n):
-                    assert shown == world.best_visible(top_n)
-        elif action == "hide":
-            before = world.heads()
-            if item not in world.aggregated() and world.catalog.get(item) is None:
-                # An id with no views and no record: refused, nothing written
-                with pytest.raises(NothingToTakeDown):
-                    hide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
-                assert world.catalog.hidden() == frozenset(world.hidden)
-                continue
-            done = hide(world.catalog, world.design.board, world.config, item, by="t", reason="spam", at=world.moment)
-            assert done.changed == (item not in world.hidden)
-            world.hidden.add(item)
-            # Then the item is absent from every head at once, each refilled from its spares to a full N (or, out
-            # of spares, gathered again)
-            for period, head in world.heads().items():
-                assert item not in [entry[0] for entry in head["items"] + head["spare"]]
-                old = before[period]
-                refill = [e for e in old["items"] + old["spare"] if e[0] != item]
-                if len(refill) == len(old["items"] + old["spare"]):
-                    assert head == old  # a head without the item is left as it is
-                elif len(refill) >= top_n:
-                    assert head["items"] == refill[:top_n]
-                elif world.keyed(period, top_n):
-                    assert head["items"] == world.best_visible(top_n)
-        elif action == "unhide":
-            if item not in world.hidden:
-                with pytest.raises(NothingToTakeDown):
-                    unhide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
-                continue
-            unhide(world.catalog, world.design.board, world.config, item, by="t", reason="ok", at=world.moment)
-            world.hidden.discard(item)
-            # Then every head is gathered again at once, the item back where its counts put it
-            for period, head in world.heads().items():
-                if world.keyed(period, top_n + spare):
-                    assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
-                assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
+        else:
+            {"snapshot": refreshed, "hide": hidden, "unhide": unhidden}[action](world, item, top_n, spare)
         assert world.catalog.hidden() == frozenset(world.hidden)
     # When the stream is drained and the job runs
     world.design.settle(final=True)
@@ -160,6 +117,57 @@ def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, bo
         assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
         if world.keyed(period, top_n):
             assert head["items"] == [[i, v] for i, v in visible[:top_n]]
+
+
+def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
+    """The job runs: each head is the exact top N+R of the visible aggregates, the top N shown."""
+    world.refresh()
+    for period, head in world.heads().items():
+        if world.keyed(period, top_n + spare):
+            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
+        # (the public document never shows the spares)
+        shown = [[r["id"], r["views"]] for r in leaderboard_json(head)["items"]]
+        assert shown == head["items"]
+        if world.keyed(period, top_n):
+            assert shown == world.best_visible(top_n)
+
+
+def hidden(world: World, item: str, top_n: int, _: int) -> None:
+    """A hide: the item leaves every head at once, each refilled from its spares to a full N (or, out of spares,
+    gathered again); an id with no views and no record is refused and nothing is written."""
+    before = world.heads()
+    if item not in world.aggregated() and world.catalog.get(item) is None:
+        with pytest.raises(NothingToTakeDown):
+            hide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
+        return
+    done = hide(world.catalog, world.design.board, world.config, item, by="t", reason="spam", at=world.moment)
+    assert done.changed == (item not in world.hidden)
+    world.hidden.add(item)
+    for period, head in world.heads().items():
+        assert item not in [entry[0] for entry in head["items"] + head["spare"]]
+        old = before[period]
+        refill = [e for e in old["items"] + old["spare"] if e[0] != item]
+        if len(refill) == len(old["items"] + old["spare"]):
+            assert head == old  # a head without the item is left as it is
+        elif len(refill) >= top_n:
+            assert head["items"] == refill[:top_n]
+        elif world.keyed(period, top_n):
+            assert head["items"] == world.best_visible(top_n)
+
+
+def unhidden(world: World, item: str, top_n: int, spare: int) -> None:
+    """An unhide: every head is gathered again at once, the item back where its counts put it; an item that is
+    not hidden is refused."""
+    if item not in world.hidden:
+        with pytest.raises(NothingToTakeDown):
+            unhide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
+        return
+    unhide(world.catalog, world.design.board, world.config, item, by="t", reason="ok", at=world.moment)
+    world.hidden.discard(item)
+    for period, head in world.heads().items():
+        if world.keyed(period, top_n + spare):
+            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
+        assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
 
 
 def test_without_refills_from_the_spares_in_order():
