@@ -266,3 +266,4 @@ class VerifyReport(BaseModel):
     snapshot_exact: bool | None
     snapshots_checked: int
     snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')
+    hidden: int = Field(description="Hidden items: counted like any other, left out of every snapshot's truth.")

@@ -13,6 +13,7 @@ import pytest
 
 from shardboard.adapters.keys import SK
 from shardboard.domain.recording import Where, record_views
+from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.integration.test_http_api import call, get
 from tests.integration.test_items_http import ODD_IDS, QUESTION_IDS, with_query, written
@@ -181,3 +182,7 @@ def test_hides_while_views_arrive_and_batches_are_replayed_keep_counts_exact(mak
     assert {item: views for item, (views, _) in pipeline.board.scan_aggregates().items()} == truth
     visible = sorted(((i, v) for i, v in truth.items() if i not in {"i11", "i9"}), key=lambda p: (-p[1], p[0]))
     assert shown(pipeline) == shown(pipeline, "day") == [[i, v] for i, v in visible[:3]]
+    # And verify, told the hidden ids, finds every count and every snapshot exact (without them, it would not)
+    report = verify(pipeline.views, pipeline.board, pipeline.settings, pipeline.runtime.items.hidden())
+    assert report.exact and report.snapshots_inexact == [] and report.hidden == 2
+    assert verify(pipeline.views, pipeline.board, pipeline.settings).snapshots_inexact != []

@@ -93,7 +93,7 @@ def affected_periods(board: Board, settings: Settings, item_id: str, moment: dat
 class Operation(Protocol):
     """``hide`` or ``unhide``, as the CLI and the handler call them."""
 
-    def __call__(  # noqa: PLR0913 - the stores, the item and the audit's who and why
+    def __call__(
         self,
         catalog: ItemCatalog,
         board: Board,
@@ -106,7 +106,7 @@ class Operation(Protocol):
     ) -> Takedown: ...
 
 
-def hide(  # noqa: PLR0913 - as Operation
+def hide(
     catalog: ItemCatalog,
     board: Board,
     settings: Settings,
@@ -132,7 +132,7 @@ def hide(  # noqa: PLR0913 - as Operation
     return Takedown(item_id, True, changed, patched, refreshed)
 
 
-def unhide(  # noqa: PLR0913 - as Operation
+def unhide(
     catalog: ItemCatalog,
     board: Board,
     settings: Settings,
