@@ -68,6 +68,8 @@ def test_every_route_of_the_template_is_served(pipeline):
         "GET /items/{id+}": "ReadApiFunction",
         "GET /item": "ReadApiFunction",
         "PUT /item": "ItemsAdminFunction",
+        "POST /item/hide": "ItemsAdminFunction",
+        "POST /item/unhide": "ItemsAdminFunction",
     }
 
 
