@@ -152,6 +152,25 @@ HTTP: list[HttpCase] = [
     HttpCase("rank board given twice", "GET", "/rank", "id=a&board=x&board=y", message="board given 2 times"),
     HttpCase("rank id in bytes that are not UTF-8", "GET", "/rank", "id=%FF", message="query string is malformed"),
     HttpCase("rank on an unknown board", "GET", "/rank", "id=a&board=nosuch", status=404, message="has no views"),
+    HttpCase("hide without an id", "POST", "/item/hide", "reason=x", message="missing query parameter: id"),
+    HttpCase("hide id given twice", "POST", "/item/hide", "id=a&id=b", message="query parameter id given 2 times"),
+    HttpCase(
+        "hide reason over 500 characters",
+        "POST",
+        "/item/hide",
+        "id=a&reason=" + "r" * 501,
+        message="reason must be at most 500 printable characters",
+    ),
+    HttpCase("hide reason with a newline", "POST", "/item/hide", "id=a&reason=a%0Ab", message="reason must be"),
+    HttpCase(
+        "hide of an id never viewed nor put",
+        "POST",
+        "/item/hide",
+        "id=nobody",
+        status=404,
+        message="has no views and was never created",
+    ),
+    HttpCase("unhide of an item not hidden", "POST", "/item/unhide", "id=a", status=404, message="is not hidden"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 

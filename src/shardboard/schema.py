@@ -291,6 +291,16 @@ class NewestPage(BaseModel):
         return self.model_dump(mode="json")
 
 
+class TakedownDone(BaseModel):
+    """``POST /item/hide`` and ``POST /item/unhide`` answered 200 (issue 13 takedowns)."""
+
+    id: str
+    status: Literal["hidden", "visible"]
+    changed: bool = Field(description="False when the item was hidden already (its snapshots were checked again).")
+    patched: int = Field(ge=0, description="Snapshots patched in place (the item dropped, refilled from spares).")
+    refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
+
+
 class CountDifference(BaseModel):
     """A count that is not the sum of its base counters."""
 
@@ -319,3 +329,4 @@ class VerifyReport(BaseModel):
     snapshot_exact: bool | None
     snapshots_checked: int
     snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')
+    hidden: int = Field(description="Hidden items: counted like any other, left out of every snapshot's truth.")

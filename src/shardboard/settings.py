@@ -109,6 +109,8 @@ class Settings:
     category_rank_depth: int = DEFAULT_CATEGORY_RANK_DEPTH
     rank_refresh_seconds: int = DEFAULT_RANK_REFRESH_SECONDS
     cursor_ttl_seconds: int = DEFAULT_CURSOR_TTL_SECONDS
+    # SnapshotSpare (R): entries a snapshot keeps past N, so a hide refills every head at once (issue 13 takedowns).
+    snapshot_spare: int = 32
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -122,7 +124,13 @@ class Settings:
             raise ConfigError(
                 f"dedupe_window_seconds must be >= {MIN_DEDUPE_WINDOW_SECONDS}, got {self.dedupe_window_seconds}"
             )
-        for name in ("views_per_ip_per_minute", "views_per_viewer_per_minute", "rank_depth", "category_rank_depth"):
+        for name in (
+            "views_per_ip_per_minute",
+            "views_per_viewer_per_minute",
+            "rank_depth",
+            "category_rank_depth",
+            "snapshot_spare",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
         for name in ("rank_refresh_seconds", "cursor_ttl_seconds"):
@@ -147,13 +155,15 @@ class Settings:
         return self.top_n if board == GLOBAL_BOARD else self.category_top_n
 
     def rank_depth_of(self, board: str) -> int:
-        """D of a board: its ranked versions hold the exact top D (never fewer than its N)."""
+        """D of a board: its ranked versions hold the exact top D, never fewer than the N + R its head gathers (the
+        T a deep gather publishes must keep the spares exact too)."""
         depth = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
-        return max(depth, self.top_n_of(board))
+        return max(depth, self.top_n_of(board) + self.snapshot_spare)
 
     def ranked_versions(self, board: str) -> bool:
         """Whether a board keeps ranked versions: only when D > N (with D = N the head is the ranking)."""
-        return self.rank_depth_of(board) > self.top_n_of(board)
+        depth = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
+        return depth > self.top_n_of(board)
 
     def retention(self, kind: str) -> int:
         return {
@@ -216,6 +226,7 @@ class Settings:
             category_rank_depth=integer("CATEGORY_RANK_DEPTH", defaults.category_rank_depth),
             rank_refresh_seconds=integer("RANK_REFRESH_SECONDS", defaults.rank_refresh_seconds),
             cursor_ttl_seconds=integer("CURSOR_TTL_SECONDS", defaults.cursor_ttl_seconds),
+            snapshot_spare=integer("SNAPSHOT_SPARE", defaults.snapshot_spare),
         )
 
 

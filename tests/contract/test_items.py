@@ -69,3 +69,32 @@ def test_get_many_reads_the_records_that_were_put_and_leaves_the_others_out(port
     assert set(found) == set(ids)
     assert all(found[item] == ports.items.get(item, consistent=True) for item in ids)
     assert ports.items.get_many([]) == {}
+
+
+@pytest.mark.parametrize("item", ODD_IDS)
+def test_a_hide_is_set_once_and_an_unhide_reverses_it(ports, item):
+    # Given a put item
+    ports.items.put(item, meta({"title": "A"}), "2026-11-23T17:00:00.000Z")
+    # When it is hidden, then hidden again
+    assert ports.items.set_hidden(item, True, "arn:aws:iam::1:user/ed", "spam", "2026-11-23T17:01:00.000Z")
+    assert not ports.items.set_hidden(item, True, "arn:aws:iam::1:user/ed", "again", "2026-11-23T17:02:00.000Z")
+    # Then it is in the hidden sets and its record says so, metadata kept
+    assert ports.items.hidden() == frozenset({item})
+    record = ports.items.get(item, consistent=True)
+    assert record is not None and record.status == "hidden" and record.document() == {"title": "A"}
+    # When it is unhidden (once: a second unhide is refused), it is visible again
+    assert ports.items.set_hidden(item, False, "arn:aws:iam::1:user/al", "", "2026-11-23T17:03:00.000Z")
+    assert not ports.items.set_hidden(item, False, "arn:aws:iam::1:user/al", "", "2026-11-23T17:04:00.000Z")
+    assert ports.items.hidden() == frozenset()
+    record = ports.items.get(item, consistent=True)
+    assert record is not None and record.status is None and record.rev == 1
+
+
+def test_an_item_never_put_can_be_hidden_and_stays_uncreated(ports):
+    assert ports.items.set_hidden("viewed-only", True, "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    assert ports.items.get("viewed-only", consistent=True) is None  # a status is not a creation (RequireItems)
+    assert ports.items.hidden() == frozenset({"viewed-only"})
+    # and a put keeps the status
+    ports.items.put("viewed-only", meta({}), "2026-11-23T17:01:00.000Z")
+    record = ports.items.get("viewed-only", consistent=True)
+    assert record is not None and record.status == "hidden"

@@ -285,7 +285,7 @@ def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, writ
     template = choice(pipeline.runtime.template, **parameters, **extra)
     authorizer = TemplateAuthorizer(template, parameters["WriteAuth"])
     needs = {route.key: authorizer.requirement(route, route.method) for route in template_routes(template)}
-    # The item admin route takes WriteAuth's mechanism with the admin scope; PublicViews never opens it.
+    # The item admin routes take WriteAuth's mechanism with the admin scope; PublicViews never opens them.
     admin = ("iam", []) if parameters["WriteAuth"] == "iam" else ("jwt", ["items:admin"])
     assert needs == {
         "POST /views": write,
@@ -293,6 +293,8 @@ def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, writ
         "GET /items/{id+}": ("public", []),
         "GET /item": ("public", []),
         "PUT /item": admin,
+        "POST /item/hide": admin,
+        "POST /item/unhide": admin,
     }
 
 
@@ -333,3 +335,19 @@ def test_put_item_needs_the_admin_scope_with_jwt(pipeline, serve, keys):
     admin = {"Authorization": f"Bearer {token(keys, scope='items:admin')}"}
     answer = requests.put(url + "item?id=a", data=CAT, headers=admin, timeout=10)
     assert answer.status_code == 200 and answer.json()["rev"] == 1
+
+
+@pytest.mark.parametrize("public", ["false", "true"])
+def test_hide_needs_a_signature_with_iam_even_with_public_views(pipeline, serve, public):
+    url = serve(iam(), WriteAuth="iam", PublicViews=public)
+    assert signed_put(url + "item?id=a").status_code == 200
+    before = items_in(pipeline)
+    # An unsigned hide is refused by the gateway and writes nothing
+    assert requests.post(url + "item/hide?id=a&reason=spam", timeout=10).status_code == 403
+    assert requests.post(url + "item/unhide?id=a", timeout=10).status_code == 403
+    assert items_in(pipeline) == before
+    # A signed one is carried out
+    request = AWSRequest(method="POST", url=url + "item/hide?id=a&reason=spam")
+    SigV4Auth(CREDENTIALS, "execute-api", REGION).add_auth(request)
+    answer = requests.post(request.url, headers=dict(request.headers), timeout=10)
+    assert answer.status_code == 200 and answer.json()["status"] == "hidden"

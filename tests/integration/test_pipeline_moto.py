@@ -129,9 +129,9 @@ def test_sample_event_skips_remove_and_foreign_records(pipeline, capsys):
 
 
 def test_random_workload_with_sparse_index_gives_the_exact_top_n(make_pipeline):
-    # Given a skewed workload over 40 items, a board of 5 over 3 shards, sparse index on, D = N (T from the N-th
-    # best; tests/unit/test_rank_versions.py covers T from the D-th)
-    pipeline = make_pipeline(TopN="5", BoardShards="3", WriteShards="4", RankDepth="5")
+    # Given a skewed workload over 40 items, a board of 5 over 3 shards, sparse index on, D = N and no spares (T is
+    # the 5th best; with SnapshotSpare R it is the (5+R)-th, tests/unit/test_rank_versions.py covers T from the D-th)
+    pipeline = make_pipeline(TopN="5", BoardShards="3", WriteShards="4", RankDepth="5", SnapshotSpare="0")
     rng = random.Random(3)
     weights = [1 / (rank + 1) for rank in range(40)]
     for _ in range(4):

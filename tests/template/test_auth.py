@@ -84,6 +84,8 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "GET /item": [],
         "GET /rank": [],
         "PUT /item": expected_admin,
+        "POST /item/hide": expected_admin,
+        "POST /item/unhide": expected_admin,
     }
     for name in (r for requirement in [*expected_write, *expected_admin] for r in requirement):
         assert name in schemes(stack)
@@ -176,13 +178,17 @@ def test_the_writer_policy_exists_only_for_iam(rendered):
     assert "ItemsAdminPolicy" not in stack["Resources"] and "ItemsAdminPolicyArn" not in stack["Outputs"]
 
 
-def test_the_items_admin_policy_may_invoke_put_item_only(rendered):
+def test_the_items_admin_policy_may_invoke_the_item_admin_routes_only(rendered):
     stack = deployed(rendered)
     policy = stack["Resources"]["ItemsAdminPolicy"]
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Effect"] == "Allow" and statement["Action"] == "execute-api:Invoke"
-    arn = statement["Resource"]["Fn::Sub"]
-    assert arn == "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/$default/PUT/item"
+    stage = "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/$default"
+    assert [resource["Fn::Sub"] for resource in statement["Resource"]] == [
+        f"{stage}/PUT/item",
+        f"{stage}/POST/item/hide",
+        f"{stage}/POST/item/unhide",
+    ]
     assert set(policy["Properties"]) == {"Description", "PolicyDocument"}
     assert stack["Outputs"]["ItemsAdminPolicyArn"]["Value"] == {"Ref": "ItemsAdminPolicy"}
 

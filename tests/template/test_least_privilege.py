@@ -39,6 +39,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden: the hidden sets, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
     "ShardReviewFunction": {
@@ -53,7 +54,19 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
     },
     "ItemsAdminFunction": {
-        ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put: create or replace (one UpdateItem)
+        ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put; set_hidden's transaction: status and hidden set
+        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's transaction: the audit row
+        ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: a hide of an unknown id is a 404
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden: the gathers of a takedown drop hidden ids
+        ("dynamodb:GetItem", "BoardTable"),  # state / get_snapshot / get_board_state
+        ("dynamodb:PutItem", "BoardTable"),  # put_snapshot: a head patched or gathered again
+        ("dynamodb:UpdateItem", "BoardTable"),  # mark_changed / raise_threshold
+        ("dynamodb:Query", "BoardTable/index/by-views"),  # a head gathered again (take_snapshot), all time
+        ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
+        ("dynamodb:Query", "BoardTable/index/by-day"),
+        ("dynamodb:Query", "BoardTable/index/by-week"),
+        ("dynamodb:Query", "BoardTable/index/by-month"),
+        ("dynamodb:Query", "BoardTable/index/by-change"),  # periods: the boards the item may be on
     },
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"  # its own log streams

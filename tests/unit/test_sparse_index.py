@@ -78,6 +78,8 @@ def test_long_tail_updates_pay_no_index_writes():
     for sparse, expected_index_units in ((True, 0), (False, 5)):
         # Given a board whose published threshold T is 4 (N = 2: a=5, b=4, c=3)
         design = pipeline(top_n=2, board_shards=2, batch_size=1, sparse=sparse)
+        # (no spares: with SnapshotSpare R the published T is the (N+R)-th best, snapshot.index_threshold)
+        design.settings = dataclasses.replace(design.settings, snapshot_spare=0)
         for item, views in (("a", 5), ("b", 4), ("c", 3)):
             for _ in range(views):
                 design.view(item)

@@ -725,12 +725,15 @@ def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
         item["meta_at"] = s_attr(snapshot["meta_at"])
     if snapshot.get("rank"):
         item["rank"] = s_attr(json.dumps(snapshot["rank"], separators=(",", ":"), ensure_ascii=False))
+    if "spare" in snapshot:
+        # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
+        item["spare"] = s_attr(json.dumps(snapshot["spare"], separators=(",", ":"), ensure_ascii=False))
     return item
 
 
 def snapshot_from_item(item: Mapping[str, Any]) -> Item:
     """The snapshot as plain values, from its stored item."""
-    return {
+    snapshot = {
         "board": item["board"]["S"],
         "period": json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
         "bucket": item["bucket"]["S"] if "bucket" in item else ALL,
@@ -744,3 +747,6 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Item:
         **({"meta": json.loads(item["meta"]["S"]), "meta_at": item["meta_at"]["S"]} if "meta" in item else {}),
         **({"rank": json.loads(item["rank"]["S"])} if "rank" in item else {}),
     }
+    if "spare" in item:
+        snapshot["spare"] = json.loads(item["spare"]["S"])
+    return snapshot

@@ -7,25 +7,45 @@ GSIs, items are written at admin rate and read by id (docs/briefs design section
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from shardboard.adapters.dynamodb import int_of, n_attr, s_attr
 from shardboard.adapters.keys import (
+    AT,
+    BY,
     BY_CREATED_INDEX,
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
+    HIDDEN_SETS,
     ITEM_ID,
     ITEM_META,
     ITEM_RECORD_SK,
+    ITEM_STATUS,
+    OP,
     PK,
+    REASON,
     REV,
+    SET_IDS,
+    SET_SK,
     SK,
     UPDATED_AT,
+    audit_sk,
+    hidden_set_pk,
     item_record_pk,
 )
-from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord, created_key, created_shard
+from shardboard.domain.items import (
+    DEFAULT_CREATED_SHARDS,
+    HIDDEN,
+    ItemRecord,
+    created_key,
+    created_shard,
+    set_shard,
+)
 from shardboard.domain.newest import ShardPage
 
 
@@ -34,13 +54,60 @@ def record_key(item_id: str) -> dict[str, Any]:
 
 
 def item_record(item: Mapping[str, Any]) -> ItemRecord:
+    status = item.get(ITEM_STATUS)
     return ItemRecord(
         item_id=item[ITEM_ID]["S"],
         meta=item[ITEM_META]["S"],
         created_at=item[CREATED_AT]["S"],
         updated_at=item[UPDATED_AT]["S"],
         rev=int_of(item.get(REV)),
+        status=status["S"] if status else None,
     )
+
+
+def takedown_writes(table: str, item_id: str, hidden: bool, *, by: str, reason: str, now: str) -> list[dict[str, Any]]:
+    """The three writes of a hide (or unhide), for one TransactWriteItems: the record's status (conditioned on the
+    previous one, so a repeat writes nothing), the audit row and the hidden set."""
+    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON}
+    values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":hidden": s_attr(HIDDEN)}
+    if hidden:
+        status = "SET #st = :hidden, #id = :id, #by = :by, #reason = :reason"
+        condition = "attribute_not_exists(#st)"
+    else:
+        status = "SET #id = :id, #by = :by, #reason = :reason REMOVE #st"
+        condition = "#st = :hidden"
+    shard = set_shard(item_id, HIDDEN_SETS)
+    audit = {
+        PK: s_attr(item_record_pk(item_id)),
+        SK: s_attr(audit_sk(now, uuid.uuid4().hex)),
+        ITEM_ID: s_attr(item_id),
+        OP: s_attr("hide" if hidden else "unhide"),
+        BY: s_attr(by),
+        REASON: s_attr(reason),
+        AT: s_attr(now),
+    }
+    return [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": record_key(item_id),
+                "UpdateExpression": status,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        },
+        {"Put": {"TableName": table, "Item": audit}},
+        {
+            "Update": {
+                "TableName": table,
+                "Key": {PK: s_attr(hidden_set_pk(shard)), SK: s_attr(SET_SK)},
+                "UpdateExpression": f"{'ADD' if hidden else 'DELETE'} #ids :ids",
+                "ExpressionAttributeNames": {"#ids": SET_IDS},
+                "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
+            }
+        },
+    ]
 
 
 # One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only.
@@ -105,7 +172,8 @@ class ItemStore:
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
         response = self.client.get_item(TableName=self.table, Key=record_key(item_id), ConsistentRead=consistent)
         item = response.get("Item")
-        return None if item is None else item_record(item)
+        # A record without meta holds only a takedown status (an item hidden without ever being put).
+        return None if item is None or ITEM_META not in item else item_record(item)
 
     def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
         """BatchGetItem, 100 keys a request; unprocessed keys are asked again (backing off), never dropped."""
@@ -117,7 +185,11 @@ class ItemStore:
             }
             for attempt in range(BATCH_GET_ATTEMPTS):
                 response = self.client.batch_get_item(RequestItems=request)
-                found.update((r.item_id, r) for r in map(item_record, response["Responses"].get(self.table, [])))
+                found.update(
+                    (item[ITEM_ID]["S"], item_record(item))
+                    for item in response["Responses"].get(self.table, [])
+                    if ITEM_META in item  # a status-only record (hidden, never put) was never put
+                )
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -145,3 +217,28 @@ class ItemStore:
             start = response.get("LastEvaluatedKey")
             if start is None or len(records) >= limit:
                 return ShardPage(records, more=start is not None)
+
+    def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
+        try:
+            self.client.transact_write_items(
+                TransactItems=takedown_writes(self.table, item_id, hidden, by=by, reason=reason, now=now)
+            )
+        except ClientError as error:
+            reasons = error.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
+        return True
+
+    def hidden(self) -> frozenset[str]:
+        keys = [{PK: s_attr(hidden_set_pk(shard)), SK: s_attr(SET_SK)} for shard in range(HIDDEN_SETS)]
+        found: set[str] = set()
+        request: dict[str, Any] = {
+            self.table: {"Keys": keys, "ProjectionExpression": "#ids", "ExpressionAttributeNames": {"#ids": SET_IDS}}
+        }
+        while request:
+            response = self.client.batch_get_item(RequestItems=request)
+            for item in response["Responses"].get(self.table, []):
+                found.update(item.get(SET_IDS, {}).get("SS", []))
+            request = response.get("UnprocessedKeys") or {}
+        return frozenset(found)

@@ -158,3 +158,23 @@ def rank_page_pk(board: str, kind: str, bucket: str, rv: str, page: int) -> str:
 
 def rank_shard_pk(board: str, kind: str, bucket: str, rv: str, shard: int) -> str:
     return f"{RANK_SHARD_PREFIX}{board}#{kind}#{bucket}#{rv}#{shard}"
+
+
+# Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
+# audit rows under the item, and the hidden ids in HIDDEN_SETS String Sets (sharded: no item nears 400 KB).
+ITEM_STATUS = "st"
+REASON = "reason"
+BY = "by"
+OP = "op"
+AT = "at"
+SET_IDS = "ids"
+SET_SK = "set"
+HIDDEN_SETS = 8
+
+
+def audit_sk(at: str, unique: str) -> str:
+    return f"audit#{at}#{unique}"
+
+
+def hidden_set_pk(shard: int) -> str:
+    return f"hidden#{shard}"

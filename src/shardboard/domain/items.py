@@ -31,6 +31,9 @@ ADMIT_TTL_SECONDS = 10.0
 ADMIT_CACHE_SIZE = 10_000
 # The by-created index spreads creates over this many partition values (design section 6: ~2,600 creates/s at 8).
 DEFAULT_CREATED_SHARDS = 8
+# A hidden item (issue 13 takedowns): it leaves every board and period but keeps counting, so unhide restores it.
+HIDDEN = "hidden"
+MAX_REASON_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class ItemRecord:
     created_at: str
     updated_at: str
     rev: int
+    status: str | None = None  # None (visible) or HIDDEN
 
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
@@ -135,6 +139,20 @@ def created_shard(item_id: str, shards: int = DEFAULT_CREATED_SHARDS) -> str:
     """The by-created partition value of an item: a stable hash, so creates spread evenly over ``shards`` values."""
     digest = hashlib.blake2b(item_id.encode("utf-8", errors="surrogatepass"), digest_size=8).digest()
     return f"c#{int.from_bytes(digest, 'big') % shards}"
+
+
+def set_shard(item_id: str, shards: int) -> int:
+    """Which of the hidden sets holds an id: a stable hash, so the sets fill evenly."""
+    digest = hashlib.blake2b(item_id.encode("utf-8", errors="surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def reason(value: str | None) -> str:
+    """A takedown's reason as stored in its audit row: optional, at most MAX_REASON_CHARS printable characters."""
+    text = value or ""
+    if len(text) > MAX_REASON_CHARS or not text.isprintable():
+        raise BadInput(f"reason must be at most {MAX_REASON_CHARS} printable characters")
+    return text
 
 
 def _http_url(value: Any) -> bool:

@@ -182,3 +182,14 @@ def expires_at(kind: str, bucket: str, retention: int) -> int | None:
     else:
         end += {HOUR: timedelta(hours=1), DAY: timedelta(days=1), WEEK: timedelta(days=7)}[kind] * retention
     return int(end.timestamp())
+
+
+def retained_buckets(kind: str, moment: datetime, retention: int) -> list[str]:
+    """The bucket of ``kind`` containing ``moment`` and the ``retention`` before it, newest first (the periods
+    whose snapshots may still be read)."""
+    found = []
+    start = start_of(kind, moment)
+    for _ in range(retention + 1):
+        found.append(bucket_of(kind, start))
+        start = start_of(kind, start - timedelta(microseconds=1))
+    return found

@@ -364,3 +364,12 @@ class ItemCatalog(Protocol):
         """Up to ``limit`` records of one by-created shard with ``low <= created key <= high``, newest first
         (eventually consistent, as every GSI read); ``more`` when the shard may hold older ones in the range."""
         ...
+
+    def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
+        """Hide (or unhide) the item: its status, an audit row and the hidden set, in one transaction. False, with
+        nothing written, when it is hidden (visible) already."""
+        ...
+
+    def hidden(self) -> frozenset[str]:
+        """Every hidden id (the hidden sets, one batch read)."""
+        ...

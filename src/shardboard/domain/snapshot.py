@@ -32,9 +32,19 @@ def iso_now() -> str:
 
 
 def gather_layout(
-    board: Board, period: PeriodKey, top_n: int, shards: int, previous_hits: Mapping[int, int] | None
+    board: Board,
+    period: PeriodKey,
+    top_n: int,
+    shards: int,
+    previous_hits: Mapping[int, int] | None,
+    *,
+    hidden: frozenset[str] = frozenset(),
 ) -> Gathered:
-    """Exact top N of one period among the items keyed in one GSI layout (``shards`` board shards)."""
+    """Exact top N of one period among the *visible* items keyed in one GSI layout (``shards`` board shards).
+
+    Hidden items keep their index keys and counts; dropping them from each page before the threshold rule sees it
+    keeps the rule exact on the visible sorted lists (and is required: the GSI may still show a just-hidden item).
+    """
     cursors: dict[int, Cursor | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> Page:
@@ -44,7 +54,8 @@ def gather_layout(
             limit,
             None if first_page else cursors.get(shard),
         )
-        return Page([Entry(id=item, views=views) for item, views in rows], more=cursors[shard] is not None)
+        visible = [Entry(id=item, views=views) for item, views in rows if item not in hidden]
+        return Page(visible, more=cursors[shard] is not None)
 
     return gather_top_n(top_n, shards, fetch, previous_hits)
 
@@ -54,6 +65,8 @@ def gather_board(
     settings: Settings,
     previous_hits: Mapping[int, int] | None,
     period: PeriodKey | None = None,
+    hidden: frozenset[str] = frozenset(),
+    *,
     top_n: int | None = None,
 ) -> Gathered:
     """Exact top N (or ``top_n``) of a period over the board's layouts: one, or during a reshard the old one first,
@@ -63,11 +76,11 @@ def gather_board(
     one sees every item at least once (before its move or after it); duplicates keep their larger views.
     """
     period = period or PeriodKey(settings.board, ALL, ALL)
-    top_n = top_n or settings.top_n_of(period.board)
+    top_n = top_n or gather_depth(settings, period.board)
     layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
     if len(layouts) == 1:
-        return gather_layout(board, period, top_n, layouts[0], previous_hits)
-    parts = [gather_layout(board, period, top_n, shards, None) for shards in layouts]
+        return gather_layout(board, period, top_n, layouts[0], previous_hits, hidden=hidden)
+    parts = [gather_layout(board, period, top_n, shards, None, hidden=hidden) for shards in layouts]
     best: dict[str, Entry] = {}
     for entry in (e for part in parts for e in part.top):
         if entry.id not in best or entry.views > best[entry.id].views:
@@ -80,26 +93,46 @@ def gather_board(
     )
 
 
+def gather_depth(settings: Settings, board: str) -> int:
+    """How deep a head gather reads: N, and the R spares a hide refills from."""
+    return settings.top_n_of(board) + settings.snapshot_spare
+
+
+def head_digest(items: list[list[Any]], spare: list[list[Any]]) -> str:
+    """What a snapshot's content is compared by: its top N and its spares (a stale spare would refill wrongly)."""
+    return hashlib.sha256(json.dumps(items + spare, ensure_ascii=False).encode()).hexdigest()
+
+
+def index_threshold(gathered: list[Entry], depth: int) -> int:
+    """The T published to the sparse index: the (N+R)-th best visible, so that every spare is exact too (an item
+    below T may be missing from the index) and up to R hides leave N visible items at or above T (proposal
+    section 2's argument with N+R for D)."""
+    return gathered[depth - 1].views if len(gathered) >= depth else 0
+
+
 def take_snapshot(
     board: Board,
     settings: Settings,
     now: str | None = None,
     period: PeriodKey | None = None,
+    hidden: frozenset[str] = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
 ) -> SnapshotResult:
-    """Gather the exact top N of one period (the global board's all time by default); write the snapshot item
-    only when its content changed. With the items ``catalog``, the head carries its first entries' metadata. When due,
-    also write a new ranked version (``rank_versions``)."""
+    """Gather the exact top N+R visible items of one period (the global board's all time by default); write the
+    snapshot item (top N in ``items``, the R spares in ``spare``) only when its content changed. With the items
+    ``catalog``, the head carries its first entries' metadata. When due, also write a new ranked version
+    (``rank_versions``)."""
     period = period or PeriodKey(settings.board, ALL, ALL)
     now = now or iso_now()
     top_n = settings.top_n_of(period.board)
     previous = board.get_snapshot(period, consistent=True)
-    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None, period)
-    items = [[e.id, e.views] for e in gathered.top]
-    digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()
+    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None, period, hidden)
+    items = [[e.id, e.views] for e in gathered.top[:top_n]]
+    spare = [[e.id, e.views] for e in gathered.top[top_n:]]
+    digest = head_digest(items, spare)
     expires = expires_at(period.kind, period.bucket, settings.retention(period.kind))
-    rank = ranked_version(board, settings, period, previous, now=now, expires=expires)
+    rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
     if previous is not None and previous["digest"] == digest and rank.block == previous.get("rank"):
         return SnapshotResult(previous, written=False, gathered=gathered)
     snapshot: dict[str, Any] = {
@@ -109,6 +142,7 @@ def take_snapshot(
         "version": previous["version"] + 1 if previous else 1,
         "generated_at": now,
         "items": items,
+        "spare": spare,
         "items_read": gathered.items_read,
         # T, the N-th best views: an item below it can never reach the top N (docs/sparse-index.md).
         "threshold": items[-1][1] if len(items) >= top_n else 0,
@@ -120,7 +154,7 @@ def take_snapshot(
     if rank.block is not None:
         snapshot["rank"] = rank.block
     written = board.put_snapshot(snapshot, previous["version"] if previous else None)
-    publish_threshold(board, settings, period, snapshot, rank=rank, written=written)
+    publish_threshold(board, settings, period, gathered, rank=rank, written=written)
     return SnapshotResult(snapshot, written, gathered)
 
 
@@ -132,11 +166,13 @@ def ranked_version(
     *,
     now: str,
     expires: int | None,
+    hidden: frozenset[str] = frozenset(),
 ) -> RankRefresh:
-    """The head's ``rank`` block: a new ranked version when one is due (a deep gather to D), else the previous."""
+    """The head's ``rank`` block: a new ranked version when one is due (a deep gather to D of the visible items),
+    else the previous."""
 
     def gather(depth: int, hits: Mapping[int, int] | None) -> Gathered:
-        return gather_board(board, settings, hits, period, top_n=depth)
+        return gather_board(board, settings, hits, period, hidden, top_n=depth)
 
     block = previous.get("rank") if previous else None
     return refresh_rank_version(board, settings, period, block, now=now, gather=gather, expires_at=expires)
@@ -146,19 +182,22 @@ def publish_threshold(
     board: Board,
     settings: Settings,
     period: PeriodKey,
-    snapshot: Mapping[str, Any],
+    gathered: Gathered,
     *,
     rank: RankRefresh,
     written: bool,
 ) -> None:
-    """Raise the sparse-index T once the head is written: the N-th best, or with ranked versions on only the D-th
-    best of a deep gather (a head refresh then publishes nothing). A head that lost its race takes its ranked
-    version's items back with it: the winner's head names its own."""
+    """Raise the sparse-index T once the head is written: the (N+R)-th best visible, or with ranked versions on
+    only the D-th best visible of a deep gather (D >= N+R; a head refresh then publishes nothing). A head that lost
+    its race takes its ranked version's items back with it: the winner's head names its own."""
     if not written:
         if rank.written is not None:
             board.delete_rank_parts(period, rank.written.rv, len(rank.written.pages), len(rank.written.shards))
         return
-    threshold = rank.threshold if settings.ranked_versions(period.board) else snapshot["threshold"]
+    if settings.ranked_versions(period.board):
+        threshold = rank.threshold
+    else:
+        threshold = index_threshold(gathered.top, gather_depth(settings, period.board))
     if settings.sparse_index and threshold > 0:
         board.raise_threshold(period, threshold)
 
@@ -183,12 +222,13 @@ class RefreshRun:
         return sum(r.written for r in self.results.values())
 
 
-def refresh_changed(
+def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     board: Board,
     settings: Settings,
     now: str | None = None,
     parallelism: int = 16,
     always: Iterable[PeriodKey] = (),
+    hidden: frozenset[str] = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
 ) -> RefreshRun:
@@ -204,7 +244,7 @@ def refresh_changed(
     failures: dict[PeriodKey, BaseException] = {}
 
     def refresh(period: PeriodKey) -> SnapshotResult:
-        result = take_snapshot(board, settings, now, period, catalog=catalog)
+        result = take_snapshot(board, settings, now, period, hidden, catalog=catalog)
         if stamps[period] >= 0:
             board.mark_refreshed(period, stamps[period], int(time.time()))
         return result

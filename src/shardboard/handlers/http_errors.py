@@ -20,6 +20,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rate_limit import RateLimited
+from shardboard.domain.takedown import NothingToTakeDown
 from shardboard.domain.validation import BadInput
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
@@ -50,6 +51,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(UnknownItem)(unknown_item)
+    app.exception_handler(NothingToTakeDown)(nothing_to_take_down)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
 
@@ -68,6 +70,11 @@ def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:
 def unknown_item(refused: UnknownItem) -> Response[dict[str, Any]]:
     """RequireItems: a view of an id never created; nothing was written."""
     metrics.add_metric(name="UnknownItemViews", unit=MetricUnit.Count, value=1)
+    return error("not_found", str(refused))
+
+
+def nothing_to_take_down(refused: NothingToTakeDown) -> Response[dict[str, Any]]:
+    """A hide of an unknown id or an unhide of a visible one; nothing was written."""
     return error("not_found", str(refused))
 
 

@@ -1,5 +1,6 @@
 """HTTP API, admin (WriteAuth: SigV4 or a JWT with JwtAdminScope): ``PUT /item?id=<id>`` with a JSON object body
-creates or replaces the item's metadata (issue 13). Ids travel in the query string so that any id, ``?``
+creates or replaces the item's metadata; ``POST /item/hide?id=&reason=`` and ``POST /item/unhide?id=`` take an item
+off every board and period and put it back (issue 13). Ids travel in the query string so that any id, ``?``
 included, can be named.
 
 Bad input (an id or a document the domain refuses) answers 400 and writes nothing.
@@ -14,13 +15,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import validation
-from shardboard.domain.items import iso_ms
+from shardboard.domain import takedown, validation
+from shardboard.domain.items import iso_ms, reason
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import item_store
-from shardboard.schema import ItemMeta, ItemPut
+from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.schema import ItemMeta, ItemPut, TakedownDone
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -36,6 +37,38 @@ def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
     logger.info("ItemAudit", extra={"op": "put", "item_id": item_id, "by": caller(), "rev": record.rev})
     metrics.add_metric(name="ItemPuts", unit=MetricUnit.Count, value=1)
     return ItemPut.of(record)
+
+
+@app.post("/item/hide", **routes.HIDE_ITEM)
+@tracer.capture_method
+def hide_item() -> TakedownDone:
+    item_id, why = takedown_request()
+    done = takedown.hide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    return audited("hide", done, why)
+
+
+@app.post("/item/unhide", **routes.UNHIDE_ITEM)
+@tracer.capture_method
+def unhide_item() -> TakedownDone:
+    item_id, why = takedown_request()
+    done = takedown.unhide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    return audited("unhide", done, why)
+
+
+def takedown_request() -> tuple[str, str]:
+    """The id and the optional reason, both from the raw query string; BadInput before anything is read."""
+    raw = app.current_event.raw_query_string
+    return validation.item_id(routes.query_value(raw, "id")), reason(routes.optional_query_value(raw, "reason"))
+
+
+def audited(op: str, done: takedown.Takedown, why: str) -> TakedownDone:
+    """The ItemAudit log line (the audit row is written with the status) and the answer."""
+    logger.info(
+        "ItemAudit",
+        extra={"op": op, "item_id": done.item_id, "by": caller(), "reason": why, **done.as_json()},
+    )
+    metrics.add_metric(name="ItemTakedowns", unit=MetricUnit.Count, value=1)
+    return TakedownDone.model_validate(done.as_json())
 
 
 def caller() -> str:

@@ -59,7 +59,7 @@ QUERY_ID = {
     "'?' included.",
     "schema": {"type": "string", "minLength": 1},
 }
-QUERY_ID_PATHS = ("/item",)
+QUERY_ID_PATHS = ("/item", "/item/hide", "/item/unhide")
 # GET /rank reads all of its parameters from rawQueryString (ids repeat).
 RANK_PARAMETERS = [
     {
@@ -80,6 +80,14 @@ RANK_PARAMETERS = [
         )
     ),
 ]
+QUERY_REASON = {
+    "name": "reason",
+    "in": "query",
+    "required": False,
+    "description": "Why (kept in the item's audit rows): at most 500 printable characters, percent-encoded, once.",
+    "schema": {"type": "string", "maxLength": 500},
+}
+REASON_PATHS = ("/item/hide", "/item/unhide")
 
 
 def document() -> dict[str, Any]:
@@ -99,6 +107,9 @@ def document() -> dict[str, Any]:
         for operation in paths[path].values():
             operation["parameters"] = [QUERY_ID, *operation.get("parameters", [])]
     paths["/rank"]["get"]["parameters"] = RANK_PARAMETERS
+    for path in REASON_PATHS:
+        for operation in paths[path].values():
+            operation["parameters"].append(QUERY_REASON)
     for operation in (op for path in paths.values() for op in path.values()):
         # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
         operation["responses"].pop("422", None)

@@ -12,7 +12,17 @@ from urllib.parse import parse_qs
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from shardboard.domain.validation import BadInput
-from shardboard.schema import Error, Item, ItemPut, Leaderboard, NewestPage, Ranks, ViewSeen, ViewsRecorded
+from shardboard.schema import (
+    Error,
+    Item,
+    ItemPut,
+    Leaderboard,
+    NewestPage,
+    Ranks,
+    TakedownDone,
+    ViewSeen,
+    ViewsRecorded,
+)
 
 # The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
 # WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
@@ -145,17 +155,59 @@ PUT_ITEM: dict[str, Any] = {
 }
 
 
+_TAKEDOWN_AUTH = (
+    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
+    "Logged with who (the caller) and why (reason) in the item's audit rows and an ItemAudit log line. "
+)
+
+HIDE_ITEM: dict[str, Any] = {
+    "summary": "Hide an item from every board and period (admin)",
+    "description": "Every snapshot that holds the item is patched at once and refilled to a full N from its spare "
+    "entries; the item's views go on counting, so unhide restores it exactly. Optional reason (at most 500 "
+    "characters). Hiding a hidden item re-checks the snapshots (changed false). " + _TAKEDOWN_AUTH + _ID_QUERY,
+    "operation_id": "hideItem",
+    "security": ADMIN_SECURITY,
+    "responses": {
+        200: _json(TakedownDone, "Hidden."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "No views recorded for the item and it was never created (code not_found); nothing written."),
+    },
+}
+
+UNHIDE_ITEM: dict[str, Any] = {
+    "summary": "Unhide an item (admin)",
+    "description": "The item's snapshots are gathered again at once, with its counts as they are now. "
+    + _TAKEDOWN_AUTH
+    + _ID_QUERY,
+    "operation_id": "unhideItem",
+    "security": ADMIN_SECURITY,
+    "responses": {
+        200: _json(TakedownDone, "Visible again."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "The item is not hidden (code not_found); nothing written."),
+    },
+}
+
+
+def _query(raw_query: str | None) -> dict[str, list[str]]:
+    try:
+        return parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
+    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
+        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
+
+
+def optional_query_value(raw_query: str | None, name: str) -> str | None:
+    """``query_value``, or None when ``name`` is absent."""
+    return query_value(raw_query, name) if name in _query(raw_query) else None
+
+
 def query_value(raw_query: str | None, name: str) -> str:
     """The one value of ``name`` in a raw query string, percent-decoded as UTF-8, or BadInput.
 
     Read from ``rawQueryString``, never ``queryStringParameters``: API Gateway joins repeated names there with
     commas, so an id holding a comma could not be told from two ids.
     """
-    try:
-        values = parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
-    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
-        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
-    found = values.get(name, [])
+    found = _query(raw_query).get(name, [])
     if not found:
         raise BadInput(f"missing query parameter: {name}")
     if len(found) > 1:

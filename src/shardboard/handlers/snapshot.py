@@ -25,7 +25,11 @@ from shardboard.handlers.wiring import board_store, item_store, settings
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     config = settings()
-    run = refresh_changed(board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], catalog=item_store())
+    # The hidden ids, read once per run: every gather drops them (issue 13 takedowns).
+    items = item_store()
+    run = refresh_changed(
+        board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=items.hidden(), catalog=items
+    )
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)

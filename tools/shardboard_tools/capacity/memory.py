@@ -35,13 +35,14 @@ from shardboard.adapters.board_table import (
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttling_as_domain
-from shardboard.adapters.items_table import ItemStore, item_record, put_values
+from shardboard.adapters.items_table import ItemStore, item_record, put_values, takedown_writes
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
     BOARD,
     BOARD_COUNTER_PREFIX,
     BOARD_SHARD,
     BUCKET,
+    BY,
     BY_CHANGE_INDEX,
     BY_CREATED_INDEX,
     BY_VIEWS_INDEX,
@@ -55,10 +56,12 @@ from shardboard.adapters.keys import (
     CREATED_SHARD,
     DIRTY,
     EXPIRES_AT,
+    HIDDEN_SETS,
     IMPORT_ID,
     ITEM_ID,
     ITEM_META,
     ITEM_RECORD_SK,
+    ITEM_STATUS,
     LAST_UPDATED,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
@@ -69,11 +72,14 @@ from shardboard.adapters.keys import (
     RANK_PAGE_PREFIX,
     RANK_SHARD_PREFIX,
     RATE_USED,
+    REASON,
     REFRESHED_AT,
     REV,
     REVIEWED_AT,
     REVIEWED_VIEWS,
     SEEN_TOKEN,
+    SET_IDS,
+    SET_SK,
     SHARD,
     SHARD_HISTORY,
     SK,
@@ -86,6 +92,7 @@ from shardboard.adapters.keys import (
     board_counter,
     count_attr,
     entry_pk,
+    hidden_set_pk,
     index_key_attr,
     index_name,
     item_record_pk,
@@ -991,7 +998,48 @@ class MemoryItemStore:
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
         with self.data.lock:
             item = self.data.read("GetItem", item_record_pk(item_id), consistent)
-        return None if item is None else item_record(item)
+        return None if item is None or ITEM_META not in item else item_record(item)
+
+    def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
+        """The adapter's three transactional writes (takedown_writes), applied in Python under the table's lock."""
+        status, audit, member = takedown_writes(self.data.schema.name, item_id, hidden, by=by, reason=reason, now=now)
+        pk = item_record_pk(item_id)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if (old is not None and ITEM_STATUS in old) != (not hidden):
+                self.data.refuse("TransactWriteItems", pk)
+                return False
+            values = status["Update"]["ExpressionAttributeValues"]
+            record = {k: v for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items() if k != ITEM_STATUS}
+            record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
+            if hidden:
+                record[ITEM_STATUS] = values[":hidden"]
+            self.data.write("TransactWriteItems", pk, record)
+            row = audit["Put"]["Item"]
+            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
+            set_pk = member["Update"]["Key"][PK]["S"]
+            ids = set((self.data.items.get(set_pk) or {}).get(SET_IDS, {}).get("SS", []))
+            ids = ids | {item_id} if hidden else ids - {item_id}
+            self.data.write(
+                "TransactWriteItems",
+                set_pk,
+                {PK: {"S": set_pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}} if ids else None,
+            )
+        return True
+
+    def hidden(self) -> frozenset[str]:
+        found: set[str] = set()
+        with self.data.lock:
+            for shard in range(HIDDEN_SETS):
+                item = self.data.read("BatchGetItem", hidden_set_pk(shard), False)
+                found.update((item or {}).get(SET_IDS, {}).get("SS", []))
+        return frozenset(found)
+
+    def audit_rows(self, item_id: str) -> list[Item]:
+        """The item's audit rows in the order they were written (tests read who hid it and why)."""
+        prefix = f"audit\0{item_record_pk(item_id)}\0"
+        with self.data.lock:
+            return [item for key, item in self.data.items.items() if key.startswith(prefix)]
 
     def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
         """The adapter's BatchGetItem: each key priced as an eventually consistent read."""

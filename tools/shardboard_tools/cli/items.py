@@ -1,16 +1,21 @@
-"""Item commands (issue 13): ``shardboard item put ITEM --meta JSON``, ``shardboard item get ITEM [--json]`` and
-``shardboard items --since T1 [--until T2] [-n L] [--json]`` (the newest items, as GET /items walks them)."""
+"""Item commands (issue 13): ``shardboard item put ITEM --meta JSON``, ``shardboard item get ITEM [--json]``,
+``shardboard item hide ITEM [--reason TEXT]``, ``shardboard item unhide ITEM`` and ``shardboard items --since T1
+[--until T2] [-n L] [--json]`` (the newest items, as GET /items walks them)."""
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 from datetime import UTC, datetime
 from typing import Any
 
+import boto3
 import click
+from botocore.exceptions import BotoCoreError, ClientError
 
-from shardboard.domain import newest, validation
-from shardboard.domain.items import ItemRecord, iso_ms, meta_text
+from shardboard.domain import newest, takedown, validation
+from shardboard.domain.items import ItemRecord, iso_ms, meta_text, reason
 from shardboard.schema import Item, ItemPut, NewestPage
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
@@ -67,6 +72,56 @@ def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
         console.print(json.dumps(answer.meta, ensure_ascii=False, indent=2), markup=False, highlight=False)
     else:
         console.print("no metadata (never put)", markup=False, highlight=False)
+
+
+@item.command("hide")
+@click.argument("item_id", metavar="ITEM")
+@click.option("--reason", "why", default="", metavar="TEXT", help="Why (kept in the audit rows, at most 500 chars).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as POST /item/hide gives it.")
+@click.pass_context
+def hide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
+    """Take ITEM off every board and period now (its snapshots are patched); its views go on counting."""
+    _takedown(ctx, item_id, why, as_json, takedown.hide)
+
+
+@item.command("unhide")
+@click.argument("item_id", metavar="ITEM")
+@click.option("--reason", "why", default="", metavar="TEXT", help="Why (kept in the audit rows, at most 500 chars).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as POST /item/unhide gives it.")
+@click.pass_context
+def unhide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
+    """Put a hidden ITEM back on its boards with its exact counts (its snapshots are gathered again now)."""
+    _takedown(ctx, item_id, why, as_json, takedown.unhide)
+
+
+def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operation: takedown.Operation) -> None:
+    rt = runtime(ctx)
+    with one_line_errors():
+        checked, why = validation.item_id(item_id), reason(why)
+        try:
+            done = operation(rt.items, rt.board, rt.settings, checked, by=caller(), reason=why)
+        except takedown.NothingToTakeDown as missing:
+            fail(str(missing))
+    if as_json:
+        click.echo(json.dumps(done.as_json(), ensure_ascii=False, indent=2))
+        return
+    state = "hidden" if done.hidden else "visible again"
+    note = "" if done.changed else " (it was hidden already)"
+    console.print(
+        f"{done.item_id}: {state}{note}; {len(done.patched)} snapshot(s) patched, {len(done.refreshed)} gathered again",
+        markup=False,
+        highlight=False,
+    )
+
+
+def caller() -> str:
+    """Who the audit rows name: the STS caller ARN on AWS, ``local:<user>`` against a local endpoint."""
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+        return f"local:{getpass.getuser()}"
+    try:
+        return str(boto3.client("sts").get_caller_identity()["Arn"])
+    except (BotoCoreError, ClientError):
+        return f"cli:{getpass.getuser()}"
 
 
 @click.command("items")

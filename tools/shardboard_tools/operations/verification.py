@@ -1,5 +1,6 @@
 """Check the promise on every board and period: each count equals the sum of its base counters, every contender is
-in its period's index, and every snapshot is the exact top N of its period."""
+in its period's index, and every snapshot is the exact top N of its period's *visible* items (hidden items keep
+counting, so their counts are checked like any other, but no snapshot may show them)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class Report:
     snapshot_exact: bool | None = None  # the global board's all-time snapshot equals the top N of the truth
     snapshots_checked: int = 0
     snapshots_inexact: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
+    hidden: int = 0  # hidden items (issue 13 takedowns): left out of every snapshot's truth
 
     @property
     def exact(self) -> bool:
@@ -93,12 +95,13 @@ def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKe
     return counts, keyed
 
 
-def verify(views: ViewStore, board: BoardStore, settings: Settings) -> Report:
+def verify(views: ViewStore, board: BoardStore, settings: Settings, hidden: frozenset[str] = frozenset()) -> Report:
+    """The report; ``hidden``: the hidden ids (ItemCatalog.hidden), which no snapshot may show."""
     expected = truth(views, settings)
     found, keyed = stored(board, settings)
     everything = PeriodKey(settings.board, ALL, ALL)
     overall = expected.get(everything, {})
-    report = Report(items=len(overall), views=sum(overall.values()))
+    report = Report(items=len(overall), views=sum(overall.values()), hidden=len(hidden))
     report.boards = len({p.board for p in expected})
     report.periods = len(expected)
     thresholds = board.thresholds(sorted(expected.keys() | found.keys())) if settings.sparse_index else {}
@@ -117,7 +120,8 @@ def verify(views: ViewStore, board: BoardStore, settings: Settings) -> Report:
                 report.index_misses.append(f"{period.board} {label} {item}")
         snapshot = board.get_snapshot(period)
         if snapshot is not None:
-            best = top((Entry(id=i, views=v) for i, v in truth_counts.items() if v), settings.top_n_of(period.board))
+            visible = (Entry(id=i, views=v) for i, v in truth_counts.items() if v and i not in hidden)
+            best = top(visible, settings.top_n_of(period.board))
             exact = snapshot["items"] == [[e.id, e.views] for e in best]
             report.snapshots_checked += 1
             if not exact:

@@ -1,0 +1,198 @@
+"""Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): hide and unhide an item.
+
+A hidden item keeps its aggregates, index keys and counting (the aggregator never looks at its status); every gather
+drops it (``snapshot.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps
+the exact top N+R visible items of one gather, so removing the item leaves the exact refill as of that gather. A head
+left with fewer than N is gathered again on the spot. Unhide gathers the item's heads again (its counts were never
+touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from shardboard.domain.items import iso_ms
+from shardboard.domain.periods import ALL, expires_at, retained_buckets
+from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.snapshot import head_digest, take_snapshot
+from shardboard.settings import Settings
+
+# A head patch that lost a race with the snapshot job (or another patch) re-reads and re-patches this many times.
+PATCH_ATTEMPTS = 5
+PARALLELISM = 16
+
+
+class NothingToTakeDown(LookupError):
+    """A hide of an id with no views and no record, or an unhide of an item that is not hidden: HTTP 404 not_found,
+    CLI exit 1, nothing written."""
+
+
+@dataclass(frozen=True)
+class Takedown:
+    """What a hide or unhide did: whether the status changed (False: it was so already, the heads were still
+    checked), the heads patched in place and the periods gathered again."""
+
+    item_id: str
+    hidden: bool
+    changed: bool
+    patched: list[PeriodKey] = field(default_factory=list)
+    refreshed: list[PeriodKey] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.item_id,
+            "status": "hidden" if self.hidden else "visible",
+            "changed": self.changed,
+            "patched": len(self.patched),
+            "refreshed": len(self.refreshed),
+        }
+
+
+def without(snapshot: Snapshot, item_id: str, top_n: int) -> Snapshot | None:
+    """The head with ``item_id`` dropped and the top N refilled from its spares, or None when it does not hold it.
+
+    The head's items and spares are the exact top N+R visible of one gather, so the rest, in order, is the exact
+    top N+R-1 of the visible items without this one, as of that gather.
+    """
+    entries = [*snapshot["items"], *snapshot.get("spare", [])]
+    kept = [entry for entry in entries if entry[0] != item_id]
+    if len(kept) == len(entries):
+        return None
+    items, spare = kept[:top_n], kept[top_n:]
+    return {
+        **snapshot,
+        "items": items,
+        "spare": spare,
+        "version": snapshot["version"] + 1,
+        "digest": head_digest(items, spare),
+        "threshold": items[-1][1] if len(items) >= top_n else 0,
+    }
+
+
+def affected_periods(board: Board, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
+    """Every period whose head may hold the item: on each board where it has an aggregate, all time and every
+    retained bucket of each configured kind (one consistent GetItem per board, in parallel)."""
+    boards = sorted({status.period.board for status in board.periods()} | {settings.board})
+    with ThreadPoolExecutor(max_workers=PARALLELISM) as pool:
+        states = list(pool.map(lambda name: board.state(name, item_id), boards))
+    periods = []
+    for name, state in zip(boards, states, strict=True):
+        if state.views == 0 and not state.applied:
+            continue
+        periods.append(PeriodKey(name, ALL, ALL))
+        for kind in settings.periods:
+            periods.extend(PeriodKey(name, kind, b) for b in retained_buckets(kind, moment, settings.retention(kind)))
+    return periods
+
+
+class Operation(Protocol):
+    """``hide`` or ``unhide``, as the CLI and the handler call them."""
+
+    def __call__(
+        self,
+        catalog: ItemCatalog,
+        board: Board,
+        settings: Settings,
+        item_id: str,
+        *,
+        by: str,
+        reason: str,
+        at: datetime | None = None,
+    ) -> Takedown: ...
+
+
+def hide(
+    catalog: ItemCatalog,
+    board: Board,
+    settings: Settings,
+    item_id: str,
+    *,
+    by: str,
+    reason: str,
+    at: datetime | None = None,
+) -> Takedown:
+    """Hide the item: status, audit row and hidden set in one transaction, then patch every head that holds it
+    (``at``: the time whose periods are current, now by default)."""
+    if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
+        raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
+    moment, now = _now(at)
+    changed = catalog.set_hidden(item_id, True, by, reason, now)
+    # The sets are read eventually consistently: the item itself is hidden whatever the read returns.
+    hidden = catalog.hidden() | {item_id}
+    periods = affected_periods(board, settings, item_id, moment)
+    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden))
+    patched = [period for period, outcome in outcomes if outcome == "patched"]
+    refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
+    _mark(board, settings, patched + refreshed)
+    return Takedown(item_id, True, changed, patched, refreshed)
+
+
+def unhide(
+    catalog: ItemCatalog,
+    board: Board,
+    settings: Settings,
+    item_id: str,
+    *,
+    by: str,
+    reason: str,
+    at: datetime | None = None,
+) -> Takedown:
+    """Unhide the item: the transaction reversed, then every existing head of its periods gathered again."""
+    moment, now = _now(at)
+    if not catalog.set_hidden(item_id, False, by, reason, now):
+        raise NothingToTakeDown(f"item {item_id!r} is not hidden")
+    hidden = catalog.hidden() - {item_id}
+    periods = affected_periods(board, settings, item_id, moment)
+
+    def refresh(period: PeriodKey) -> str:
+        if board.get_snapshot(period, consistent=True) is None:
+            return "absent"
+        take_snapshot(board, settings, now, period, hidden, catalog=catalog)  # the head keeps its metadata
+        return "refreshed"
+
+    refreshed = [period for period, outcome in _each(periods, refresh) if outcome == "refreshed"]
+    _mark(board, settings, refreshed)
+    return Takedown(item_id, False, True, [], refreshed)
+
+
+def _patch(  # noqa: PLR0917 - one head's inputs
+    board: Board, catalog: ItemCatalog, settings: Settings, period: PeriodKey, item_id: str, hidden: frozenset[str]
+) -> str:
+    """Drop the item from one head: "absent" (not in it), "patched", or "refreshed" (too few left: gathered)."""
+    top_n = settings.top_n_of(period.board)
+    for _ in range(PATCH_ATTEMPTS):
+        head = board.get_snapshot(period, consistent=True)
+        patched = None if head is None else without(head, item_id, top_n)
+        if head is None or patched is None:
+            return "absent"
+        if len(patched["items"]) < top_n:
+            break
+        if board.put_snapshot(patched, head["version"]):
+            return "patched"
+    # Spares used up, or the job kept winning the race: a synchronous gather (with the item hidden) is exact.
+    take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+    return "refreshed"
+
+
+def _mark(board: Board, settings: Settings, periods: Sequence[PeriodKey]) -> None:
+    """The next snapshot run re-gathers these periods (a run that read the hidden sets before the hide heals)."""
+    if periods:
+        expiry = {p: expires_at(p.kind, p.bucket, settings.retention(p.kind)) for p in periods}
+        board.mark_changed(list(periods), int(time.time()), expiry)
+
+
+def _each(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> list[tuple[PeriodKey, str]]:
+    if not periods:
+        return []
+    with ThreadPoolExecutor(max_workers=min(PARALLELISM, len(periods))) as pool:
+        return list(zip(periods, pool.map(work, periods), strict=True))
+
+
+def _now(at: datetime | None) -> tuple[datetime, str]:
+    moment = at or datetime.now(UTC)
+    return moment, iso_ms(moment)

@@ -1,0 +1,57 @@
+"""`shardboard item hide/unhide` on moto (tables from template.yaml): the board patched at once, the answer of
+POST /item/hide with --json, and bad input refused with exit 2, one line, nothing written."""
+
+from __future__ import annotations
+
+import json
+
+from tests.integration.test_cli import cli  # noqa: F401 - the fixture
+from tests.integration.test_items_cli import items_written
+
+
+def top(cli) -> list[list]:  # noqa: F811
+    return [[entry["id"], entry["views"]] for entry in json.loads(cli("top", "--json").output)["items"]]
+
+
+def test_hide_then_unhide_from_the_cli(cli):  # noqa: F811
+    # Given three items counted and snapshotted
+    assert cli("init").exit_code == 0
+    for item, views in (("a#1", 5), ("b", 3), ("c", 1)):
+        assert cli("record", item, "-n", str(views)).exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("snapshot").exit_code == 0
+    assert top(cli)[0] == ["a#1", 5]
+    # When the leader is hidden with a reason
+    hidden = cli("item", "hide", "a#1", "--reason", "spam", "--json")
+    assert hidden.exit_code == 0
+    # (fewer items than N: each of the four heads, all time, day, week and month, is gathered again)
+    assert json.loads(hidden.output) == {
+        "id": "a#1",
+        "status": "hidden",
+        "changed": True,
+        "patched": 0,
+        "refreshed": 4,
+    }
+    # Then it is off the board at once, and the audit row names the reason
+    assert top(cli) == [["b", 3], ["c", 1]]
+    assert [row["reason"]["S"] for row in items_written() if row["sk"]["S"].startswith("audit#")] == ["spam"]
+    # When it is unhidden, it is back with its count
+    plain = cli("item", "unhide", "a#1")
+    assert plain.exit_code == 0 and "a#1: visible again" in plain.output
+    assert top(cli)[0] == ["a#1", 5]
+
+
+def test_bad_input_and_nothing_to_take_down_write_nothing(cli):  # noqa: F811
+    assert cli("init").exit_code == 0
+    assert cli("record", "a", "-n", "2").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    for args, code, reason in (
+        (("item", "hide", "a", "--reason", "x" * 501), 2, "reason must be at most 500"),
+        (("item", "hide", "bad\nid"), 2, "control character"),
+        (("item", "hide", "never-seen"), 1, "has no views and was never created"),
+        (("item", "unhide", "a"), 1, "is not hidden"),
+    ):
+        result = cli(*args)
+        assert result.exit_code == code
+        assert reason in result.output and len(result.output.strip().splitlines()) == 1
+    assert items_written() == []

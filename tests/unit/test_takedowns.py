@@ -1,0 +1,194 @@
+"""Hide and unhide (issue 13 slice 6) against a brute-force truth: the real record_views, aggregator (Lambda's
+delivery model) and snapshot job on the in-memory stores, with random interleavings of views, drains, refreshes,
+hides and unhides, on the all-time board and a day period."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.snapshot import leaderboard_json, refresh_changed
+from shardboard.domain.takedown import NothingToTakeDown, hide, unhide, without
+from shardboard_tools.bench.designs import ShardboardDesign
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from shardboard_tools.capacity.memory import MemoryItemStore
+
+
+class World:
+    """The pipeline, the items table and the truth: every view recorded, and who is hidden."""
+
+    def __init__(self, top_n: int, spare: int, board_shards: int, batch_size: int) -> None:
+        workload = Workload(top_n=top_n, gsi_shards=board_shards, write_shards=3, batch_size=batch_size, periods=(DAY,))
+        self.design = ShardboardDesign(workload, CapacityEmulator(VirtualClock()))
+        self.design.settings = dataclasses.replace(self.design.settings, snapshot_spare=spare)
+        self.catalog = MemoryItemStore(self.design.emulator)
+        self.counts: Counter[str] = Counter()
+        self.hidden: set[str] = set()
+
+    @property
+    def config(self):
+        return self.design.settings
+
+    @property
+    def moment(self):
+        return from_epoch(self.design._epoch())
+
+    def periods(self) -> list[PeriodKey]:
+        board = self.config.board
+        return [PeriodKey(board, ALL, ALL), PeriodKey(board, DAY, bucket_of(DAY, self.moment))]
+
+    def heads(self) -> dict[PeriodKey, dict]:
+        found = {period: self.design.board.get_snapshot(period, consistent=True) for period in self.periods()}
+        return {period: head for period, head in found.items() if head is not None}
+
+    def refresh(self) -> None:
+        refresh_changed(self.design.board, self.config, always=self.periods()[:1], hidden=self.catalog.hidden())
+
+    def aggregated(self) -> dict[str, int]:
+        """What the aggregates hold now (all time; the day's count is the same: the run stays within one day)."""
+        return {item: views for item, (views, _) in self.design.board.scan_aggregates().items()}
+
+    def keyed(self, period: PeriodKey, depth: int) -> bool:
+        """Whether the best ``depth`` visible items are all at or above the period's published T, so all keyed in
+        the sparse index and a gather sees them. T is the (N+R)-th best visible when published; more than R hides
+        above it break this until views raise the visible items (the limit the report and README name)."""
+        state = self.design.board.thresholds([period]).get(period)
+        threshold = state.threshold if state else 0
+        return all(views >= threshold for _, views in self.best_visible(depth))
+
+    def best_visible(self, depth: int) -> list[list]:
+        visible = {item: views for item, views in self.aggregated().items() if item not in self.hidden}
+        return [[i, v] for i, v in sorted(visible.items(), key=lambda pair: (-pair[1], pair[0]))[:depth]]
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("view"), st.integers(0, 30)),
+        st.tuples(st.just("drain"), st.just(0)),
+        st.tuples(st.just("snapshot"), st.just(0)),
+        st.tuples(st.just("hide"), st.integers(0, 8)),
+        st.tuples(st.just("unhide"), st.integers(0, 8)),
+    ),
+    min_size=10,
+    max_size=120,
+)
+
+
+def item_of(value: int) -> str:
+    return f"i{value % 6 if value % 3 else value}"  # a few hot items and a long tail
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=steps,
+    top_n=st.integers(1, 4),
+    spare=st.integers(0, 3),
+    board_shards=st.integers(1, 3),
+    batch_size=st.integers(1, 7),
+)
+def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, board_shards, batch_size):
+    # Given the pipeline and a random interleaving of views, drains, refreshes, hides and unhides
+    world = World(top_n, spare, board_shards, batch_size)
+    for action, value in steps:
+        item = item_of(value)
+        if action == "view":
+            world.design.view(item)
+            world.counts[item] += 1
+            world.design.settle()
+        elif action == "drain":
+            world.design.settle(final=True)
+        else:
+            {"snapshot": refreshed, "hide": hidden, "unhide": unhidden}[action](world, item, top_n, spare)
+        assert world.catalog.hidden() == frozenset(world.hidden)
+    # When the stream is drained and the job runs
+    world.design.settle(final=True)
+    world.refresh()
+    # Then hidden items kept counting exactly, and every head is the exact top N of the visible counts
+    assert world.aggregated() == dict(world.counts)
+    visible = sorted(((i, v) for i, v in world.counts.items() if i not in world.hidden), key=lambda p: (-p[1], p[0]))
+    for period, head in world.heads().items():
+        assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
+        if world.keyed(period, top_n):
+            assert head["items"] == [[i, v] for i, v in visible[:top_n]]
+
+
+def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
+    """The job runs: each head is the exact top N+R of the visible aggregates, the top N shown."""
+    world.refresh()
+    for period, head in world.heads().items():
+        if world.keyed(period, top_n + spare):
+            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
+        # (the public document never shows the spares)
+        shown = [[r["id"], r["views"]] for r in leaderboard_json(head)["items"]]
+        assert shown == head["items"]
+        if world.keyed(period, top_n):
+            assert shown == world.best_visible(top_n)
+
+
+def hidden(world: World, item: str, top_n: int, _: int) -> None:
+    """A hide: the item leaves every head at once, each refilled from its spares to a full N (or, out of spares,
+    gathered again); an id with no views and no record is refused and nothing is written."""
+    before = world.heads()
+    if item not in world.aggregated() and world.catalog.get(item) is None:
+        with pytest.raises(NothingToTakeDown):
+            hide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
+        return
+    done = hide(world.catalog, world.design.board, world.config, item, by="t", reason="spam", at=world.moment)
+    assert done.changed == (item not in world.hidden)
+    world.hidden.add(item)
+    for period, head in world.heads().items():
+        assert item not in [entry[0] for entry in head["items"] + head["spare"]]
+        old = before[period]
+        refill = [e for e in old["items"] + old["spare"] if e[0] != item]
+        if len(refill) == len(old["items"] + old["spare"]):
+            assert head == old  # a head without the item is left as it is
+        elif len(refill) >= top_n:
+            assert head["items"] == refill[:top_n]
+        elif world.keyed(period, top_n):
+            assert head["items"] == world.best_visible(top_n)
+
+
+def unhidden(world: World, item: str, top_n: int, spare: int) -> None:
+    """An unhide: every head is gathered again at once, the item back where its counts put it; an item that is
+    not hidden is refused."""
+    if item not in world.hidden:
+        with pytest.raises(NothingToTakeDown):
+            unhide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
+        return
+    unhide(world.catalog, world.design.board, world.config, item, by="t", reason="ok", at=world.moment)
+    world.hidden.discard(item)
+    for period, head in world.heads().items():
+        if world.keyed(period, top_n + spare):
+            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
+        assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
+
+
+def test_without_refills_from_the_spares_in_order():
+    head = {"items": [["a", 9], ["b", 7]], "spare": [["c", 5], ["d", 5]], "version": 3, "digest": "x"}
+    patched = without(head, "a", 2)
+    assert patched is not None
+    assert (patched["items"], patched["spare"], patched["version"]) == ([["b", 7], ["c", 5]], [["d", 5]], 4)
+    assert patched["threshold"] == 5 and patched["digest"] != "x"
+    assert without(head, "zz", 2) is None
+
+
+def test_the_audit_rows_say_who_and_why():
+    world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
+    world.design.view("a")
+    world.design.settle(final=True)
+    hide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/ed", reason="spam")
+    again = hide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/ed", reason="again")
+    unhide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/al", reason="appeal")
+    rows = world.catalog.audit_rows("a")
+    assert [(r["op"]["S"], r["by"]["S"], r["reason"]["S"]) for r in rows] == [
+        ("hide", "arn:aws:iam::1:user/ed", "spam"),
+        ("unhide", "arn:aws:iam::1:user/al", "appeal"),
+    ]
+    assert not again.changed  # a repeat writes no status and no audit row
