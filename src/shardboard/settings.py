@@ -155,15 +155,15 @@ class Settings:
         return self.top_n if board == GLOBAL_BOARD else self.category_top_n
 
     def rank_depth_of(self, board: str) -> int:
-        """D of a board: its ranked versions hold the exact top D, never fewer than the N + R its head gathers (the
-        T a deep gather publishes must keep the spares exact too)."""
-        depth = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
-        return max(depth, self.top_n_of(board) + self.snapshot_spare)
+        """D of a board: its ranked versions hold the exact top D. Never fewer than the N + R its head gathers (the T a
+        deep gather publishes must keep the spares exact too); N when RankDepth <= N turns ranked versions off."""
+        configured = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
+        top_n = self.top_n_of(board)
+        return top_n if configured <= top_n else max(configured, top_n + self.snapshot_spare)
 
     def ranked_versions(self, board: str) -> bool:
         """Whether a board keeps ranked versions: only when D > N (with D = N the head is the ranking)."""
-        depth = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
-        return depth > self.top_n_of(board)
+        return self.rank_depth_of(board) > self.top_n_of(board)
 
     def retention(self, kind: str) -> int:
         return {

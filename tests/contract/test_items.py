@@ -93,6 +93,7 @@ def test_a_hide_is_set_once_and_an_unhide_reverses_it(ports, item):
 def test_an_item_never_put_can_be_hidden_and_stays_uncreated(ports):
     assert ports.items.set_hidden("viewed-only", True, "cli:ed", "", "2026-11-23T17:00:00.000Z")
     assert ports.items.get("viewed-only", consistent=True) is None  # a status is not a creation (RequireItems)
+    assert ports.items.get_many(["viewed-only"]) == {}  # nor for the head's metadata
     assert ports.items.hidden() == frozenset({"viewed-only"})
     # and a put keeps the status
     ports.items.put("viewed-only", meta({}), "2026-11-23T17:01:00.000Z")

@@ -66,7 +66,7 @@ def test_seed_example_through_the_cli(cli):
 
 def test_rank_answers_as_get_rank_does(cli):
     # Given the seed's example with N = 2 and ranked versions to D = 4
-    params = ["-p", "TopN=2", "-p", "RankDepth=4"]
+    params = ["-p", "TopN=2", "-p", "RankDepth=4", "-p", "SnapshotSpare=0"]
     cli(*params, "init")
     for item, count in SEED.items():
         cli(*params, "record", item, "-n", str(count))

@@ -23,7 +23,7 @@ def rank_event(query: str) -> dict:
 @pytest.fixture
 def ranked(make_pipeline):
     """A board of N = 2 with ranked versions to D = 5, one snapshot run after the views."""
-    pipeline = make_pipeline(TopN="2", RankDepth="5", BoardShards="2", WriteShards="2")
+    pipeline = make_pipeline(TopN="2", RankDepth="5", SnapshotSpare="0", BoardShards="2", WriteShards="2")
     rng = random.Random(3)
     for item, count in COUNTS.items():
         where = Where.of(pipeline.settings.anchor)
