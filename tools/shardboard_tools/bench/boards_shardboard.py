@@ -68,6 +68,7 @@ class ShardboardBoardsDesign:
             # `--scenario reads`.
             rank_depth=0,
             category_rank_depth=0,
+            snapshot_spare=0,  # no takedown spares either: the figures are the ranking's own
         )
         self.settings = self.design.settings
         self.rng = random.Random(workload.seed)

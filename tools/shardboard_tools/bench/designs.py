@@ -158,6 +158,7 @@ class ShardboardDesign:
             periods=workload.periods,
             rank_depth=workload.rank_depth,
             rank_refresh_seconds=workload.rank_refresh_seconds,
+            snapshot_spare=workload.snapshot_spare,
             # The in-memory store has no network latency to overlap; threads would only add dispatch cost.
             write_concurrency=1,
         )

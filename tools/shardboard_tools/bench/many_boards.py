@@ -110,6 +110,7 @@ class World:
             write_concurrency=1,
             rank_depth=0,
             category_rank_depth=0,
+            snapshot_spare=0,  # no takedown spares either: the figures are the ranking's own
         )
         self.views = MemoryViewStore(self.emulator, anchor=self.settings.anchor)
         self.board = MemoryBoardStore(self.emulator)

@@ -36,6 +36,9 @@ class Workload:
     # (the cost these designs are compared at); `--scenario reads` prices D = 10,000 beside it.
     rank_depth: int = 0
     rank_refresh_seconds: int = 60  # RankRefreshSeconds, in simulated seconds
+    # R, the spares a snapshot keeps past N for hides (SnapshotSpare). 0 here, like D = N: the designs are compared
+    # at the cost of the ranking alone; takedowns' spares cost R more keyed items and reads (docs/benchmarks.md).
+    snapshot_spare: int = 0
     # Virtual second 0 as a UTC time (epoch seconds): mid-morning, so no period ends during the run.
     start_epoch: float = 1_795_856_400.0  # 2026-11-24T06:20:00Z, a Tuesday
 
