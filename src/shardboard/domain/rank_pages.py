@@ -139,7 +139,11 @@ def leaderboard_page(
         period_kind(pinned.period.kind, settings.periods)
     if limit:
         pinned = Cursor(pinned.period, pinned.rv, pinned.offset, limit_of(limit, settings.page_size, "limit"))
-    check_range(pinned.offset, pinned.limit, settings.rank_depth_of(pinned.period.board))
+    depth = settings.rank_depth_of(pinned.period.board)
+    if pinned.offset >= depth:
+        raise BadInput("cursor is malformed: not a cursor this API gave")
+    # A walk's last page is shorter: its cursor keeps the walk's limit, so the page stops at the depth.
+    pinned = Cursor(pinned.period, pinned.rv, pinned.offset, min(pinned.limit, depth - pinned.offset))
     head = board.get_snapshot(pinned.period)
     if head is None:
         raise BadInput(EXPIRED)
@@ -280,3 +284,37 @@ def around(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, 
 def framed(entries: list[Ranked], position: int, first: int, source: str, as_of: str) -> Around:
     above = position - first
     return Around(entries, above, len(entries) - above - 1, position, source, as_of)
+
+
+def page_document(head: Mapping[str, Any], page: Page) -> dict[str, Any]:
+    """The page as GET /leaderboard answers it. ``generated_at`` is the version's gathering time; a retired
+    version's head block is gone, so it is then the time it was superseded (it was gathered before)."""
+    block = head.get("rank") or {}
+    as_of = block.get("generated_at", head["generated_at"])
+    for rv, retired_at, _, _ in block.get("retired", []):
+        if rv == page.rv:
+            as_of = retired_at
+    return {
+        "board": head["board"],
+        "generated_at": as_of,
+        "period": head.get("period") or {"kind": "all"},
+        "items": [entry.as_json() for entry in page.entries],
+        "offset": page.offset,
+        "rv": page.rv,
+        "cursor": page.cursor,
+    }
+
+
+def around_document(head: Mapping[str, Any], item: str, answer: Around) -> dict[str, Any]:
+    """Around-me as GET /around answers it."""
+    return {
+        "board": head["board"],
+        "period": head.get("period") or {"kind": "all"},
+        "id": item,
+        "position": answer.position,
+        "above": answer.above,
+        "below": answer.below,
+        "source": answer.source,
+        "as_of": answer.as_of,
+        "items": [entry.as_json() for entry in answer.entries],
+    }
