@@ -106,8 +106,14 @@ def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, da
         assert (page.cursor is not None) == (offset + limit < len(truth))
 
 
-@settings(max_examples=80, deadline=None)
-@given(counts=boards, top_n=st.integers(1, 20), extra=st.integers(0, 300), k=st.integers(1, 50), data=st.data())
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=boards,
+    top_n=st.integers(1, 20),
+    extra=st.integers(0, 300),
+    k=st.one_of(st.integers(1, 3), st.integers(1, 50)),
+    data=st.data(),
+)
 def test_around_matches_sorting_with_padding_at_the_top_and_bottom(counts, top_n, extra, k, data):
     depth = top_n + extra
     config = Settings(top_n=top_n, rank_depth=depth)

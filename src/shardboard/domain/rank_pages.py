@@ -261,8 +261,9 @@ def around(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, 
     positions = {entry[0]: index + 1 for index, entry in enumerate(items)}
     if item in positions:
         first, last = window(positions[item], k, len(items))
+        # The head is the ranking's top only: its window must not reach its end unless it holds the whole board.
         whole = block is None or len(items) >= block["count"]
-        if whole or last - first == 2 * k:
+        if whole or positions[item] + k < len(items) or (last < len(items) and last - first == 2 * k):
             ranks = head_ranks(items)
             entries = [Ranked(ranks[one][0], one, views) for one, views in items[first - 1 : last]]
             return framed(entries, positions[item], first, "snapshot", head["generated_at"])
