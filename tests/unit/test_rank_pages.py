@@ -202,3 +202,24 @@ def pinned_rv(board: VersionBoard) -> str:
 
 def at_minute(minute: int) -> str:
     return f"2026-11-24T{6 + (20 + minute) // 60:02}:{(20 + minute) % 60:02}:00+00:00"
+
+
+def test_without_ranked_versions_pages_and_around_come_from_the_head_and_a_cursor_is_refused():
+    # D = N: the head is the whole ranking the stack keeps
+    config = Settings(top_n=6, rank_depth=6, page_size=4)
+    counts = {"a": 5, "b": 5, "c": 4, "d": 3, "e": 3, "f": 1, "g": 1}
+    board = VersionBoard()
+    board.write(counts, config, T0)
+    assert board.head is not None and "rank" not in board.head
+    assert walk_cursor(board.head, PERIOD, config) is None
+    _, page = leaderboard_page(board, config, PERIOD, offset="2", limit="4", cursor="", now=T0)
+    assert as_tuples(page.entries) == ordered(counts)[2:6] and page.cursor is None and page.rv is None
+    with pytest.raises(BadInput, match="offset \\+ limit must be at most the depth 6"):
+        leaderboard_page(board, config, PERIOD, offset="3", limit="4", cursor="", now=T0)
+    cursor = encode_cursor(Cursor(PERIOD, "rv", 0, 4))
+    with pytest.raises(BadInput, match=EXPIRED):
+        leaderboard_page(board, config, None, offset="", limit="", cursor=cursor, now=T0)
+    answer = around(board, PERIOD, board.head, "f", k=2, depth=6)
+    assert [e.id for e in answer.entries] == ["b", "c", "d", "e", "f"] and (answer.above, answer.below) == (4, 0)
+    with pytest.raises(NotRanked, match="not in the top 6"):
+        around(board, PERIOD, board.head, "g", k=2, depth=6)
