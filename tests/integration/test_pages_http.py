@@ -4,14 +4,20 @@ pipeline's own snapshot and ranked version; every refusal writes nothing."""
 from __future__ import annotations
 
 import copy
+import random
+import threading
+import time
 
 import pytest
 
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.recording import record_views
 from tests.conftest import load_event
 from tests.integration.test_http_api import call
 from tests.integration.test_items_http import with_query, written
 from tests.integration.test_rank_http import ranked  # noqa: F401 - the fixture
 
+PERIOD = PeriodKey("global", "all", "all")
 # COUNTS of test_rank_http in board order, D = 5: 001 (9), 004 and a?b tie (7; ids ascending), x,y (5), d (3)
 ORDER = [("images/001.jpg", 1), ("a?b", 2), ("images/004.jpg", 2), ("x,y", 4), ("d", 5)]
 
@@ -102,3 +108,54 @@ def test_tampered_and_wrong_period_cursors_are_refused(ranked):  # noqa: F811
 def test_around_past_the_depth_is_a_404_with_the_reason(ranked):  # noqa: F811
     status, _, body = call(ranked, "read_api", around_event("id=g"))
     assert status == 404 and "not in the top 5" in body["message"] and body["code"] == "not_found"
+
+
+def test_a_walk_under_concurrent_views_and_new_versions_has_no_duplicate_and_no_gap(make_pipeline):
+    # Given 12 items ranked to D = 12, pages of 3, new versions at most every second
+    pipeline = make_pipeline(TopN="2", RankDepth="12", PageSize="3", RankRefreshSeconds="1", BoardShards="2")
+    rng = random.Random(5)
+    for n in range(12):
+        record_views(pipeline.views, f"i{n:02}", 1 + n % 4, pipeline.settings.write_shards, rng, where=pipeline.where())
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.snapshot()
+    _, _, today = call(pipeline, "read_api", leaderboard_event(""))
+    # The version the walk pins, read by offsets before any new view
+    pinned = []
+    for offset in (0, 3, 6, 9):
+        _, _, page = call(pipeline, "read_api", leaderboard_event(f"offset={offset}&limit=3"))
+        pinned += [(entry["rank"], entry["id"], entry["views"]) for entry in page["items"]]
+    versions = {page["rv"]}
+    stop = threading.Event()
+    lock = threading.Lock()  # moto is not thread-safe: calls are serialised, the interleaving is the threads'
+
+    def views_arrive() -> None:  # a writer thread: views, the aggregator and the snapshot job, again and again
+        while not stop.is_set():
+            with lock:
+                item = f"i{rng.randrange(12):02}"
+                record_views(pipeline.views, item, 2, pipeline.settings.write_shards, rng, where=pipeline.where())
+                pipeline.aggregate(pipeline.stream_records())
+                pipeline.snapshot()
+                versions.add(pipeline.board.get_snapshot(PERIOD)["rank"]["rv"])
+            time.sleep(0.2)
+
+    writer = threading.Thread(target=views_arrive)
+    writer.start()
+    try:
+        # When the walk goes page by page, each page waiting for a new version to be written first
+        seen, cursor = [], today["walk"]
+        while cursor:
+            written = len(versions)
+            deadline = time.monotonic() + 30
+            while len(versions) == written and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with lock:
+                status, _, page = call(pipeline, "read_api", leaderboard_event(f"cursor={cursor}"))
+            assert status == 200, page
+            seen += [(entry["rank"], entry["id"], entry["views"]) for entry in page["items"]]
+            cursor = page.get("cursor")
+    finally:
+        stop.set()
+        writer.join()
+    # Then the walk is the version it pinned, every entry once, while four newer versions were written
+    assert len(versions) >= 5
+    assert seen == pinned and len({entry[1] for entry in seen}) == 12
