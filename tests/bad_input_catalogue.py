@@ -171,6 +171,15 @@ HTTP: list[HttpCase] = [
         message="has no views and was never created",
     ),
     HttpCase("unhide of an item not hidden", "POST", "/item/unhide", "id=a", status=404, message="is not hidden"),
+    HttpCase("page offset negative", "GET", "/leaderboard", "offset=-1", message="offset must be a whole number"),
+    HttpCase("page past the depth", "GET", "/leaderboard", "offset=9999&limit=2", message="offset + limit"),
+    HttpCase("page limit over PageSize", "GET", "/leaderboard", "offset=0&limit=101", message="limit must be"),
+    HttpCase("page offset and cursor", "GET", "/leaderboard", "offset=1&cursor=e30", message="not both"),
+    HttpCase("page cursor tampered", "GET", "/leaderboard", "cursor=e30", message="cursor is malformed"),
+    HttpCase("around without an id", "GET", "/around", "k=5", message="missing query parameter: id"),
+    HttpCase("around k of 0", "GET", "/around", "id=a&k=0", message="k must be from 1 to 50"),
+    HttpCase("around k given twice", "GET", "/around", "id=a&k=1&k=2", message="k given 2 times"),
+    HttpCase("around on an unknown board", "GET", "/around", "id=a&board=nosuch", status=404, message="has no views"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
 ]
 

@@ -111,6 +111,10 @@ class ViewSeen(ViewsRecorded):
     duplicate: bool
 
 
+def _absent_value(value: Any) -> bool:
+    return value is None
+
+
 class AllTime(BaseModel):
     """``{"kind": "all"}``."""
 
@@ -148,6 +152,18 @@ class Leaderboard(BaseModel):
     generated_at: str = Field(description="When the snapshot job gathered it (ISO-8601 UTC).")
     period: AllTime | CalendarPeriod
     items: list[RankedItem]
+    walk: str | None = Field(
+        default=None,
+        exclude_if=_absent_value,
+        description="Today's answer (no offset or cursor): a cursor at offset 0 of the ranked version, to walk it.",
+    )
+    offset: int | None = Field(default=None, exclude_if=_absent_value, description="A page: its first entry's offset.")
+    rv: str | None = Field(default=None, exclude_if=_absent_value, description="A page: the ranked version it reads.")
+    cursor: str | None = Field(
+        default=None,
+        exclude_if=_absent_value,
+        description="A page: send it back as cursor= for the next page of the same version; absent: the walk is over.",
+    )
 
     @classmethod
     def of_snapshot(cls, snapshot: dict[str, Any], limit: int | None = None) -> Leaderboard:
@@ -190,6 +206,21 @@ class Item(BaseModel):
             created_at=record.created_at,
             updated_at=record.updated_at,
         )
+
+
+class AroundMe(BaseModel):
+    """``GET /around`` and ``shardboard around --json``: an item's neighbours in board order, 2k + 1 entries in all
+    (fewer only when the ranking holds fewer), shifted at the top and bottom."""
+
+    board: str
+    period: AllTime | CalendarPeriod
+    id: str
+    position: int = Field(ge=1, description="The item's place in board order.")
+    above: int = Field(ge=0, description="Entries shown above the item.")
+    below: int = Field(ge=0, description="Entries shown below the item.")
+    source: Literal["snapshot", "ranked"] = Field(description="The head alone, or the ranked version.")
+    as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
+    items: list[RankedItem]
 
 
 class RankOf(BaseModel):

@@ -406,10 +406,13 @@ def test_ranked_version_parts_are_written_read_by_shard_and_deleted(ports):
     assert board.get_rank_shards(WEEK, "rv1", [0, 1, 7]) == {0: parts.shards[0], 1: parts.shards[1]}
     # And another version or period does not see them
     assert board.get_rank_shards(DAY1, "rv1", [0]) == {} and board.get_rank_shards(WEEK, "rv2", [0]) == {}
+    # And its pages read back by number (one BatchGetItem), a page past the last absent
+    assert board.get_rank_pages(WEEK, "rv1", [1, 2, 3]) == {1: parts.pages[1], 2: parts.pages[2]}
+    assert board.get_rank_pages(WEEK, "rv2", [0]) == {}
     # When the version is deleted (twice: a retried GC), nothing of it remains
     board.delete_rank_parts(WEEK, "rv1", len(parts.pages), len(parts.shards))
     board.delete_rank_parts(WEEK, "rv1", len(parts.pages), len(parts.shards))
-    assert board.get_rank_shards(WEEK, "rv1", [0, 1]) == {}
+    assert board.get_rank_shards(WEEK, "rv1", [0, 1]) == {} and board.get_rank_pages(WEEK, "rv1", [0]) == {}
 
 
 def test_the_snapshot_head_keeps_its_rank_block(ports):

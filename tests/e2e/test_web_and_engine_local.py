@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ranking import Entry, top
 from shardboard.handlers import aggregate, read_api, snapshot
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -61,6 +63,65 @@ def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
     assert title == rt.settings.board
     assert [row[1:] for row in rows] == [row[1:] for row in expected]
     assert server.requests >= 2  # the page itself, then GET /leaderboard
+
+
+def test_search_box_shows_rank_and_neighbours_and_the_pager_walks_one_version(make_local, tmp_path):
+    # Given a snapshot of N = 3 with a ranked version of 12 items, pages of 4, and views arriving during the walk
+    from playwright.sync_api import sync_playwright
+
+    rt = make_local(TopN="3", PageSize="4", RankDepth="50", RankRefreshSeconds="1")
+    record_random_views(rt, views=150, items=12)
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
+    runner.drain()
+    rt.invoke(snapshot.handler, scheduled_event())
+    truth = rt.views.scan_totals()
+    ordered = top((Entry(id=i, views=v) for i, v in truth.items()), len(truth))
+    ranks = {e.id: 1 + sum(1 for v in truth.values() if v > e.views) for e in ordered}
+    pinned = [[str(ranks[e.id]), e.id, f"{e.views:,}"] for e in ordered]
+    server = LeaderboardServer(read_api.handler).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(server.url + "?limit=3")
+            page.wait_for_selector("#page-rows tr")
+            # When the search box asks for the 7th item
+            wanted = ordered[6].id
+            page.fill("#search-id", wanted)
+            page.click("#search button")
+            page.wait_for_selector("#around-rows tr.me")
+            found = page.text_content("#search-rank")
+            near = page.eval_on_selector_all("#around-rows tr", ROWS)
+            highlighted = page.text_content("#around-rows tr.me")
+            # And the pager walks every page while views arrive and new versions are written
+            walked = page.eval_on_selector_all("#page-rows tr", ROWS)
+            versions = set()
+            while page.is_enabled("#next"):
+                record_random_views(rt, views=30, items=12)
+                runner.drain()
+                time.sleep(1)  # RankRefreshSeconds: the next run writes a new ranked version
+                rt.invoke(snapshot.handler, scheduled_event())
+                versions.add(rt.board.get_snapshot(PERIOD)["rank"]["rv"])
+                shown = page.text_content("#page-info")
+                page.click("#next")
+                page.wait_for_function("shown => document.getElementById('page-info').textContent !== shown", arg=shown)
+                walked += page.eval_on_selector_all("#page-rows tr", ROWS)
+            page.click("#prev")
+            page.wait_for_function("() => document.getElementById('page-info').textContent.startsWith('entries 5-')")
+            browser.close()
+    finally:
+        server.stop()
+
+    # Then the search shows the item's exact rank and its 2 + 2 neighbours, and the walk is the pinned version,
+    # every entry once
+    assert f"{wanted}: rank {ranks[wanted]} " in found
+    assert [row[1:] for row in near] == [row[1:] for row in pinned[4:9]] and wanted in highlighted
+    assert [[row[0], row[1].strip(), row[2]] for row in walked] == pinned
+    assert len(versions) >= 2  # the walk outlived the version it pinned
+
+
+PERIOD = PeriodKey("global", "all", "all")
+ROWS = "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
 
 
 def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local, tmp_path):

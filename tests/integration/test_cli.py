@@ -86,6 +86,37 @@ def test_rank_answers_as_get_rank_does(cli):
     assert "images/001.jpg" in cli(*params, "rank", "images/001.jpg").output
 
 
+def test_top_walks_pages_with_the_cursor_and_around_shows_neighbours(cli):
+    # Given the seed's example with N = 2 and ranked versions to D = 4
+    params = ["-p", "TopN=2", "-p", "RankDepth=4"]
+    cli(*params, "init")
+    for item, count in SEED.items():
+        cli(*params, "record", item, "-n", str(count))
+    cli(*params, "process", "--drain")
+    cli(*params, "snapshot")
+    # When today's answer is asked, then the walk it carries is followed page by page
+    head = json.loads(cli(*params, "top", "--json").output)
+    assert [e["id"] for e in head["items"]] == ["images/006.jpg", "images/004.jpg"] and head["walk"]
+    seen, cursor = [], head["walk"]
+    first = json.loads(cli(*params, "top", "--cursor", cursor, "-n", "3", "--json").output)
+    seen += [(e["rank"], e["id"]) for e in first["items"]]
+    last = json.loads(cli(*params, "top", "--cursor", first["cursor"], "--json").output)
+    seen += [(e["rank"], e["id"]) for e in last["items"]]
+    # Then every entry of the version appears once, with its rank, and the walk ends
+    assert seen == [(1, "images/006.jpg"), (2, "images/004.jpg"), (3, "images/005.jpg"), (4, "images/001.jpg")]
+    assert "cursor" not in last
+    page = json.loads(cli(*params, "top", "--offset", "1", "-n", "2", "--json").output)
+    assert [e["id"] for e in page["items"]] == ["images/004.jpg", "images/005.jpg"] and page["offset"] == 1
+    assert "--cursor" in cli(*params, "top", "--offset", "0", "-n", "2").output
+    # And around-me answers as GET /around does, padded at the bottom of the version
+    near = json.loads(cli(*params, "around", "images/001.jpg", "-k", "1", "--json").output)
+    assert [e["id"] for e in near["items"]] == ["images/004.jpg", "images/005.jpg", "images/001.jpg"]
+    assert (near["above"], near["below"], near["source"]) == (2, 0, "ranked")
+    assert "2 above" in cli(*params, "around", "images/001.jpg", "-k", "1").output
+    past = cli(*params, "around", "images/003.jpg")
+    assert past.exit_code == 1 and "not in the top 4" in past.output
+
+
 def test_verify_exits_1_when_an_aggregate_differs(cli):
     cli("init")
     cli("record", "a", "b", "-n", "2")
@@ -109,6 +140,10 @@ def test_verify_exits_1_when_an_aggregate_differs(cli):
         (["rank", ""], "id must not be empty"),
         (["rank", *(f"i{n}" for n in range(101))], "at most 100 ids"),
         (["rank", "a", "--period", "fortnight"], "period"),
+        (["top", "--offset", "-1"], "offset must be a whole number"),
+        (["top", "--cursor", "e30"], "cursor is malformed"),
+        (["top", "--offset", "0", "--cursor", "e30"], "not both"),
+        (["around", "a", "-k", "51"], "k must be from 1 to 50"),
         (["-p", "NoSuchParameter=1", "init"], "unknown template parameter"),
         (["-p", "TopN=many", "init"], "parameter TopN must be a number"),
         (["-p", "TopN=0", "init"], "parameter TopN must be from 1 to 5000"),

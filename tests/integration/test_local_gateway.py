@@ -69,6 +69,7 @@ def test_every_route_of_the_template_is_served(pipeline):
         "GET /items": "ReadApiFunction",
         "GET /item": "ReadApiFunction",
         "GET /rank": "ReadApiFunction",
+        "GET /around": "ReadApiFunction",
         "PUT /item": "ItemsAdminFunction",
         "POST /item/hide": "ItemsAdminFunction",
         "POST /item/unhide": "ItemsAdminFunction",

@@ -294,6 +294,7 @@ def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, writ
         "GET /item": ("public", []),
         "GET /items": ("public", []),
         "GET /rank": ("public", []),
+        "GET /around": ("public", []),
         "PUT /item": admin,
         "POST /item/hide": admin,
         "POST /item/unhide": admin,

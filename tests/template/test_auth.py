@@ -83,6 +83,7 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "GET /items": [],
         "GET /item": [],
         "GET /rank": [],
+        "GET /around": [],
         "PUT /item": expected_admin,
         "POST /item/hide": expected_admin,
         "POST /item/unhide": expected_admin,

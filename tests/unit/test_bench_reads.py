@@ -28,13 +28,27 @@ def test_both_depths_are_exact_and_the_extra_is_their_difference(result):
 
 
 def test_lookups_cost_one_getitem_in_the_top_n_and_at_most_three_requests_deeper(result):
-    by_position = {row["position"]: row for row in result["lookups"]}
+    ranks = [row for row in result["lookups"] if "read" not in row]
+    by_position = {row["position"]: row for row in ranks}
     assert by_position[20]["requests"] == 1 and "snapshot" in by_position[20]["where"]
     assert by_position[100]["requests"] == 2 and "ranked" in by_position[100]["where"]
-    assert all(row["requests"] <= 3 for row in result["lookups"])
-    for row in result["lookups"]:
+    assert all(row["requests"] <= 3 for row in ranks)
+    for row in ranks:
         if "ranked" in row["where"] or "snapshot" in row["where"]:
             assert f"rank {row['true_rank']:,}," in row["answer"]  # exact within D
+
+
+def test_around_and_pages_are_priced_exact_and_within_the_issues_targets(result):
+    around = [row for row in result["lookups"] if row.get("read") == "around"]
+    pages = [row for row in result["lookups"] if row.get("read") == "page"]
+    # D = 200: around k = 5 at positions 20 (inside the head, N = 20, so the version) and 100; pages at offset 100
+    assert [row["position"] for row in around] == [20, 100] and len(pages) == 2
+    assert all(row["answer"].startswith("11 entries (5 above, 5 below)") for row in around)
+    # The emulator counts each key of a BatchGetItem as a request: around's two pages count 2
+    assert all(row["requests"] <= 4 for row in around) and all(row["requests"] <= 2 for row in pages)
+    assert all("exact: True" in row["answer"] for row in pages)
+    targets = {target["name"]: target for target in result["targets"]}
+    assert all(targets[f"{row['where']} requests"]["met"] for row in around + pages)
 
 
 def test_the_section_carries_the_figures_between_its_markers(result):

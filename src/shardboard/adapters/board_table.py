@@ -489,6 +489,13 @@ class BoardStore:
             found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
         return found
 
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
+        by_pk = {rank_page_pk(*period, rv, page): page for page in pages}
+        found: dict[int, list[list[Any]]] = {}
+        for item in self._batch_get(list(by_pk)):
+            found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
+        return found
+
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self.table: requests[start : start + 25]}

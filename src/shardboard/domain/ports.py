@@ -301,6 +301,10 @@ class Board(Protocol):
         """Rank shards of one ranked version (one BatchGetItem); a missing shard is absent from the answer."""
         ...
 
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
+        """Stored pages ([[id, views], ...]) of one ranked version (one BatchGetItem); a missing page is absent."""
+        ...
+
 
 # A rank shard: item id -> [position, tie start position (its competition rank), views] in one ranked version.
 RankShard = dict[str, list[int]]

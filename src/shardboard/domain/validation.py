@@ -134,6 +134,28 @@ def moment(value: str | None) -> datetime | None:
         raise BadInput(f"at must be an ISO-8601 date or date-time like 2026-11-23, got {_shown(value)}") from None
 
 
+def limit_of(value: str, maximum: int, name: str) -> int:
+    """A whole number 1..maximum named ``name`` (required: empty is refused)."""
+    if value == "":
+        raise BadInput(f"{name} must be a whole number from 1 to {maximum}, got ''")
+    return _whole(value, 1, maximum, name)
+
+
+def offset_of(value: str, depth: int) -> int:
+    """``offset``: 0..depth-1 (default 0)."""
+    return 0 if value == "" else _whole(value, 0, depth - 1, "offset")
+
+
+def _whole(value: str, low: int, high: int, name: str) -> int:
+    # ASCII digits only, as ``limit`` says; longer than the bound's digits is out of range.
+    if not (value.isascii() and value.isdigit()):
+        raise BadInput(f"{name} must be a whole number from {low} to {high}, got {_shown(value)}")
+    digits = value.lstrip("0") or "0"
+    if len(digits) > len(str(high)) or not low <= int(digits) <= high:
+        raise BadInput(f"{name} must be from {low} to {high}, got {_shown(digits, quoted=False)}")
+    return int(digits)
+
+
 def limit(value: str | None, maximum: int) -> int:
     """Parse the ``limit`` query parameter: 1..maximum, defaulting to maximum."""
     if value is None or value == "":

@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
+from shardboard.domain.rank_pages import NotRanked
 from shardboard.domain.rate_limit import RateLimited
 from shardboard.domain.takedown import NothingToTakeDown
 from shardboard.domain.validation import BadInput
@@ -52,6 +53,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(UnknownItem)(unknown_item)
     app.exception_handler(NothingToTakeDown)(nothing_to_take_down)
+    app.exception_handler(NotRanked)(not_ranked)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
 
@@ -65,6 +67,11 @@ def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
 def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:
     # Powertools raises a bare NotFoundError for a route it does not know.
     return error("not_found", str(missing.msg or "Not found"))
+
+
+def not_ranked(missing: NotRanked) -> Response[dict[str, Any]]:
+    """Around-me of an id past the ranked depth (or without views)."""
+    return error("not_found", str(missing))
 
 
 def unknown_item(refused: UnknownItem) -> Response[dict[str, Any]]:

@@ -1,8 +1,10 @@
 """HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), an
 item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
 items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
-ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``."""
+ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
+limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``."""
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -13,14 +15,23 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import newest, validation
+from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import (
+    around,
+    around_document,
+    leaderboard_page,
+    page_document,
+    parse_k,
+    walk_cursor,
+)
 from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.snapshot import not_found, period_at
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.schema import Item, Leaderboard, NewestPage, Ranks
+from shardboard.schema import AroundMe, Item, Leaderboard, NewestPage, Ranks
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -35,18 +46,28 @@ AfterQuery = Annotated[str, Query(description="ISO-8601: items created at or aft
 BeforeQuery = Annotated[str, Query(description="ISO-8601: items created before this time (default: any).")]
 PageLimitQuery = Annotated[str, Query(description=f"Items per page, 1 to {newest.MAX_NEWEST_LIMIT} (default 100).")]
 CursorQuery = Annotated[str, Query(description="The previous page's cursor (same created_after/created_before).")]
+OffsetQuery = Annotated[str, Query(description="A page of the ranked version from this 0-based offset (O + L <= D).")]
+WalkQuery = Annotated[str, Query(description="A page's (or walk's) cursor: the next page of the version it pins.")]
 
 
 @app.get("/leaderboard", **routes.GET_LEADERBOARD)
 @tracer.capture_method
-def get_leaderboard(
-    board: BoardQuery = "", period: PeriodQuery = "", at: AtQuery = "", limit: LimitQuery = ""
+def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
+    board: BoardQuery = "",
+    period: PeriodQuery = "",
+    at: AtQuery = "",
+    limit: LimitQuery = "",
+    offset: OffsetQuery = "",
+    cursor: WalkQuery = "",
 ) -> Response[Leaderboard | None]:  # None: 304 Not Modified
     config = settings()
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
     name = validation.board_name(board or config.board)
     kind = validation.period_kind(period, config.periods)
     moment = validation.moment(at)
+    if offset or cursor:
+        named = period_at(name, kind, moment) if (board or period or at or not cursor) else None
+        return ranked_page(named, offset, limit, cursor)
     count = validation.limit(limit, config.top_n_of(name))
     wanted = period_at(name, kind, moment)
     snapshot = board_store().get_snapshot(wanted)
@@ -58,7 +79,40 @@ def get_leaderboard(
     if app.current_event.headers.get("if-none-match") == etag:
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
         return Response(304, headers=headers)
-    return Response(200, "application/json", Leaderboard.of_snapshot(snapshot, count), headers=headers)
+    document = Leaderboard.of_snapshot(snapshot, count)
+    document.walk = walk_cursor(snapshot, wanted, config)
+    return Response(200, "application/json", document, headers=headers)
+
+
+def ranked_page(named: PeriodKey | None, offset: str, limit: str, cursor: str) -> Response[Leaderboard | None]:
+    """A page of a ranked version: the head and one BatchGetItem of its stored pages (a retired version's cursor:
+    one rank shard more)."""
+    metrics.add_metric(name="LeaderboardPageReads", unit=MetricUnit.Count, value=1)
+    now = datetime.now(UTC).isoformat()
+    head, page = leaderboard_page(board_store(), settings(), named, offset=offset, limit=limit, cursor=cursor, now=now)
+    if head is None:
+        raise NotFoundError(not_found(named or PeriodKey(settings().board, "all", "all")))
+    return Response(200, "application/json", Leaderboard.model_validate(page_document(head, page)))
+
+
+@app.get("/around", **routes.GET_AROUND)
+@tracer.capture_method
+def get_around() -> AroundMe:
+    # Read from the raw query string like GET /rank: the id is any id, and a repeated name is refused.
+    config = settings()
+    raw = app.current_event.raw_query_string
+    query = routes.query_values(raw)
+    item = validation.item_id(routes.query_value(raw, "id"))
+    k = parse_k(routes.once(query, "k"))
+    name = validation.board_name(routes.once(query, "board") or config.board)
+    kind = validation.period_kind(routes.once(query, "period"), config.periods)
+    wanted = period_at(name, kind, validation.moment(routes.once(query, "at")))
+    metrics.add_metric(name="AroundReads", unit=MetricUnit.Count, value=1)
+    snapshot = board_store().get_snapshot(wanted)
+    if snapshot is None:
+        raise NotFoundError(not_found(wanted))
+    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(name))
+    return AroundMe.model_validate(around_document(snapshot, item, answer))
 
 
 # A regex route: ids may contain "/" (images/001.jpg), which a <param> segment would not match. The OpenAPI

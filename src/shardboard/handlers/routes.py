@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from shardboard.domain.validation import BadInput
 from shardboard.schema import (
+    AroundMe,
     Error,
     Item,
     ItemPut,
@@ -74,8 +75,12 @@ POST_VIEWS: dict[str, Any] = {
 }
 
 GET_LEADERBOARD: dict[str, Any] = {
-    "summary": "A board's top N for a period",
-    "description": "One GetItem of the period's snapshot, refreshed by the snapshot job.",
+    "summary": "A board's top N for a period, or a page of its ranked version",
+    "description": "Without offset or cursor: one GetItem of the period's snapshot, refreshed by the snapshot job, "
+    "with walk: a cursor at offset 0 of the ranked version. With offset (and limit <= PageSize, offset + limit <= D): "
+    "that page of the head's ranked version, the head and one BatchGetItem. With cursor: the next page of the version "
+    "the cursor pins (no duplicate, no gap while views arrive); an expired or tampered cursor gets a 400. Every "
+    "entry carries its exact competition rank.",
     "operation_id": "getLeaderboard",
     "security": PUBLIC,
     "responses": {
@@ -138,6 +143,21 @@ GET_RANK: dict[str, Any] = {
         200: _json(Ranks, "One answer per id, in the order asked."),
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
+    },
+}
+
+GET_AROUND: dict[str, Any] = {
+    "summary": "An item's neighbours in a period",
+    "description": "The k (1 to 50, default 5) entries above and below the item, 2k + 1 in all, shifted at the top "
+    "and bottom (above and below say how many), in board order with exact competition ranks. From the snapshot "
+    "alone when the item is well inside its top N, else the snapshot, one rank shard and one BatchGetItem of 1-2 "
+    "pages of the ranked version. " + _ID_QUERY,
+    "operation_id": "getAround",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(AroundMe, "The neighbours, best first."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "No snapshot, or the item is not in the ranked top D (code not_found, with the reason)."),
     },
 }
 

@@ -23,6 +23,7 @@ from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
 from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import Cursor, around, encode_cursor, leaderboard_page
 from shardboard.domain.snapshot import take_snapshot
 from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign
 from shardboard_tools.bench.run import drive
@@ -149,7 +150,87 @@ def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
                 + ("" if answer.of_exact else " (modelled)"),
             }
         )
-    return priced
+    return priced + price_around(design, period, truth) + price_page(design, period, truth)
+
+
+Row = dict[str, Any]
+
+
+def priced_read(design: ShardboardDesign, read: Callable[[], str]) -> tuple[int, float, str]:
+    """(requests, read units, what it answered) of one read on the emulated table."""
+    usage = design.emulator.usage
+    requests, units = usage.requests, usage.units("read")
+    answer = read()
+    return usage.requests - requests, usage.units("read") - units, answer
+
+
+def price_around(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """``GET /around`` with k = 5 at positions D/10 and D/2 (the issue's 1,000 and 5,000): the head, then what
+    ``around`` reads."""
+    depth = design.settings.rank_depth_of(period.board)
+    rows = []
+    for position in (depth // 10, depth // 2):
+        if not 0 < position <= len(truth):
+            continue
+
+        def read(item: str = truth[position - 1][0]) -> str:
+            head = design.board.get_snapshot(period) or {}
+            answer = around(design.board, period, head, item, k=5, depth=depth)
+            return f"{len(answer.entries)} entries ({answer.above} above, {answer.below} below), {answer.source}"
+
+        requests, units, answer = priced_read(design, read)
+        rows.append(priced_row("around", f"around k=5 at position {position:,}", position, truth, (requests, units)))
+        rows[-1]["answer"] = answer
+    return rows
+
+
+def price_page(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """A page of 100 at offset D/2 (the issue's depth 5,000): cold (``?offset=``: the head and the pages) and with
+    a cursor (``?cursor=``: the same reads, the cursor naming the version)."""
+    settings = design.settings
+    depth, limit = settings.rank_depth_of(period.board), min(100, settings.page_size)
+    offset = depth // 2
+    if offset + limit > min(depth, len(truth)):
+        return []
+    now = iso(from_epoch(design.start_epoch + design.emulator.clock.now()))
+    rows = []
+    walk: list[str] = []
+    for kind in ("cold", "cursor"):
+
+        def read(kind: str = kind) -> str:
+            _, page = leaderboard_page(
+                design.board,
+                settings,
+                None if kind == "cursor" else period,
+                offset="" if kind == "cursor" else str(offset),
+                limit=str(limit),
+                cursor=walk[0] if kind == "cursor" else "",
+                now=now,
+            )
+            walk.append(encode_cursor(Cursor(period, page.rv or "", offset, limit)))
+            exact = [[e.id, e.views] for e in page.entries] == [list(p) for p in truth[offset : offset + limit]]
+            return f"{len(page.entries)} entries from rank {page.entries[0].rank:,}, exact: {exact}"
+
+        requests, units, answer = priced_read(design, read)
+        rows.append(
+            priced_row("page", f"page of {limit} at offset {offset:,} ({kind})", offset + 1, truth, (requests, units))
+        )
+        rows[-1]["answer"] = answer
+    return rows
+
+
+def priced_row(read: str, where: str, position: int, truth: list[tuple[str, int]], cost: tuple[int, float]) -> Row:
+    """A priced read as the reads report shows it: ``cost`` is (requests, read units)."""
+    true_rank = 1 + sum(1 for _, views in truth if views > truth[position - 1][1])
+    requests, units = cost
+    return {
+        "where": where,
+        "position": position,
+        "true_rank": true_rank,
+        "requests": requests,
+        "read_units": units,
+        "read": read,
+    }
 
 
 def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: dict[str, Any]) -> list[list[Any]]:
@@ -194,6 +275,18 @@ def lookup_targets(lookups: list[dict[str, Any]], base: Workload) -> list[dict[s
     """The issue's targets for a rank lookup: one GetItem inside the top N, at most S + 2 requests inside D."""
     found = []
     for row in lookups:
+        if row.get("read") in {"around", "page"}:
+            # The issue's targets: around-me <= 2S + 2 requests, a page <= S + 1
+            wanted = 2 * base.gsi_shards + 2 if row["read"] == "around" else base.gsi_shards + 1
+            found.append(
+                {
+                    "name": f"{row['where']} requests",
+                    "wanted": f"<= {wanted}",
+                    "found": row["requests"],
+                    "met": row["requests"] <= wanted,
+                }
+            )
+            continue
         inside_n = row["position"] <= base.top_n
         wanted = 1 if inside_n else base.gsi_shards + 2
         found.append(

@@ -85,9 +85,23 @@ def section(result: dict[str, Any], command: str) -> str:
     lines += [f"| {label} | " + " | ".join(show(run) for run in runs.values()) + " |" for label, show in ROWS]
     lookups = lookup_rows(result)
     if lookups:
-        lines += ["", "Rank lookups on the last ranked version of the first D run (`GET /rank`, one id each):", ""]
-        lines += ["| lookup | requests | read units | answer |", "|---|---:|---:|---|"]
+        lines += [
+            "",
+            *_wrapped(
+                "Rank lookups (`GET /rank`, one id each), around-me (`GET /around`) and pages (`GET /leaderboard?"
+                "offset=` and `?cursor=`) on the last ranked version of the first D run, the head's GetItem included:"
+            ),
+            "",
+        ]
+        lines += ["| read | requests | read units | answer |", "|---|---:|---:|---|"]
         lines += [f"| {where} | {requests} | {units} | {answer} |" for where, requests, units, answer in lookups]
+        lines += [
+            "",
+            *_wrapped(
+                "The emulator counts each key of a BatchGetItem as a request: an around-me window that spans two "
+                "stored pages shows 4 requests for 3 calls (the head, one rank shard, one BatchGetItem of 2 pages)."
+            ),
+        ]
     lines += ["", "| target | wanted | found | met |", "|---|---|---|---|"]
     lines += [
         f"| {t['name']} | {t['wanted']} | {t['found']} | {'yes' if t['met'] else 'NO'} |" for t in result["targets"]

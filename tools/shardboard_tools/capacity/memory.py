@@ -837,6 +837,16 @@ class MemoryBoardStore:
                     found[shard] = json.loads(item[RANK_ENTRIES]["S"])
         return found
 
+    @metered
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
+        found: dict[int, list[list[Any]]] = {}
+        with self.data.lock:
+            for page in pages:
+                item = self.data.read("BatchGetItem", rank_page_pk(*period, rv, page), consistent=False)
+                if item is not None:
+                    found[page] = json.loads(item[RANK_ENTRIES]["S"])
+        return found
+
     def rank_part_pks(self) -> list[str]:
         """Keys of every stored ranked-version item (tests check retired versions are deleted)."""
         with self.data.lock:

@@ -1,10 +1,11 @@
-"""The pipeline commands: init, record, process, snapshot, top, rank, boards, verify."""
+"""The pipeline commands: init, record, process, snapshot, top, rank, around, boards, verify."""
 
 from __future__ import annotations
 
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -14,10 +15,20 @@ from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import (
+    MAX_AROUND_K,
+    NotRanked,
+    around,
+    around_document,
+    leaderboard_page,
+    page_document,
+    parse_k,
+    walk_cursor,
+)
 from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard.domain.snapshot import not_found, period_at
-from shardboard.schema import Leaderboard, Ranks, VerifyReport
+from shardboard.schema import AroundMe, Leaderboard, RankedItem, Ranks, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.verification import verify
@@ -150,39 +161,109 @@ def snapshot(ctx: click.Context) -> None:
 
 
 @click.command()
-@click.option("-n", "limit", type=int, help="How many entries (default: the board's N).")
+@click.option("-n", "limit", type=int, help="How many entries (default: the board's N; a page: PageSize).")
+@click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
+@click.option(
+    "--period", default=None, metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
+)
+@click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
+@click.option("--offset", default=None, metavar="O", help="A page of the ranked version from this 0-based offset.")
+@click.option("--cursor", default=None, metavar="C", help="The next page of the version a cursor pins.")
+@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard JSON of the read API.")
+@click.pass_context
+def top(  # noqa: PLR0917 - one parameter per click option
+    ctx: click.Context,
+    limit: int | None,
+    board: str | None,
+    period: str | None,
+    at: str | None,
+    offset: str | None,
+    cursor: str | None,
+    as_json: bool,
+) -> None:
+    """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does; with
+    --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
+    rt = runtime(ctx)
+    with one_line_errors():
+        name = validation.board_name(board or rt.settings.board)
+        kind = validation.period_kind(period or "", rt.settings.periods)
+        key = period_at(name, kind, validation.moment(at))
+        if offset is not None or cursor is not None:
+            named = key if (board or period or at or cursor is None) else None
+            head, page = leaderboard_page(
+                rt.board,
+                rt.settings,
+                named,
+                offset=offset or "",
+                limit="" if limit is None else str(limit),
+                cursor=cursor or "",
+                now=datetime.now(UTC).isoformat(),
+            )
+            stored = head
+        else:
+            count = validation.limit(None if limit is None else str(limit), rt.settings.top_n_of(name))
+            stored = rt.board.get_snapshot(key)
+    if stored is None:
+        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
+    if offset is not None or cursor is not None:
+        document = Leaderboard.model_validate(page_document(stored, page))
+    else:
+        document = Leaderboard.of_snapshot(dict(stored), count)  # GET /leaderboard's model (shardboard.schema)
+        document.walk = walk_cursor(stored, key, rt.settings)
+    if as_json:
+        click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
+        return
+    shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
+    following = document.cursor or document.walk
+    caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
+    console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
+
+
+def ranked_table(title: str, caption: str, items: list[RankedItem]) -> Table:
+    table = Table(title=title, caption=caption)
+    table.add_column("rank", justify="right")
+    table.add_column("id")
+    table.add_column("views", justify="right")
+    for entry in items:
+        table.add_row(str(entry.rank), entry.id, f"{entry.views:,}")
+    return table
+
+
+@click.command(name="around")
+@click.argument("item")
+@click.option("-k", "k", default=None, metavar="K", help=f"Entries above and below, 1 to {MAX_AROUND_K} (default 5).")
 @click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
 @click.option(
     "--period", default="all", metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
 )
 @click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
-@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard JSON of the read API.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON of GET /around.")
 @click.pass_context
-def top(  # noqa: PLR0917 - one parameter per click option
-    ctx: click.Context, limit: int | None, board: str | None, period: str, at: str | None, as_json: bool
+def around_command(  # noqa: PLR0917 - one parameter per click option
+    ctx: click.Context, item: str, k: str | None, board: str | None, period: str, at: str | None, as_json: bool
 ) -> None:
-    """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does."""
+    """ITEM's neighbours in a period, as GET /around answers: the k entries above and below it, 2k + 1 in all,
+    shifted at the top and bottom, with exact ranks."""
     rt = runtime(ctx)
     with one_line_errors():
+        wanted = validation.item_id(item)
+        depth_k = parse_k(k or "")
         name = validation.board_name(board or rt.settings.board)
         kind = validation.period_kind(period, rt.settings.periods)
         key = period_at(name, kind, validation.moment(at))
-        count = validation.limit(None if limit is None else str(limit), rt.settings.top_n_of(name))
         stored = rt.board.get_snapshot(key)
     if stored is None:
         fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    document = Leaderboard.of_snapshot(stored, count)  # GET /leaderboard's model (shardboard.schema)
+    try:
+        answer = around(rt.board, key, stored, wanted, k=depth_k, depth=rt.settings.rank_depth_of(name))
+    except NotRanked as missing:
+        fail(str(missing))
+    document = AroundMe.model_validate(around_document(stored, wanted, answer))
     if as_json:
-        click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
-    table = Table(title=f"{document.board} · {shown}", caption=document.generated_at)
-    table.add_column("rank", justify="right")
-    table.add_column("id")
-    table.add_column("views", justify="right")
-    for entry in document.items:
-        table.add_row(str(entry.rank), entry.id, f"{entry.views:,}")
-    console.print(table)
+    caption = f"{document.above} above, {document.below} below · {document.source} · {document.as_of}"
+    console.print(ranked_table(f"around {wanted} (#{document.position})", caption, document.items))
 
 
 @click.command()
@@ -303,4 +384,4 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
 # Periods in the order a board lists them: all time first, then finest to coarsest.
 PERIOD_ORDER = (ALL, *KINDS)
 
-COMMANDS = [init, record, process, snapshot, top, rank, boards, verify_command]
+COMMANDS = [init, record, process, snapshot, top, rank, around_command, boards, verify_command]
