@@ -88,7 +88,7 @@ def test_rank_answers_as_get_rank_does(cli):
 
 def test_top_walks_pages_with_the_cursor_and_around_shows_neighbours(cli):
     # Given the seed's example with N = 2 and ranked versions to D = 4
-    params = ["-p", "TopN=2", "-p", "RankDepth=4"]
+    params = ["-p", "TopN=2", "-p", "RankDepth=4", "-p", "SnapshotSpare=0"]
     cli(*params, "init")
     for item, count in SEED.items():
         cli(*params, "record", item, "-n", str(count))

@@ -92,7 +92,7 @@ boards = st.dictionaries(
 @given(counts=boards, top_n=st.integers(1, 20), extra=st.integers(1, 400), size=st.integers(1, 100), data=st.data())
 def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, data):
     depth = top_n + extra
-    config = Settings(top_n=top_n, rank_depth=depth, page_size=size)
+    config = Settings(top_n=top_n, rank_depth=depth, page_size=size, snapshot_spare=0)
     board = VersionBoard()
     board.write(counts, config, T0)
     truth = ordered(counts)[:depth]
@@ -116,7 +116,7 @@ def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, da
 )
 def test_around_matches_sorting_with_padding_at_the_top_and_bottom(counts, top_n, extra, k, data):
     depth = top_n + extra
-    config = Settings(top_n=top_n, rank_depth=depth)
+    config = Settings(top_n=top_n, rank_depth=depth, snapshot_spare=0)
     board = VersionBoard()
     board.write(counts, config, T0)
     truth = ordered(counts)[:depth]
