@@ -260,10 +260,11 @@ def around(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, 
     block = head.get("rank")
     positions = {entry[0]: index + 1 for index, entry in enumerate(items)}
     if item in positions:
-        first, last = window(positions[item], k, len(items))
-        # The head is the ranking's top only: its window must not reach its end unless it holds the whole board.
-        whole = block is None or len(items) >= block["count"]
-        if whole or positions[item] + k < len(items) or (last < len(items) and last - first == 2 * k):
+        # The head is the ranking's top only: the window is framed on the whole ranking, and the head answers it
+        # when it lies inside the head (near the top, padding shifts the window down, possibly past the head's end).
+        total = len(items) if block is None else max(len(items), block["count"])
+        first, last = window(positions[item], k, total)
+        if last <= len(items):
             ranks = head_ranks(items)
             entries = [Ranked(ranks[one][0], one, views) for one, views in items[first - 1 : last]]
             return framed(entries, positions[item], first, "snapshot", head["generated_at"])

@@ -214,7 +214,7 @@ def top(  # noqa: PLR0917 - one parameter per click option
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
     shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
-    following = document.cursor or document.walk
+    following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
     caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
     console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
 
