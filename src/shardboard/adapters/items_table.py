@@ -42,11 +42,11 @@ from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
     HIDDEN,
     ItemRecord,
+    ShardPage,
     created_key,
     created_shard,
     set_shard,
 )
-from shardboard.domain.newest import ShardPage
 
 
 def record_key(item_id: str) -> dict[str, Any]:

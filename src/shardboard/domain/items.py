@@ -14,7 +14,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,6 +50,14 @@ class ItemRecord:
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
         return parsed
+
+
+@dataclass(frozen=True)
+class ShardPage:
+    """One created-shard's answer: its newest keys in the range, newest first; ``more`` if Limit cut it."""
+
+    records: Sequence[ItemRecord]
+    more: bool
 
 
 class UnknownItem(LookupError):

@@ -18,14 +18,14 @@ import binascii
 import heapq
 import itertools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
 from shardboard.domain import validation
 from shardboard.domain.errors import BadInput
-from shardboard.domain.items import ItemRecord, created_key, iso_ms
+from shardboard.domain.items import ItemRecord, ShardPage, created_key, iso_ms
 from shardboard.domain.periods import PeriodError, parse_time
 
 # The most items one page holds (the route's limit, 1..100): a page then stays far under Lambda's 6 MB answer with
@@ -57,14 +57,6 @@ class Window:
 
     def holds(self, key: str) -> bool:
         return self.low <= key < self.high
-
-
-@dataclass(frozen=True)
-class ShardPage:
-    """One created-shard's answer: its newest keys in the range, newest first; ``more`` if Limit cut it."""
-
-    records: Sequence[ItemRecord]
-    more: bool
 
 
 @dataclass(frozen=True)

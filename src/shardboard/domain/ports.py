@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from shardboard.domain.batch import ShardMove
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
-    from shardboard.domain.items import ItemRecord
-    from shardboard.domain.newest import ShardPage
+    from shardboard.domain.items import ItemRecord, ShardPage
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]

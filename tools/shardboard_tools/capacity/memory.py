@@ -110,8 +110,7 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
-from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord
-from shardboard.domain.newest import ShardPage
+from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord, ShardPage
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
