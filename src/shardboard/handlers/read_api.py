@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain import newest, validation
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import PeriodKey, Snapshot
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     around,
@@ -32,6 +32,7 @@ from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
 from shardboard.schema import AroundMe, Item, Leaderboard, NewestPage, Ranks
+from shardboard.settings import Settings
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -104,14 +105,8 @@ def get_around() -> AroundMe:
     query = routes.query_values(raw)
     item = validation.item_id(routes.query_value(raw, "id"))
     k = parse_k(routes.once(query, "k"))
-    name = validation.board_name(routes.once(query, "board") or config.board)
-    kind = validation.period_kind(routes.once(query, "period"), config.periods)
-    wanted = period_at(name, kind, validation.moment(routes.once(query, "at")))
-    metrics.add_metric(name="AroundReads", unit=MetricUnit.Count, value=1)
-    snapshot = board_store().get_snapshot(wanted)
-    if snapshot is None:
-        raise NotFoundError(not_found(wanted))
-    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(name))
+    wanted, snapshot = queried_snapshot(query, config, "AroundReads")
+    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
     return AroundMe.model_validate(around_document(snapshot, item, answer))
 
 
@@ -146,16 +141,22 @@ def get_rank() -> Ranks:
         raise validation.BadInput("missing query parameter: id")
     if len(ids) > MAX_RANK_IDS:
         raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
+    wanted, snapshot = queried_snapshot(query, config, "RankReads")
+    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
+    period = snapshot.get("period") or {"kind": "all"}
+    return Ranks.model_validate({"board": wanted.board, "period": period, "ranks": [a.as_json() for a in answers]})
+
+
+def queried_snapshot(query: dict[str, list[str]], config: Settings, metric: str) -> tuple[PeriodKey, Snapshot]:
+    """The period that ``board``, ``period`` and ``at`` (each at most once) name, and its snapshot (404 without)."""
     name = validation.board_name(routes.once(query, "board") or config.board)
     kind = validation.period_kind(routes.once(query, "period"), config.periods)
     wanted = period_at(name, kind, validation.moment(routes.once(query, "at")))
-    metrics.add_metric(name="RankReads", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
     snapshot = board_store().get_snapshot(wanted)
     if snapshot is None:
         raise NotFoundError(not_found(wanted))
-    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
-    period = snapshot.get("period") or {"kind": "all"}
-    return Ranks.model_validate({"board": name, "period": period, "ranks": [a.as_json() for a in answers]})
+    return wanted, snapshot
 
 
 def read_item(item_id: str) -> Item:
