@@ -33,6 +33,7 @@ ADMIT_CACHE_SIZE = 10_000
 DEFAULT_CREATED_SHARDS = 8
 # A hidden item (issue 13 takedowns): it leaves every board and period but keeps counting, so unhide restores it.
 HIDDEN = "hidden"
+DELETED = "deleted"  # a tombstone: the id is in the deny sets and its counts are removed
 MAX_REASON_CHARS = 500
 
 
@@ -45,7 +46,7 @@ class ItemRecord:
     created_at: str
     updated_at: str
     rev: int
-    status: str | None = None  # None (visible) or HIDDEN
+    status: str | None = None  # None (visible), HIDDEN or DELETED
 
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
