@@ -25,6 +25,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "BoardTable"),  # state / entry_state
         ("dynamodb:PutItem", "BoardTable"),  # archive: a past period's entry
         ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, once per batch
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {

@@ -108,6 +108,11 @@ def item_store() -> ItemStore:
     return container().items
 
 
+def denied_ids() -> frozenset[str]:
+    """The deleted ids (the deny sets), read afresh: the aggregator asks once per batch."""
+    return container().items.denied()
+
+
 def item_admission() -> ItemAdmission | None:
     return container().admission
 
