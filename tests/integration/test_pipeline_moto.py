@@ -182,3 +182,17 @@ def test_counters_of_a_deleted_item_are_skipped_and_never_recreate_it(make_pipel
     assert aggregates(pipeline) == {"kept": 3}
     skipped = [r for r in caplog.records if r.getMessage() == "stream record skipped"]
     assert skipped and {r.reason for r in skipped} == {"deleted"}
+
+
+def test_the_snapshot_drops_a_deleted_item_like_a_hidden_one(make_pipeline):
+    # Given three aggregated items, then the best one deleted and the second hidden
+    pipeline = make_pipeline(TopN="3")
+    record(pipeline, {"gone": 9, "veiled": 7, "kept": 3, "other": 1})
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.runtime.items.set_deleted("gone", "cli:ed", "gdpr", "2026-11-23T17:00:00.000Z")
+    pipeline.runtime.items.set_hidden("veiled", True, "cli:ed", "spam", "2026-11-23T17:00:00.000Z")
+    # When the snapshot job runs
+    pipeline.snapshot()
+    # Then neither is on the board, and the others keep their exact counts
+    board = leaderboard_json(pipeline.board.get_snapshot("global"))
+    assert [(e["id"], e["views"]) for e in board["items"]] == [("kept", 3), ("other", 1)]

@@ -1081,7 +1081,7 @@ class MemoryItemStore:
         with self.data.lock:
             for item_id in dict.fromkeys(item_ids):
                 item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
-                if item is not None:
+                if item is not None and ITEM_META in item:  # as the adapter: a status-only record was never put
                     found[item_id] = item_record(item)
         return found
 
