@@ -19,6 +19,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
