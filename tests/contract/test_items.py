@@ -99,3 +99,44 @@ def test_an_item_never_put_can_be_hidden_and_stays_uncreated(ports):
     ports.items.put("viewed-only", meta({}), "2026-11-23T17:01:00.000Z")
     record = ports.items.get("viewed-only", consistent=True)
     assert record is not None and record.status == "hidden"
+
+
+@pytest.mark.parametrize("item", ODD_IDS)
+def test_a_delete_tombstones_the_item_once_and_puts_it_in_the_deny_sets(ports, item):
+    # Given a put item and another one that stays
+    ports.items.put(item, meta({"title": "A"}), "2026-11-23T17:00:00.000Z")
+    ports.items.put("kept", meta({}), "2026-11-23T17:00:00.000Z")
+    # When it is deleted, then deleted again (a resumed delete)
+    assert ports.items.set_deleted(item, "arn:aws:iam::1:user/ed", "gdpr", "2026-11-23T17:01:00.000Z")
+    assert not ports.items.set_deleted(item, "arn:aws:iam::1:user/ed", "again", "2026-11-23T17:02:00.000Z")
+    # Then it alone is denied, not hidden, and its record is a tombstone that says who and why (the first time)
+    assert ports.items.denied() == frozenset({item})
+    assert ports.items.hidden() == frozenset()
+    record = ports.items.get(item, consistent=True)
+    assert record is not None and record.status == "deleted" and record.document() == {"title": "A"}
+    assert ports.items.get("kept", consistent=True).status is None
+
+
+def test_a_hidden_item_deleted_leaves_the_hidden_sets_for_the_deny_sets(ports):
+    ports.items.set_hidden("a", True, "cli:ed", "spam", "2026-11-23T17:00:00.000Z")
+    ports.items.set_hidden("b", True, "cli:ed", "spam", "2026-11-23T17:00:00.000Z")
+    assert ports.items.set_deleted("a", "cli:ed", "", "2026-11-23T17:01:00.000Z")
+    assert ports.items.hidden() == frozenset({"b"})
+    assert ports.items.denied() == frozenset({"a"})
+
+
+def test_a_tombstone_refuses_hide_and_unhide(ports):
+    # Given a hidden item that is then deleted
+    ports.items.set_hidden("gone", True, "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    ports.items.set_deleted("gone", "cli:ed", "", "2026-11-23T17:01:00.000Z")
+    # Then neither an unhide nor a hide changes it: it stays deleted and denied
+    assert not ports.items.set_hidden("gone", False, "cli:al", "", "2026-11-23T17:02:00.000Z")
+    assert not ports.items.set_hidden("gone", True, "cli:al", "", "2026-11-23T17:03:00.000Z")
+    assert ports.items.denied() == frozenset({"gone"})
+    assert ports.items.hidden() == frozenset()
+
+
+def test_an_id_never_put_can_be_deleted_and_stays_uncreated(ports):
+    assert ports.items.set_deleted("viewed-only", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    assert ports.items.get("viewed-only", consistent=True) is None  # a tombstone is not a creation
+    assert ports.items.denied() == frozenset({"viewed-only"})

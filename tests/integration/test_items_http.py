@@ -235,3 +235,24 @@ def test_the_leaderboard_carries_each_entrys_metadata_from_one_getitem(make_pipe
     pipeline.snapshot()
     _, _, board = call(pipeline, "read_api", get("/leaderboard"))
     assert [(e["id"], e.get("meta")) for e in board["items"]] == [("c", {"title": "C"}), ("a", CAT), ("b", None)]
+
+
+@pytest.mark.parametrize("require_items", ["false", "true"])
+def test_views_of_a_deleted_id_are_refused_and_write_nothing(make_pipeline, require_items):
+    # Given a created item with views, then deleted (its tombstone and deny set written directly)
+    pipeline = make_pipeline(RequireItems=require_items)
+    assert call(pipeline, "items_admin", put_item("gone", json.dumps(CAT)))[0] == 200
+    assert call(pipeline, "record_views", post(json.dumps({"id": "gone", "count": 2})))[0] == 202
+    pipeline.runtime.items.set_deleted("gone", "cli:ed", "gdpr", "2026-11-23T17:00:00.000Z")
+    # When views of it arrive in a fresh container (the deny sets are cached per container), with and without viewer
+    pipeline.runtime.export_to_handlers()
+    for body in ({"id": "gone", "count": 2}, {"id": "gone", "viewer": "v1"}):
+        status, _, answer = call(pipeline, "record_views", post(json.dumps(body)))
+        # Then each is 404 not_found and no view is counted
+        assert status == 404, answer
+        assert answer["code"] == "not_found" and "deleted" in answer["message"]
+    assert pipeline.truth() == {"gone": 2}
+    # while other (created) ids still count
+    assert call(pipeline, "items_admin", put_item("kept", json.dumps(CAT)))[0] == 200
+    assert call(pipeline, "record_views", post(json.dumps({"id": "kept", "count": 1})))[0] == 202
+    assert pipeline.truth() == {"gone": 2, "kept": 1}

@@ -166,3 +166,33 @@ def test_snapshot_is_written_only_when_its_content_changes(make_pipeline):
     assert (changed["written"], changed["version"]) == (True, 2)
     stored = pipeline.board.get_snapshot("global")
     assert stored["items"] == [["b", 4], ["a", 3]] and stored["items_read"] == changed["items_read"] > 0
+
+
+def test_counters_of_a_deleted_item_are_skipped_and_never_recreate_it(make_pipeline, caplog):
+    # Given views of two items, written and streamed, and one of the items deleted before they are delivered
+    pipeline = make_pipeline()
+    record(pipeline, {"gone": 4, "kept": 3})
+    records = [r for r in pipeline.stream_records() if "item_id" in r["dynamodb"]["NewImage"]]
+    assert pipeline.runtime.items.set_deleted("gone", "cli:ed", "gdpr", "2026-11-23T17:00:00.000Z")
+    # When the batch is delivered twice (a replay)
+    for _ in range(2):
+        assert pipeline.aggregate(records) == {"batchItemFailures": []}
+    # Then the deleted item's counters are skipped with their reason (the batch never fails) and only the other
+    # item is aggregated, exactly
+    assert aggregates(pipeline) == {"kept": 3}
+    skipped = [r for r in caplog.records if r.getMessage() == "stream record skipped"]
+    assert skipped and {r.reason for r in skipped} == {"deleted"}
+
+
+def test_the_snapshot_drops_a_deleted_item_like_a_hidden_one(make_pipeline):
+    # Given three aggregated items, then the best one deleted and the second hidden
+    pipeline = make_pipeline(TopN="3")
+    record(pipeline, {"gone": 9, "veiled": 7, "kept": 3, "other": 1})
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.runtime.items.set_deleted("gone", "cli:ed", "gdpr", "2026-11-23T17:00:00.000Z")
+    pipeline.runtime.items.set_hidden("veiled", True, "cli:ed", "spam", "2026-11-23T17:00:00.000Z")
+    # When the snapshot job runs
+    pipeline.snapshot()
+    # Then neither is on the board, and the others keep their exact counts
+    board = leaderboard_json(pipeline.board.get_snapshot("global"))
+    assert [(e["id"], e["views"]) for e in board["items"]] == [("kept", 3), ("other", 1)]

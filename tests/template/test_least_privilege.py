@@ -19,12 +19,14 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
         ("dynamodb:GetItem", "BoardTable"),  # state / entry_state
         ("dynamodb:PutItem", "BoardTable"),  # archive: a past period's entry
         ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, once per batch
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {
@@ -39,7 +41,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden: the hidden sets, once per run
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: the hidden and deny sets, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
     "ShardReviewFunction": {
@@ -57,7 +59,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put; set_hidden's transaction: status and hidden set
         ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's transaction: the audit row
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: a hide of an unknown id is a 404
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden: the gathers of a takedown drop hidden ids
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: a takedown's gathers drop both
         ("dynamodb:GetItem", "BoardTable"),  # state / get_snapshot / get_board_state
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot: a head patched or gathered again
         ("dynamodb:UpdateItem", "BoardTable"),  # mark_changed / raise_threshold

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from shardboard.domain.items import (
     MAX_META_BYTES,
+    DenyCheck,
     ItemAdmission,
+    admit_all,
     created_key,
     created_shard,
     iso_ms,
@@ -131,3 +133,29 @@ def test_admission_caches_positive_answers_for_its_ttl_and_asks_again_for_missin
     admit("c")
     asked.clear()
     assert admit("a") is True and admit("b") is True and asked == ["b"]
+
+
+def test_the_deny_check_reads_the_deny_sets_once_per_ttl():
+    # Given deny sets read through a counter, and a clock we move
+    reads, now, denied = [], [0.0], {"a"}
+
+    def read() -> frozenset[str]:
+        reads.append(now[0])
+        return frozenset(denied)
+
+    check = DenyCheck(read, ttl=10.0, clock=lambda: now[0])
+    # Then a denied id is refused and the others admitted, with one read for the lot
+    assert [check("a"), check("b"), check("c")] == [False, True, True]
+    assert reads == [0.0]
+    # And a delete made meanwhile is seen once the ttl has passed, not before
+    denied.add("b")
+    now[0] = 9.9
+    assert check("b")
+    now[0] = 10.0
+    assert not check("b")
+    assert reads == [0.0, 10.0]
+
+
+def test_admit_all_admits_only_what_every_check_admits():
+    admit = admit_all(lambda i: i != "deleted", lambda i: i != "unknown")
+    assert [admit("deleted"), admit("unknown"), admit("ok")] == [False, False, True]

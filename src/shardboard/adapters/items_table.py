@@ -21,6 +21,7 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
+    DENY_SETS,
     HIDDEN_SETS,
     ITEM_ID,
     ITEM_META,
@@ -35,11 +36,13 @@ from shardboard.adapters.keys import (
     SK,
     UPDATED_AT,
     audit_sk,
+    deny_set_pk,
     hidden_set_pk,
     item_record_pk,
 )
 from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
+    DELETED,
     HIDDEN,
     ItemRecord,
     ShardPage,
@@ -76,38 +79,69 @@ def takedown_writes(table: str, item_id: str, hidden: bool, *, by: str, reason: 
     else:
         status = "SET #id = :id, #by = :by, #reason = :reason REMOVE #st"
         condition = "#st = :hidden"
+    record = {
+        "TableName": table,
+        "Key": record_key(item_id),
+        "UpdateExpression": status,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    audit = audit_row(item_id, "hide" if hidden else "unhide", by=by, reason=reason, now=now)
     shard = set_shard(item_id, HIDDEN_SETS)
-    audit = {
+    return [
+        {"Update": record},
+        {"Put": {"TableName": table, "Item": audit}},
+        set_member(table, hidden_set_pk(shard), item_id, add=hidden),
+    ]
+
+
+def tombstone_writes(table: str, item_id: str, *, by: str, reason: str, now: str) -> list[dict[str, Any]]:
+    """The four writes of a delete, for one TransactWriteItems: the tombstone (conditioned on not being one
+    already, so a repeat writes nothing; the metadata stays for the audit), the audit row, the id added to its deny
+    set and taken out of its hidden set (a deleted id is denied, no longer merely hidden)."""
+    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON}
+    values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":deleted": s_attr(DELETED)}
+    record = {
+        "TableName": table,
+        "Key": record_key(item_id),
+        "UpdateExpression": "SET #st = :deleted, #id = :id, #by = :by, #reason = :reason",
+        "ConditionExpression": "attribute_not_exists(#st) OR #st <> :deleted",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    audit = audit_row(item_id, "delete", by=by, reason=reason, now=now)
+    return [
+        {"Update": record},
+        {"Put": {"TableName": table, "Item": audit}},
+        set_member(table, deny_set_pk(set_shard(item_id, DENY_SETS)), item_id, add=True),
+        set_member(table, hidden_set_pk(set_shard(item_id, HIDDEN_SETS)), item_id, add=False),
+    ]
+
+
+def audit_row(item_id: str, op: str, *, by: str, reason: str, now: str) -> dict[str, Any]:
+    return {
         PK: s_attr(item_record_pk(item_id)),
         SK: s_attr(audit_sk(now, uuid.uuid4().hex)),
         ITEM_ID: s_attr(item_id),
-        OP: s_attr("hide" if hidden else "unhide"),
+        OP: s_attr(op),
         BY: s_attr(by),
         REASON: s_attr(reason),
         AT: s_attr(now),
     }
-    return [
-        {
-            "Update": {
-                "TableName": table,
-                "Key": record_key(item_id),
-                "UpdateExpression": status,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        },
-        {"Put": {"TableName": table, "Item": audit}},
-        {
-            "Update": {
-                "TableName": table,
-                "Key": {PK: s_attr(hidden_set_pk(shard)), SK: s_attr(SET_SK)},
-                "UpdateExpression": f"{'ADD' if hidden else 'DELETE'} #ids :ids",
-                "ExpressionAttributeNames": {"#ids": SET_IDS},
-                "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
-            }
-        },
-    ]
+
+
+def set_member(table: str, set_pk: str, item_id: str, *, add: bool) -> dict[str, Any]:
+    """ADD the id to one String Set (creating it) or DELETE it (a String Set left empty disappears)."""
+    return {
+        "Update": {
+            "TableName": table,
+            "Key": {PK: s_attr(set_pk), SK: s_attr(SET_SK)},
+            "UpdateExpression": f"{'ADD' if add else 'DELETE'} #ids :ids",
+            "ExpressionAttributeNames": {"#ids": SET_IDS},
+            "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
+        }
+    }
 
 
 # One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only.
@@ -219,10 +253,15 @@ class ItemStore:
                 return ShardPage(records, more=start is not None)
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
+        return self._transact(takedown_writes(self.table, item_id, hidden, by=by, reason=reason, now=now))
+
+    def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
+        return self._transact(tombstone_writes(self.table, item_id, by=by, reason=reason, now=now))
+
+    def _transact(self, writes: list[dict[str, Any]]) -> bool:
+        """True when written; False when the record's condition (the first write) refused, nothing written."""
         try:
-            self.client.transact_write_items(
-                TransactItems=takedown_writes(self.table, item_id, hidden, by=by, reason=reason, now=now)
-            )
+            self.client.transact_write_items(TransactItems=writes)
         except ClientError as error:
             reasons = error.response.get("CancellationReasons") or []
             if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
@@ -231,7 +270,14 @@ class ItemStore:
         return True
 
     def hidden(self) -> frozenset[str]:
-        keys = [{PK: s_attr(hidden_set_pk(shard)), SK: s_attr(SET_SK)} for shard in range(HIDDEN_SETS)]
+        return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
+
+    def denied(self) -> frozenset[str]:
+        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)])
+
+    def _set_union(self, set_pks: Sequence[str]) -> frozenset[str]:
+        """Every id of those String Sets, one BatchGetItem (eventually consistent)."""
+        keys = [{PK: s_attr(set_pk), SK: s_attr(SET_SK)} for set_pk in set_pks]
         found: set[str] = set()
         request: dict[str, Any] = {
             self.table: {"Keys": keys, "ProjectionExpression": "#ids", "ExpressionAttributeNames": {"#ids": SET_IDS}}

@@ -178,3 +178,11 @@ def audit_sk(at: str, unique: str) -> str:
 
 def hidden_set_pk(shard: int) -> str:
     return f"hidden#{shard}"
+
+
+# Deleted ids (a delete's tombstone): as many String Sets as the hidden ones, sharded the same way.
+DENY_SETS = HIDDEN_SETS
+
+
+def deny_set_pk(shard: int) -> str:
+    return f"deny#{shard}"

@@ -33,6 +33,7 @@ ADMIT_CACHE_SIZE = 10_000
 DEFAULT_CREATED_SHARDS = 8
 # A hidden item (issue 13 takedowns): it leaves every board and period but keeps counting, so unhide restores it.
 HIDDEN = "hidden"
+DELETED = "deleted"  # a tombstone: the id is in the deny sets and its counts are removed
 MAX_REASON_CHARS = 500
 
 
@@ -45,7 +46,7 @@ class ItemRecord:
     created_at: str
     updated_at: str
     rev: int
-    status: str | None = None  # None (visible) or HIDDEN
+    status: str | None = None  # None (visible), HIDDEN or DELETED
 
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
@@ -61,10 +62,10 @@ class ShardPage:
 
 
 class UnknownItem(LookupError):
-    """A view of an id that was never created, refused with RequireItems (HTTP 404 not_found, nothing written)."""
+    """A view of a deleted id, or of an id never created with RequireItems: HTTP 404 not_found, nothing written."""
 
     def __init__(self, item_id: str) -> None:
-        super().__init__(f"item {item_id!r} was never created (this stack requires PUT /item first)")
+        super().__init__(f"item {item_id!r} was never created (with RequireItems: PUT /item first) or was deleted")
         self.item_id = item_id
 
 
@@ -101,6 +102,36 @@ class ItemAdmission:
             while len(self._known) > self._size:
                 self._known.popitem(last=False)
         return True
+
+
+class DenyCheck:
+    """Admits every id not deleted: the deny sets (``denied()``), read at most once per ``ttl`` seconds per
+    container, so a delete refuses new views within ``ttl`` seconds (the aggregator drops any that slip through)."""
+
+    def __init__(
+        self,
+        denied: Callable[[], frozenset[str]],
+        ttl: float = ADMIT_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._denied = denied
+        self._ttl = ttl
+        self._clock = clock
+        self._ids: frozenset[str] = frozenset()
+        self._until = -math.inf
+        self._lock = threading.Lock()
+
+    def __call__(self, item_id: str) -> bool:
+        with self._lock:
+            now = self._clock()
+            if now >= self._until:
+                self._ids, self._until = self._denied(), now + self._ttl
+            return item_id not in self._ids
+
+
+def admit_all(*checks: Callable[[str], bool]) -> Callable[[str], bool]:
+    """An id is admitted when every check admits it (the deny sets first: one cached read, no per-id request)."""
+    return lambda item_id: all(check(item_id) for check in checks)
 
 
 def meta(value: Any) -> str:

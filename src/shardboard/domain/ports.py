@@ -376,3 +376,13 @@ class ItemCatalog(Protocol):
     def hidden(self) -> frozenset[str]:
         """Every hidden id (the hidden sets, one batch read)."""
         ...
+
+    def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
+        """Delete the item: a tombstone status (its metadata kept for the audit), an audit row, the id in the deny
+        sets and out of the hidden sets, in one transaction. False, with nothing written, when it is deleted already
+        (a repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
+        ...
+
+    def denied(self) -> frozenset[str]:
+        """Every deleted id (the deny sets, one batch read)."""
+        ...

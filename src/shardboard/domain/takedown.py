@@ -122,8 +122,9 @@ def hide(
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
     moment, now = _now(at)
     changed = catalog.set_hidden(item_id, True, by, reason, now)
-    # The sets are read eventually consistently: the item itself is hidden whatever the read returns.
-    hidden = catalog.hidden() | {item_id}
+    # The sets are read eventually consistently: the item itself is hidden whatever the read returns. Gathers drop
+    # deleted ids too.
+    hidden = catalog.hidden() | catalog.denied() | {item_id}
     periods = affected_periods(board, settings, item_id, moment)
     outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden))
     patched = [period for period, outcome in outcomes if outcome == "patched"]
@@ -146,7 +147,7 @@ def unhide(
     moment, now = _now(at)
     if not catalog.set_hidden(item_id, False, by, reason, now):
         raise NothingToTakeDown(f"item {item_id!r} is not hidden")
-    hidden = catalog.hidden() - {item_id}
+    hidden = (catalog.hidden() - {item_id}) | catalog.denied()
     periods = affected_periods(board, settings, item_id, moment)
 
     def refresh(period: PeriodKey) -> str:

@@ -24,7 +24,7 @@ from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Board
 from shardboard.domain.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, settings
+from shardboard.handlers.wiring import board_store, denied_ids, settings
 from shardboard.settings import Settings
 
 
@@ -49,13 +49,15 @@ class AggregatingProcessor(BatchProcessor):
         board: Callable[[], Board] = board_store,
         config: Callable[[], Settings] = settings,
         clock: Callable[[], float] = time.time,
+        denied: Callable[[], frozenset[str]] = denied_ids,
     ) -> None:
-        """``board``/``config``/``clock`` default to the function's own; the benchmark passes its in-memory store
-        and virtual clock."""
+        """``board``/``config``/``clock``/``denied`` default to the function's own; the benchmark passes its
+        in-memory store and virtual clock."""
         super().__init__(event_type=EventType.DynamoDBStreams)
         self.board = board
         self.config = config
         self.clock = clock
+        self.denied = denied
 
     def process(self) -> list[tuple[Any, ...]]:
         read: list[tuple[DynamoDBRecord, list[ViewRecord] | None]] = []
@@ -63,6 +65,7 @@ class AggregatingProcessor(BatchProcessor):
         for raw in self.records:
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
             read.append((record, in_anchor(self.handler(record=record), anchor, record)))
+        read = not_deleted(read, self.denied() if any(views for _, views in read) else frozenset())
         self.skipped = sum(views is None for _, views in read)
         self.outcome = self.apply_views([view for _, views in read if views for view in views])
         results = []
@@ -111,6 +114,27 @@ def in_anchor(views: list[ViewRecord] | None, anchor: str, record: DynamoDBRecor
         )
         return None
     return views
+
+
+def not_deleted(
+    read: list[tuple[DynamoDBRecord, list[ViewRecord] | None]], denied: frozenset[str]
+) -> list[tuple[DynamoDBRecord, list[ViewRecord] | None]]:
+    """Skip the counters of deleted items (the deny sets, read once per batch): a counter written before a delete's
+    tombstone and delivered after its sweep must never recreate the item's aggregate. Skipped, never failed: the
+    batch goes on and nothing is retried."""
+    if not denied:
+        return read
+    kept: list[tuple[DynamoDBRecord, list[ViewRecord] | None]] = []
+    for record, views in read:
+        item_id = views[0].item_id if views else None
+        gone = item_id in denied
+        if gone:
+            logger.warning(
+                "stream record skipped",
+                extra={"reason": "deleted", "detail": f"{item_id!r} is deleted", "event_id": record.event_id},
+            )
+        kept.append((record, None if gone else views))
+    return kept
 
 
 def read_view(record: DynamoDBRecord) -> list[ViewRecord] | None:

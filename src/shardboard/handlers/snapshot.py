@@ -25,10 +25,12 @@ from shardboard.handlers.wiring import board_store, item_store, settings
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     config = settings()
-    # The hidden ids, read once per run: every gather drops them (issue 13 takedowns).
+    # The hidden and the deleted ids, read once per run: every gather drops both (issue 13 takedowns; a deleted
+    # item's aggregates may outlive its tombstone until its delete has swept them).
     items = item_store()
+    dropped = items.hidden() | items.denied()
     run = refresh_changed(
-        board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=items.hidden(), catalog=items
+        board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=dropped, catalog=items
     )
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))

@@ -8,6 +8,7 @@ no caller has to write the environment or reach into a cache.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -17,7 +18,7 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
-from shardboard.domain.items import ItemAdmission
+from shardboard.domain.items import DenyCheck, ItemAdmission, admit_all
 from shardboard.settings import Settings
 
 
@@ -50,11 +51,13 @@ class Container:
         return ItemStore(self.dynamodb, self.settings.items_table)
 
     @cached_property
-    def admission(self) -> ItemAdmission | None:
-        """RequireItems' check of viewed ids (its cache lives as long as the container), or None when off."""
+    def admission(self) -> Callable[[str], bool]:
+        """Which viewed ids are counted (its caches live as long as the container): not deleted (the deny sets,
+        read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
+        not_deleted = DenyCheck(self.items.denied)
         if not self.settings.require_items:
-            return None
-        return ItemAdmission(lambda item_id: self.items.get(item_id) is not None)
+            return not_deleted
+        return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
 
     @cached_property
     def router(self) -> ShardRouter | None:
@@ -108,7 +111,12 @@ def item_store() -> ItemStore:
     return container().items
 
 
-def item_admission() -> ItemAdmission | None:
+def denied_ids() -> frozenset[str]:
+    """The deleted ids (the deny sets), read afresh: the aggregator asks once per batch."""
+    return container().items.denied()
+
+
+def item_admission() -> Callable[[str], bool]:
     return container().admission
 
 

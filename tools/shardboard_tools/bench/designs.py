@@ -31,6 +31,7 @@ from shardboard_tools.capacity.emulator import CapacityEmulator, Charge, PacedCl
 from shardboard_tools.capacity.memory import (
     STREAM_ARN,
     MemoryBoardStore,
+    MemoryItemStore,
     MemoryTable,
     MemoryViewStore,
     metering_overhead_seconds,
@@ -167,7 +168,11 @@ class ShardboardDesign:
         self.function_concurrency = Settings().write_concurrency
         self.views = MemoryViewStore(emulator, self.settings.views_table)
         self.board = MemoryBoardStore(emulator, self.settings.board_table)
-        self.processor = AggregatingProcessor(lambda: self.board, lambda: self.settings, self._epoch)
+        # The deny sets (deleted items), read once per batch as the deployed function does, and priced.
+        self.items = MemoryItemStore(emulator, self.settings.items_table)
+        self.processor = AggregatingProcessor(
+            lambda: self.board, lambda: self.settings, self._epoch, denied=self.items.denied
+        )
         self.rng = random.Random(workload.seed)
         self.cpu_seconds = 0.0
         self.metering_overhead = metering_overhead_seconds()  # calibrated now, outside any measured window

@@ -35,7 +35,7 @@ from shardboard.adapters.board_table import (
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttling_as_domain
-from shardboard.adapters.items_table import ItemStore, item_record, put_values, takedown_writes
+from shardboard.adapters.items_table import ItemStore, item_record, put_values, takedown_writes, tombstone_writes
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
     BOARD,
@@ -54,6 +54,7 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
+    DENY_SETS,
     DIRTY,
     EXPIRES_AT,
     HIDDEN_SETS,
@@ -91,6 +92,7 @@ from shardboard.adapters.keys import (
     applied_attr,
     board_counter,
     count_attr,
+    deny_set_pk,
     entry_pk,
     hidden_set_pk,
     index_key_attr,
@@ -110,7 +112,7 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
-from shardboard.domain.items import DEFAULT_CREATED_SHARDS, ItemRecord, ShardPage
+from shardboard.domain.items import DEFAULT_CREATED_SHARDS, HIDDEN, ItemRecord, ShardPage
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
@@ -1015,7 +1017,9 @@ class MemoryItemStore:
         pk = item_record_pk(item_id)
         with self.data.lock:
             old = self.data.items.get(pk)
-            if (old is not None and ITEM_STATUS in old) != (not hidden):
+            status_now = (old or {}).get(ITEM_STATUS, {}).get("S")
+            # The adapter's conditions: a hide needs no status, an unhide needs "hidden" (a tombstone refuses both).
+            if status_now != (None if hidden else HIDDEN):
                 self.data.refuse("TransactWriteItems", pk)
                 return False
             values = status["Update"]["ExpressionAttributeValues"]
@@ -1027,20 +1031,50 @@ class MemoryItemStore:
             row = audit["Put"]["Item"]
             self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
             set_pk = member["Update"]["Key"][PK]["S"]
-            ids = set((self.data.items.get(set_pk) or {}).get(SET_IDS, {}).get("SS", []))
-            ids = ids | {item_id} if hidden else ids - {item_id}
-            self.data.write(
-                "TransactWriteItems",
-                set_pk,
-                {PK: {"S": set_pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}} if ids else None,
-            )
+            self._member(set_pk, item_id, add=hidden)
         return True
 
+    def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
+        """The adapter's four transactional writes (tombstone_writes), applied in Python under the table's lock."""
+        status, audit, deny, hidden = tombstone_writes(self.data.schema.name, item_id, by=by, reason=reason, now=now)
+        pk = item_record_pk(item_id)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            values = status["Update"]["ExpressionAttributeValues"]
+            if (old or {}).get(ITEM_STATUS) == values[":deleted"]:
+                self.data.refuse("TransactWriteItems", pk)
+                return False
+            record = dict(old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}})
+            record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
+            record[ITEM_STATUS] = values[":deleted"]
+            self.data.write("TransactWriteItems", pk, record)
+            row = audit["Put"]["Item"]
+            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
+            self._member(deny["Update"]["Key"][PK]["S"], item_id, add=True)
+            self._member(hidden["Update"]["Key"][PK]["S"], item_id, add=False)
+        return True
+
+    def _member(self, set_pk: str, item_id: str, *, add: bool) -> None:
+        """ADD to or DELETE from one String Set, as DynamoDB does (an empty set disappears); under the lock."""
+        ids = set((self.data.items.get(set_pk) or {}).get(SET_IDS, {}).get("SS", []))
+        ids = ids | {item_id} if add else ids - {item_id}
+        self.data.write(
+            "TransactWriteItems",
+            set_pk,
+            {PK: {"S": set_pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}} if ids else None,
+        )
+
     def hidden(self) -> frozenset[str]:
+        return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
+
+    def denied(self) -> frozenset[str]:
+        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)])
+
+    def _set_union(self, set_pks: list[str]) -> frozenset[str]:
         found: set[str] = set()
         with self.data.lock:
-            for shard in range(HIDDEN_SETS):
-                item = self.data.read("BatchGetItem", hidden_set_pk(shard), False)
+            for set_pk in set_pks:
+                item = self.data.read("BatchGetItem", set_pk, False)
                 found.update((item or {}).get(SET_IDS, {}).get("SS", []))
         return frozenset(found)
 
