@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from shardboard.client import (
+        Around,
         BadInput,
         BufferFull,
         FlushResult,
         Leaderboard,
         NoSnapshot,
+        NotRanked,
+        RankAnswer,
         Recorder,
         RecorderClosed,
         RecorderStats,
@@ -26,11 +29,14 @@ if TYPE_CHECKING:
     __version__: str
 
 __all__ = [
+    "Around",
     "BadInput",
     "BufferFull",
     "FlushResult",
     "Leaderboard",
     "NoSnapshot",
+    "NotRanked",
+    "RankAnswer",
     "Recorder",
     "RecorderClosed",
     "RecorderStats",

@@ -67,7 +67,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -83,6 +83,9 @@ from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
 from shardboard.domain.ports import PeriodKey, SeenViewCounters
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked, around
+from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
 from shardboard.domain.ranking import RankedEntry
 from shardboard.domain.recording import Where, admitted, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
@@ -121,6 +124,24 @@ class _Duplicate:
     """A viewed view refused: its viewer was seen already in the window (nothing written)."""
 
     units: float
+
+
+# The library's public names (shardboard/__init__.py serves them): some are the domain's own, re-exported.
+__all__ = [
+    "Around",
+    "BadInput",
+    "BufferFull",
+    "FlushResult",
+    "Leaderboard",
+    "NoSnapshot",
+    "NotRanked",
+    "RankAnswer",
+    "Recorder",
+    "RecorderClosed",
+    "RecorderStats",
+    "Standings",
+    "UnknownItem",
+]
 
 
 class RecorderClosed(RuntimeError):
@@ -436,12 +457,9 @@ class Leaderboard:
         ``month``) containing ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None: now), its first
         ``limit`` entries (None: all of the snapshot's N). Bad arguments raise BadInput (a ValueError); a period
         without a snapshot raises NoSnapshot (the API's 404)."""
-        key = self._period(board, period, at)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
-        snapshot = self._board.get_snapshot(key)
-        if snapshot is None:
-            raise NoSnapshot(key)
+        key, snapshot = self._snapshot(board, period, at)
         document = leaderboard_json(snapshot, limit)
         shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
         return Standings(
@@ -454,11 +472,47 @@ class Leaderboard:
     def rank(
         self, item_id: str, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None
     ) -> int | None:
-        """``item_id``'s competition rank in the snapshot (one GetItem), or None when it is not in the snapshot's
-        top N: the snapshot holds only the top N, so a deeper rank is not known here (ranks of any item are
-        issue 13's work). Raises NoSnapshot when the period has no snapshot."""
+        """``item_id``'s exact competition rank in the period (ties as on the board), or None when it is past the
+        ranked depth D (``RankDepth``) or has no views: :meth:`ranks` says which, with the approximate rank."""
+        return self.ranks([item_id], board, period, at)[0].rank
+
+    def ranks(
+        self, item_ids: Sequence[str], board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None
+    ) -> list[RankAnswer]:
+        """What ``GET /rank`` answers, one :class:`RankAnswer` per id in the order given (1 to 100 ids): exact within
+        the depth D from the snapshot (one GetItem) or its ranked version (one BatchGetItem more), approximate past
+        it. Raises BadInput for a bad id or count, NoSnapshot for a period without views."""
+        if isinstance(item_ids, str):
+            raise BadInput("item_ids must be a sequence of ids, not one string")
+        ids = [validation.item_id(item) for item in item_ids]
+        if not 1 <= len(ids) <= MAX_RANK_IDS:
+            raise BadInput(f"between 1 and {MAX_RANK_IDS} ids per call, got {len(ids)}")
+        key, snapshot = self._snapshot(board, period, at)
+        return lookup_ranks(self._board, self.settings, key, snapshot, ids)
+
+    def around(
+        self,
+        item_id: str,
+        k: int = DEFAULT_AROUND_K,
+        board: str = GLOBAL_BOARD,
+        period: str = ALL,
+        at: datetime | str | None = None,
+    ) -> Around:
+        """What ``GET /around`` answers: the ``k`` (1-50) entries above and below ``item_id`` in board order with
+        exact ranks, shifted at the top and bottom. Raises NotRanked (a LookupError) past the depth D or without
+        views, NoSnapshot for a period without views, BadInput for a bad id or k."""
         item_id = validation.item_id(item_id)
-        return self.top(board, period, at).rank_of(item_id)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
+            raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
+        key, snapshot = self._snapshot(board, period, at)
+        return around(self._board, key, snapshot, item_id, k=k, depth=self.settings.rank_depth_of(key.board))
+
+    def _snapshot(self, board: str, period: str, at: datetime | str | None) -> tuple[PeriodKey, dict[str, Any]]:
+        key = self._period(board, period, at)
+        snapshot = self._board.get_snapshot(key)
+        if snapshot is None:
+            raise NoSnapshot(key)
+        return key, snapshot
 
     def _period(self, board: str, period: str, at: datetime | str | None) -> PeriodKey:
         """The API's validation of ``board``, ``period`` and ``at``, then the period they name."""

@@ -14,12 +14,13 @@ import sys
 import textwrap
 from collections import Counter
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 import boto3
 import pytest
 from pytest_codeblocks import extract_from_file
 
-from shardboard import BadInput, BufferFull, Leaderboard, NoSnapshot, Recorder, RecorderClosed
+from shardboard import BadInput, BufferFull, Leaderboard, NoSnapshot, NotRanked, Recorder, RecorderClosed
 from shardboard.domain.periods import bucket_of
 from shardboard.settings import ConfigError, Settings
 from shardboard_tools.template import Template
@@ -179,13 +180,27 @@ def test_recorded_views_reach_the_leaderboard_exactly(make_pipeline):
     assert [(e["rank"], e["id"], e["views"]) for e in body["items"]] == rows(top)
     assert body["generated_at"] == top.generated_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
-    # rank: the snapshot's rank of an item in the top N, None below it (a deeper rank is issue 13's)
-    first, *_, last = ranked(expected)
-    assert board.rank(first[1]) == first[0]
-    assert board.rank(last[1]) is None
-    assert board.rank("never-viewed") is None
+    # rank: exact within the ranked depth D (here every item), as GET /rank answers it; None without views
+    for rank, item, _ in ranked(expected):
+        assert board.rank(item) == rank
     for rank, item, _ in ranked(cats):
-        assert board.rank(item, board="cats") == (rank if (rank, item) in [r[:2] for r in ranked(cats)[:3]] else None)
+        assert board.rank(item, board="cats") == rank
+    assert board.rank("never-viewed") is None
+    ids = [row[1] for row in ranked(expected)]
+    status, _, answer = call(pipeline, "read_api", get("/rank", "&".join(f"id={quote(i, safe='')}" for i in ids)))
+    assert status == 200
+    assert [a.as_json() for a in board.ranks(ids)] == answer["ranks"]
+
+    # around: the k entries above and below, shifted at the bottom, as GET /around answers
+    last = ranked(expected)[-1]
+    near = board.around(last[1], k=1)
+    assert [(e.rank, e.id, e.views) for e in near.entries] == ranked(expected)[-3:]
+    assert (near.above, near.below) == (2, 0)
+    status, _, answer = call(pipeline, "read_api", get("/around", f"id={quote(last[1], safe='')}&k=1"))
+    assert status == 200
+    assert [e.as_json() for e in near.entries] == answer["items"]
+    with pytest.raises(NotRanked):
+        board.around("never-viewed")
 
 
 def test_flush_on_close_and_on_leaving_the_with_block(pipeline):
@@ -406,6 +421,25 @@ def test_bad_read_arguments_raise_bad_input(pipeline, arguments, reason):
         Leaderboard(boto3.Session()).top(**arguments)
 
 
+@pytest.mark.parametrize(
+    ("call_", "reason"),
+    [
+        (lambda b: b.ranks("abc"), "not one string"),
+        (lambda b: b.ranks([]), "between 1 and 100 ids"),
+        (lambda b: b.ranks(["a"] * 101), "between 1 and 100 ids"),
+        (lambda b: b.ranks(["bad\x00id"]), "id"),
+        (lambda b: b.rank("a", period="year"), "period must be one of"),
+        (lambda b: b.around("a", k=0), "k must be"),
+        (lambda b: b.around("a", k=51), "k must be"),
+        (lambda b: b.around("a", k=True), "k must be"),
+        (lambda b: b.around("", k=3), "id"),
+    ],
+)
+def test_bad_rank_and_around_arguments_raise_bad_input(pipeline, call_, reason):
+    with pytest.raises(BadInput, match=reason):
+        call_(Leaderboard(boto3.Session()))
+
+
 def test_the_readme_example_runs_as_written(pipeline, capsys):
     with recorder() as r:
         r.record("images/006.jpg", count=9)
@@ -418,7 +452,8 @@ def test_the_readme_example_runs_as_written(pipeline, capsys):
     exec(compile(example, "README.md", "exec"), {})  # noqa: S102 - the README's own example, on moto
     # its views are flushed when its with block ends; the board it reads is the snapshot taken before them
     printed = capsys.readouterr().out.splitlines()
-    assert printed == ["1 images/006.jpg 9", "2 images/004.jpg 5", "3 images/001.jpg 2", "1"]
+    top = ["1 images/006.jpg 9", "2 images/004.jpg 5", "3 images/001.jpg 2"]
+    assert printed == [*top, "1", *top]  # around images/004.jpg, k=2: the whole board of three
     assert pipeline.truth() == {"images/006.jpg": 9, "images/004.jpg": 8, "images/001.jpg": 3}
 
 

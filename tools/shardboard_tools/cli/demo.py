@@ -111,7 +111,7 @@ def _report_table(report: object) -> Table:
         ("aggregator invocations", f"{report.aggregator_invocations:,}"),
         (
             "items read per refresh",
-            f"{report.items_read_per_refresh:,.1f} (N+S = {report.refresh_floor})",
+            f"{report.items_read_per_refresh:,.1f} (N+R+S = {report.refresh_floor})",
         ),  # global, all time
         ("snapshot refreshes", f"{report.refreshes}"),
         ("freshness p50 / p99", f"{seconds(report.freshness_p50_seconds)} / {seconds(report.freshness_p99_seconds)}"),

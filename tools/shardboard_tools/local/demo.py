@@ -18,7 +18,7 @@ from rich.live import Live
 
 from shardboard.domain.periods import ALL, DAY
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import leaderboard_json, period_at
+from shardboard.domain.snapshot import gather_depth, leaderboard_json, period_at
 from shardboard.settings import Settings, schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Panel, StreamLag, Vitals, render
@@ -55,7 +55,7 @@ class DemoReport:
     records_delivered: int
     refreshes: int
     items_read_per_refresh: float  # the global all-time board's, per refresh
-    refresh_floor: int  # N + S: the fewest items an exact scatter-gather can read
+    refresh_floor: int  # N + R + S: the fewest items an exact head gather (top N and R spares) can read
     freshness_p50_seconds: float | None
     freshness_p99_seconds: float | None
     verify_exact: bool
@@ -113,7 +113,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
     items_read: list[int] = []
 
     def refreshed(summary: dict[str, Any], visible_at: float) -> None:
-        # The global all-time board's own reads, the figure N + S bounds (a run sums every period it refreshed).
+        # The global all-time board's own reads, the figure N + R + S bounds (a run sums every period it refreshed).
         items_read.extend(
             int(period["items_read"])
             for period in summary["refreshed"]
@@ -159,7 +159,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         records_delivered=runner.stats.records,
         refreshes=scheduler.runs,
         items_read_per_refresh=sum(items_read) / len(items_read) if items_read else 0.0,
-        refresh_floor=settings.top_n + settings.board_shards,
+        refresh_floor=gather_depth(settings, settings.board) + settings.board_shards,
         freshness_p50_seconds=tracker.percentile(0.50),
         freshness_p99_seconds=tracker.percentile(0.99),
         verify_exact=report.exact,
