@@ -67,7 +67,8 @@ def section(result: dict[str, Any], command: str) -> str:
         *_wrapped(
             f"Made by `{command}` (virtual time on the capacity emulator). The benchmark's workload "
             f"({base['views']:,} views, {base['distribution']}, {base['views_per_s']:,.0f} views/s, snapshot job "
-            f"every {base['refresh_seconds']:g} s, N = {base['top_n']:,}) through the real pipeline once per "
+            f"every {base['refresh_seconds']:g} s, N = {base['top_n']:,}, R = {base['snapshot_spare']} takedown "
+            "spares as deployed) through the real pipeline once per "
             "column, side by side in one run: D = N keeps no ranked versions (the snapshot is the ranking, the "
             "cost the designs above are "
             f"compared at); D = {result['workload']['depth']:,} (`RankDepth`, the template's default) makes the "
@@ -127,9 +128,10 @@ def note(result: dict[str, Any]) -> str:
         "items ranked N..D stay keyed and each window in which one of them gains a view moves its sort key (two "
         "index writes). The proposal's first two levers (8-byte digests in the rank shards, RankRefreshSeconds "
         f"120) act only on the {versions:.4f}; a longer refresh also keeps T lower for longer.{faster} Only its "
-        "third lever, a deep tier keyed by a power-of-2 bucket of the count on a new GSI per kind (index writes "
-        "only when an item's count crosses a power of 2, exact counts read at gather time), addresses the index "
-        "part; it is not built."
+        "third lever, a deep tier on a KEYS_ONLY GSI per kind keyed by a coarse bucket of the count (index writes "
+        "only when an item's count crosses a bucket boundary, exact counts read at gather time), addresses the "
+        "index part: docs/proposals/deep-tier.md models it (powers of 16 about +0.09 to +0.14, powers of 2 no "
+        "better than today) and holds its exact gather; it is not wired into the pipeline."
     )
 
 
