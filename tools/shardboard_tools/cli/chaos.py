@@ -92,6 +92,11 @@ def show(report: ChaosReport) -> None:
     if report.rebuilds:
         restored = sum(r.views_added for r in report.rebuilds)
         console.print(f"rebuilds under traffic: {len(report.rebuilds)} ({restored} views restored)")
+    if report.takedowns:
+        console.print(
+            f"takedowns under traffic: {report.takedowns['hide']} hides, {report.takedowns['unhide']} unhides; "
+            f"{verified_hidden(report)} hidden at the end, absent from every snapshot checked"
+        )
     if runner.dead_letter_batches:
         redriven = sum(r.views_added for r in report.redriven)
         console.print(
@@ -114,3 +119,7 @@ def show(report: ChaosReport) -> None:
     for inexact in verified.snapshots_inexact[:10]:
         console.print(f"  snapshot not exact: {inexact}", markup=False)
     console.print("[bold green]EXACT[/]" if report.exact else "[bold red]NOT EXACT[/]")
+
+
+def verified_hidden(report: ChaosReport) -> int:
+    return report.verified.hidden if report.verified else 0

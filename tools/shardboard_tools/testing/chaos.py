@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,9 +33,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.keys import PK
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.periods import DAY, MONTH, WEEK, start_of
-from shardboard.domain.ports import Throttled
+from shardboard.domain.periods import ALL, DAY, MONTH, WEEK, start_of
+from shardboard.domain.ports import PeriodKey, Throttled
 from shardboard.domain.recording import Where, record_views
+from shardboard.domain.takedown import NothingToTakeDown, hide, unhide
 from shardboard_tools.lambda_model.delivery import RunStats
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime
@@ -81,6 +83,8 @@ class ChaosPlan:
     # The aggregator's tumbling window in seconds (AggregationWindowSeconds); 0 = the template's default, per batch.
     aggregation_window: int = 0
     boards: int = len(CATEGORY_BOARDS)  # category boards views may name (0: the global board only)
+    # Chance that a round also hides items of the top (and unhides one hidden before) while its traffic flows.
+    takedown_chance: float = 0.5
 
 
 @dataclass
@@ -98,6 +102,7 @@ class ChaosReport:
     verified: Report | None = None
     times: Counter[str] = field(default_factory=Counter)  # views written by time: now, boundary, late
     on_boards: Counter[str] = field(default_factory=Counter)  # views written naming each category board
+    takedowns: Counter[str] = field(default_factory=Counter)  # hides and unhides done while traffic flowed
 
     @property
     def exact(self) -> bool:
@@ -164,6 +169,8 @@ class Chaos:
 
         self.rt, self.plan, self.state_dir, self.say = rt, plan, state_dir, say
         self.rng = random.Random(plan.seed)
+        # Takedowns draw from their own stream, so a seed's fault schedule is the one it had before they existed.
+        self.takedown_rng = random.Random(f"takedowns-{plan.seed}")
         self.report = ChaosReport(plan)
         rt.export_to_handlers()
         self.client = wiring.client()
@@ -281,6 +288,8 @@ class Chaos:
             side.append(threading.Thread(target=self._second_runner, args=(second,)))
         if "wipe + rebuild" in episodes:
             side.append(threading.Thread(target=self._wipe_and_rebuild, args=(rng,)))
+        if self.takedown_rng.random() < self.plan.takedown_chance:
+            side.append(threading.Thread(target=self._takedowns, args=(random.Random(self.takedown_rng.random()),)))
         for thread in side:
             thread.start()
         self._deliver_until(done)
@@ -313,6 +322,25 @@ class Chaos:
         self.say(f"  lost {len(lost)} aggregates with their past entries; rebuilding while traffic flows")
         clean = self.rt.board  # the rebuild's own process: the aggregator's faults are not its faults
         self.report.rebuilds.append(rebuild(self.rt.views, clean, self.rt.settings, RebuildProgress.fresh(4)))
+
+    def _takedowns(self, rng: random.Random) -> None:
+        """An operator's takedowns while views flow and the aggregator fails: hide one or two items of the global
+        board's current top, and unhide one hidden earlier half the time (the admin function's own clients)."""
+        rt = self.rt
+        time.sleep(rng.uniform(0.0, 0.5))  # into the round's traffic
+        hidden = sorted(rt.items.hidden())
+        if hidden and rng.random() < 0.5:
+            unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored")
+            self.report.takedowns["unhide"] += 1
+        head = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL)) or {"items": []}
+        pool = [item for item, _ in head["items"] if item not in hidden] or self.names
+        for item in rng.sample(pool, k=min(len(pool), rng.choice((1, 2)))):
+            try:
+                hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown")
+            except NothingToTakeDown:  # a name no view has reached yet
+                continue
+            self.report.takedowns["hide"] += 1
+        self.say(f"  takedowns: {dict(self.report.takedowns)} so far")
 
     def _snapshot(self) -> None:
         from shardboard.handlers import snapshot
