@@ -229,13 +229,16 @@ class RankOf(BaseModel):
     id: str
     views: int = Field(ge=0, description="Its views in the period (from the snapshot, its ranked version, or now).")
     rank: int | None = Field(
-        ge=1, description="Exact competition rank (1, 2, 2, 4); null past the depth D or without views."
+        ge=1, description="Exact competition rank (1, 2, 2, 4); null past the depth D, without views, or taken down."
     )
     percentile: float | None = Field(description="100 x (1 - (rank - 1) / of); approximate past D; null: no views.")
     of: int = Field(ge=0, description="Items on the board in the period (exact when of_exact).")
     of_exact: bool = Field(description="False when the board holds more than D items: of is then modelled.")
     approximate: bool = Field(description="True past D: the rank is a model (Zipf fit of the ranked version's tail).")
-    source: Literal["snapshot", "ranked", "beyond", "none"]
+    source: Literal["snapshot", "ranked", "beyond", "none", "hidden", "deleted"] = Field(
+        description="What answered: the head's top N, the ranked version, the model past D, nothing (no views); "
+        "hidden or deleted: the item was taken down since the ranked version was written (no rank)."
+    )
     as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
     beyond: int | None = Field(default=None, exclude_if=_absent, description="D, when the item is past it.")
     approximate_rank: int | None = Field(default=None, exclude_if=_absent, description="The model's rank past D.")

@@ -13,6 +13,7 @@ import pytest
 
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.recording import Where, record_views
 from shardboard.domain.snapshot import period_at
 from shardboard.handlers import aggregate, items_admin, snapshot
@@ -60,6 +61,12 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     for period in periods:
         head = rt.board.get_snapshot(period, consistent=True)
         assert head["items"] == [[i, v] for i, v in visible[:100]]
+        # and its ranked version (D = RankDepth) recorded the hide in the same put: GET /rank says so, ranks rise
+        assert head["rank"]["events"] == [["hide", leader, 1]]
+        deep, views = visible[150]
+        answers = lookup_ranks(rt.board, rt.settings, period, head, [leader, deep])
+        expected = 1 + sum(1 for _, other in visible if other > views)  # competition rank among the visible
+        assert [(a.rank, a.source) for a in answers] == [(None, "hidden"), (expected, "ranked")]
     print(f"\nhide -> {len(periods)} heads patched in {hide_seconds * 1000:.0f} ms (DynamoDB Local, N=100, R=32)")
 
     # And unhide gathers them again with its exact count

@@ -179,3 +179,22 @@ def test_version_is_the_package_version(cli):
     result = cli("--version")
     assert result.exit_code == 0 and result.output == f"shardboard {version('shardboard')}\n"
     assert shardboard.__version__ == version("shardboard")
+
+
+def test_a_hidden_item_leaves_rank_around_and_top_offset_at_once(cli):
+    # Given the seed's example with N = 2 and ranked versions to D = 4: 005 is third, in the version only
+    params = ["-p", "TopN=2", "-p", "RankDepth=4", "-p", "SnapshotSpare=0"]
+    cli(*params, "init")
+    for item, count in SEED.items():
+        cli(*params, "record", item, "-n", str(count))
+    cli(*params, "process", "--drain")
+    cli(*params, "snapshot")
+    # When it is hidden (no snapshot run follows)
+    assert cli(*params, "item", "hide", "images/005.jpg", "--reason", "spam").exit_code == 0
+    # Then rank says so, the item below moves up, around-me refuses it, and pages skip it
+    document = json.loads(cli(*params, "rank", "images/005.jpg", "images/001.jpg", "--json").output)
+    assert [(one["rank"], one["source"]) for one in document["ranks"]] == [(None, "hidden"), (3, "ranked")]
+    refused = cli(*params, "around", "images/005.jpg", "-k", "1")
+    assert refused.exit_code == 1 and "hidden" in refused.output
+    page = json.loads(cli(*params, "top", "--offset", "1", "-n", "3", "--json").output)
+    assert [(e["rank"], e["id"]) for e in page["items"]] == [(2, "images/004.jpg"), (3, "images/001.jpg")]

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.snapshot import leaderboard_json, refresh_changed
 from shardboard.domain.takedown import NothingToTakeDown, hide, unhide, without
 from shardboard_tools.bench.designs import ShardboardDesign
@@ -24,8 +26,15 @@ from shardboard_tools.capacity.memory import MemoryItemStore
 class World:
     """The pipeline, the items table and the truth: every view recorded, and who is hidden."""
 
-    def __init__(self, top_n: int, spare: int, board_shards: int, batch_size: int) -> None:
-        workload = Workload(top_n=top_n, gsi_shards=board_shards, write_shards=3, batch_size=batch_size, periods=(DAY,))
+    def __init__(self, top_n: int, spare: int, board_shards: int, batch_size: int, depth: int = 0) -> None:
+        workload = Workload(
+            top_n=top_n,
+            gsi_shards=board_shards,
+            write_shards=3,
+            batch_size=batch_size,
+            periods=(DAY,),
+            rank_depth=depth,
+        )
         self.design = ShardboardDesign(workload, CapacityEmulator(VirtualClock()))
         self.design.settings = dataclasses.replace(self.design.settings, snapshot_spare=spare)
         self.catalog = MemoryItemStore(self.design.emulator)
@@ -92,10 +101,14 @@ def item_of(value: int) -> str:
     spare=st.integers(0, 3),
     board_shards=st.integers(1, 3),
     batch_size=st.integers(1, 7),
+    depth=st.sampled_from([0, 12]),
 )
-def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, board_shards, batch_size):
-    # Given the pipeline and a random interleaving of views, drains, refreshes, hides and unhides
-    world = World(top_n, spare, board_shards, batch_size)
+def test_hide_and_unhide_keep_every_board_exact_and_full(  # noqa: PLR0917 - one parameter per strategy
+    steps, top_n, spare, board_shards, batch_size, depth
+):
+    # Given the pipeline (with or without ranked versions to depth D) and a random interleaving of views, drains,
+    # refreshes, hides and unhides
+    world = World(top_n, spare, board_shards, batch_size, depth)
     for action, value in steps:
         item = item_of(value)
         if action == "view":
@@ -107,6 +120,7 @@ def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, bo
         else:
             {"snapshot": refreshed, "hide": hidden, "unhide": unhidden}[action](world, item, top_n, spare)
         assert world.catalog.hidden() == frozenset(world.hidden)
+        ranked_reads_skip_the_hidden(world)
     # When the stream is drained and the job runs
     world.design.settle(final=True)
     world.refresh()
@@ -117,6 +131,32 @@ def test_hide_and_unhide_keep_every_board_exact_and_full(steps, top_n, spare, bo
         assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
         if world.keyed(period, top_n):
             assert head["items"] == [[i, v] for i, v in visible[:top_n]]
+
+
+def ranked_reads_skip_the_hidden(world: World) -> None:
+    """Rank, around-me and pages of every head's ranked version never show a hidden item, and show every other
+    item of the version, in its order (an unhidden item's position came back)."""
+    board, config = world.design.board, world.config
+    for period, head in world.heads().items():
+        block = head.get("rank")
+        if block is None:
+            continue
+        stored = [
+            row[0]
+            for page in board.get_rank_pages(period, block["rv"], range(len(block["pages"]))).values()
+            for row in page
+        ]
+        depth = config.rank_depth_of(period.board)
+        _, page = leaderboard_page(
+            board, config, period, offset="0", limit=str(depth), cursor="", now=head["generated_at"]
+        )
+        assert [entry.id for entry in page.entries] == [item for item in stored if item not in world.hidden]
+        for answer in lookup_ranks(board, config, period, head, sorted(world.hidden)):
+            assert answer.rank is None
+            if answer.id in stored:
+                assert answer.source == "hidden"
+                with pytest.raises(NotRanked, match="hidden"):
+                    around(board, period, head, answer.id, k=2, depth=depth)
 
 
 def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
@@ -192,3 +232,35 @@ def test_the_audit_rows_say_who_and_why():
         ("unhide", "arn:aws:iam::1:user/al", "appeal"),
     ]
     assert not again.changed  # a repeat writes no status and no audit row
+
+
+def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages_and_unhide_restores_its_rank():
+    # Given N = 2, R = 1 and D = 12: item i07 is ranked 8th, in the ranked version but in no head's top N+R
+    world = World(top_n=2, spare=1, board_shards=2, batch_size=4, depth=12)
+    for n in range(10):
+        for _ in range(20 - n):
+            world.design.view(f"i{n:02}")
+    world.design.settle(final=True)
+    world.refresh()
+    board, config, period = world.design.board, world.config, world.periods()[0]
+    before = lookup_ranks(board, config, period, world.heads()[period], ["i07", "i08"])
+    assert [(a.rank, a.source) for a in before] == [(8, "ranked"), (9, "ranked")]
+    # When it is hidden
+    done = hide(world.catalog, board, config, "i07", by="t", reason="spam", at=world.moment)
+    # Then the head's ranked version records it where it stood, in the same patch, and every read skips it
+    head = world.heads()[period]
+    assert head["rank"]["events"] == [["hide", "i07", 8]] and period in done.patched
+    after = lookup_ranks(board, config, period, head, ["i07", "i08"])
+    assert [(a.rank, a.source) for a in after] == [(None, "hidden"), (8, "ranked")]
+    assert after[1].of == before[1].of - 1
+    with pytest.raises(NotRanked, match="hidden"):
+        around(board, period, head, "i07", k=1, depth=12)
+    assert [e.id for e in around(board, period, head, "i08", k=1, depth=12).entries] == ["i06", "i08", "i09"]
+    _, page = leaderboard_page(board, config, period, offset="5", limit="4", cursor="", now=head["generated_at"])
+    assert [(e.rank, e.id) for e in page.entries] == [(6, "i05"), (7, "i06"), (8, "i08"), (9, "i09")]
+    # And an unhide puts it back at its exact rank (its counts were kept)
+    unhide(world.catalog, board, config, "i07", by="t", reason="appeal", at=world.moment)
+    head = world.heads()[period]
+    assert head["rank"]["events"] in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
+    restored = lookup_ranks(board, config, period, head, ["i07", "i08"])
+    assert [(a.rank, a.views) for a in restored] == [(before[0].rank, 13), (9, 12)]

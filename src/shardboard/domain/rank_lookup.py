@@ -17,10 +17,12 @@ from shardboard.domain.ranked import (
     RankAnswer,
     approx_rank,
     board_size,
+    exclusions,
     head_ranks,
     percentile,
     rank_of,
     tail_points,
+    taken_down,
     zipf_exponent,
 )
 from shardboard.settings import Settings
@@ -41,7 +43,11 @@ def lookup_ranks(
         depth, count, as_of = block["depth"], block["count"], block["generated_at"]
         last_views, last_tie = block["last"]
         exponent = zipf_exponent(tail_points(block["pages"], depth))
+    events = block.get("events", []) if block else []
+    excluded = exclusions(events)
     of, of_exact = board_size(count, depth, last_views, exponent)
+    # Positions taken down since the version was written leave the board: fewer entries, ranks below them rise.
+    of, count, last_tie = of - len(excluded), count - len(excluded), rank_of(last_tie, excluded)
     wanted = [item for item in dict.fromkeys(ids) if item not in in_head]
     shards: dict[str, list[int]] = {}
     if block is not None and wanted:
@@ -55,9 +61,13 @@ def lookup_ranks(
             answers[item] = RankAnswer(
                 item, views, rank, percentile(rank, of), of, of_exact, False, "snapshot", head["generated_at"]
             )
+        elif item in shards and taken_down(events, item):
+            # No rank for a hidden or deleted item: the source says why.
+            status = taken_down(events, item) or ""
+            answers[item] = RankAnswer(item, shards[item][2], None, None, of, of_exact, False, status, as_of)
         elif item in shards:
             _, tie_start, views = shards[item]
-            rank = rank_of(tie_start, excluded_positions(block))
+            rank = rank_of(tie_start, excluded)
             answers[item] = RankAnswer(item, views, rank, percentile(rank, of), of, of_exact, False, "ranked", as_of)
         else:
             views = current_views(board, settings, period, item)
@@ -86,11 +96,6 @@ def beyond(
     model = last_tie if views >= last_views else approx_rank(views, count, last_views, exponent, max(of, count + 1))
     of = max(of, model)
     return RankAnswer(item, views, None, percentile(model, of), of, of_exact, True, "beyond", as_of, depth, model)
-
-
-def excluded_positions(block: Mapping[str, Any] | None) -> list[int]:
-    """Positions taken out of a ranked version since it was written (hide/delete events of a later slice)."""
-    return [event[2] for event in (block or {}).get("events", []) if event[0] in ("hide", "delete")]
 
 
 def current_views(board: Board, settings: Settings, period: PeriodKey, item_id: str) -> int:

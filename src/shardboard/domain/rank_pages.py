@@ -5,6 +5,11 @@ A page reads the head (it names the current version and the retired ones still r
 the 1-2 stored pages covering the range; a cursor on a retired version reads one rank shard more, for the
 competition rank of its first page's first entry (the head's page index, which holds it, is the current version's
 only). A walk follows one version: views only ever produce new versions, so its pages never repeat or skip an entry.
+
+Takedowns append events to the version (``["hide", id, pos]``...; ``ranked.exclusions``): every read skips the
+positions they take out, and a cursor pins how many events its walk applies (``ev``), so a hide in the middle of a
+walk changes neither its list nor its ranks (the walk's later pages may still show the item; a new walk does not).
+A retired version keeps its events in the head's ``retired`` entry.
 """
 
 from __future__ import annotations
@@ -14,14 +19,20 @@ import binascii
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from shardboard.domain.errors import BadInput
 from shardboard.domain.ports import Board, PeriodKey
-from shardboard.domain.rank_lookup import excluded_positions
 from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
-from shardboard.domain.ranked import head_ranks, rank_of
+from shardboard.domain.ranked import (
+    exclusions,
+    head_ranks,
+    rank_of,
+    taken_down,
+    visible_index,
+    visible_positions,
+)
 from shardboard.domain.validation import board_name, limit_of, offset_of, period_kind
 from shardboard.settings import Settings
 
@@ -29,7 +40,7 @@ from shardboard.settings import Settings
 MAX_AROUND_K = 50
 DEFAULT_AROUND_K = 5
 EXPIRED = "cursor expired: restart at offset 0"
-_CURSOR_FIELDS = {"b", "k", "u", "rv", "o", "l"}
+_CURSOR_FIELDS = {"b", "k", "u", "rv", "o", "l", "ev"}
 _CURSOR_TEXT = re.compile(r"[A-Za-z0-9_-]{1,1024}")
 
 
@@ -51,8 +62,34 @@ class Ranked:
 class Cursor:
     period: PeriodKey
     rv: str
-    offset: int
+    offset: int  # among the entries visible under the first ``events`` events
     limit: int
+    events: int = 0  # how many of the version's events the walk applies (``ev``)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One ranked version as a read needs it: the current one (from the head's ``rank`` block) or a retired one
+    (from its ``retired`` entry: [rv, retired at, pages, shards, events, count], the last two absent in entries
+    written before events existed)."""
+
+    rv: str
+    pages: int
+    shards: int
+    index: list[list[Any]] | None  # the head's page index; None for a retired version
+    count: int | None  # entries stored; None: unknown (an old retired entry)
+    events: list[list[Any]]
+
+    @classmethod
+    def current(cls, block: Mapping[str, Any]) -> Version:
+        pages = block["pages"]
+        return cls(block["rv"], len(pages), block["shards"], pages, block["count"], list(block.get("events", [])))
+
+    @classmethod
+    def retired(cls, entry: Sequence[Any]) -> Version:
+        events = list(entry[4]) if len(entry) > 4 else []
+        count = int(entry[5]) if len(entry) > 5 else None
+        return cls(entry[0], int(entry[2]), int(entry[3]), None, count, events)
 
 
 @dataclass(frozen=True)
@@ -75,7 +112,15 @@ class Around:
 
 def encode_cursor(cursor: Cursor) -> str:
     board, kind, bucket = cursor.period
-    document = {"b": board, "k": kind, "u": bucket, "rv": cursor.rv, "o": cursor.offset, "l": cursor.limit}
+    document = {
+        "b": board,
+        "k": kind,
+        "u": bucket,
+        "rv": cursor.rv,
+        "o": cursor.offset,
+        "l": cursor.limit,
+        "ev": cursor.events,
+    }
     text = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(text).rstrip(b"=").decode()
 
@@ -92,13 +137,14 @@ def decode_cursor(text: str, max_limit: int) -> Cursor:
     if not isinstance(document, dict) or set(document) != _CURSOR_FIELDS:
         raise BadInput("cursor is malformed: not a cursor this API gave")
     strings = [document[name] for name in ("b", "k", "u", "rv")]
-    numbers = [document[name] for name in ("o", "l")]
+    numbers = [document[name] for name in ("o", "l", "ev")]
     if not all(isinstance(value, str) and value for value in strings) or not all(
         type(value) is int for value in numbers
     ):
         raise BadInput("cursor is malformed: not a cursor this API gave")
-    cursor = Cursor(PeriodKey(*strings[:3]), strings[3], numbers[0], numbers[1])
-    if not (cursor.offset >= 0 and 1 <= cursor.limit <= max_limit) or encode_cursor(cursor) != text:
+    cursor = Cursor(PeriodKey(*strings[:3]), strings[3], numbers[0], numbers[1], numbers[2])
+    valid = cursor.offset >= 0 and 1 <= cursor.limit <= max_limit and cursor.events >= 0
+    if not valid or encode_cursor(cursor) != text:
         raise BadInput("cursor is malformed: not a cursor this API gave")
     return cursor
 
@@ -138,12 +184,12 @@ def leaderboard_page(
     if pinned.period.kind != "all":
         period_kind(pinned.period.kind, settings.periods)
     if limit:
-        pinned = Cursor(pinned.period, pinned.rv, pinned.offset, limit_of(limit, settings.page_size, "limit"))
+        pinned = replace(pinned, limit=limit_of(limit, settings.page_size, "limit"))
     depth = settings.rank_depth_of(pinned.period.board)
     if pinned.offset >= depth:
         raise BadInput("cursor is malformed: not a cursor this API gave")
     # A walk's last page is shorter: its cursor keeps the walk's limit, so the page stops at the depth.
-    pinned = Cursor(pinned.period, pinned.rv, pinned.offset, min(pinned.limit, depth - pinned.offset))
+    pinned = replace(pinned, limit=min(pinned.limit, depth - pinned.offset))
     head = board.get_snapshot(pinned.period)
     if head is None:
         raise BadInput(EXPIRED)
@@ -155,7 +201,8 @@ def walk_cursor(head: Mapping[str, Any], period: PeriodKey, settings: Settings) 
     block = head.get("rank")
     if not block or not block["count"]:
         return None
-    return encode_cursor(Cursor(period, block["rv"], 0, min(settings.page_size, block["count"])))
+    events = block.get("events", [])
+    return encode_cursor(Cursor(period, block["rv"], 0, min(settings.page_size, block["count"]), len(events)))
 
 
 def check_range(offset: int, limit: int, depth: int) -> None:
@@ -171,79 +218,85 @@ def page_of_head(head: Mapping[str, Any], offset: int, limit: int) -> Page:
 
 
 def first_page(head: Mapping[str, Any], offset: int, limit: int, board: Board, period: PeriodKey) -> Page:
-    """``?offset=&limit=``: a page of the head's current ranked version (of the head when it has none)."""
+    """``?offset=&limit=``: a page of the head's current ranked version with all its events applied (of the head
+    when it has none)."""
     block = head.get("rank")
     if block is None:
         return page_of_head(head, offset, limit)
-    return read_page(board, Cursor(period, block["rv"], offset, limit), block, block["count"])
+    version = Version.current(block)
+    return read_page(board, Cursor(period, version.rv, offset, limit, len(version.events)), version)
 
 
 def next_page(head: Mapping[str, Any], cursor: Cursor, board: Board, *, now: str, ttl_seconds: int) -> Page:
     """``?cursor=``: the page the cursor names, of the version it pins (the current one, or a retired one younger
-    than CursorTtlSeconds)."""
+    than CursorTtlSeconds), with the events it pins."""
     block = head.get("rank")
     if block is None:
         raise BadInput(EXPIRED)
     if block["rv"] == cursor.rv:
-        return read_page(board, cursor, block, block["count"])
-    for rv, retired_at, pages, shards in block.get("retired", []):
-        if rv == cursor.rv and seconds_between(retired_at, now) < ttl_seconds:
-            return read_page(board, cursor, {"rv": rv, "pages": pages, "shards": shards}, None)
+        return read_page(board, cursor, Version.current(block))
+    for entry in block.get("retired", []):
+        if entry[0] == cursor.rv and seconds_between(entry[1], now) < ttl_seconds:
+            return read_page(board, cursor, Version.retired(entry))
     raise BadInput(EXPIRED)
 
 
-def read_page(board: Board, cursor: Cursor, block: Mapping[str, Any], count: int | None) -> Page:
-    """Entries ``offset .. offset+limit-1`` of one version; ``count`` is None for a retired version (its head
-    block is gone), whose length is then known from its last stored page when the range reaches it."""
-    pages = block["pages"] if isinstance(block["pages"], int) else len(block["pages"])
+def read_page(board: Board, cursor: Cursor, version: Version) -> Page:
+    """The visible entries ``offset .. offset+limit-1`` of one version under the cursor's events. A retired
+    version of unknown length is read up to its stored pages; the walk ends at the first short page."""
+    if cursor.events > len(version.events):
+        raise BadInput("cursor is malformed: not a cursor this API gave")
+    excluded = exclusions(version.events[: cursor.events])
+    count = version.count if version.count is not None else version.pages * RANK_PAGE_SIZE
     start, stop = cursor.offset, cursor.offset + cursor.limit
-    entries, read_to = read_positions(board, cursor.period, block, pages, (start, stop))
-    if count is None:  # past the pages read there is more exactly when the last stored page was not among them
-        count = read_to if (stop - 1) // RANK_PAGE_SIZE >= pages - 1 else stop + 1
+    entries = read_positions(board, cursor.period, version, visible_positions(start, stop, excluded, count), excluded)
     following = None
-    if stop < count:
-        following = encode_cursor(Cursor(cursor.period, cursor.rv, stop, cursor.limit))
+    more = stop < count - len(excluded) if version.count is not None else len(entries) == stop - start
+    if more:
+        following = encode_cursor(replace(cursor, offset=stop))
     return Page(entries, start, cursor.rv, following)
 
 
 def read_positions(
-    board: Board, period: PeriodKey, block: Mapping[str, Any], pages: int, span: tuple[int, int]
-) -> tuple[list[Ranked], int]:
-    """Entries at 0-based positions [start, stop) of a version, with their competition ranks, and the position
-    after the last stored entry read: one BatchGetItem of the stored pages covering them (plus one rank shard for
-    a retired version)."""
-    start, stop = span
-    first, last = start // RANK_PAGE_SIZE, min((stop - 1) // RANK_PAGE_SIZE, pages - 1)
+    board: Board, period: PeriodKey, version: Version, positions: Sequence[int], excluded: Sequence[int]
+) -> list[Ranked]:
+    """The entries at these 1-based positions of a version (ascending), with their competition ranks under the
+    ``excluded`` positions: one BatchGetItem of the stored pages covering them (plus one rank shard for a retired
+    version). Positions past the stored entries are left out."""
+    if not positions:
+        return []
+    first = (positions[0] - 1) // RANK_PAGE_SIZE
+    last = min((positions[-1] - 1) // RANK_PAGE_SIZE, version.pages - 1)
     if first > last:
-        return [], start
-    found = board.get_rank_pages(period, block["rv"], list(range(first, last + 1)))
+        return []
+    found = board.get_rank_pages(period, version.rv, list(range(first, last + 1)))
     if any(page not in found for page in range(first, last + 1)):
         raise BadInput(EXPIRED)  # deleted since the head was read: the version retired and expired meanwhile
     rows = [row for page in range(first, last + 1) for row in found[page]]
     if not rows:
-        return [], start
-    tie = first_tie(board, period, block, first, rows[0][0])
-    excluded = excluded_positions(block) if isinstance(block["pages"], list) else []
+        return []
+    tie = first_tie(board, period, version, first, rows[0][0])
+    wanted = set(positions)
     ranked = []
     base = first * RANK_PAGE_SIZE  # 0-based position of rows[0]
     for index, (item, views) in enumerate(rows):
         if index > 0 and rows[index - 1][1] != views:
             tie = base + index + 1
-        if start <= base + index < stop:
+        if base + index + 1 in wanted:
             ranked.append(Ranked(rank_of(tie, excluded), item, views))
-    return ranked, base + len(rows)
+    return ranked
 
 
-def first_tie(board: Board, period: PeriodKey, block: Mapping[str, Any], page: int, item: str) -> int:
+def first_tie(board: Board, period: PeriodKey, version: Version, page: int, item: str) -> int:
     """The tie start (1-based) of a stored page's first entry: the head's page index holds it for the current
     version; a retired version's rank shard of that entry holds it too."""
-    if isinstance(block["pages"], list):
-        return int(block["pages"][page][3])
-    shard = rank_shard_of(item, block["shards"])
-    found = board.get_rank_shards(period, block["rv"], [shard]).get(shard, {})
+    if version.index is not None:
+        return int(version.index[page][3])
+    shard = rank_shard_of(item, version.shards)
+    found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
     if item not in found:
         raise BadInput(EXPIRED)
-    return found[item][1]
+    return int(found[item][1])
 
 
 def window(position: int, k: int, count: int) -> tuple[int, int]:
@@ -254,32 +307,39 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
 
 
 def around(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, depth: int) -> Around:
-    """The k entries above and below ``item`` in board order with exact ranks: from the head alone when its
-    window lies inside the head, else from the ranked version (one rank shard, then 1-2 stored pages)."""
+    """The k visible entries above and below ``item`` in board order with exact ranks: from the head alone when
+    its window lies inside the head, else from the ranked version (one rank shard, then the stored pages), skipping
+    the positions its events take out. A hidden or deleted item has no neighbours (NotRanked)."""
     items: Sequence[Sequence[Any]] = head["items"]
     block = head.get("rank")
+    version = Version.current(block) if block is not None else None
+    excluded = exclusions(version.events) if version else []
     positions = {entry[0]: index + 1 for index, entry in enumerate(items)}
     if item in positions:
         # The head is the ranking's top only: the window is framed on the whole ranking, and the head answers it
         # when it lies inside the head (near the top, padding shifts the window down, possibly past the head's end).
-        total = len(items) if block is None else max(len(items), block["count"])
+        total = len(items) if version is None else max(len(items), (version.count or 0) - len(excluded))
         first, last = window(positions[item], k, total)
         if last <= len(items):
             ranks = head_ranks(items)
             entries = [Ranked(ranks[one][0], one, views) for one, views in items[first - 1 : last]]
             return framed(entries, positions[item], first, "snapshot", head["generated_at"])
-    if block is None:
+    if version is None or block is None:
         raise NotRanked(f"item {item!r} is not in the top {len(items)} of this period (no views, or ranked past it)")
-    shard = rank_shard_of(item, block["shards"])
-    found = board.get_rank_shards(period, block["rv"], [shard]).get(shard, {})
+    shard = rank_shard_of(item, version.shards)
+    found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
     if item not in found:
         raise NotRanked(
             f"item {item!r} is not in the top {depth} of this period (no views, or ranked past the depth D = {depth}); "
             "GET /rank gives its approximate rank"
         )
-    position = found[item][0]
-    first, last = window(position, k, block["count"])
-    entries, _ = read_positions(board, period, block, len(block["pages"]), (first - 1, last))
+    taken = taken_down(version.events, item)
+    if taken:
+        raise NotRanked(f"item {item!r} is {taken}: it has no rank and no neighbours")
+    count = version.count or 0
+    position = visible_index(found[item][0], excluded)
+    first, last = window(position, k, count - len(excluded))
+    entries = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
     return framed(entries, position, first, "ranked", block["generated_at"])
 
 
@@ -293,9 +353,9 @@ def page_document(head: Mapping[str, Any], page: Page) -> dict[str, Any]:
     version's head block is gone, so it is then the time it was superseded (it was gathered before)."""
     block = head.get("rank") or {}
     as_of = block.get("generated_at", head["generated_at"])
-    for rv, retired_at, _, _ in block.get("retired", []):
-        if rv == page.rv:
-            as_of = retired_at
+    for entry in block.get("retired", []):
+        if entry[0] == page.rv:
+            as_of = entry[1]
     return {
         "board": head["board"],
         "generated_at": as_of,

@@ -3,9 +3,10 @@
 docs/proposals/items-and-ranks.md section 3. A ranked version is one deep gather (``gather_top_n`` with n = D) stored
 as pages of P entries in board order and rank shards (id -> position) under a version id ``rv`` unique to the write.
 The snapshot head names the current version in its ``rank`` block; superseded versions stay listed in ``retired``
-for ``CursorTtlSeconds``, then their items are deleted. With ranked versions on, only the deep gather publishes the
-sparse-index threshold: T = the D-th best views, so every item that can reach the top D stays keyed (the argument of
-docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is exact under the same T.
+for ``CursorTtlSeconds`` (with their takedown events), then their items are deleted. With ranked versions on, only
+the deep gather publishes the sparse-index threshold: T = the D-th best views, so every item that can reach the top D
+stays keyed (the argument of docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is exact under the
+same T.
 """
 
 from __future__ import annotations
@@ -131,9 +132,19 @@ def refresh_rank_version(
         return RankRefresh(dict(previous), threshold, None, [])
     retired = [list(r) for r in previous.get("retired", [])] if previous else []
     if previous is not None:
-        retired.append([previous["rv"], now, len(previous["pages"]), previous["shards"]])
+        # Its events and length go with it: a cursor on it still reads the list its walk pinned.
+        retired.append(
+            [
+                previous["rv"],
+                now,
+                len(previous["pages"]),
+                previous["shards"],
+                previous.get("events", []),
+                previous["count"],
+            ]
+        )
     expired = [r for r in retired if seconds_between(r[1], now) >= settings.cursor_ttl_seconds]
-    for rv, _, pages, shards in expired:
+    for rv, _, pages, shards, *_ in expired:
         board.delete_rank_parts(period, rv, pages, shards)
     parts = build_parts(ranked, depth, uuid.uuid4().hex[:12])
     board.put_rank_parts(period, parts, expires_at)
@@ -147,7 +158,7 @@ def refresh_rank_version(
         "pages": page_index(ranked),
         # The last entry's views and competition rank: a lookup past the version compares its views with them.
         "last": [ranked[-1].views, last_tie(ranked)] if ranked else [0, 0],
-        "events": [],
+        "events": [],  # takedowns append here (domain/takedown.py); the gather already dropped hidden ids
         "hits": {str(shard): hits for shard, hits in gathered.shard_hits.items()},
         "digest": digest,
         "threshold": threshold,

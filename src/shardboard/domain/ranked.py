@@ -11,6 +11,7 @@ the same model's rank of an item with one view, labelled ``of_exact: false``.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +30,9 @@ class RankAnswer:
     of: int
     of_exact: bool
     approximate: bool
-    source: str  # "snapshot" (the head's top N), "ranked" (a rank shard), "beyond" (past D), "none" (no views)
+    # "snapshot" (the head's top N), "ranked" (a rank shard), "beyond" (past D), "none" (no views), "hidden" or
+    # "deleted" (taken down since the ranked version was written: no rank)
+    source: str
     as_of: str
     beyond: int | None = None  # D, when the item is past it
     approximate_rank: int | None = None
@@ -49,6 +52,58 @@ class RankAnswer:
         if self.beyond is not None:
             answer |= {"beyond": self.beyond, "approximate_rank": self.approximate_rank}
         return answer
+
+
+# Kinds of a ranked version's events: the first two take a position out of the ranking, unhide puts it back.
+EXCLUDING = ("hide", "delete")
+
+
+def exclusions(events: Sequence[Sequence[Any]]) -> list[int]:
+    """Sorted 1-based positions a ranked version's events take out: ``["hide", id, pos]`` and ``["delete", id,
+    pos]`` not followed by an ``["unhide", id]`` (an unhidden item kept its counts, so its position comes back)."""
+    out: dict[str, int] = {}
+    for event in events:
+        if event[0] in EXCLUDING:
+            out[event[1]] = int(event[2])
+        else:
+            out.pop(event[1], None)
+    return sorted(out.values())
+
+
+def excluded_ids(events: Sequence[Sequence[Any]]) -> set[str]:
+    """Ids whose position the events take out (see ``exclusions``)."""
+    out: set[str] = set()
+    for event in events:
+        (out.add if event[0] in EXCLUDING else out.discard)(event[1])
+    return out
+
+
+def taken_down(events: Sequence[Sequence[Any]], item: str) -> str | None:
+    """``"hidden"`` or ``"deleted"`` when the events take the item out of the version (the last event of it wins)."""
+    last = next((event[0] for event in reversed(events) if event[1] == item), None)
+    return {"hide": "hidden", "delete": "deleted"}.get(last or "")
+
+
+def visible_index(position: int, excluded: Sequence[int]) -> int:
+    """1-based index among the visible entries of the (visible) entry at ``position``."""
+    return position - bisect.bisect_left(excluded, position)
+
+
+def visible_positions(start: int, stop: int, excluded: Sequence[int], count: int) -> list[int]:
+    """1-based positions of the visible entries at 0-based visible offsets [start, stop), among ``count``
+    positions (``excluded`` sorted): the O-th visible entry is the O-th position not excluded."""
+    position = start + 1
+    for taken in excluded:  # the first visible position whose count of visible positions up to it is start + 1
+        if taken > position:
+            break
+        position += 1
+    gone = set(excluded)
+    positions: list[int] = []
+    while len(positions) < stop - start and position <= count:
+        if position not in gone:
+            positions.append(position)
+        position += 1
+    return positions
 
 
 def rank_of(tie_start: int, excluded: Sequence[int] = ()) -> int:

@@ -3,8 +3,10 @@
 A hidden item keeps its aggregates, index keys and counting (the aggregator never looks at its status); every gather
 drops it (``snapshot.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps
 the exact top N+R visible items of one gather, so removing the item leaves the exact refill as of that gather. A head
-left with fewer than N is gathered again on the spot. Unhide gathers the item's heads again (its counts were never
-touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
+left with fewer than N is gathered again on the spot. In the same conditional put, the head's ranked version (the top
+D that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when it holds the item, so those reads skip
+it at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its
+counts were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from typing import Any, Protocol
 from shardboard.domain.items import iso_ms
 from shardboard.domain.periods import ALL, expires_at, retained_buckets
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.rank_versions import rank_shard_of
+from shardboard.domain.ranked import taken_down
 from shardboard.domain.snapshot import head_digest, take_snapshot
 from shardboard.settings import Settings
 
+# What each event kind leaves the item as in a ranked version (``ranked.taken_down``).
+STATUS_AFTER = {"hide": "hidden", "delete": "deleted", "unhide": None}
 # A head patch that lost a race with the snapshot job (or another patch) re-reads and re-patches this many times.
 PATCH_ATTEMPTS = 5
 PARALLELISM = 16
@@ -72,6 +78,32 @@ def without(snapshot: Snapshot, item_id: str, top_n: int) -> Snapshot | None:
         "digest": head_digest(items, spare),
         "threshold": items[-1][1] if len(items) >= top_n else 0,
     }
+
+
+def rank_event(board: Board, period: PeriodKey, head: Snapshot, item_id: str, kind: str) -> list[Any] | None:
+    """The event to append to the head's ranked version: ``[kind, id, pos]`` for a hide or delete of an item the
+    version holds (its position from its rank shard, one GetItem), ``["unhide", id]`` for an item it has hidden;
+    None when there is no version or nothing changes in it."""
+    block = head.get("rank")
+    if not block:
+        return None
+    status = taken_down(block.get("events", []), item_id)
+    if status == STATUS_AFTER[kind] or (kind == "unhide" and status != "hidden"):
+        return None
+    if kind == "unhide":
+        return ["unhide", item_id]
+    shard = rank_shard_of(item_id, block["shards"])
+    found = board.get_rank_shards(period, block["rv"], [shard]).get(shard, {})
+    return [kind, item_id, found[item_id][0]] if item_id in found else None
+
+
+def with_event(head: Snapshot, event: list[Any] | None) -> Snapshot:
+    """The head with ``event`` (if any) appended to its ranked version's events (append-only: a cursor pins a
+    prefix of them)."""
+    if event is None:
+        return head
+    block = head["rank"]
+    return {**head, "rank": {**block, "events": [*block.get("events", []), event]}}
 
 
 def affected_periods(board: Board, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
@@ -125,12 +157,28 @@ def hide(
     # The sets are read eventually consistently: the item itself is hidden whatever the read returns. Gathers drop
     # deleted ids too.
     hidden = catalog.hidden() | catalog.denied() | {item_id}
+    patched, refreshed = take_off_heads(catalog, board, settings, item_id, hidden=hidden, moment=moment)
+    return Takedown(item_id, True, changed, patched, refreshed)
+
+
+def take_off_heads(
+    catalog: ItemCatalog,
+    board: Board,
+    settings: Settings,
+    item_id: str,
+    *,
+    hidden: frozenset[str],
+    moment: datetime,
+    kind: str = "hide",
+) -> tuple[list[PeriodKey], list[PeriodKey]]:
+    """Drop the item from every head of its periods and record ``kind`` ("hide" or "delete") in their ranked
+    versions; mark them changed. Returns (heads patched, heads gathered again)."""
     periods = affected_periods(board, settings, item_id, moment)
-    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden))
+    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
     patched = [period for period, outcome in outcomes if outcome == "patched"]
     refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
     _mark(board, settings, patched + refreshed)
-    return Takedown(item_id, True, changed, patched, refreshed)
+    return patched, refreshed
 
 
 def unhide(
@@ -153,6 +201,7 @@ def unhide(
     def refresh(period: PeriodKey) -> str:
         if board.get_snapshot(period, consistent=True) is None:
             return "absent"
+        _record_unhide(board, period, item_id)  # the ranked version's position comes back
         take_snapshot(board, settings, now, period, hidden, catalog=catalog)  # the head keeps its metadata
         return "refreshed"
 
@@ -162,22 +211,55 @@ def unhide(
 
 
 def _patch(  # noqa: PLR0917 - one head's inputs
-    board: Board, catalog: ItemCatalog, settings: Settings, period: PeriodKey, item_id: str, hidden: frozenset[str]
+    board: Board,
+    catalog: ItemCatalog,
+    settings: Settings,
+    period: PeriodKey,
+    item_id: str,
+    hidden: frozenset[str],
+    kind: str,
 ) -> str:
-    """Drop the item from one head: "absent" (not in it), "patched", or "refreshed" (too few left: gathered)."""
+    """Drop the item from one head and its ranked version: "absent" (in neither), "patched", or "refreshed" (too
+    few left in the head, or the job kept winning the race: gathered again, with the item hidden)."""
+    for _ in range(PATCH_ATTEMPTS):
+        outcome = _patch_once(board, settings, period, item_id, kind)
+        if outcome == "short":
+            take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+            return "refreshed"
+        if outcome is not None:
+            return outcome
+    # The gather drops the item from the head; a ranked version it did not rewrite still needs the event.
+    take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+    _patch_once(board, settings, period, item_id, kind)
+    return "refreshed"
+
+
+def _patch_once(board: Board, settings: Settings, period: PeriodKey, item_id: str, kind: str) -> str | None:
+    """One conditional put of the patched head: "absent", "patched", "short" (patched, fewer than N left), or None
+    (lost a race: read again)."""
     top_n = settings.top_n_of(period.board)
+    head = board.get_snapshot(period, consistent=True)
+    if head is None:
+        return "absent"
+    dropped = without(head, item_id, top_n)
+    event = rank_event(board, period, head, item_id, kind)
+    if dropped is None and event is None:
+        return "absent"
+    patched = with_event(dropped or {**head, "version": head["version"] + 1}, event)
+    if not board.put_snapshot(patched, head["version"]):
+        return None
+    return "short" if dropped is not None and len(dropped["items"]) < top_n else "patched"
+
+
+def _record_unhide(board: Board, period: PeriodKey, item_id: str) -> None:
+    """Append ``["unhide", id]`` to the head's ranked version if it has the item hidden (conditional put, retried)."""
     for _ in range(PATCH_ATTEMPTS):
         head = board.get_snapshot(period, consistent=True)
-        patched = None if head is None else without(head, item_id, top_n)
-        if head is None or patched is None:
-            return "absent"
-        if len(patched["items"]) < top_n:
-            break
-        if board.put_snapshot(patched, head["version"]):
-            return "patched"
-    # Spares used up, or the job kept winning the race: a synchronous gather (with the item hidden) is exact.
-    take_snapshot(board, settings, None, period, hidden, catalog=catalog)
-    return "refreshed"
+        event = None if head is None else rank_event(board, period, head, item_id, "unhide")
+        if head is None or event is None:
+            return
+        if board.put_snapshot(with_event({**head, "version": head["version"] + 1}, event), head["version"]):
+            return
 
 
 def _mark(board: Board, settings: Settings, periods: Sequence[PeriodKey]) -> None:
