@@ -45,9 +45,7 @@ def test_shortened_chaos_run_under_tumbling_windows_ends_exact(make_local, tmp_p
     assert report.totals.invocations > 0 and report.runner.retries > 0
 
 
-def test_chaos_with_takedowns_every_round_ends_exact_with_hidden_items_on_no_board(
-    make_local, tmp_path
-):
+def test_chaos_with_takedowns_every_round_ends_exact_with_hidden_items_on_no_board(make_local, tmp_path):
     # Given the chaos board, and an operator hiding items of the top (and unhiding some) in every round
     rt = make_local(**CHAOS_PARAMETERS)
     plan = replace(shortened(ChaosPlan(seed=11)), takedown_chance=1.0)
