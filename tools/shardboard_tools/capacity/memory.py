@@ -623,6 +623,19 @@ class MemoryBoardStore:
             return entry_state(self.data.read("GetItem", pk, consistent=True), period.kind)
 
     @metered
+    def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
+        """The adapter's keys-only BatchGetItem, a BatchWriteItem delete of the entries found, then the aggregate."""
+        names = [entry_pk(p.board, p.kind, p.bucket, item_id) for p in periods if p.kind != ALL and p.board == board]
+        with self.data.lock:
+            found = [pk for pk in names if self.data.read("BatchGetItem", pk, consistent=False) is not None]
+            for pk in found:
+                self._write("BatchWriteItem", pk, None)
+            pk = aggregate_pk(board, item_id)
+            aggregate = self.data.items.get(pk)
+            self._write("DeleteItem", pk, None)
+        return len(found) + (aggregate is not None)
+
+    @metered
     def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
         """``attribute_exists(pk) AND attribute_not_exists(key)``: an indexed item keeps its key."""
         return self._join(aggregate_pk(board, item_id), index_key_attr(kind), board_shard)
