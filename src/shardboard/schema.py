@@ -332,6 +332,19 @@ class TakedownDone(BaseModel):
     refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
 
 
+class ItemDeleted(BaseModel):
+    """``DELETE /item`` answered 200 (issue 13 takedowns)."""
+
+    id: str
+    status: Literal["deleted"]
+    changed: bool = Field(
+        description="False when the item was deleted already (the sweep ran again: that finishes one cut short)."
+    )
+    patched: int = Field(ge=0, description="Snapshots patched in place (the item dropped, refilled from spares).")
+    refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
+    erased: int = Field(ge=0, description="The item's aggregates and past period entries this sweep deleted.")
+
+
 class CountDifference(BaseModel):
     """A count that is not the sum of its base counters."""
 
