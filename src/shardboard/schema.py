@@ -374,3 +374,7 @@ class VerifyReport(BaseModel):
     snapshots_checked: int
     snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')
     hidden: int = Field(description="Hidden items: counted like any other, left out of every snapshot's truth.")
+    deleted: int = Field(description="Deleted items: left out of the truth; any count of theirs left is a difference.")
+    deleted_leftovers: int = Field(
+        description="Base counters of deleted items still in the views table: never counted again, not a difference."
+    )
