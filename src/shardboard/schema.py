@@ -335,6 +335,19 @@ class TakedownDone(BaseModel):
     refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
 
 
+class ItemDeleted(BaseModel):
+    """``DELETE /item`` answered 200 (issue 13 takedowns)."""
+
+    id: str
+    status: Literal["deleted"]
+    changed: bool = Field(
+        description="False when the item was deleted already (the sweep ran again: that finishes one cut short)."
+    )
+    patched: int = Field(ge=0, description="Snapshots patched in place (the item dropped, refilled from spares).")
+    refreshed: int = Field(ge=0, description="Snapshots gathered again at once.")
+    erased: int = Field(ge=0, description="The item's aggregates and past period entries this sweep deleted.")
+
+
 class CountDifference(BaseModel):
     """A count that is not the sum of its base counters."""
 
@@ -364,3 +377,7 @@ class VerifyReport(BaseModel):
     snapshots_checked: int
     snapshots_inexact: list[str] = Field(description='"<board> <kind>:<bucket>" of each snapshot that is not exact.')
     hidden: int = Field(description="Hidden items: counted like any other, left out of every snapshot's truth.")
+    deleted: int = Field(description="Deleted items: left out of the truth; any count of theirs left is a difference.")
+    deleted_leftovers: int = Field(
+        description="Base counters of deleted items still in the views table: never counted again, not a difference."
+    )

@@ -241,6 +241,29 @@ def test_join_entry_keys_only_an_existing_entry_not_yet_keyed(ports):
     assert board.query_shard("day", "d1#2#1", 10, None) == ([], None)
 
 
+def test_erase_deletes_the_named_entries_then_the_aggregate_and_their_index_keys(ports):
+    board = ports.board
+    # Given an item with an aggregate keyed in the day index, two keyed past entries, and another item
+    move(board, "a", [ShardMove(0, 0, 5)], bucket=D2, joins={"day": "d2#1#0"})
+    board.archive(PastEntry(DAY1, "a", 6, {0: 6}, "d1#1#0", 11, None))
+    board.archive(PastEntry(LAST_MONTH, "a", 40, None, None, 11, None))
+    move(board, "b", [ShardMove(0, 0, 3)], bucket=D2, joins={"day": "d2#1#0"})
+    board.archive(PastEntry(DAY1, "b", 2, {0: 2}, "d1#1#0", 5, None))
+    # When it is erased over its periods (all time has no entry; a period with none, and another board's, are skipped)
+    other = PeriodKey("elsewhere", "day", D1)
+    erased = board.erase(BOARD, "a", [ALL_TIME, DAY1, DAY2, WEEK, LAST_MONTH, other])
+    # Then its aggregate and both entries are gone, out of the indexes, and nothing else moved
+    assert erased == 3
+    assert board.state(BOARD, "a") == AggregateState({}, 0, False)
+    assert board.entry_state(DAY1, "a") == AggregateState({}, 0, False)
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0, False)
+    assert board.query_shard("day", "d2#1#0", 10, None) == ([("b", 3)], None)
+    assert board.query_shard("day", "d1#1#0", 10, None) == ([("b", 2)], None)
+    assert board.entry_state(DAY1, "b") == state({0: 2}, 2, D1, keyed=("day",))
+    # And a repeat finds nothing to erase
+    assert board.erase(BOARD, "a", [ALL_TIME, DAY1, LAST_MONTH]) == 0
+
+
 # -- late moves
 
 

@@ -140,3 +140,44 @@ def test_an_id_never_put_can_be_deleted_and_stays_uncreated(ports):
     assert ports.items.set_deleted("viewed-only", "cli:ed", "", "2026-11-23T17:00:00.000Z")
     assert ports.items.get("viewed-only", consistent=True) is None  # a tombstone is not a creation
     assert ports.items.denied() == frozenset({"viewed-only"})
+
+
+def listed(items) -> list[str]:
+    """Every id the by-created index lists (every shard, all time), newest first per shard."""
+    shards = {created_shard(f"i{n}") for n in range(50)} | {created_shard(i) for i in ("a", "b", "c", "d", "late")}
+    return sorted(r.item_id for shard in shards for r in items.newest(shard, "0", "~", 100).records)
+
+
+def test_hidden_and_deleted_items_leave_the_newest_items_and_an_unhide_puts_them_back(ports):
+    # Given four items created at known times
+    times = {"a": "2026-11-23T17:00:00.000Z", "b": "2026-11-23T17:00:01.000Z", "c": "2026-11-23T17:00:02.000Z"}
+    for item, at in {**times, "d": "2026-11-23T17:00:03.000Z"}.items():
+        ports.items.put(item, meta({"title": item}), at)
+    assert listed(ports.items) == ["a", "b", "c", "d"]
+    # When one is hidden, one deleted, and one hidden then deleted
+    ports.items.set_hidden("a", True, "cli:ed", "", "2026-11-23T18:00:00.000Z")
+    ports.items.set_deleted("b", "cli:ed", "", "2026-11-23T18:00:01.000Z")
+    ports.items.set_hidden("c", True, "cli:ed", "", "2026-11-23T18:00:02.000Z")
+    ports.items.set_deleted("c", "cli:ed", "", "2026-11-23T18:00:03.000Z")
+    # Then only the visible one is listed; a put of new metadata to a hidden or deleted item keeps it out
+    assert listed(ports.items) == ["d"]
+    ports.items.put("a", meta({"title": "A2"}), "2026-11-23T18:30:00.000Z")
+    ports.items.put("b", meta({"title": "B2"}), "2026-11-23T18:30:01.000Z")
+    assert listed(ports.items) == ["d"]
+    assert ports.items.get("a", consistent=True).document() == {"title": "A2"}
+    # When the hidden one is unhidden, it is back where its creation time puts it
+    assert ports.items.set_hidden("a", False, "cli:al", "", "2026-11-23T19:00:00.000Z")
+    assert listed(ports.items) == ["a", "d"]
+    (back,) = [r for r in ports.items.newest(created_shard("a"), "0", "~", 100).records if r.item_id == "a"]
+    assert (back.created_at, back.status) == (times["a"], None)
+
+
+def test_an_item_hidden_before_its_first_put_is_listed_once_unhidden(ports):
+    # Given an id hidden while it only had views, then put
+    ports.items.set_hidden("late", True, "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    ports.items.put("late", meta({}), "2026-11-23T17:10:00.000Z")
+    assert listed(ports.items) == []
+    # When it is unhidden, it is listed with the creation time of that put
+    assert ports.items.set_hidden("late", False, "cli:al", "", "2026-11-23T17:20:00.000Z")
+    (record,) = ports.items.newest(created_shard("late"), "0", "~", 100).records
+    assert (record.item_id, record.created_at) == ("late", "2026-11-23T17:10:00.000Z")

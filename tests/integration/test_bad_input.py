@@ -58,7 +58,7 @@ def test_bad_http_request(make_pipeline, case):
     pipeline.snapshot()
     before = table_items(pipeline)
     # When the bad request arrives
-    handlers = {"POST": record_views.handler, "PUT": items_admin.handler}
+    handlers = {"POST": record_views.handler, "PUT": items_admin.handler, "DELETE": items_admin.handler}
     handler = items_admin.handler if case.path.startswith("/item/") else handlers.get(case.method, read_api.handler)
     response = pipeline.runtime.invoke(handler, http_event(case))
     # Then it gets the documented status and message, and nothing is written

@@ -130,3 +130,26 @@ def test_a_cursor_of_another_window_is_refused(pipeline, gateway):
     status, body = ask(gateway, "/items?" + urlencode({"limit": 2, "cursor": first["cursor"], "created_after": VALID}))
     assert (status, body["code"]) == (400, "bad_request")
     assert "cursor belongs to another created_after/created_before" in body["message"]
+
+
+def test_hidden_and_deleted_items_are_not_listed_and_an_unhidden_one_is_again(pipeline, gateway):
+    # Given six items, one hidden and one deleted through the admin routes (both take the by-created keys away)
+    ids = create(pipeline, 6)
+    hidden, deleted = ids[5], ids[2]
+    for op, item in (("hide", hidden), ("delete", deleted)):
+        event = load_event(f"items_admin_{op}.json")
+        event = {**event, "rawQueryString": f"id={quote(item, safe='')}", "queryStringParameters": {"id": item}}
+        assert call(pipeline, "items_admin", event)[0] == 200
+    # When the newest items are read
+    status, body = ask(gateway, "/items?" + urlencode({"created_after": TIMES[0], "limit": 10}))
+    # Then neither is listed, the others are, newest first
+    assert status == 200
+    assert [item["id"] for item in body["items"]] == [
+        i for i in newest_first(pipeline, ids) if i not in {hidden, deleted}
+    ]
+    # When the hidden one is unhidden, it is listed again where its creation time puts it
+    event = load_event("items_admin_unhide.json")
+    event = {**event, "rawQueryString": f"id={quote(hidden, safe='')}", "queryStringParameters": {"id": hidden}}
+    assert call(pipeline, "items_admin", event)[0] == 200
+    _, body = ask(gateway, "/items?" + urlencode({"created_after": TIMES[0], "limit": 10}))
+    assert [item["id"] for item in body["items"]] == [i for i in newest_first(pipeline, ids) if i != deleted]

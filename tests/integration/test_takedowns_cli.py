@@ -55,3 +55,53 @@ def test_bad_input_and_nothing_to_take_down_write_nothing(cli):  # noqa: F811
         assert result.exit_code == code
         assert reason in result.output and len(result.output.strip().splitlines()) == 1
     assert items_written() == []
+
+
+def test_delete_from_the_cli_erases_the_item_and_a_repeat_sweeps_again(cli):  # noqa: F811
+    # Given three items counted and snapshotted
+    assert cli("init").exit_code == 0
+    for item, views in (("a#1", 5), ("b", 3), ("c", 1)):
+        assert cli("record", item, "-n", str(views)).exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("snapshot").exit_code == 0
+    # When the leader is deleted with a reason
+    deleted = cli("item", "delete", "a#1", "--reason", "gdpr", "--json")
+    assert deleted.exit_code == 0
+    assert json.loads(deleted.output) == {
+        "id": "a#1",
+        "status": "deleted",
+        "changed": True,
+        "patched": 0,
+        "refreshed": 4,
+        "erased": 1,
+    }
+    # Then it is off the board at once, its count is gone, and the audit row names the reason
+    assert top(cli) == [["b", 3], ["c", 1]]
+    assert "no views recorded" in cli("item", "get", "a#1").output
+    assert [row["reason"]["S"] for row in items_written() if row["sk"]["S"].startswith("audit#")] == ["gdpr"]
+    # When it is deleted again (what finishes a delete cut short), it says so in one line
+    again = cli("item", "delete", "a#1")
+    assert again.exit_code == 0
+    assert " ".join(again.output.split()) == (  # (the console wraps at its width)
+        "a#1: deleted (it was deleted already); 0 snapshot(s) patched, 0 gathered again; 0 aggregate(s) and entries "
+        "erased"
+    )
+    # And later views are refused
+    refused = cli("record", "a#1", "-n", "2")
+    assert refused.exit_code == 2 and "deleted" in refused.output
+    assert cli("process", "--drain").exit_code == 0
+    assert "no views recorded" in cli("item", "get", "a#1").output
+
+
+def test_delete_bad_input_and_an_unknown_id_write_nothing(cli):  # noqa: F811
+    assert cli("init").exit_code == 0
+    for args, code, reason in (
+        (("item", "delete", "a", "--reason", "x" * 501), 2, "reason must be at most 500"),
+        (("item", "delete", "bad\nid"), 2, "control character"),
+        (("item", "delete", ""), 2, "id must not be empty"),
+        (("item", "delete", "never-seen"), 1, "has no views and was never created"),
+    ):
+        result = cli(*args)
+        assert result.exit_code == code
+        assert reason in result.output and len(result.output.strip().splitlines()) == 1
+    assert items_written() == []

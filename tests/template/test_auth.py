@@ -87,6 +87,7 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "PUT /item": expected_admin,
         "POST /item/hide": expected_admin,
         "POST /item/unhide": expected_admin,
+        "DELETE /item": expected_admin,
     }
     for name in (r for requirement in [*expected_write, *expected_admin] for r in requirement):
         assert name in schemes(stack)
@@ -189,6 +190,7 @@ def test_the_items_admin_policy_may_invoke_the_item_admin_routes_only(rendered):
         f"{stage}/PUT/item",
         f"{stage}/POST/item/hide",
         f"{stage}/POST/item/unhide",
+        f"{stage}/DELETE/item",
     ]
     assert set(policy["Properties"]) == {"Description", "PolicyDocument"}
     assert stack["Outputs"]["ItemsAdminPolicyArn"]["Value"] == {"Ref": "ItemsAdminPolicy"}

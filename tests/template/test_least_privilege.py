@@ -56,13 +56,16 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
     },
     "ItemsAdminFunction": {
-        ("dynamodb:UpdateItem", "ItemsTable"),  # ItemStore.put; set_hidden's transaction: status and hidden set
-        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's transaction: the audit row
+        ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, sets
+        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: the audit row
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: a hide of an unknown id is a 404
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: a takedown's gathers drop both
         ("dynamodb:GetItem", "BoardTable"),  # state / get_snapshot / get_board_state
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot: a head patched or gathered again
         ("dynamodb:UpdateItem", "BoardTable"),  # mark_changed / raise_threshold
+        ("dynamodb:BatchGetItem", "BoardTable"),  # erase: which of a deleted item's entries exist (keys only)
+        ("dynamodb:BatchWriteItem", "BoardTable"),  # erase: those entries deleted
+        ("dynamodb:DeleteItem", "BoardTable"),  # erase: then the aggregate
         ("dynamodb:Query", "BoardTable/index/by-views"),  # a head gathered again (take_snapshot), all time
         ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
         ("dynamodb:Query", "BoardTable/index/by-day"),

@@ -402,6 +402,17 @@ class BoardStore:
         response = self.client.get_item(TableName=self.table, Key={PK: s_attr(pk)}, ConsistentRead=consistent)
         return cast(Item | None, response.get("Item"))
 
+    def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
+        """One BatchGetItem (keys only) finds the entries that exist; BatchWriteItem deletes them, then DeleteItem the
+        aggregate (their GSI entries go with them)."""
+        names = [entry_pk(p.board, p.kind, p.bucket, item_id) for p in periods if p.kind != ALL and p.board == board]
+        found = [item[PK]["S"] for item in self._batch_get(names, keys_only=True)]
+        self._batch_write([{"DeleteRequest": {"Key": {PK: s_attr(pk)}}} for pk in found])
+        response = self.client.delete_item(
+            TableName=self.table, Key={PK: s_attr(aggregate_pk(board, item_id))}, ReturnValues="ALL_OLD"
+        )
+        return len(found) + ("Attributes" in response)
+
     def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
         """Remove one aggregate (chaos runs and tests use it to lose the board table; `rebuild` restores it)."""
         self.client.delete_item(TableName=self.table, Key={PK: s_attr(aggregate_pk(board, item_id))})
@@ -507,10 +518,12 @@ class BoardStore:
             if pending:
                 raise RuntimeError(f"BatchWriteItem left {len(pending[self.table])} items unprocessed")
 
-    def _batch_get(self, pks: list[str]) -> list[Item]:
+    def _batch_get(self, pks: list[str], *, keys_only: bool = False) -> list[Item]:
         found: list[Item] = []
+        projection = {"ProjectionExpression": "#pk", "ExpressionAttributeNames": {"#pk": PK}} if keys_only else {}
         for start in range(0, len(pks), 100):
-            request: dict[str, Any] = {self.table: {"Keys": [{PK: s_attr(pk)} for pk in pks[start : start + 100]]}}
+            keys = [{PK: s_attr(pk)} for pk in pks[start : start + 100]]
+            request: dict[str, Any] = {self.table: {"Keys": keys, **projection}}
             for attempt in range(10):
                 response = self.client.batch_get_item(RequestItems=request)
                 found.extend(response["Responses"].get(self.table, []))

@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.dynamodb import int_of, n_attr, s_attr
+from shardboard.adapters.dynamodb import CONDITION_FAILED, error_code, int_of, n_attr, s_attr
 from shardboard.adapters.keys import (
     AT,
     BY,
@@ -68,17 +68,42 @@ def item_record(item: Mapping[str, Any]) -> ItemRecord:
     )
 
 
-def takedown_writes(table: str, item_id: str, hidden: bool, *, by: str, reason: str, now: str) -> list[dict[str, Any]]:
+def takedown_writes(
+    table: str,
+    item_id: str,
+    hidden: bool,
+    *,
+    by: str,
+    reason: str,
+    now: str,
+    created: tuple[str, int] | None = None,
+) -> list[dict[str, Any]]:
     """The three writes of a hide (or unhide), for one TransactWriteItems: the record's status (conditioned on the
-    previous one, so a repeat writes nothing), the audit row and the hidden set."""
-    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON}
+    previous one, so a repeat writes nothing), the audit row and the hidden set.
+
+    A hide also takes the record out of the by-created index (newest items never list it); an unhide puts it back
+    from ``created`` (its created_at, read first, and the table's created shards), conditioned on that created_at,
+    or on none when the item was never put (a put may not slip in between the read and the write)."""
+    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cr": CREATED_AT}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":hidden": s_attr(HIDDEN)}
     if hidden:
-        status = "SET #st = :hidden, #id = :id, #by = :by, #reason = :reason"
+        status = "SET #st = :hidden, #id = :id, #by = :by, #reason = :reason REMOVE #cs, #ck"
         condition = "attribute_not_exists(#st)"
-    else:
+        names |= {"#cs": CREATED_SHARD, "#ck": CREATED_KEY}
+        del names["#cr"]
+    elif created is None:
         status = "SET #id = :id, #by = :by, #reason = :reason REMOVE #st"
-        condition = "#st = :hidden"
+        condition = "#st = :hidden AND attribute_not_exists(#cr)"
+    else:
+        created_at, shards = created
+        status = "SET #id = :id, #by = :by, #reason = :reason, #cs = :cs, #ck = :ck REMOVE #st"
+        condition = "#st = :hidden AND #cr = :cr"
+        names |= {"#cs": CREATED_SHARD, "#ck": CREATED_KEY}
+        values |= {
+            ":cr": s_attr(created_at),
+            ":cs": s_attr(created_shard(item_id, shards)),
+            ":ck": s_attr(created_key(created_at, item_id)),
+        }
     record = {
         "TableName": table,
         "Key": record_key(item_id),
@@ -98,14 +123,15 @@ def takedown_writes(table: str, item_id: str, hidden: bool, *, by: str, reason: 
 
 def tombstone_writes(table: str, item_id: str, *, by: str, reason: str, now: str) -> list[dict[str, Any]]:
     """The four writes of a delete, for one TransactWriteItems: the tombstone (conditioned on not being one
-    already, so a repeat writes nothing; the metadata stays for the audit), the audit row, the id added to its deny
-    set and taken out of its hidden set (a deleted id is denied, no longer merely hidden)."""
-    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON}
+    already, so a repeat writes nothing; the metadata stays for the audit, the by-created keys go: newest items never
+    list it), the audit row, the id added to its deny set and taken out of its hidden set (a deleted id is denied,
+    no longer merely hidden)."""
+    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cs": CREATED_SHARD, "#ck": CREATED_KEY}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":deleted": s_attr(DELETED)}
     record = {
         "TableName": table,
         "Key": record_key(item_id),
-        "UpdateExpression": "SET #st = :deleted, #id = :id, #by = :by, #reason = :reason",
+        "UpdateExpression": "SET #st = :deleted, #id = :id, #by = :by, #reason = :reason REMOVE #cs, #ck",
         "ConditionExpression": "attribute_not_exists(#st) OR #st <> :deleted",
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
@@ -144,11 +170,15 @@ def set_member(table: str, set_pk: str, item_id: str, *, add: bool) -> dict[str,
     }
 
 
-# One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only.
+# One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only, and only on
+# an item with no takedown status (PUT_CONDITION); a hidden or deleted item's put (PUT_TAKEN_DOWN) leaves the keys out,
+# so newest items never list it (an unhide puts them back from created_at).
 PUT_UPDATE = (
     "SET #id = :id, #meta = :meta, #up = :now, #cr = if_not_exists(#cr, :now), "
     "#cs = if_not_exists(#cs, :cs), #ck = if_not_exists(#ck, :ck) ADD #rev :one"
 )
+PUT_CONDITION = "attribute_not_exists(#st)"
+PUT_TAKEN_DOWN = "SET #id = :id, #meta = :meta, #up = :now, #cr = if_not_exists(#cr, :now) ADD #rev :one"
 PUT_NAMES = {
     "#id": ITEM_ID,
     "#meta": ITEM_META,
@@ -159,6 +189,9 @@ PUT_NAMES = {
     "#rev": REV,
 }
 
+
+# An unhide whose created_at read lost a race with a first put reads again (once is enough: created_at is set once).
+UNHIDE_ATTEMPTS = 2
 
 # BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked again this many times, backing off.
 BATCH_GET_KEYS = 100
@@ -193,14 +226,30 @@ class ItemStore:
         self.created_shards = created_shards
 
     def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
-        response = self.client.update_item(
-            TableName=self.table,
-            Key=record_key(item_id),
-            UpdateExpression=PUT_UPDATE,
-            ExpressionAttributeNames=PUT_NAMES,
-            ExpressionAttributeValues=put_values(item_id, meta, now, self.created_shards),
-            ReturnValues="ALL_NEW",
-        )
+        values = put_values(item_id, meta, now, self.created_shards)
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=record_key(item_id),
+                UpdateExpression=PUT_UPDATE,
+                ConditionExpression=PUT_CONDITION,
+                ExpressionAttributeNames={**PUT_NAMES, "#st": ITEM_STATUS},
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise
+            # Hidden or deleted: the metadata is replaced, the item stays out of the by-created index.
+            names = {name: PUT_NAMES[name] for name in ("#id", "#meta", "#up", "#cr", "#rev")}
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=record_key(item_id),
+                UpdateExpression=PUT_TAKEN_DOWN,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={k: v for k, v in values.items() if k not in {":cs", ":ck"}},
+                ReturnValues="ALL_NEW",
+            )
         return item_record(response["Attributes"])
 
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:
@@ -253,7 +302,19 @@ class ItemStore:
                 return ShardPage(records, more=start is not None)
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
-        return self._transact(takedown_writes(self.table, item_id, hidden, by=by, reason=reason, now=now))
+        if hidden:
+            return self._transact(takedown_writes(self.table, item_id, True, by=by, reason=reason, now=now))
+        # The by-created keys come back from the record's created_at: a consistent read first, and again if a first
+        # put set created_at between that read and the transaction (its condition refused).
+        for _ in range(UNHIDE_ATTEMPTS):
+            item = self.client.get_item(TableName=self.table, Key=record_key(item_id), ConsistentRead=True).get("Item")
+            if item is None or item.get(ITEM_STATUS, {}).get("S") != HIDDEN:
+                return False
+            created = (item[CREATED_AT]["S"], self.created_shards) if CREATED_AT in item else None
+            writes = takedown_writes(self.table, item_id, False, by=by, reason=reason, now=now, created=created)
+            if self._transact(writes):
+                return True
+        return False
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
         return self._transact(tombstone_writes(self.table, item_id, by=by, reason=reason, now=now))

@@ -237,6 +237,12 @@ class Board(Protocol):
         """A past entry's state, strongly consistent (empty when there is none)."""
         ...
 
+    def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
+        """Delete the item's past entries of ``periods`` (all time has none) and then its aggregate on ``board``, with
+        their index keys; absent ones are skipped. Returns how many were deleted. The aggregate goes last, so a
+        sweep cut short still finds the board the next time (a deleted item's ``state`` is what names its boards)."""
+        ...
+
     def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
         """Key an existing aggregate into a kind's GSI; False if it has no aggregate or is keyed already."""
         ...

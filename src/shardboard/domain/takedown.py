@@ -1,4 +1,4 @@
-"""Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): hide and unhide an item.
+"""Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): hide, unhide and delete an item.
 
 A hidden item keeps its aggregates, index keys and counting (the aggregator never looks at its status); every gather
 drops it (``snapshot.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps
@@ -7,6 +7,9 @@ left with fewer than N is gathered again on the spot. In the same conditional pu
 D that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when it holds the item, so those reads skip
 it at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its
 counts were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
+
+A delete is a hide that also erases: after the tombstone (the id in the deny sets, which every gather and the
+aggregator honour) and the same head patch, the item's aggregates and past entries are deleted on every board.
 """
 
 from __future__ import annotations
@@ -57,6 +60,17 @@ class Takedown:
             "patched": len(self.patched),
             "refreshed": len(self.refreshed),
         }
+
+
+@dataclass(frozen=True)
+class Deletion(Takedown):
+    """What a delete did: a takedown (``changed`` False: it was deleted already, the sweep ran again) plus how many
+    aggregates and past entries this sweep erased."""
+
+    erased: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {**super().as_json(), "status": "deleted", "erased": self.erased}
 
 
 def without(snapshot: Snapshot, item_id: str, top_n: int) -> Snapshot | None:
@@ -123,7 +137,7 @@ def affected_periods(board: Board, settings: Settings, item_id: str, moment: dat
 
 
 class Operation(Protocol):
-    """``hide`` or ``unhide``, as the CLI and the handler call them."""
+    """``hide``, ``unhide`` or ``delete``, as the CLI and the handler call them."""
 
     def __call__(
         self,
@@ -154,31 +168,42 @@ def hide(
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
     moment, now = _now(at)
     changed = catalog.set_hidden(item_id, True, by, reason, now)
-    # The sets are read eventually consistently: the item itself is hidden whatever the read returns. Gathers drop
-    # deleted ids too.
-    hidden = catalog.hidden() | catalog.denied() | {item_id}
-    patched, refreshed = take_off_heads(catalog, board, settings, item_id, hidden=hidden, moment=moment)
+    periods = affected_periods(board, settings, item_id, moment)
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide")
+    _mark(board, settings, patched + refreshed)
     return Takedown(item_id, True, changed, patched, refreshed)
 
 
-def take_off_heads(
+def delete(
     catalog: ItemCatalog,
     board: Board,
     settings: Settings,
     item_id: str,
     *,
-    hidden: frozenset[str],
-    moment: datetime,
-    kind: str = "hide",
-) -> tuple[list[PeriodKey], list[PeriodKey]]:
-    """Drop the item from every head of its periods and record ``kind`` ("hide" or "delete") in their ranked
-    versions; mark them changed. Returns (heads patched, heads gathered again)."""
+    by: str,
+    reason: str,
+    at: datetime | None = None,
+) -> Deletion:
+    """Delete the item: tombstone, audit row and deny set in one transaction, then the hide's head patch, then its
+    aggregates and past entries erased on every board. A repeat writes no second tombstone but runs the sweep
+    again, so a delete cut short (a crash after the transaction) is finished by running it again: the heads are
+    patched before anything is erased, and each board's aggregate, which names the board, goes last."""
+    if (
+        catalog.get(item_id) is None
+        and board.state(settings.board, item_id).views == 0
+        and item_id not in catalog.denied()
+    ):
+        raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
+    moment, now = _now(at)
+    changed = catalog.set_deleted(item_id, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
-    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
-    patched = [period for period, outcome in outcomes if outcome == "patched"]
-    refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete")
+    erased = sum(
+        board.erase(name, item_id, [period for period in periods if period.board == name])
+        for name in dict.fromkeys(period.board for period in periods)
+    )
     _mark(board, settings, patched + refreshed)
-    return patched, refreshed
+    return Deletion(item_id, True, changed, patched, refreshed, erased)
 
 
 def unhide(
@@ -208,6 +233,20 @@ def unhide(
     refreshed = [period for period, outcome in _each(periods, refresh) if outcome == "refreshed"]
     _mark(board, settings, refreshed)
     return Takedown(item_id, False, True, [], refreshed)
+
+
+def _take_off(  # noqa: PLR0917 - one takedown's inputs
+    board: Board, catalog: ItemCatalog, settings: Settings, periods: Sequence[PeriodKey], item_id: str, kind: str
+) -> tuple[list[PeriodKey], list[PeriodKey]]:
+    """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete"): the heads patched and those
+    gathered again."""
+    # The sets are read eventually consistently: the item itself is excluded whatever the read returns. Gathers
+    # drop deleted ids too.
+    hidden = catalog.hidden() | catalog.denied() | {item_id}
+    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
+    patched = [period for period, outcome in outcomes if outcome == "patched"]
+    refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
+    return patched, refreshed
 
 
 def _patch(  # noqa: PLR0917 - one head's inputs

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
 from shardboard.domain.aggregation import BatchOutcome, apply_batch, apply_deltas, note_changes
-from shardboard.domain.batch import ViewRecord
+from shardboard.domain.batch import DeltaKey, ItemDelta, ViewRecord
 from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Board
 from shardboard.domain.window import AggregationWindow
@@ -95,9 +95,18 @@ class AggregatingProcessor(BatchProcessor):
             window.add(views)
             if not window.final:
                 return BatchOutcome()  # nothing is written before the window closes
-            outcome = apply_deltas(self.board(), window.deltas(), self.config())
+            outcome = apply_deltas(self.board(), self.not_deleted_deltas(window.deltas()), self.config())
         note_changes(self.board(), outcome, self.config(), int(self.clock()))
         return outcome
+
+    def not_deleted_deltas(self, deltas: dict[DeltaKey, ItemDelta]) -> dict[DeltaKey, ItemDelta]:
+        """A window's deltas without those of items deleted while it was open (the deny sets read again at its
+        close): counters folded in before a delete's sweep would otherwise recreate the item's aggregate."""
+        denied = self.denied() if deltas else frozenset()
+        gone = {key for key in deltas if key[1] in denied}
+        for key in gone:
+            logger.warning("window delta skipped", extra={"reason": "deleted", "detail": f"{key[1]!r} is deleted"})
+        return {key: delta for key, delta in deltas.items() if key not in gone}
 
 
 def in_anchor(views: list[ViewRecord] | None, anchor: str, record: DynamoDBRecord) -> list[ViewRecord] | None:

@@ -81,7 +81,7 @@ def unknown_item(refused: UnknownItem) -> Response[dict[str, Any]]:
 
 
 def nothing_to_take_down(refused: NothingToTakeDown) -> Response[dict[str, Any]]:
-    """A hide of an unknown id or an unhide of a visible one; nothing was written."""
+    """A hide or delete of an unknown id or an unhide of a visible one; nothing was written."""
     return error("not_found", str(refused))
 
 

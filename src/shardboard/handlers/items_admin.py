@@ -1,7 +1,7 @@
 """HTTP API, admin (WriteAuth: SigV4 or a JWT with JwtAdminScope): ``PUT /item?id=<id>`` with a JSON object body
 creates or replaces the item's metadata; ``POST /item/hide?id=&reason=`` and ``POST /item/unhide?id=`` take an item
-off every board and period and put it back (issue 13). Ids travel in the query string so that any id, ``?``
-included, can be named.
+off every board and period and put it back; ``DELETE /item?id=&reason=`` erases its counts everywhere (issue 13).
+Ids travel in the query string so that any id, ``?`` included, can be named.
 
 Bad input (an id or a document the domain refuses) answers 400 and writes nothing.
 """
@@ -21,7 +21,7 @@ from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.schema import ItemMeta, ItemPut, TakedownDone
+from shardboard.schema import ItemDeleted, ItemMeta, ItemPut, TakedownDone
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -44,7 +44,7 @@ def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
 def hide_item() -> TakedownDone:
     item_id, why = takedown_request()
     done = takedown.hide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
-    return audited("hide", done, why)
+    return TakedownDone.model_validate(audited("hide", done, why))
 
 
 @app.post("/item/unhide", **routes.UNHIDE_ITEM)
@@ -52,7 +52,15 @@ def hide_item() -> TakedownDone:
 def unhide_item() -> TakedownDone:
     item_id, why = takedown_request()
     done = takedown.unhide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
-    return audited("unhide", done, why)
+    return TakedownDone.model_validate(audited("unhide", done, why))
+
+
+@app.delete("/item", **routes.DELETE_ITEM)
+@tracer.capture_method
+def delete_item() -> ItemDeleted:
+    item_id, why = takedown_request()
+    done = takedown.delete(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    return ItemDeleted.model_validate(audited("delete", done, why))
 
 
 def takedown_request() -> tuple[str, str]:
@@ -61,14 +69,12 @@ def takedown_request() -> tuple[str, str]:
     return validation.item_id(routes.query_value(raw, "id")), reason(routes.optional_query_value(raw, "reason"))
 
 
-def audited(op: str, done: takedown.Takedown, why: str) -> TakedownDone:
-    """The ItemAudit log line (the audit row is written with the status) and the answer."""
-    logger.info(
-        "ItemAudit",
-        extra={"op": op, "item_id": done.item_id, "by": caller(), "reason": why, **done.as_json()},
-    )
+def audited(op: str, done: takedown.Takedown, why: str) -> dict[str, Any]:
+    """The ItemAudit log line (the audit row is written with the status) and the answer's fields."""
+    answer = done.as_json()
+    logger.info("ItemAudit", extra={"op": op, "item_id": done.item_id, "by": caller(), "reason": why, **answer})
     metrics.add_metric(name="ItemTakedowns", unit=MetricUnit.Count, value=1)
-    return TakedownDone.model_validate(done.as_json())
+    return answer
 
 
 def caller() -> str:

@@ -87,7 +87,7 @@ QUERY_REASON = {
     "description": "Why (kept in the item's audit rows): at most 500 printable characters, percent-encoded, once.",
     "schema": {"type": "string", "maxLength": 500},
 }
-REASON_PATHS = ("/item/hide", "/item/unhide")
+REASON_PATHS = ("/item/hide", "/item/unhide")  # and DELETE /item (below)
 
 
 def document() -> dict[str, Any]:
@@ -110,6 +110,7 @@ def document() -> dict[str, Any]:
     for path in REASON_PATHS:
         for operation in paths[path].values():
             operation["parameters"].append(QUERY_REASON)
+    paths["/item"]["delete"]["parameters"].append(QUERY_REASON)
     for operation in (op for path in paths.values() for op in path.values()):
         # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
         operation["responses"].pop("422", None)

@@ -16,6 +16,7 @@ from shardboard.schema import (
     AroundMe,
     Error,
     Item,
+    ItemDeleted,
     ItemPut,
     Leaderboard,
     NewestPage,
@@ -205,6 +206,23 @@ UNHIDE_ITEM: dict[str, Any] = {
         200: _json(TakedownDone, "Visible again."),
         400: _BAD_REQUEST,
         404: _json(Error, "The item is not hidden (code not_found); nothing written."),
+    },
+}
+
+
+DELETE_ITEM: dict[str, Any] = {
+    "summary": "Delete an item's counts everywhere (admin)",
+    "description": "A tombstone (the item's metadata kept for the audit) and the id in the deny sets, then every "
+    "snapshot that holds it patched at once as a hide does, then its aggregates and past period entries deleted on "
+    "every board. Later views of it are refused (POST /views answers 404 not_found within 10 s) and never counted. "
+    "Deleting it again runs the sweep again (changed false): that finishes a delete cut short. Optional reason (at "
+    "most 500 characters). " + _TAKEDOWN_AUTH + _ID_QUERY,
+    "operation_id": "deleteItem",
+    "security": ADMIN_SECURITY,
+    "responses": {
+        200: _json(ItemDeleted, "Deleted."),
+        400: _BAD_REQUEST,
+        404: _json(Error, "No views recorded for the item and it was never created (code not_found); nothing written."),
     },
 }
 

@@ -112,7 +112,14 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
-from shardboard.domain.items import DEFAULT_CREATED_SHARDS, HIDDEN, ItemRecord, ShardPage
+from shardboard.domain.items import (
+    DEFAULT_CREATED_SHARDS,
+    HIDDEN,
+    ItemRecord,
+    ShardPage,
+    created_key,
+    created_shard,
+)
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
     AggregateState,
@@ -623,6 +630,19 @@ class MemoryBoardStore:
             return entry_state(self.data.read("GetItem", pk, consistent=True), period.kind)
 
     @metered
+    def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
+        """The adapter's keys-only BatchGetItem, a BatchWriteItem delete of the entries found, then the aggregate."""
+        names = [entry_pk(p.board, p.kind, p.bucket, item_id) for p in periods if p.kind != ALL and p.board == board]
+        with self.data.lock:
+            found = [pk for pk in names if self.data.read("BatchGetItem", pk, consistent=False) is not None]
+            for pk in found:
+                self._write("BatchWriteItem", pk, None)
+            pk = aggregate_pk(board, item_id)
+            aggregate = self.data.items.get(pk)
+            self._write("DeleteItem", pk, None)
+        return len(found) + (aggregate is not None)
+
+    @metered
     def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
         """``attribute_exists(pk) AND attribute_not_exists(key)``: an indexed item keeps its key."""
         return self._join(aggregate_pk(board, item_id), index_key_attr(kind), board_shard)
@@ -999,10 +1019,15 @@ class MemoryItemStore:
                 ITEM_META: values[":meta"],
                 UPDATED_AT: values[":now"],
                 CREATED_AT: old.get(CREATED_AT, values[":now"]),
-                CREATED_SHARD: old.get(CREATED_SHARD, values[":cs"]),
-                CREATED_KEY: old.get(CREATED_KEY, values[":ck"]),
                 REV: {"N": str(int(old.get(REV, {"N": "0"})["N"]) + 1)},
             }
+            if ITEM_STATUS in old:  # the adapter's PUT_CONDITION refused (charged), PUT_TAKEN_DOWN: no index keys
+                self.data.refuse("UpdateItem", pk)
+            else:
+                new |= {
+                    CREATED_SHARD: old.get(CREATED_SHARD, values[":cs"]),
+                    CREATED_KEY: old.get(CREATED_KEY, values[":ck"]),
+                }
             self.data.write("UpdateItem", pk, new)
         return item_record(new)
 
@@ -1025,8 +1050,15 @@ class MemoryItemStore:
             values = status["Update"]["ExpressionAttributeValues"]
             record = {k: v for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items() if k != ITEM_STATUS}
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
+            # A hide takes the record out of the by-created index; an unhide puts it back from its created_at.
+            for key in (CREATED_SHARD, CREATED_KEY):
+                record.pop(key, None)
             if hidden:
                 record[ITEM_STATUS] = values[":hidden"]
+            elif CREATED_AT in record:
+                created_at = record[CREATED_AT]["S"]
+                record[CREATED_SHARD] = {"S": created_shard(item_id, self.created_shards)}
+                record[CREATED_KEY] = {"S": created_key(created_at, item_id)}
             self.data.write("TransactWriteItems", pk, record)
             row = audit["Put"]["Item"]
             self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
@@ -1047,6 +1079,8 @@ class MemoryItemStore:
             record = dict(old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}})
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
             record[ITEM_STATUS] = values[":deleted"]
+            for key in (CREATED_SHARD, CREATED_KEY):  # out of the by-created index
+                record.pop(key, None)
             self.data.write("TransactWriteItems", pk, record)
             row = audit["Put"]["Item"]
             self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)

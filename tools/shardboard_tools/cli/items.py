@@ -94,6 +94,17 @@ def unhide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
     _takedown(ctx, item_id, why, as_json, takedown.unhide)
 
 
+@item.command("delete")
+@click.argument("item_id", metavar="ITEM")
+@click.option("--reason", "why", default="", metavar="TEXT", help="Why (kept in the audit rows, at most 500 chars).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as DELETE /item gives it.")
+@click.pass_context
+def delete(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
+    """Erase ITEM's counts on every board and period now; later views of it are refused. Run it again to finish a
+    delete that was cut short."""
+    _takedown(ctx, item_id, why, as_json, takedown.delete)
+
+
 def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operation: takedown.Operation) -> None:
     rt = runtime(ctx)
     with one_line_errors():
@@ -105,13 +116,15 @@ def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operati
     if as_json:
         click.echo(json.dumps(done.as_json(), ensure_ascii=False, indent=2))
         return
-    state = "hidden" if done.hidden else "visible again"
-    note = "" if done.changed else " (it was hidden already)"
-    console.print(
-        f"{done.item_id}: {state}{note}; {len(done.patched)} snapshot(s) patched, {len(done.refreshed)} gathered again",
-        markup=False,
-        highlight=False,
+    status = done.as_json()["status"]
+    note = "" if done.changed else f" (it was {status} already)"
+    state = "visible again" if status == "visible" else status
+    line = (
+        f"{done.item_id}: {state}{note}; {len(done.patched)} snapshot(s) patched, {len(done.refreshed)} gathered again"
     )
+    if isinstance(done, takedown.Deletion):
+        line += f"; {done.erased} aggregate(s) and entries erased"
+    console.print(line, markup=False, highlight=False)
 
 
 def caller() -> str:

@@ -354,7 +354,7 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
     """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
     rt = runtime(ctx)
     with one_line_errors():
-        report = verify(rt.views, rt.board, rt.settings, rt.items.hidden())
+        report = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())
     if as_json:
         document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
@@ -362,7 +362,7 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         verdict = "exact" if report.exact else "NOT exact"
         console.print(
             f"verify: {verdict} ({report.items} items, {report.views} views, {report.boards} board(s), "
-            f"{report.periods} period(s), {report.hidden} hidden)"
+            f"{report.periods} period(s), {report.hidden} hidden, {report.deleted} deleted)"
         )
         for diff in report.differences[:20]:
             console.print(

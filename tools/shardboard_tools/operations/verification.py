@@ -1,6 +1,8 @@
 """Check the promise on every board and period: each count equals the sum of its base counters, every contender is
 in its period's index, and every snapshot is the exact top N of its period's *visible* items (hidden items keep
-counting, so their counts are checked like any other, but no snapshot may show them)."""
+counting, so their counts are checked like any other, but no snapshot may show them). Deleted items are out of the
+truth: any aggregate or entry of theirs left is a difference; their base counters stay in the views table (the
+aggregator skips them) and are reported as leftovers, which do not make the report inexact."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ class Report:
     snapshots_checked: int = 0
     snapshots_inexact: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
     hidden: int = 0  # hidden items (issue 13 takedowns): left out of every snapshot's truth
+    deleted: int = 0  # deleted items: left out of the truth altogether
+    deleted_leftovers: int = 0  # base counters of deleted items still in the views table (never counted again)
 
     @property
     def exact(self) -> bool:
@@ -55,11 +59,21 @@ class Report:
 
 def truth(views: ViewStore, settings: Settings) -> Counts:
     """Every period's counts from the base table alone."""
+    return counted(views, settings)[0]
+
+
+def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = frozenset()) -> tuple[Counts, int]:
+    """Every period's counts from the base table alone, without the deleted ids, and how many base counters of
+    deleted ids were left out."""
     counts: Counts = defaultdict(lambda: defaultdict(int))
+    leftovers = 0
     for item, bucket, _, board, value in views.scan_counters_all():
+        if item in deleted:
+            leftovers += 1
+            continue
         for kind in (*settings.periods, ALL):
             counts[PeriodKey(board, kind, coarser_bucket(kind, settings.anchor, bucket))][item] += value
-    return counts
+    return counts, leftovers
 
 
 def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
@@ -95,13 +109,21 @@ def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKe
     return counts, keyed
 
 
-def verify(views: ViewStore, board: BoardStore, settings: Settings, hidden: frozenset[str] = frozenset()) -> Report:
-    """The report; ``hidden``: the hidden ids (ItemCatalog.hidden), which no snapshot may show."""
-    expected = truth(views, settings)
+def verify(
+    views: ViewStore,
+    board: BoardStore,
+    settings: Settings,
+    hidden: frozenset[str] = frozenset(),
+    deleted: frozenset[str] = frozenset(),
+) -> Report:
+    """The report; ``hidden``: the hidden ids (ItemCatalog.hidden), which no snapshot may show; ``deleted``: the
+    deleted ids (ItemCatalog.denied), which nothing may hold."""
+    expected, leftovers = counted(views, settings, deleted)
     found, keyed = stored(board, settings)
     everything = PeriodKey(settings.board, ALL, ALL)
     overall = expected.get(everything, {})
-    report = Report(items=len(overall), views=sum(overall.values()), hidden=len(hidden))
+    report = Report(items=len(overall), views=sum(overall.values()), hidden=len(hidden), deleted=len(deleted))
+    report.deleted_leftovers = leftovers
     report.boards = len({p.board for p in expected})
     report.periods = len(expected)
     thresholds = board.thresholds(sorted(expected.keys() | found.keys())) if settings.sparse_index else {}
@@ -120,6 +142,7 @@ def verify(views: ViewStore, board: BoardStore, settings: Settings, hidden: froz
                 report.index_misses.append(f"{period.board} {label} {item}")
         snapshot = board.get_snapshot(period)
         if snapshot is not None:
+            # (deleted ids are out of the truth already)
             visible = (Entry(id=i, views=v) for i, v in truth_counts.items() if v and i not in hidden)
             best = top(visible, settings.top_n_of(period.board))
             exact = snapshot["items"] == [[e.id, e.views] for e in best]

@@ -381,7 +381,7 @@ class Chaos:
         report.faults.update({f"stream_{k}": v for k, v in self.stream_faults.injected.items()})
         report.faults.update(self.function.injected)
         report.totals = self.function.totals
-        report.verified = verify(rt.views, rt.board, rt.settings, rt.items.hidden())
+        report.verified = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())
         for row in rt.board.scan_counts():
             numbers = [int(value["N"]) for value in row.values() if "N" in value]
             if any(number < 0 for number in numbers):

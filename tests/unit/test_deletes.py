@@ -1,0 +1,287 @@
+"""Delete (issue 13 slice 7) against a brute-force truth: the real record_views, aggregator (Lambda's delivery model,
+plus replayed and duplicated deliveries) and snapshot job on the in-memory stores, with random interleavings of views,
+drains, refreshes, days passing and deletes, some of them cut short mid-sweep and finished by a repeat."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from shardboard.adapters.board_table import snapshot_from_item
+from shardboard.domain.periods import ALL, DAY, from_epoch
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.snapshot import refresh_changed
+from shardboard.domain.takedown import NothingToTakeDown, delete, hide
+from shardboard_tools.bench.designs import ShardboardDesign
+from shardboard_tools.bench.workload import Workload
+from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+
+
+class SweepCrashed(RuntimeError):
+    """The injected fault: the process died while erasing (after the tombstone and the head patch)."""
+
+
+class World:
+    """The pipeline, its items table and the truth: every view recorded, every delivered batch (for replays), and
+    which ids are deleted (``pending``: the tombstone is written, the sweep was cut short)."""
+
+    def __init__(self, top_n: int, spare: int, board_shards: int, batch_size: int) -> None:
+        workload = Workload(top_n=top_n, gsi_shards=board_shards, write_shards=3, batch_size=batch_size, periods=(DAY,))
+        self.design = ShardboardDesign(workload, CapacityEmulator(VirtualClock()))
+        self.design.settings = dataclasses.replace(self.design.settings, snapshot_spare=spare, retention_days=3)
+        self.catalog = self.design.items  # the aggregator reads this table's deny sets
+        self.counts: Counter[str] = Counter()
+        self.deleted: set[str] = set()
+        self.pending: set[str] = set()
+        self.delivered: list[list[dict]] = []
+        invoke = self.design.delivery.function  # the tumbling-window path (the workload's default)
+
+        def remembered(event, context):
+            if event["Records"]:  # (a tumbling window's closing invocation may carry none)
+                self.delivered.append(event["Records"])
+            return invoke(event, context)
+
+        self.design.delivery.function = remembered  # every batch Lambda delivers, kept for replays
+
+    @property
+    def config(self):
+        return self.design.settings
+
+    @property
+    def moment(self):
+        return from_epoch(self.design._epoch())
+
+    @property
+    def board(self):
+        return self.design.board
+
+    def delete(self, item: str):
+        return delete(self.catalog, self.board, self.config, item, by="t", reason="gdpr", at=self.moment)
+
+    def refresh(self) -> None:
+        dropped = self.catalog.hidden() | self.catalog.denied()
+        refresh_changed(self.board, self.config, always=[self.all_time()], hidden=dropped)
+
+    def all_time(self) -> PeriodKey:
+        return PeriodKey(self.config.board, ALL, ALL)
+
+    def live(self, prefix: str) -> list[dict]:
+        """The stored items whose key starts with ``prefix``, but those past their TTL (a past period older than its
+        retention: DynamoDB deletes them, the in-memory table keeps them; a delete sweeps the retained periods)."""
+        now = self.design._epoch()
+        with self.board.data.lock:
+            items = [item for pk, item in self.board.data.items.items() if pk.startswith(prefix)]
+        return [item for item in items if "expires_at" not in item or int(item["expires_at"]["N"]) > now]
+
+    def heads(self) -> list[dict]:
+        """Every snapshot head stored, of every period still retained."""
+        return [snapshot_from_item(item) for item in self.live("snapshot#")]
+
+    def holders(self) -> list[dict]:
+        """Every aggregate and retained past entry stored."""
+        return self.live("item#") + self.live("entry#")
+
+    def aggregated(self) -> dict[str, int]:
+        return {item: views for item, (views, _) in self.board.scan_aggregates().items()}
+
+    def truth(self) -> dict[str, int]:
+        return {item: views for item, views in self.counts.items() if item not in self.deleted}
+
+    def best(self, depth: int) -> list[list]:
+        return [[i, v] for i, v in sorted(self.truth().items(), key=lambda pair: (-pair[1], pair[0]))[:depth]]
+
+    def keyed(self, depth: int) -> bool:
+        """The best ``depth`` items are all at or above the published all-time T (so a gather sees them: more than R
+        takedowns above T break this until views raise the others, the limit the hide tests name too)."""
+        state = self.board.thresholds([self.all_time()]).get(self.all_time())
+        threshold = state.threshold if state else 0
+        return all(views >= threshold for _, views in self.best(depth))
+
+    def assert_gone(self, item: str) -> None:
+        """Nowhere on any head, and (unless its sweep is pending) no aggregate or entry left."""
+        for head in self.heads():
+            assert item not in [entry[0] for entry in head["items"] + head.get("spare", [])]
+        if item not in self.pending:
+            assert all(row["item_id"]["S"] != item for row in self.holders())
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("view"), st.integers(0, 30)),
+        st.tuples(st.just("drain"), st.just(0)),
+        st.tuples(st.just("replay"), st.integers(0, 1000)),
+        st.tuples(st.just("snapshot"), st.just(0)),
+        st.tuples(st.just("later"), st.integers(1, 30)),
+        st.tuples(st.just("delete"), st.integers(0, 8)),
+        st.tuples(st.just("crash"), st.integers(0, 8)),
+    ),
+    min_size=10,
+    max_size=100,
+)
+
+
+def item_of(value: int) -> str:
+    return f"i{value % 6 if value % 3 else value}"  # a few hot items and a long tail
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=steps,
+    top_n=st.integers(1, 4),
+    spare=st.integers(0, 3),
+    board_shards=st.integers(1, 3),
+    batch_size=st.integers(1, 7),
+)
+def test_deletes_erase_the_item_everywhere_and_move_nothing_else(steps, top_n, spare, board_shards, batch_size):
+    # Given the pipeline and a random interleaving of views (deleted ids too), drains, replayed deliveries,
+    # refreshes, hours passing and deletes (some cut short)
+    world = World(top_n, spare, board_shards, batch_size)
+    for action, value in steps:
+        note(f"{action} {value}")
+        item = item_of(value)
+        if action == "view":
+            world.design.view(item)  # the base counter is written; the aggregator must refuse a deleted id's
+            world.counts[item] += 1
+            world.design.settle()
+        elif action == "drain":
+            world.design.settle(final=True)
+        elif action == "replay" and world.delivered:
+            batch = world.delivered[value % len(world.delivered)]
+            world.design._invoke_batch({"Records": batch}, None)  # a duplicate (or a replay from a checkpoint)
+        elif action == "snapshot":
+            world.refresh()
+        elif action == "later":
+            # Hours pass (the stream delivered first: the benchmark's mapping drops records older than its age
+            # limit); a day ends now and then, so aggregates roll and past entries are archived
+            world.design.settle(final=True)
+            world.design.emulator.clock.advance(value * 3600)
+        elif action in {"delete", "crash"}:
+            # (a crash needs something to erase: an id swept already has no aggregate left to fail on)
+            deleted(world, item, top_n, crash=action == "crash" and item in world.aggregated())
+        for gone in world.deleted:
+            world.assert_gone(gone)
+    # When the stream is drained, every sweep cut short is run again, and the job runs
+    world.design.settle(final=True)
+    for item in sorted(world.pending):
+        assert world.delete(item).changed is False
+        world.pending.discard(item)
+    world.refresh()
+    # Then every other item's count is exact, the deleted ids are nowhere, and the head is the exact top N
+    assert world.aggregated() == world.truth()
+    assert world.catalog.denied() == frozenset(world.deleted)
+    for item in world.deleted:
+        world.assert_gone(item)
+    head = world.board.get_snapshot(world.all_time(), consistent=True)
+    if world.keyed(top_n):
+        assert head["items"] == world.best(top_n)
+
+
+def deleted(world: World, item: str, top_n: int, *, crash: bool) -> None:
+    """A delete (``crash``: the process dies at the sweep's last erase, after the heads were patched): the item
+    leaves every head at once, each refilled to a full N; an id with no views and no record is refused."""
+    if item not in world.aggregated() and item not in world.deleted:
+        with pytest.raises(NothingToTakeDown):
+            world.delete(item)
+        assert item not in world.catalog.denied()
+        return
+    before = world.board.get_snapshot(world.all_time(), consistent=True)
+    if crash:
+        with pytest.raises(SweepCrashed), crash_at_the_aggregate(world):
+            world.delete(item)
+        world.pending.add(item)
+    else:
+        done = world.delete(item)
+        assert done.changed == (item not in world.deleted)
+        assert done.as_json()["status"] == "deleted"
+        world.pending.discard(item)
+    world.deleted.add(item)
+    head = world.board.get_snapshot(world.all_time(), consistent=True)
+    if before is not None and head is not None:
+        refill = [e for e in before["items"] + before["spare"] if e[0] != item]
+        if len(refill) >= top_n and len(refill) < len(before["items"] + before["spare"]):
+            assert head["items"] == refill[:top_n]  # patched from the spares, nothing else moved
+
+
+class crash_at_the_aggregate:
+    """Makes the memory board's DeleteItem of an aggregate raise once: entries erased, the aggregate not."""
+
+    def __init__(self, world: World) -> None:
+        self.board = world.board
+        self.write = world.board._write
+
+    def __enter__(self) -> None:
+        def failing(operation, pk, new):
+            if operation == "DeleteItem":
+                raise SweepCrashed(pk)
+            return self.write(operation, pk, new)
+
+        self.board._write = failing
+
+    def __exit__(self, *_) -> None:
+        self.board._write = self.write
+
+
+def test_a_delete_cut_short_is_finished_by_running_it_again():
+    # Given an item with views on two days (so a past entry too) and a head that holds it
+    world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
+    for item in ("a", "a", "b", "c"):
+        world.design.view(item)
+    world.design.settle(final=True)
+    world.design.emulator.clock.advance(86_400)
+    world.design.view("a")
+    world.design.settle(final=True)
+    world.refresh()
+    assert any(row["pk"]["S"].startswith("entry#") and row["item_id"]["S"] == "a" for row in world.holders())
+    # When the delete dies at the aggregate's DeleteItem
+    with pytest.raises(SweepCrashed), crash_at_the_aggregate(world):
+        world.delete("a")
+    # Then the tombstone holds, the heads are patched, and only its aggregate is left
+    assert world.catalog.denied() == {"a"}
+    assert [e[0] for e in world.board.get_snapshot(world.all_time())["items"]] == ["b", "c"]
+    assert [row["pk"]["S"] for row in world.holders() if row["item_id"]["S"] == "a"] == ["item#global#a"]
+    # When it runs again: no new tombstone or audit row, the sweep finished
+    again = world.delete("a")
+    assert (again.changed, again.erased) == (False, 1)
+    assert all(row["item_id"]["S"] != "a" for row in world.holders())
+    assert [row["op"]["S"] for row in world.catalog.audit_rows("a")] == ["delete"]
+    # And a third run is a plain 200 with nothing left to do, later views are refused by the aggregator
+    assert (world.delete("a").changed, world.delete("a").erased) == (False, 0)
+    world.design.view("a")
+    world.design.settle(final=True)
+    assert "a" not in world.aggregated()
+
+
+def test_a_delete_of_an_item_never_created_and_never_viewed_writes_nothing():
+    world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
+    with pytest.raises(NothingToTakeDown, match="no views and was never created"):
+        world.delete("ghost")
+    assert world.catalog.denied() == frozenset() and world.catalog.audit_rows("ghost") == []
+
+
+def test_a_hidden_item_can_be_deleted_and_leaves_the_hidden_set():
+    world = World(top_n=2, spare=0, board_shards=1, batch_size=1)
+    world.design.view("a")
+    world.design.settle(final=True)
+    hide(world.catalog, world.board, world.config, "a", by="t", reason="spam")
+    done = world.delete("a")
+    assert done.changed and done.erased == 1
+    assert (world.catalog.hidden(), world.catalog.denied()) == (frozenset(), frozenset({"a"}))
+
+
+def test_a_tumbling_window_open_across_a_delete_does_not_bring_the_item_back():
+    # Given an item counted, and one more view folded into a tumbling window that is still open
+    world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
+    for _ in range(6):
+        world.design.view("a")
+    world.design.settle(final=True)
+    world.design.view("a")
+    world.design.settle()
+    # When the item is deleted before the window closes
+    world.delete("a")
+    world.design.settle(final=True)
+    # Then the window's close reads the deny sets again: its delta is skipped, no aggregate comes back
+    assert "a" not in world.aggregated()
