@@ -151,11 +151,16 @@ def _moto_writes_are_atomic() -> Iterator[None]:
     """DynamoDB applies each write to an item atomically (condition, then update); moto's in-process backend reads,
     checks and writes in Python with no lock, so two threads updating one item can lose an update that DynamoDB never
     loses. Tests that run invocations concurrently (ParallelizationFactor, two runners) need DynamoDB's semantics.
+    Reads take the lock too: a Query iterates the table's dict, and a write from another thread (the snapshot job
+    refreshes periods in parallel) made it raise "dictionary changed size during iteration", which DynamoDB never does.
     """
     from moto.dynamodb.models import DynamoDBBackend
 
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        for name in (
+            *("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"),
+            *("get_item", "batch_get_item", "transact_get_items", "query", "scan"),
+        ):
             patch.setattr(DynamoDBBackend, name, _atomic(getattr(DynamoDBBackend, name)))
         yield
 

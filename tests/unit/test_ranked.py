@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -115,3 +116,15 @@ def test_rank_under_exclusions_and_the_percentile_edges():
     assert approx_rank(5, 1000, 10, 1.0) == 2000
     assert approx_rank(9, 1000, 10, 1.0) == 1112
     assert approx_rank(9, 1000, 10, 1.0, of=1050) == 1050  # clamped to of
+
+
+def test_a_nearly_flat_tail_is_no_fit_and_steep_ratios_never_overflow():
+    # A tail of nearly equal counts fits s close to 0, whose 1/s overflowed the model (found by hypothesis)
+    assert zipf_exponent([[1, 6], [2, 6], [3, 6]]) is None
+    assert zipf_exponent([[10, 100], [20, 50], [40, 25]]) == pytest.approx(1.0)
+    # Any exponent, however small, gives a finite rank past the version, within the board when its size is known
+    for exponent in (8e-32, 1e-3, 0.05, 1.0):
+        assert 4 <= approx_rank(1, 3, 6, exponent) < 2**53
+        assert 4 <= approx_rank(1, 3, 6, exponent, of=50) <= 50
+    assert approx_rank(0, 3, 6, 1.0, of=50) == 50
+    assert approx_rank(2, 0, 6, 1.0) == 1

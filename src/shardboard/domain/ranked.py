@@ -19,6 +19,10 @@ from typing import Any
 
 # An answer may name at most this many ids (one BatchGetItem of rank shards reads at most 100 keys).
 MAX_RANK_IDS = 100
+# A fitted tail flatter than this cannot be extrapolated: rank ~ (views ratio)^(1/s) explodes as s -> 0 (a hypothesis
+# case fitted s = 8e-32 to three nearly equal counts and overflowed). Such a tail is treated as no fit.
+MIN_ZIPF_EXPONENT = 0.05
+MAX_LOG_RANK = math.log(2**53)  # the largest modelled rank: any board is far smaller
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def head_ranks(items: Sequence[Sequence[Any]]) -> dict[str, tuple[int, int]]:
 
 def zipf_exponent(tail: Sequence[Sequence[int]]) -> float | None:
     """s of log views = a - s log rank, least squares over (rank, views) points; None when it cannot be fitted
-    (fewer than two distinct ranks, or views that do not fall with rank)."""
+    (fewer than two distinct ranks, or views that do not fall with rank, or hardly: below MIN_ZIPF_EXPONENT)."""
     points = [(math.log(rank), math.log(views)) for rank, views in tail if rank > 0 and views > 0]
     if len({x for x, _ in points}) < 2:
         return None
@@ -140,7 +144,7 @@ def zipf_exponent(tail: Sequence[Sequence[int]]) -> float | None:
     mean_y = sum(y for _, y in points) / len(points)
     spread = sum((x - mean_x) ** 2 for x, _ in points)
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
-    return -slope if slope < 0 else None
+    return -slope if -slope >= MIN_ZIPF_EXPONENT else None
 
 
 def tail_points(pages: Sequence[Sequence[Any]], depth: int) -> list[list[int]]:
@@ -153,12 +157,13 @@ def approx_rank(views: int, count: int, last_views: int, exponent: float | None,
     count x (last_views / views)^(1/s), clamped to [count + 1, of]."""
     if views <= 0:
         estimate = math.inf
-    elif exponent is None:
+    elif exponent is None or count < 1:
         estimate = count + 1.0
     else:
-        estimate = count * (last_views / views) ** (1 / exponent)
+        # In logs, capped where a float still holds every integer exactly: a steep ratio cannot overflow.
+        estimate = math.exp(min(math.log(count) + math.log(last_views / views) / exponent, MAX_LOG_RANK))
     low = count + 1
-    high = of if of is not None else math.inf
+    high = of if of is not None else math.exp(MAX_LOG_RANK)
     return int(max(low, min(high, math.ceil(estimate) if math.isfinite(estimate) else high)))
 
 
