@@ -63,3 +63,20 @@ def test_hiding_an_item_of_the_head_patches_the_head_and_its_ranked_version_toge
     assert status == 200 and [entry["id"] for entry in body["items"]] == ["images/001.jpg", DEEP]
     assert ranks(ranked, "a?b")["a?b"]["rank"] is None
     assert page(ranked, "offset=0&limit=4") == [("images/001.jpg", 1), (DEEP, 2), ("x,y", 3), ("d", 4)]
+
+
+def test_a_deleted_item_leaves_rank_around_and_pages_at_once_for_good(ranked):  # noqa: F811
+    # When an item ranked only in the ranked version is deleted (no snapshot run follows)
+    status, _, body = call(ranked, "items_admin", takedown("delete", f"id={quote(DEEP, safe='')}"))
+    assert status == 200 and body["status"] == "deleted"
+    # Then GET /rank says it is deleted, the items below it move up, around-me and pages skip it
+    after = ranks(ranked, DEEP, "x,y", "d")
+    assert (after[DEEP]["rank"], after[DEEP]["source"]) == (None, "deleted")
+    assert [after[item]["rank"] for item in ("x,y", "d")] == [3, 4]
+    status, _, body = call(ranked, "read_api", around_event(f"id={quote(DEEP, safe='')}&k=1"))
+    assert status == 404 and "deleted" in body["message"]
+    assert page(ranked, "offset=0&limit=5") == [("images/001.jpg", 1), ("a?b", 2), ("x,y", 3), ("d", 4)]
+    # And an unhide never brings a deleted item back
+    status, _, _ = call(ranked, "items_admin", takedown("unhide", f"id={quote(DEEP, safe='')}"))
+    assert status == 404
+    assert ranks(ranked, DEEP)[DEEP]["rank"] is None
