@@ -25,8 +25,10 @@ EXPECTED_GRANTS = {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
         ("dynamodb:GetItem", "BoardTable"),  # state / entry_state
         ("dynamodb:PutItem", "BoardTable"),  # archive: a past period's entry
-        ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, once per batch
+        ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods; erase: which entries exist
+        ("dynamodb:BatchWriteItem", "BoardTable"),  # erase: an item deleted while the batch wrote it
+        ("dynamodb:DeleteItem", "BoardTable"),  # erase: its aggregate
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, before and after the writes
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {

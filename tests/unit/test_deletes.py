@@ -285,3 +285,36 @@ def test_a_tumbling_window_open_across_a_delete_does_not_bring_the_item_back():
     world.design.settle(final=True)
     # Then the window's close reads the deny sets again: its delta is skipped, no aggregate comes back
     assert "a" not in world.aggregated()
+
+
+def test_a_delete_landing_between_a_batchs_deny_read_and_its_writes_is_erased_by_the_batch():
+    # Given views of two items, and an aggregator whose (eventually consistent) reads of the deny sets before its
+    # writes miss a delete that lands right after the first of them: the delete's own erase comes before the writes
+    world = World(top_n=2, spare=1, board_shards=2, batch_size=50)
+    for views in (("a", "a", "b"), ("a", "b")):  # counted once, then more views on the stream
+        if views == ("a", "b"):
+            world.design.settle(final=True)
+        for item in views:
+            world.design.view(item)
+            world.counts[item] += 1
+    assert world.aggregated() == {"a": 2, "b": 1}
+    processor = world.design.processor
+    fresh = processor.denied
+    landed: list[str] = []
+
+    def stale_before_writes(consistent: bool) -> frozenset[str]:
+        if consistent:
+            return fresh(consistent)
+        if not landed:
+            landed.append("a")
+            world.delete("a")  # tombstone, head patch, erase: nothing is there to erase yet
+            world.deleted.add("a")
+        return frozenset()
+
+    processor.denied = stale_before_writes
+    # When the stream is drained (the batch writes "a" after its delete's erase)
+    world.design.settle(final=True)
+    # Then the batch's strongly consistent read after its writes finds the tombstone and erases what it wrote
+    assert landed == ["a"]
+    world.assert_gone("a")
+    assert world.aggregated() == {"b": 2}

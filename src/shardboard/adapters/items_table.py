@@ -333,15 +333,20 @@ class ItemStore:
     def hidden(self) -> frozenset[str]:
         return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
 
-    def denied(self) -> frozenset[str]:
-        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)])
+    def denied(self, consistent: bool = False) -> frozenset[str]:
+        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)], consistent)
 
-    def _set_union(self, set_pks: Sequence[str]) -> frozenset[str]:
-        """Every id of those String Sets, one BatchGetItem (eventually consistent)."""
+    def _set_union(self, set_pks: Sequence[str], consistent: bool = False) -> frozenset[str]:
+        """Every id of those String Sets, one BatchGetItem (eventually consistent unless ``consistent``)."""
         keys = [{PK: s_attr(set_pk), SK: s_attr(SET_SK)} for set_pk in set_pks]
         found: set[str] = set()
         request: dict[str, Any] = {
-            self.table: {"Keys": keys, "ProjectionExpression": "#ids", "ExpressionAttributeNames": {"#ids": SET_IDS}}
+            self.table: {
+                "Keys": keys,
+                "ProjectionExpression": "#ids",
+                "ExpressionAttributeNames": {"#ids": SET_IDS},
+                "ConsistentRead": consistent,
+            }
         }
         while request:
             response = self.client.batch_get_item(RequestItems=request)

@@ -389,6 +389,6 @@ class ItemCatalog(Protocol):
         (a repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
         ...
 
-    def denied(self) -> frozenset[str]:
-        """Every deleted id (the deny sets, one batch read)."""
+    def denied(self, consistent: bool = False) -> frozenset[str]:
+        """Every deleted id (the deny sets, one batch read; ``consistent``: strongly consistent)."""
         ...

@@ -49,7 +49,7 @@ class AggregatingProcessor(BatchProcessor):
         board: Callable[[], Board] = board_store,
         config: Callable[[], Settings] = settings,
         clock: Callable[[], float] = time.time,
-        denied: Callable[[], frozenset[str]] = denied_ids,
+        denied: Callable[[bool], frozenset[str]] = denied_ids,
     ) -> None:
         """``board``/``config``/``clock``/``denied`` default to the function's own; the benchmark passes its
         in-memory store and virtual clock."""
@@ -65,7 +65,7 @@ class AggregatingProcessor(BatchProcessor):
         for raw in self.records:
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
             read.append((record, in_anchor(self.handler(record=record), anchor, record)))
-        read = not_deleted(read, self.denied() if any(views for _, views in read) else frozenset())
+        read = not_deleted(read, self.denied(False) if any(views for _, views in read) else frozenset())
         self.skipped = sum(views is None for _, views in read)
         self.outcome = self.apply_views([view for _, views in read if views for view in views])
         results = []
@@ -97,12 +97,25 @@ class AggregatingProcessor(BatchProcessor):
                 return BatchOutcome()  # nothing is written before the window closes
             outcome = apply_deltas(self.board(), self.not_deleted_deltas(window.deltas()), self.config())
         note_changes(self.board(), outcome, self.config(), int(self.clock()))
+        self.erase_deleted(outcome)
         return outcome
+
+    def erase_deleted(self, outcome: BatchOutcome) -> None:
+        """Erase what this batch wrote for items deleted while it ran. A delete's own erase may have come before
+        these writes (the deny sets read before them missed its tombstone); a strongly consistent read after them
+        closes the race: an id denied by now is erased here, and an id not yet denied is erased by its delete,
+        whose erase comes after its tombstone, hence after these writes."""
+        written = {(key[0], key[1]) for key in outcome.items}
+        denied = self.denied(True) if written else frozenset()
+        for board, item_id in sorted(pair for pair in written if pair[1] in denied):
+            periods = [period for period in outcome.changed if period.board == board]
+            erased = self.board().erase(board, item_id, periods)
+            logger.warning("deleted while written", extra={"board": board, "item_id": item_id, "erased": erased})
 
     def not_deleted_deltas(self, deltas: dict[DeltaKey, ItemDelta]) -> dict[DeltaKey, ItemDelta]:
         """A window's deltas without those of items deleted while it was open (the deny sets read again at its
         close): counters folded in before a delete's sweep would otherwise recreate the item's aggregate."""
-        denied = self.denied() if deltas else frozenset()
+        denied = self.denied(False) if deltas else frozenset()
         gone = {key for key in deltas if key[1] in denied}
         for key in gone:
             logger.warning("window delta skipped", extra={"reason": "deleted", "detail": f"{key[1]!r} is deleted"})

@@ -111,9 +111,9 @@ def item_store() -> ItemStore:
     return container().items
 
 
-def denied_ids() -> frozenset[str]:
-    """The deleted ids (the deny sets), read afresh: the aggregator asks once per batch."""
-    return container().items.denied()
+def denied_ids(consistent: bool = False) -> frozenset[str]:
+    """The deleted ids (the deny sets), read afresh: the aggregator asks before and after each batch's writes."""
+    return container().items.denied(consistent)
 
 
 def item_admission() -> Callable[[str], bool]:

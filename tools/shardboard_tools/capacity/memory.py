@@ -1101,14 +1101,14 @@ class MemoryItemStore:
     def hidden(self) -> frozenset[str]:
         return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
 
-    def denied(self) -> frozenset[str]:
-        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)])
+    def denied(self, consistent: bool = False) -> frozenset[str]:
+        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)], consistent)
 
-    def _set_union(self, set_pks: list[str]) -> frozenset[str]:
+    def _set_union(self, set_pks: list[str], consistent: bool = False) -> frozenset[str]:
         found: set[str] = set()
         with self.data.lock:
             for set_pk in set_pks:
-                item = self.data.read("BatchGetItem", set_pk, False)
+                item = self.data.read("BatchGetItem", set_pk, consistent)
                 found.update((item or {}).get(SET_IDS, {}).get("SS", []))
         return frozenset(found)
 
