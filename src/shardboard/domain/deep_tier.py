@@ -30,7 +30,8 @@ from shardboard.settings import Settings
 # The bucket base. The cost model (tools/shardboard_tools/bench/deep_tier_model.py, docs/proposals/deep-tier.md) puts
 # powers of 2 at or above the index tier on the benchmark (low counts cross a power of 2 almost every window); powers
 # of 4 meet the 0.15 gate (+0.123) only if the aggregator's move knows whether the item is in the head, powers of 16
-# (+0.136) even if it does not. Coarser buckets read more at gather time.
+# (+0.136) even if it does not, which is how the move is built (the reads benchmark measures +0.110). Coarser buckets
+# read more at gather time.
 DEEP_BUCKET_BASE = 16
 
 # read_bucket(shard) -> that shard's deep keys, best bucket first: (bucket, ids of the whole bucket)
