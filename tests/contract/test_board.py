@@ -446,3 +446,83 @@ def test_the_snapshot_head_keeps_its_rank_block(ports):
     # And a head without one reads back without one
     assert board.put_snapshot(snapshot(2, [["a", 9]]), 1)
     assert "rank" not in board.get_snapshot(ALL_TIME)
+
+
+# -- the all-time deep tier (docs/proposals/deep-tier.md)
+
+
+def deep_pages(board, deep_key, limit):
+    """Every (id, bucket) of one deep shard, page by page, and how many pages it took."""
+    rows, cursor, pages = [], None, 0
+    while True:
+        page, cursor = board.query_deep(BOARD, deep_key, limit, cursor)
+        rows += page
+        pages += 1
+        if cursor is None:
+            return rows, pages
+
+
+def test_a_move_sets_the_deep_key_only_if_absent_and_join_deep_only_raises_the_bucket(ports):
+    board = ports.board
+    # Given a move that keys an aggregate into the deep tier at bucket 0
+    assert move(board, "a", [ShardMove(0, 0, 5)], kinds=()).applied
+    assert board.move(BOARD, "a", D1, [ShardMove(0, 5, 6)], kinds=(), joins={}, deep=("contract#2#0", 0)).applied
+    assert board.state(BOARD, "a").deep_bucket == 0
+    assert board.query_deep(BOARD, "contract#2#0", 10, None) == ([("a", 0)], None)
+    # When a later move names another key and bucket, the stored ones stay (if_not_exists)
+    assert board.move(BOARD, "a", D1, [ShardMove(0, 6, 7)], kinds=(), joins={}, deep=("contract#2#1", 3)).applied
+    assert board.state(BOARD, "a").deep_bucket == 0
+    assert board.query_deep(BOARD, "contract#2#1", 10, None) == ([], None)
+    # And join_deep raises the bucket but keeps the deep key (only `reshard` moves keys)
+    assert board.join_deep(BOARD, "a", "contract#2#1", 1) is True
+    assert board.query_deep(BOARD, "contract#2#0", 10, None) == ([("a", 1)], None)
+    # And a stale writer never moves it back, nor writes the same bucket again
+    assert board.join_deep(BOARD, "a", "contract#2#0", 1) is False
+    assert board.join_deep(BOARD, "a", "contract#2#0", 0) is False
+    assert board.state(BOARD, "a") == AggregateState({0: 7}, 7, False, D1, {}, frozenset(), deep_bucket=1)
+    # And there is no join without an aggregate; an aggregate without a deep key gets one
+    assert board.join_deep(BOARD, "gone", "contract#2#0", 1) is False
+    assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
+    move(board, "b#1", [ShardMove(0, 0, 40)], kinds=())
+    assert board.join_deep(BOARD, "b#1", "contract#2#0", 1) is True
+    assert sorted(board.query_deep(BOARD, "contract#2#0", 10, None)[0]) == [("a", 1), ("b#1", 1)]
+
+
+def test_the_deep_query_is_best_bucket_first_and_pages_with_its_cursor(ports):
+    board = ports.board
+    # Given deep keys in three buckets of one shard (ids holding '#'), one on another shard, one in the head only
+    keyed = {"a": 2, "b#x": 0, "c": 1, "d": 2, "e#": 0}
+    for item, bucket in keyed.items():
+        move(board, item, [ShardMove(0, 0, 1)], kinds=())
+        assert board.join_deep(BOARD, item, "contract#2#0", bucket)
+    move(board, "other", [ShardMove(0, 0, 1)], kinds=())
+    board.join_deep(BOARD, "other", "contract#2#1", 3)
+    move(board, "head", [ShardMove(0, 0, 1)], kinds=(), joins={"all": "contract#2#0"})
+    # When the shard is read two at a time
+    rows, pages = deep_pages(board, "contract#2#0", 2)
+    # Then it sees exactly that shard's deep keys, best bucket first (the order inside a bucket is the index's)
+    assert sorted(rows) == sorted(keyed.items()) and pages == 3
+    assert [bucket for _, bucket in rows] == sorted(keyed.values(), reverse=True)
+    # And a bucket raised moves the item up
+    assert board.join_deep(BOARD, "b#x", "contract#2#0", 5)
+    assert board.query_deep(BOARD, "contract#2#0", 1, None)[0] == [("b#x", 5)]
+
+
+def test_all_time_views_reads_the_aggregates_that_exist(ports):
+    board = ports.board
+    move(board, "a", [ShardMove(0, 0, 3)], kinds=())
+    move(board, "b#1", [ShardMove(0, 0, 9)], kinds=())
+    move(board, "a", [ShardMove(0, 0, 4)], kinds=(), bucket=D1)  # refused: a replay changes nothing
+    assert board.all_time_views(BOARD, ["a", "b#1", "missing"]) == {"a": 3, "b#1": 9}
+    assert board.all_time_views("other", ["a"]) == {}
+
+
+def test_the_deep_threshold_only_rises_beside_t(ports):
+    board = ports.board
+    assert board.raise_deep_threshold(BOARD, 4) is True
+    assert board.raise_deep_threshold(BOARD, 3) is False
+    assert board.raise_deep_threshold(BOARD, 4) is False
+    assert board.raise_threshold(ALL_TIME, 30) is True
+    assert board.raise_deep_threshold(BOARD, 6) is True
+    assert board.get_board_state(BOARD, consistent=True) == BoardState(30, None, None, deep_threshold=6)
+    assert board.thresholds([ALL_TIME]) == {ALL_TIME: BoardState(30, None, None, deep_threshold=6)}

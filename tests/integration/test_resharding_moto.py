@@ -8,6 +8,9 @@ import random
 import pytest
 
 from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.keys import DEEP_KEY
+from shardboard.domain.periods import ALL
+from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.recording import Where, record_views
 from shardboard.domain.snapshot import take_snapshot
@@ -169,3 +172,36 @@ def test_reshard_and_shards_commands(monkeypatch):
         assert json.loads(cli("verify", "--json"))["exact"] is True
         refused = runner.invoke(main, ["reshard", "--board", "Cats!", "--gsi-shards", "2"])
         assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+
+
+def exact_version(pipeline, now):
+    """A ranked version written at ``now`` (one is due): its entries are the top D of the base table's truth."""
+    settings = pipeline.settings
+    block = take_snapshot(pipeline.board, settings, now).snapshot["rank"]
+    assert block["generated_at"] == now
+    period = PeriodKey(settings.board, ALL, ALL)
+    pages = pipeline.board.get_rank_pages(period, block["rv"], range(len(block["pages"])))
+    stored = [entry for page in sorted(pages) for entry in pages[page]]
+    best = top((Entry(id=i, views=v) for i, v in pipeline.truth().items()), settings.rank_depth_of(settings.board))
+    assert stored == [[e.id, e.views] for e in best]
+
+
+def test_deep_keys_move_with_the_layout_and_ranked_versions_stay_exact(make_pipeline):
+    # Given the all-time deep tier (D = 12 > N = 2) on 3 GSI shards, with T and T_D published
+    pipeline = make_pipeline(TopN="2", BoardShards="3", RankDepth="12", SnapshotSpare="0")
+    settings, board, rng = pipeline.settings, pipeline.board, random.Random(7)
+    load(pipeline, rng, views=40)
+    exact_version(pipeline, "2026-11-24T06:00:00.000Z")
+    load(pipeline, rng, views=150)
+    assert DEEP_KEY in {attribute for _, attribute, _, _ in old_layout(pipeline, 3)}
+    # When the layout switches to 5 while views arrive, and the old layout's keys (deep keys too) are moved
+    report = resharding.begin(board, settings, 5)
+    load(pipeline, rng, views=60)
+    exact_version(pipeline, "2026-11-24T06:01:10.000Z")  # both layouts' deep shards are read
+    resharding.rekey_pass(board, settings, report)
+    assert old_layout(pipeline, 3) == []
+    resharding.finish(board, settings, report)
+    load(pipeline, rng, views=60)
+    # Then every ranked version is exact, and the counts match the base table
+    exact_version(pipeline, "2026-11-24T06:02:20.000Z")
+    assert verify(pipeline.views, board, settings).exact

@@ -59,6 +59,7 @@ def test_provisioned_on_request_for_tables_and_index():
         "by-day",
         "by-week",
         "by-month",
+        "by-deep",
         "by-change",
     }
     assert all(index["ProvisionedThroughput"]["WriteCapacityUnits"] == 300 for index in indexes)

@@ -43,6 +43,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
+        ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
+        ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: the hidden and deny sets, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
@@ -74,6 +76,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # periods: the boards the item may be on
+        ("dynamodb:Query", "BoardTable/index/by-deep"),  # a head gathered again may write an all-time ranked
+        ("dynamodb:BatchGetItem", "BoardTable"),  # version: the deep gather (query_deep, all_time_views)
     },
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"  # its own log streams

@@ -89,7 +89,8 @@ def test_buckets_are_exact_at_powers_of_the_base():
         power = DEEP_BUCKET_BASE**exponent
         assert deep_bucket(power) == exponent
         assert deep_bucket(power * DEEP_BUCKET_BASE - 1) == exponent
-    assert [deep_bucket(v) for v in range(17)] == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2]
+    assert [deep_bucket(v, 4) for v in range(17)] == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2]
+    assert [deep_bucket(v, 16) for v in (0, 1, 15, 16, 255, 256)] == [0, 0, 0, 1, 1, 2]
     assert deep_bucket(10**9) == math.floor(math.log(10**9, DEEP_BUCKET_BASE))
 
 

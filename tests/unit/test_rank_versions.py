@@ -1,8 +1,10 @@
 """Ranked versions (docs/proposals/items-and-ranks.md section 3) on the in-memory stores, through the real pipeline.
 
 Views, drains, head refreshes and rank refreshes interleave at random: every ranked version is exactly the top D of
-the aggregates as they stood at its gather, the threshold T comes from the D-th best (every aggregate at or above
-it is keyed), a head refresh publishes nothing, and retired versions are deleted once CursorTtlSeconds have passed.
+the aggregates as they stood at its gather, and retired versions are deleted once CursorTtlSeconds have passed. All
+time runs the deep tier (docs/proposals/deep-tier.md): T stays the (N+R)-th best (every aggregate at or above it has
+the head key), T_D is the D-th best of a deep gather, and after every drain every aggregate at or above T_D has the
+head key or a deep key whose bucket is deep_bucket(views).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
+from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
+from shardboard.domain.deep_tier import deep_bucket
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_versions import build_parts, rank_shard_of
@@ -56,6 +59,18 @@ def index_misses(design: ShardboardDesign) -> list[str]:
     return [item for item, (views, keyed) in design.board.scan_aggregates().items() if views >= threshold and not keyed]
 
 
+def deep_misses(design: ShardboardDesign) -> list[str]:
+    """Aggregates at or above T_D with neither the head key nor a deep key in the bucket of their views."""
+    deep_threshold = design.board.get_board_state("global").deep_threshold
+    missing = []
+    for item, (views, _) in design.board.scan_aggregates().items():
+        stored = design.board.data.items[aggregate_pk("global", item)]
+        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) == deep_bucket(views)
+        if views >= deep_threshold and BOARD_SHARD not in stored and not deep_keyed:
+            missing.append(item)
+    return missing
+
+
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("view"), st.integers(0, 60)),
@@ -92,27 +107,36 @@ def test_every_ranked_version_is_exact_as_of_its_gather_and_t_stays_at_d(
             continue
         if action == "drain":
             design.settle(final=True)
-            # Then every aggregate that can reach the top D is keyed in the index
+            # Then every aggregate that can reach the top N+R has the head key, and every one that can reach the top
+            # D has the head key or a deep key in its bucket
             assert index_misses(design) == []
+            assert deep_misses(design) == []
             continue
-        threshold_before = design.board.get_threshold("global")
+        deep_before = design.board.get_board_state("global").deep_threshold
         clock += timedelta(seconds=value)
         before = ranking(design)
         result = take_snapshot(design.board, design.settings, iso(clock), EVERYTHING)
         block = result.snapshot.get("rank")
+        head_depth = top_n + design.settings.snapshot_spare
+        # Then T never passes the (N+R)-th best (the head's T_N), nor T_D the D-th best
+        assert design.board.get_threshold("global") <= (before[head_depth - 1][1] if len(before) >= head_depth else 0)
+        assert design.board.get_board_state("global").deep_threshold <= (
+            before[depth - 1][1] if len(before) >= depth else 0
+        )
         if action == "head" and (block is None or block["generated_at"] != iso(clock)):
-            # Then a head refresh publishes no threshold (only a deep gather does)
-            assert design.board.get_threshold("global") == threshold_before
+            # And a head refresh publishes no T_D (only a deep gather does)
+            assert design.board.get_board_state("global").deep_threshold == deep_before
         if block is not None and block["generated_at"] == iso(clock):
             # Then a ranked version just written is exactly the top D of the aggregates at its gather
             assert stored_version(design, block) == before[:depth]
             expected_t = before[depth - 1][1] if len(before) >= depth else 0
             assert block["threshold"] == expected_t
-            assert design.board.get_threshold("global") >= expected_t
+            assert design.board.get_board_state("global").deep_threshold >= expected_t
         # And the head is the top N of the same aggregates
         assert result.snapshot["items"] == before[:top_n]
     design.settle(final=True)
     assert index_misses(design) == []
+    assert deep_misses(design) == []
     assert sum(views for _, views in ranking(design)) == sum(counts.values())
 
 

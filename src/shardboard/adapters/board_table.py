@@ -32,10 +32,14 @@ from shardboard.adapters.keys import (
     BOARD_SHARDS_ATTR,
     BUCKET,
     BY_CHANGE_INDEX,
+    BY_DEEP_INDEX,
     CHANGED,
     CHANGED_AT,
     CHANGES,
     CLEAN_BOARD,
+    DEEP_BUCKET,
+    DEEP_KEY,
+    DEEP_THRESHOLD,
     DIRTY,
     EXPIRES_AT,
     ITEM_ID,
@@ -103,6 +107,7 @@ def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
         bucket["S"] if bucket else None,
         counts,
         keyed,
+        int_of(item[DEEP_BUCKET]) if DEEP_BUCKET in item else None,
     )
 
 
@@ -116,7 +121,10 @@ def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
     item = item or {}
     shards, previous = item.get(BOARD_SHARDS_ATTR), item.get(PREVIOUS_BOARD_SHARDS_ATTR)
     return BoardState(
-        int_of(item.get("threshold")), int_of(shards) if shards else None, int_of(previous) if previous else None
+        int_of(item.get("threshold")),
+        int_of(shards) if shards else None,
+        int_of(previous) if previous else None,
+        int_of(item.get(DEEP_THRESHOLD)),
     )
 
 
@@ -163,10 +171,12 @@ class BoardStore:
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
+        deep: tuple[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` from expected to target for each move and add the difference to all-time views and
         to each kind's current count, in one UpdateItem conditioned on the anchor bucket and every expected value
-        (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write.
+        (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write,
+        ``deep`` into the deep tier (if it has no deep key: a higher bucket is a separate ``join_deep``).
         """
         sets, conditions, names, values = move_expression(moves)
         names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET}
@@ -185,6 +195,10 @@ class BoardStore:
             # An aggregate already in an index keeps its key: only `reshard` (and a period's end) moves it.
             names[f"#g_{kind}"], values[f":g_{kind}"] = index_key_attr(kind), s_attr(key)
             sets.append(f"#g_{kind} = if_not_exists(#g_{kind}, :g_{kind})")
+        if deep is not None:
+            names |= {"#dk": DEEP_KEY, "#db": DEEP_BUCKET}
+            values |= {":dk": s_attr(deep[0]), ":db": n_attr(deep[1])}
+            sets += ["#dk = if_not_exists(#dk, :dk)", "#db = if_not_exists(#db, :db)"]
         conditions.insert(0, "(attribute_not_exists(#bucket) OR #bucket = :bucket)")
         try:
             response = self.client.update_item(
@@ -398,6 +412,18 @@ class BoardStore:
             {":bs": s_attr(board_shard)},
         )
 
+    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
+        """Key an aggregate into the deep GSI at ``bucket`` or raise its bucket, only if the stored one is lower (a
+        stale writer never moves it back). A deep key, like a head key, stays in its layout: only `reshard` moves it.
+        """
+        return self._conditional_update(
+            aggregate_pk(board, item_id),
+            "SET #dk = if_not_exists(#dk, :dk), #db = :db",
+            "attribute_exists(#pk) AND (attribute_not_exists(#db) OR #db < :db)",
+            {"#dk": DEEP_KEY, "#db": DEEP_BUCKET, "#pk": PK},
+            {":dk": s_attr(deep_key), ":db": n_attr(bucket)},
+        )
+
     def _get(self, pk: str, consistent: bool) -> Item | None:
         response = self.client.get_item(TableName=self.table, Key={PK: s_attr(pk)}, ConsistentRead=consistent)
         return cast(Item | None, response.get("Item"))
@@ -456,6 +482,34 @@ class BoardStore:
         count = count_attr(kind)
         rows = [(item[ITEM_ID]["S"], int_of(item.get(count))) for item in response.get("Items", [])]
         return rows, response.get("LastEvaluatedKey")
+
+    def query_deep(
+        self, board: str, deep_key: str, limit: int, start: Cursor | None
+    ) -> tuple[list[tuple[str, int]], Item | None]:
+        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first. The index is KEYS_ONLY: the id is the
+        aggregate key past its board's prefix (the board is known, so nothing in the id is parsed)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": BY_DEEP_INDEX,
+            "KeyConditionExpression": "#dk = :dk",
+            "ExpressionAttributeNames": {"#dk": DEEP_KEY},
+            "ExpressionAttributeValues": {":dk": s_attr(deep_key)},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = dict(start)
+        response = self.client.query(**kwargs)
+        prefix = len(aggregate_pk(board, ""))
+        rows = [(item[PK]["S"][prefix:], int_of(item[DEEP_BUCKET])) for item in response.get("Items", [])]
+        return rows, response.get("LastEvaluatedKey")
+
+    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """All-time views of the aggregates that exist: BatchGetItem (eventually consistent), 100 keys a request."""
+        return {
+            item[ITEM_ID]["S"]: int_of(item.get(VIEWS))
+            for item in self._batch_get([aggregate_pk(board, i) for i in item_ids])
+        }
 
     # -- snapshots and period items
     def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Item | None:
@@ -560,6 +614,16 @@ class BoardStore:
             "SET #t = :t",
             "attribute_not_exists(#t) OR #t < :t",
             {"#t": "threshold"},
+            {":t": n_attr(threshold)},
+        )
+
+    def raise_deep_threshold(self, board: str, threshold: int) -> bool:
+        """Publish the all-time T_D; like T, it only ever rises."""
+        return self._conditional_update(
+            threshold_pk(board),
+            "SET #t = :t",
+            "attribute_not_exists(#t) OR #t < :t",
+            {"#t": DEEP_THRESHOLD},
             {":t": n_attr(threshold)},
         )
 
@@ -668,7 +732,7 @@ class BoardStore:
             response = self.client.scan(**kwargs)
             for item in response.get("Items", []):
                 for name, value in item.items():
-                    keyed = name == BOARD_SHARD or name.startswith(PERIOD_KEY_PREFIX)
+                    keyed = name in {BOARD_SHARD, DEEP_KEY} or name.startswith(PERIOD_KEY_PREFIX)
                     if keyed and layout_of(value["S"]) == shards:
                         found.append((item[PK]["S"], name, value["S"], item[ITEM_ID]["S"]))
             if "LastEvaluatedKey" not in response:

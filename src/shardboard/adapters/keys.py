@@ -42,6 +42,12 @@ PERIOD_KIND = "kind"
 # Board state on the threshold item: the GSI layout (S) and, while a reshard is moving items, the previous S.
 BOARD_SHARDS_ATTR = "board_shards"
 PREVIOUS_BOARD_SHARDS_ATTR = "previous_board_shards"
+# The all-time deep tier (docs/proposals/deep-tier.md): a KEYS_ONLY GSI whose hash ``dk`` holds the head key's
+# board-shard value and whose range ``db`` is deep_bucket(views); T_D (``deep_threshold``) on the all-time period item.
+DEEP_KEY = "dk"
+DEEP_BUCKET = "db"
+BY_DEEP_INDEX = "by-deep"
+DEEP_THRESHOLD = "deep_threshold"
 
 
 def view_pk(item_id: str, shard: int, bucket: str = "all") -> str:

@@ -27,6 +27,7 @@ from shardboard.domain.batch import (
     lower_bound_after,
     optimistic_moves,
 )
+from shardboard.domain.deep_tier import deep_bucket, deep_tier_on
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, expires_at
 from shardboard.domain.ports import AggregateState, Board, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.sharding import board_shard_of, period_shard_value
@@ -129,6 +130,14 @@ class Context:
         state = self.states.get(period)
         return state.threshold if state else 0
 
+    def deep_threshold(self, board: str) -> int | None:
+        """T_D of a board's all-time deep tier, or None when the deep tier is off (docs/proposals/deep-tier.md)."""
+        everything = PeriodKey(board, ALL, ALL)
+        if not deep_tier_on(self.settings, everything):
+            return None
+        state = self.states.get(everything)
+        return state.deep_threshold if state else 0
+
     def index_key(self, period: PeriodKey, item_id: str) -> str:
         board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
         shards = (board_state.shards if board_state else None) or self.settings.board_shards
@@ -154,6 +163,16 @@ def read_context(board: Board, deltas: Iterable[ItemDelta], settings: Settings) 
 def joins_for(ctx: Context, periods: Sequence[PeriodKey], item_id: str, lower_bound: int) -> dict[PeriodKey, str]:
     """Index keys to set in the same write: every period whose threshold the count is sure to reach."""
     return {p: ctx.index_key(p, item_id) for p in periods if lower_bound >= ctx.threshold(p)}
+
+
+def deep_join_for(ctx: Context, board: str, item_id: str, lower_bound: int) -> tuple[str, int] | None:
+    """The deep key and bucket to set in the move's write: the count is sure to reach T_D but not T_N (at or above
+    T_N the same write keys it into the head, which the gather reads with exact views)."""
+    deep_threshold = ctx.deep_threshold(board)
+    everything = PeriodKey(board, ALL, ALL)
+    if deep_threshold is None or lower_bound <= 0 or not deep_threshold <= lower_bound < ctx.threshold(everything):
+        return None
+    return ctx.index_key(everything, item_id), deep_bucket(lower_bound)
 
 
 def apply_delta(board: Board, delta: ItemDelta, ctx: Context) -> ItemOutcome:
@@ -193,9 +212,16 @@ def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], 
     else:
         outcome = ItemOutcome()
     periods = ctx.periods(delta.board, delta.bucket)
-    joins = joins_for(ctx, periods, delta.item_id, lower_bound_after(moves))
+    lower_bound = lower_bound_after(moves)
+    joins = joins_for(ctx, periods, delta.item_id, lower_bound)
     result = board.move(
-        delta.board, delta.item_id, delta.bucket, moves, kinds=ctx.kinds, joins={p.kind: k for p, k in joins.items()}
+        delta.board,
+        delta.item_id,
+        delta.bucket,
+        moves,
+        kinds=ctx.kinds,
+        joins={p.kind: k for p, k in joins.items()},
+        deep=deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
     )
     outcome = outcome.plus(ItemOutcome(writes=1))
     if not result.applied:
@@ -216,7 +242,23 @@ def join_indexes(board: Board, ctx: Context, board_name: str, item_id: str, stat
         if not keyed and state.count(period.kind) >= ctx.threshold(period) and state.count(period.kind) > 0:
             joined |= board.join_index(board_name, item_id, period.kind, ctx.index_key(period, item_id))
             writes += 1
+    writes += join_deep(board, ctx, board_name, item_id, state)
     return ItemOutcome(writes=writes, joined_index=joined)
+
+
+def join_deep(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> int:
+    """Keep the deep tier's invariant for one aggregate (docs/proposals/deep-tier.md): with views >= T_D it has the
+    head key or a deep key whose bucket is deep_bucket(views). An item at or above T_N was keyed into the head by
+    ``join_indexes`` just before; one below it gets the deep key or a higher bucket (one conditional UpdateItem)."""
+    deep_threshold = ctx.deep_threshold(board_name)
+    everything = PeriodKey(board_name, ALL, ALL)
+    if deep_threshold is None or state.in_index or state.views <= 0 or state.views >= ctx.threshold(everything):
+        return 0
+    bucket = deep_bucket(state.views)
+    if state.views < deep_threshold or (state.deep_bucket is not None and state.deep_bucket >= bucket):
+        return 0
+    board.join_deep(board_name, item_id, ctx.index_key(everything, item_id), bucket)
+    return 1
 
 
 def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> Step:
@@ -247,6 +289,7 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
         bucket=delta.bucket,
         counts=counts,
         keyed=frozenset(kind for kind in old.keyed if kind not in keys) | {k for k, v in keys.items() if v},
+        deep_bucket=old.deep_bucket,
     )
     rolled = board.roll(delta.board, delta.item_id, old, new, keys)
     writes += 1

@@ -53,6 +53,7 @@ class AggregateState:
     bucket: str | None = None
     counts: Mapping[str, int] = field(default_factory=dict)
     keyed: frozenset[str] = frozenset()
+    deep_bucket: int | None = None  # the all-time deep tier's stored bucket (None: no deep key)
 
     def count(self, kind: str) -> int:
         return self.views if kind == "all" else self.counts.get(kind, 0)
@@ -129,6 +130,7 @@ class BoardState:
     threshold: int
     shards: int | None  # None until the first reshard: the template's BoardShards holds
     previous_shards: int | None
+    deep_threshold: int = 0  # T_D of the all-time deep tier (docs/proposals/deep-tier.md); 0 until a deep gather
 
     def layouts(self, default_shards: int) -> list[int]:
         """Board shard counts to read, oldest first (two while a reshard is moving items)."""
@@ -203,9 +205,11 @@ class Board(Protocol):
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
+        deep: tuple[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
-        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind."""
+        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind;
+        ``deep``: the all-time deep key and bucket to set if the aggregate has none."""
         ...
 
     def state(self, board: str, item_id: str) -> AggregateState:
@@ -251,6 +255,21 @@ class Board(Protocol):
         """Key an existing past entry into its kind's GSI; False if there is none or it is keyed already."""
         ...
 
+    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
+        """Key an existing aggregate into the all-time deep GSI at ``bucket``, or raise its bucket to it; False if it
+        has no aggregate or its stored bucket is not lower (a stale writer never moves it back)."""
+        ...
+
+    def query_deep(
+        self, board: str, deep_key: str, limit: int, start: Cursor | None
+    ) -> tuple[list[tuple[str, int]], Cursor | None]:
+        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first, after ``start``; and the next cursor."""
+        ...
+
+    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """All-time views of those aggregates that exist (BatchGetItem, eventually consistent)."""
+        ...
+
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Cursor | None]:
@@ -268,6 +287,10 @@ class Board(Protocol):
 
     def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
         """Publish T if it is higher than the published one; False otherwise."""
+        ...
+
+    def raise_deep_threshold(self, board: str, threshold: int) -> bool:
+        """Publish the all-time T_D if it is higher than the published one; False otherwise."""
         ...
 
     def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:

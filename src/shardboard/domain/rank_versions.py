@@ -3,10 +3,11 @@
 docs/proposals/items-and-ranks.md section 3. A ranked version is one deep gather (``gather_top_n`` with n = D) stored
 as pages of P entries in board order and rank shards (id -> position) under a version id ``rv`` unique to the write.
 The snapshot head names the current version in its ``rank`` block; superseded versions stay listed in ``retired``
-for ``CursorTtlSeconds`` (with their takedown events), then their items are deleted. With ranked versions on, only
-the deep gather publishes the sparse-index threshold: T = the D-th best views, so every item that can reach the top D
-stays keyed (the argument of docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is exact under the
-same T.
+for ``CursorTtlSeconds`` (with their takedown events), then their items are deleted. With ranked versions on, a
+period kind's deep gather alone publishes the sparse-index threshold: T = the D-th best views, so every item that can
+reach the top D stays keyed (the argument of docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is
+exact under the same T. All time has the deep tier instead (domain/deep_tier.py, docs/proposals/deep-tier.md): T
+stays the (N+R)-th best and the gather publishes T_D, the D-th best, for the deep index.
 """
 
 from __future__ import annotations

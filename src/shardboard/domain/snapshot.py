@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from shardboard.domain.deep_tier import deep_tier_on, gather_deep
 from shardboard.domain.head_meta import inline_meta
 from shardboard.domain.periods import ALL, bucket_of, expires_at, period_from_bucket
 from shardboard.domain.ports import Board, Cursor, ItemCatalog, PeriodKey
@@ -172,10 +173,49 @@ def ranked_version(
     else the previous."""
 
     def gather(depth: int, hits: Mapping[int, int] | None) -> Gathered:
+        if deep_tier_on(settings, period):
+            return gather_deep_board(board, settings, period, depth, hits, hidden=hidden)
         return gather_board(board, settings, hits, period, hidden, top_n=depth)
 
     block = previous.get("rank") if previous else None
     return refresh_rank_version(board, settings, period, block, now=now, gather=gather, expires_at=expires)
+
+
+# Deep keys per Query page: KEYS_ONLY entries are ~100 bytes, so a page stays far below 1 MB.
+DEEP_PAGE = 1000
+
+
+def gather_deep_board(
+    board: Board,
+    settings: Settings,
+    period: PeriodKey,
+    depth: int,
+    previous_hits: Mapping[int, int] | None,
+    *,
+    hidden: frozenset[str] = frozenset(),
+) -> Gathered:
+    """The exact top ``depth`` visible of all time with the deep tier (domain/deep_tier.py): the head GSI's exact top
+    ``depth``, then whole deep buckets over every shard of every layout (a reshard moves deep keys like head keys),
+    the found ids' exact views by BatchGetItem. Hidden ids are dropped wherever they are read."""
+    head = gather_board(board, settings, previous_hits, period, hidden, top_n=depth)
+    layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
+    keys = [period_shard_value(period.board, ALL, ALL, shard, shards) for shards in layouts for shard in range(shards)]
+
+    def read_buckets(shard: int) -> Iterator[tuple[int, list[str]]]:
+        start: Cursor | None = None
+        while True:
+            rows, start = board.query_deep(period.board, keys[shard], DEEP_PAGE, start)
+            for bucket in dict.fromkeys(b for _, b in rows):  # rows come best bucket first
+                yield bucket, [item for item, b in rows if b == bucket and item not in hidden]
+            if start is None:
+                return
+
+    def read_views(ids: Sequence[str]) -> Mapping[str, int]:
+        return board.all_time_views(period.board, ids) if ids else {}
+
+    deep = gather_deep(depth, head.top, shards=len(keys), read_buckets=read_buckets, read_views=read_views)
+    items_read = head.items_read + deep.deep_keys_read + deep.views_read
+    return Gathered(deep.top, items_read=items_read, rounds=head.rounds, shard_hits=head.shard_hits)
 
 
 def publish_threshold(
@@ -188,18 +228,22 @@ def publish_threshold(
     written: bool,
 ) -> None:
     """Raise the sparse-index T once the head is written: the (N+R)-th best visible, or with ranked versions on
-    only the D-th best visible of a deep gather (D >= N+R; a head refresh then publishes nothing). A head that lost
-    its race takes its ranked version's items back with it: the winner's head names its own."""
+    only the D-th best visible of a deep gather (D >= N+R; a head refresh then publishes nothing). All time with
+    ranked versions has the deep tier instead: T stays the (N+R)-th best, and a deep gather raises T_D to its D-th
+    best. A head that lost its race takes its ranked version's items back with it: the winner's head names its own."""
     if not written:
         if rank.written is not None:
             board.delete_rank_parts(period, rank.written.rv, len(rank.written.pages), len(rank.written.shards))
         return
-    if settings.ranked_versions(period.board):
+    deep = deep_tier_on(settings, period)
+    if settings.ranked_versions(period.board) and not deep:
         threshold = rank.threshold
     else:
         threshold = index_threshold(gathered.top, gather_depth(settings, period.board))
     if settings.sparse_index and threshold > 0:
         board.raise_threshold(period, threshold)
+    if deep and rank.threshold > 0:
+        board.raise_deep_threshold(period.board, rank.threshold)
 
 
 def period_json(period: PeriodKey) -> dict[str, Any]:

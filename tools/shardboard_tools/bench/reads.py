@@ -4,7 +4,8 @@ cost in writes, and what a rank lookup costs in reads.
 The benchmark's workload (``bench.workload.Workload``: 100,000 items, Zipf 1.0, 400,000 views, N = 1,000) is driven
 through the real pipeline (``bench.run.drive``: record_views, the aggregator on its stream, the snapshot job) once per
 depth, side by side in one run: D = N (no ranked versions: the snapshot is the ranking, today's cost) and D = 10,000
-(a deep gather at most every RankRefreshSeconds, T published from the D-th best). Every write is priced by the
+(a deep gather at most every RankRefreshSeconds through the all-time deep tier, docs/proposals/deep-tier.md: T stays
+the (N+R)-th best, T_D is published from the D-th best). Every write is priced by the
 capacity emulator; the units of the ranked versions' own items (pages and rank shards, written and deleted) are
 tallied apart by the in-memory board. After the run a last ranked version is taken and checked against the
 brute-force ranking of every view, and rank lookups are priced on it.
@@ -32,6 +33,7 @@ from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.memory import MemoryBoardStore
 
 INDEX = "memory-board/by-views"
+DEEP_INDEX = "memory-board/by-deep"
 # The extra write units per view that keeping D ranked may add (issue 13 "Costs").
 EXTRA_TARGET = 0.15
 
@@ -88,11 +90,13 @@ def run_depth(
         "views_recorded": run.views_recorded,
         "write_units_per_view": usage.units("write") / views,
         "index_write_units_per_view": usage.units("write", INDEX) / views,
+        "deep_index_write_units_per_view": usage.units("write", DEEP_INDEX) / views,
         "rank_version_write_units_per_view": board.rank_write_units / views,
         "rank_versions_written": rank_versions_written(head),
         "head_bytes": board.snapshot_item_size(period),
         "frontend_read_units": design.frontend_read_units(),
         "threshold": board.get_threshold(period.board),
+        "deep_threshold": board.get_board_state(period.board).deep_threshold,
         "exact_top_n": design.top() == truth[: base.top_n],
         "throttled_requests": usage.throttled_requests,
     }
@@ -108,16 +112,19 @@ def rank_versions_written(head: dict[str, Any]) -> int:
 def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> dict[str, Any]:
     """After the drain: a ranked version taken once RankRefreshSeconds have passed, compared with the truth."""
     if not design.settings.ranked_versions(period.board):
-        return {"exact_ranked_version": None, "lookups": []}
+        return {"exact_ranked_version": None, "lookups": [], "gather_read_units": None}
     later = from_epoch(design.start_epoch + design.emulator.clock.now()) + timedelta(
         seconds=design.settings.rank_refresh_seconds
     )
+    units = design.emulator.usage.units("read")
     result = take_snapshot(design.board, design.settings, iso(later), period)
+    gather_read_units = design.emulator.usage.units("read") - units
     block = result.snapshot["rank"]
     depth = block["depth"]
     stored = ranked_entries(design.board, period, block)
     return {
         "exact_ranked_version": stored == [list(pair) for pair in truth[:depth]],
+        "gather_read_units": gather_read_units,  # the whole refresh: head gather, deep buckets, exact views
         "lookups": price_lookups(design, period, truth),
     }
 

@@ -45,6 +45,7 @@ from shardboard.adapters.keys import (
     BY,
     BY_CHANGE_INDEX,
     BY_CREATED_INDEX,
+    BY_DEEP_INDEX,
     BY_VIEWS_INDEX,
     CHANGE_PROJECTION,
     CHANGED,
@@ -54,6 +55,9 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
+    DEEP_BUCKET,
+    DEEP_KEY,
+    DEEP_THRESHOLD,
     DENY_SETS,
     DIRTY,
     EXPIRES_AT,
@@ -150,14 +154,16 @@ def views_schema(table: str) -> TableSchema:
 
 
 def board_schema(table: str) -> TableSchema:
-    """template.yaml's board table: a GSI per period kind projecting item_id (keys are always projected), and the
-    sparse by-change index of dirty periods."""
+    """template.yaml's board table: a GSI per period kind projecting item_id (keys are always projected), the
+    all-time deep tier (KEYS_ONLY: written only when ``dk`` or ``db`` changes) and the sparse by-change index of
+    dirty periods."""
     periods = tuple(
         IndexSchema(index_name(kind), index_key_attr(kind), count_attr(kind), frozenset({ITEM_ID}))
         for kind in (ALL, *KINDS)
     )
+    deep = IndexSchema(BY_DEEP_INDEX, DEEP_KEY, DEEP_BUCKET, frozenset())
     changes = IndexSchema(BY_CHANGE_INDEX, CHANGED, None, frozenset(CHANGE_PROJECTION))
-    return TableSchema(table, PK, None, (*periods, changes))
+    return TableSchema(table, PK, None, (*periods, deep, changes))
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -466,6 +472,8 @@ class MemoryBoardStore:
         # Per period index (kind): GSI key -> pk -> count, plus each partition sorted best first (cached).
         self._partitions: dict[str, dict[str, dict[str, int]]] = {kind: {} for kind in (*KINDS, ALL)}
         self._sorted: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # The deep tier the same way: deep key -> pk -> bucket, sorted under the pseudo-kind DEEP_KEY.
+        self._deep: dict[str, dict[str, int]] = {}
         self.rank_write_units = 0  # of ranked versions' pages and shards, written and deleted
 
     # -- aggregates
@@ -479,6 +487,7 @@ class MemoryBoardStore:
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
+        deep: tuple[str, int] | None = None,
     ) -> MoveResult:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
@@ -496,6 +505,9 @@ class MemoryBoardStore:
                 new[applied_attr(m.shard)] = {"N": str(m.target)}
             for kind, key in joins.items():  # if_not_exists: only reshard (and a period's end) moves keys
                 new.setdefault(index_key_attr(kind), {"S": key})
+            if deep is not None:  # if_not_exists on both: a higher bucket is join_deep's
+                new.setdefault(DEEP_KEY, {"S": deep[0]})
+                new.setdefault(DEEP_BUCKET, {"N": str(deep[1])})
             self._write("UpdateItem", pk, new)
         return MoveResult(applied=True, state=aggregate_state(new))
 
@@ -652,6 +664,20 @@ class MemoryBoardStore:
         pk = entry_pk(period.board, period.kind, period.bucket, item_id)
         return self._join(pk, index_key_attr(period.kind), board_shard)
 
+    @metered
+    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
+        """``attribute_exists(pk) AND (attribute_not_exists(db) OR db < :db)``; ``dk`` only if absent."""
+        pk = aggregate_pk(board, item_id)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is None or (DEEP_BUCKET in old and _number(old, DEEP_BUCKET) >= bucket):
+                self.data.refuse("UpdateItem", pk)
+                return False
+            new = {**old, DEEP_BUCKET: {"N": str(bucket)}}
+            new.setdefault(DEEP_KEY, {"S": deep_key})
+            self._write("UpdateItem", pk, new)
+        return True
+
     def _join(self, pk: str, attribute: str, key: str) -> bool:
         with self.data.lock:
             old = self.data.items.get(pk)
@@ -699,6 +725,14 @@ class MemoryBoardStore:
                     else:
                         partition.pop(pk, None)
                     self._sorted.pop((kind, item[key_attr]["S"]), None)
+        for item, add in ((old, False), (new, True)):
+            if item and DEEP_KEY in item and DEEP_BUCKET in item:
+                members = self._deep.setdefault(item[DEEP_KEY]["S"], {})
+                if add:
+                    members[pk] = _number(item, DEEP_BUCKET)
+                else:
+                    members.pop(pk, None)
+                self._sorted.pop((DEEP_KEY, item[DEEP_KEY]["S"]), None)
 
     # -- the GSIs
     @metered
@@ -728,6 +762,43 @@ class MemoryBoardStore:
             resource = self.data.schema.resource(index)
             self.data.emulator.admit("Query", [Charge(self.table, resource, board_shard, "read", units)])
         return rows, cursor
+
+    @metered
+    def query_deep(
+        self, board: str, deep_key: str, limit: int, start: Cursor | None
+    ) -> tuple[list[tuple[str, int]], Item | None]:
+        """The deep GSI like DynamoDB: best bucket first, KEYS_ONLY entries (~100 bytes), a cursor at ``limit``."""
+        index = self.data.schema.index(BY_DEEP_INDEX)
+        prefix = len(aggregate_pk(board, ""))
+        with self.data.lock:
+            ordered = self._sorted.get((DEEP_KEY, deep_key))
+            if ordered is None:
+                members = self._deep.get(deep_key, {})
+                ordered = self._sorted[(DEEP_KEY, deep_key)] = sorted((-b, pk) for pk, b in members.items())
+            first = bisect.bisect_right(ordered, (-int(start[DEEP_BUCKET]["N"]), start[PK]["S"])) if start else 0
+            rows: list[tuple[str, int]] = []
+            sizes: list[int] = []
+            cursor: Item | None = None
+            for negative_bucket, pk in ordered[first : first + limit]:
+                rows.append((pk[prefix:], -negative_bucket))
+                sizes.append(item_size(index.entry(self.data.items[pk], self.data.schema.keys) or {}))
+                if len(rows) == limit or sum(sizes) >= PAGE_BYTES:
+                    cursor = {PK: {"S": pk}, DEEP_KEY: {"S": deep_key}, DEEP_BUCKET: {"N": str(-negative_bucket)}}
+                    break
+            units = query_units(sizes, consistent=False)
+            resource = self.data.schema.resource(index)
+            self.data.emulator.admit("Query", [Charge(self.table, resource, deep_key, "read", units)])
+        return rows, cursor
+
+    @metered
+    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        with self.data.lock:
+            for item_id in item_ids:
+                item = self.data.read("BatchGetItem", aggregate_pk(board, item_id), consistent=False)
+                if item is not None:
+                    found[item_id] = _number(item, VIEWS)
+        return found
 
     # -- snapshots and period items
     @metered
@@ -780,6 +851,17 @@ class MemoryBoardStore:
                 self.data.refuse("UpdateItem", pk)
                 return False
             self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), "threshold": {"N": str(threshold)}})
+        return True
+
+    @metered
+    def raise_deep_threshold(self, board: str, threshold: int) -> bool:
+        pk = threshold_pk(board)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is not None and DEEP_THRESHOLD in old and _number(old, DEEP_THRESHOLD) >= threshold:
+                self.data.refuse("UpdateItem", pk)
+                return False
+            self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), DEEP_THRESHOLD: {"N": str(threshold)}})
         return True
 
     @metered
