@@ -46,18 +46,19 @@ def test_shortened_chaos_run_under_tumbling_windows_ends_exact(make_local, tmp_p
 
 
 def test_chaos_with_takedowns_every_round_ends_exact_with_hidden_items_on_no_board(make_local, tmp_path):
-    # Given the chaos board, and an operator hiding items of the top (and unhiding some) in every round
+    # Given the chaos board, and an operator hiding items of the top (unhiding some) and deleting one in every round
     rt = make_local(**CHAOS_PARAMETERS)
-    plan = replace(shortened(ChaosPlan(seed=11)), takedown_chance=1.0)
+    plan = replace(shortened(ChaosPlan(seed=11)), takedown_chance=1.0, delete_chance=1.0)
     # When the hides race the faulty aggregator, the snapshot job and the writers
     report = Chaos(rt, plan, tmp_path / "state", say=print).run()
     # Then counts are exact (hidden items keep counting), and every snapshot of every board and period is the exact
     # top N of the visible items: no hidden item on any, none short
-    assert report.takedowns["hide"] >= plan.rounds
+    assert report.takedowns["hide"] >= plan.rounds and report.takedowns["delete"] > 0
     assert report.verified is not None and report.verified.differences == []
     assert report.verified.hidden == len(rt.items.hidden()) > 0
     assert report.verified.snapshots_inexact == [] and report.exact
-    hidden = rt.items.hidden()
+    assert report.verified.deleted == len(rt.items.denied()) > 0  # a deleted item counts nowhere: verify checks it
+    hidden = rt.items.hidden() | rt.items.denied()
     for status in rt.board.periods():
         head = rt.board.get_snapshot(status.period, consistent=True)
         assert head is None or not {item for item, _ in head["items"]} & hidden, status.period

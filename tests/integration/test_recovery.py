@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.domain.recording import Where, record_views
+from shardboard.domain.takedown import delete
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -218,3 +219,31 @@ def test_a_lost_aggregate_the_stream_recreated_gets_its_surviving_history_back(m
     # And a second run finds nothing to add
     again = rebuild(pipeline.views, pipeline.board, pipeline.settings, RebuildProgress.fresh(1))
     assert again.views_added == 0 and again.aggregates_rebuilt == 0
+
+
+def test_rebuild_leaves_deleted_items_out_and_erases_one_deleted_while_it_repaired(board):
+    # Given a board whose aggregates were lost, one item deleted before the rebuild and one deleted while it runs
+    # (after the rebuild read the deny sets: the delete erases, then the rebuild repairs the item back)
+    items = board.runtime.items
+    first, second, *_ = sorted(board.board.scan_aggregates())
+    delete(items, board.board, board.settings, first, by="t", reason="gdpr")
+    for item in board.board.scan_aggregates():
+        if item != second:  # (a delete needs the item's views: the second keeps its aggregate)
+            board.board.delete_aggregate(item)
+    tombstoned: list[str] = []
+
+    def denied_during(consistent: bool) -> frozenset[str]:
+        if not consistent and not tombstoned:  # the rebuild's first read: the second delete lands right after it
+            tombstoned.append(second)
+            found = items.denied(consistent)
+            delete(items, board.board, board.settings, second, by="t", reason="gdpr")
+            return found
+        return items.denied(consistent)
+
+    # When it is rebuilt from the base table
+    rebuild(board.views, board.board, board.settings, RebuildProgress.fresh(1), denied=denied_during)
+    # Then neither deleted item has an aggregate (the second was repaired, then erased), and every other count is
+    # exact: verify leaves deleted ids out of the truth
+    left = board.board.scan_aggregates()
+    assert first not in left and second not in left
+    assert verify(board.views, board.board, board.settings, items.hidden(), items.denied()).exact

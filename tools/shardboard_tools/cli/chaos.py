@@ -94,7 +94,8 @@ def show(report: ChaosReport) -> None:
         console.print(f"rebuilds under traffic: {len(report.rebuilds)} ({restored} views restored)")
     if report.takedowns:
         console.print(
-            f"takedowns under traffic: {report.takedowns['hide']} hides, {report.takedowns['unhide']} unhides; "
+            f"takedowns under traffic: {report.takedowns['hide']} hides, {report.takedowns['unhide']} unhides, "
+            f"{report.takedowns['delete']} deletes; "
             f"{verified_hidden(report)} hidden at the end, absent from every snapshot checked"
         )
     if runner.dead_letter_batches:

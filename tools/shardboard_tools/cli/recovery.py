@@ -44,7 +44,7 @@ def rebuild(ctx: click.Context, segments: int) -> None:
             def repaired(state: recovery.RebuildProgress) -> None:
                 bar.update(task, completed=state.items_repaired)
 
-            recovery.rebuild(rt.views, rt.board, rt.settings, progress, on_page=repaired)
+            recovery.rebuild(rt.views, rt.board, rt.settings, progress, on_page=repaired, denied=rt.items.denied)
     console.print(
         f"rebuilt: {progress.counters_scanned} counters scanned, {progress.items_repaired} (board, item) pairs "
         f"checked, {progress.views_added} views restored, {progress.aggregates_rebuilt} aggregates rebuilt, "
@@ -72,7 +72,7 @@ def redrive(ctx: click.Context, letters_path: Path | None) -> None:
         if not letters:
             console.print(f"nothing to redrive: {path} holds no failed batches")
             return
-        results = recovery.redrive(rt.views, rt.board, rt.streams, rt.settings, letters)
+        results = recovery.redrive(rt.views, rt.board, rt.streams, rt.settings, letters, denied=rt.items.denied)
     for result in results:
         batch = result.batch
         where = f"{batch.shard_id} {batch.start}..{batch.end}"

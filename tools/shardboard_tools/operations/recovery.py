@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -42,6 +43,7 @@ from shardboard.domain.aggregation import (
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import AggregateState, PeriodKey
+from shardboard.domain.takedown import affected_periods
 from shardboard.domain.validation import BadInput
 from shardboard.settings import Settings
 
@@ -52,6 +54,24 @@ MAX_RESTORE_ATTEMPTS = 10
 DEFAULT_SEGMENTS = 8
 # (anchor bucket, write shard) -> the counter's value on one board.
 Counters = dict[tuple[str, int], int]
+# The deleted ids (ItemCatalog.denied): eventually consistent (False) or strongly consistent (True).
+Denied = Callable[[bool], frozenset[str]]
+
+
+def no_deletes(consistent: bool) -> frozenset[str]:
+    return frozenset()
+
+
+def erase_deleted(board: BoardStore, settings: Settings, repaired: Iterable[tuple[str, str]], denied: Denied) -> int:
+    """Erase what the repairs wrote for items deleted while they ran, as the aggregator does after its writes: either
+    this strongly consistent read sees the tombstone, or the delete's own erase comes after the repairs' writes."""
+    now_denied = denied(True)
+    gone = sorted({pair for pair in repaired if pair[1] in now_denied})
+    moment = datetime.now(UTC)
+    for board_name, item_id in gone:
+        periods = [p for p in affected_periods(board, settings, item_id, moment) if p.board == board_name]
+        board.erase(board_name, item_id, periods)
+    return len(gone)
 
 
 @dataclass(frozen=True)
@@ -181,14 +201,19 @@ def rebuild(
     settings: Settings,
     progress: RebuildProgress,
     on_page: OnPage | None = None,
+    *,
+    denied: Denied = no_deletes,
 ) -> RebuildProgress:
     """Repair every (board, item) of the base table: a parallel segmented scan of every counter, then one repair
-    per (board, item) with all its counters (a lost aggregate needs all of them, oldest bucket first)."""
+    per (board, item) with all its counters (a lost aggregate needs all of them, oldest bucket first). Deleted
+    items (``denied``) are left out: their counters stay in the base table, never counted again."""
     rows = views.scan_counters_all(progress.segments)
     progress.counters_scanned = len(rows)
+    deleted = denied(False)
     grouped: dict[tuple[str, str], Counters] = defaultdict(dict)
     for item, bucket, shard, board_name, value in rows:
-        grouped[(board_name, item)][(bucket, shard)] = value
+        if item not in deleted:
+            grouped[(board_name, item)][(bucket, shard)] = value
     lock = threading.Lock()
 
     def repair(key: tuple[str, str]) -> None:
@@ -211,6 +236,7 @@ def rebuild(
         except BaseException:
             pool.shutdown(cancel_futures=True)  # an interrupted rebuild stops: the repairs not started never run
             raise
+    erase_deleted(board, settings, grouped, denied)
     progress.finished = True
     return progress
 
@@ -322,9 +348,11 @@ def redrive(
     letters: Iterable[Mapping[str, Any]],
     *,
     concurrency: int = DEFAULT_SEGMENTS,
+    denied: Denied = no_deletes,
 ) -> list[RedriveResult]:
     """Repair exactly the items the failed batches touched, on every board their counters count on; an item in
-    several batches is repaired once, on every base counter its records were on in any of the batches.
+    several batches is repaired once, on every base counter its records were on in any of the batches. Deleted items
+    (``denied``) are not repaired: the aggregator would have skipped their counters.
     """
     results = [RedriveResult(BatchRange.of(letter)) for letter in letters]
     shards: dict[str, set[tuple[str, int]]] = {}
@@ -340,6 +368,10 @@ def redrive(
             shards.setdefault(item, set()).update(item_shards)
             first_batch.setdefault(item, result)
 
+    deleted = denied(False)
+    for item in deleted & shards.keys():
+        del shards[item]
+
     def repair(item: str) -> list[Repair]:
         by_board: dict[str, Counters] = defaultdict(dict)
         for (bucket, shard), counters in views.counters(item, shards[item]).items():
@@ -351,4 +383,5 @@ def redrive(
         for done in pool.map(repair, list(shards)):
             for one in done:
                 first_batch[one.item_id].repairs.append(one)
+    erase_deleted(board, settings, [(r.board, r.item_id) for result in results for r in result.repairs], denied)
     return results

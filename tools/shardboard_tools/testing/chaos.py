@@ -36,7 +36,7 @@ from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.periods import ALL, DAY, MONTH, WEEK, start_of
 from shardboard.domain.ports import PeriodKey, Throttled
 from shardboard.domain.recording import Where, record_views
-from shardboard.domain.takedown import NothingToTakeDown, hide, unhide
+from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.lambda_model.delivery import RunStats
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime
@@ -85,6 +85,7 @@ class ChaosPlan:
     boards: int = len(CATEGORY_BOARDS)  # category boards views may name (0: the global board only)
     # Chance that a round also hides items of the top (and unhides one hidden before) while its traffic flows.
     takedown_chance: float = 0.5
+    delete_chance: float = 0.3  # ... and that such a round also deletes an item of the top
 
 
 @dataclass
@@ -321,11 +322,15 @@ class Chaos:
                     board.client.delete_item(TableName=board.table, Key={PK: {"S": pk}})
         self.say(f"  lost {len(lost)} aggregates with their past entries; rebuilding while traffic flows")
         clean = self.rt.board  # the rebuild's own process: the aggregator's faults are not its faults
-        self.report.rebuilds.append(rebuild(self.rt.views, clean, self.rt.settings, RebuildProgress.fresh(4)))
+        progress = RebuildProgress.fresh(4)
+        self.report.rebuilds.append(
+            rebuild(self.rt.views, clean, self.rt.settings, progress, denied=self.rt.items.denied)
+        )
 
     def _takedowns(self, rng: random.Random) -> None:
         """An operator's takedowns while views flow and the aggregator fails: hide one or two items of the global
-        board's current top, and unhide one hidden earlier half the time (the admin function's own clients)."""
+        board's current top, unhide one hidden earlier half the time, and now and then delete one (the admin
+        function's own clients)."""
         rt = self.rt
         time.sleep(rng.uniform(0.0, 0.5))  # into the round's traffic
         hidden = sorted(rt.items.hidden())
@@ -340,6 +345,14 @@ class Chaos:
             except NothingToTakeDown:  # a name no view has reached yet
                 continue
             self.report.takedowns["hide"] += 1
+        # A delete races the faulty aggregator, rebuilds and redrives too: erased, later views refused.
+        if rng.random() < self.plan.delete_chance:
+            try:
+                delete(rt.items, rt.board, rt.settings, rng.choice(pool), by="chaos", reason="gdpr")
+            except NothingToTakeDown:
+                pass
+            else:
+                self.report.takedowns["delete"] += 1
         self.say(f"  takedowns: {dict(self.report.takedowns)} so far")
 
     def _snapshot(self) -> None:
@@ -369,7 +382,7 @@ class Chaos:
         if letters:
             self.say(f"redriving {len(letters)} failed batch(es) from the failure destination")
             rt = self.rt
-            self.report.redriven = redrive(rt.views, rt.board, rt.streams, rt.settings, letters)
+            self.report.redriven = redrive(rt.views, rt.board, rt.streams, rt.settings, letters, denied=rt.items.denied)
         self._snapshot()
         self._check()
         return self.report
