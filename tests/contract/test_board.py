@@ -351,6 +351,21 @@ def test_the_threshold_only_rises_per_period_and_reads_in_one_call(ports):
     assert found == {ALL_TIME: BoardState(12, None, None), DAY1: BoardState(3, None, None)}
 
 
+def test_only_refill_lowers_a_published_threshold(ports):
+    board = ports.board
+    # Nothing published: nothing to lower
+    assert board.lower_threshold(DAY1, 3) is False
+    assert board.thresholds([DAY1]) == {}
+    # Given a published T, lowering it takes only a lower value, and T rises again from there
+    assert board.raise_threshold(DAY1, 10) is True
+    assert board.lower_threshold(DAY1, 10) is False
+    assert board.lower_threshold(DAY1, 12) is False
+    assert board.lower_threshold(DAY1, 4) is True
+    assert board.thresholds([DAY1], consistent=True) == {DAY1: BoardState(4, None, None)}
+    assert board.raise_threshold(DAY1, 6) is True
+    assert board.thresholds([DAY1], consistent=True) == {DAY1: BoardState(6, None, None)}
+
+
 def test_a_change_counted_after_the_read_keeps_the_period_dirty(ports):
     board = ports.board
     assert board.changed_periods() == [] and board.periods() == []

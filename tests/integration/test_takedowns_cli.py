@@ -105,3 +105,31 @@ def test_delete_bad_input_and_an_unknown_id_write_nothing(cli):  # noqa: F811
         assert result.exit_code == code
         assert reason in result.output and len(result.output.strip().splitlines()) == 1
     assert items_written() == []
+
+
+def test_refill_after_a_ban_wave_puts_the_never_keyed_item_on_the_board(cli):  # noqa: F811
+    # Given N = 1, no spares and no ranked versions: six items keyed while T was 0, T raised to the best (9), then a
+    # newcomer below T (never keyed) and the top three banned (more hides above T than the zero spares)
+    params = ["-p", "TopN=1", "-p", "SnapshotSpare=0", "-p", "RankDepth=0", "-p", "Periods=day"]
+    assert cli(*params, "init").exit_code == 0
+    for item, views in (("a", 9), ("b", 8), ("c", 7), ("d", 3)):
+        assert cli(*params, "record", item, "-n", str(views)).exit_code == 0
+    assert cli(*params, "process", "--drain").exit_code == 0
+    assert cli(*params, "snapshot").exit_code == 0
+    assert cli(*params, "record", "new", "-n", "5").exit_code == 0
+    assert cli(*params, "process", "--drain").exit_code == 0
+    for item in ("a", "b", "c"):
+        assert cli(*params, "item", "hide", item, "--reason", "ban wave").exit_code == 0
+    # (the index holds d (3) but not the newcomer (5): the board shows d, and verify says the snapshot is stale)
+    assert top(cli) == [["d", 3]]
+    assert "stale" in cli(*params, "verify").output
+    # When refill runs
+    result = cli(*params, "refill")
+    # Then both periods' T came down to the newcomer's 5, it was keyed, and the board shows it
+    assert result.exit_code == 0, result.output
+    assert "global: threshold 9 -> 5, 1 item(s) keyed, head gathered" in result.output
+    assert "refill: 2 period(s) repaired" in result.output
+    assert top(cli) == [["new", 5]]
+    assert "snapshots: 2 of 2 match" in cli(*params, "verify").output
+    # And a second run has nothing to do
+    assert "refill: every period is proven" in cli(*params, "refill").output

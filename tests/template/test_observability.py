@@ -71,6 +71,13 @@ def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
     assert alarm["TreatMissingData"] == "notBreaching"
 
 
+def test_an_unproven_snapshot_alarms_on_the_first_one(alarms):
+    # More takedowns above T than spares need `shardboard refill`: the job's first unproven head is the signal.
+    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "UnprovenSnapshots", service="shardboard")
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
 def test_the_aggregator_emits_the_metric_the_skipped_records_alarm_watches(pipeline, capsys):
     from shardboard.handlers import observability
 

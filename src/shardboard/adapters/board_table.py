@@ -587,13 +587,13 @@ class BoardStore:
                 time.sleep(0.05 * 2**attempt)
         return found
 
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
+    def thresholds(self, periods: Sequence[PeriodKey], consistent: bool = False) -> dict[PeriodKey, BoardState]:
         """Threshold (and, for all time, layout) of several periods: BatchGetItem, 100 keys a request."""
         by_pk = {threshold_pk(*period): period for period in periods}
         found: dict[PeriodKey, BoardState] = {}
         keys = [{PK: s_attr(pk)} for pk in by_pk]
         for start in range(0, len(keys), 100):
-            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + 100]}}
+            request: dict[str, Any] = {self.table: {"Keys": keys[start : start + 100], "ConsistentRead": consistent}}
             for _ in range(10):
                 response = self.client.batch_get_item(RequestItems=request)
                 for item in response["Responses"].get(self.table, []):
@@ -613,6 +613,17 @@ class BoardStore:
             threshold_pk(*period),
             "SET #t = :t",
             "attribute_not_exists(#t) OR #t < :t",
+            {"#t": "threshold"},
+            {":t": n_attr(threshold)},
+        )
+
+    def lower_threshold(self, period: PeriodKey, threshold: int) -> bool:
+        """Lower a published T: the one way down, for `shardboard refill` (tools/shardboard_tools/operations/refill.py),
+        which then keys every item the lower T admits."""
+        return self._conditional_update(
+            threshold_pk(*period),
+            "SET #t = :t",
+            "#t > :t",
             {"#t": "threshold"},
             {":t": n_attr(threshold)},
         )

@@ -280,13 +280,18 @@ class Board(Protocol):
         """All-time threshold and layout, in one read."""
         ...
 
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
+    def thresholds(self, periods: Sequence[PeriodKey], consistent: bool = False) -> dict[PeriodKey, BoardState]:
         """Published thresholds (and for all time the layout) of several periods in one round trip; a period with
         none published is left out."""
         ...
 
     def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
         """Publish T if it is higher than the published one; False otherwise."""
+        ...
+
+    def lower_threshold(self, period: PeriodKey, threshold: int) -> bool:
+        """Lower a published T (only `shardboard refill` does, after keying what the lower T admits); False when
+        none is published or it is not higher."""
         ...
 
     def raise_deep_threshold(self, board: str, threshold: int) -> bool:

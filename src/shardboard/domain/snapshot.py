@@ -26,6 +26,9 @@ class SnapshotResult:
     snapshot: dict[str, Any]
     written: bool  # False when the content had not changed (or a newer snapshot won the race)
     gathered: Gathered
+    # False when hides above the sparse index's T outran the spares and no deeper index could make up for them: the
+    # head is the exact top of the *keyed* visible items only (``proven_exact``; `shardboard refill` repairs it).
+    proven: bool = True
 
 
 def iso_now() -> str:
@@ -111,6 +114,36 @@ def index_threshold(gathered: list[Entry], depth: int) -> int:
     return gathered[depth - 1].views if len(gathered) >= depth else 0
 
 
+def proven_exact(top: Sequence[Entry], depth: int, threshold: int) -> bool:
+    """Whether a gather of the keyed items is the exact top ``depth`` of every visible item. Every item at or above
+    the published T is keyed (docs/sparse-index.md), so the gather is exact when its ``depth``-th entry is at or
+    above T, or when T is 0 (everything is keyed). Only takedowns break it: more hides above T than spares."""
+    return threshold <= 0 or (len(top) >= depth and top[depth - 1].views >= threshold)
+
+
+def gather_head(
+    board: Board,
+    settings: Settings,
+    period: PeriodKey,
+    previous_hits: Mapping[int, int] | None,
+    hidden: frozenset[str],
+) -> tuple[Gathered, bool]:
+    """The head's exact top N+R visible, and whether it is proven exact. With takedowns in play the gather is
+    checked against the published T; when it falls short and the period has the deep tier (all time with ranked
+    versions), the deep gather, exact down to T_D, takes over (docs/sparse-index.md, "Takedowns")."""
+    depth = gather_depth(settings, period.board)
+    gathered = gather_board(board, settings, previous_hits, period, hidden)
+    if not hidden or not settings.sparse_index:
+        return gathered, True  # nothing was ever taken down: every visible item at or above T is in the gather
+    state = board.thresholds([period], consistent=True).get(period)
+    if state is None or proven_exact(gathered.top, depth, state.threshold):
+        return gathered, True
+    if not deep_tier_on(settings, period):
+        return gathered, False
+    deep = gather_deep_board(board, settings, period, depth, previous_hits, hidden=hidden, head=gathered)
+    return deep, proven_exact(deep.top, depth, state.deep_threshold)
+
+
 def take_snapshot(
     board: Board,
     settings: Settings,
@@ -128,14 +161,14 @@ def take_snapshot(
     now = now or iso_now()
     top_n = settings.top_n_of(period.board)
     previous = board.get_snapshot(period, consistent=True)
-    gathered = gather_board(board, settings, previous["shard_hits"] if previous else None, period, hidden)
+    gathered, proven = gather_head(board, settings, period, previous["shard_hits"] if previous else None, hidden)
     items = [[e.id, e.views] for e in gathered.top[:top_n]]
     spare = [[e.id, e.views] for e in gathered.top[top_n:]]
     digest = head_digest(items, spare)
     expires = expires_at(period.kind, period.bucket, settings.retention(period.kind))
     rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
     if previous is not None and previous["digest"] == digest and rank.block == previous.get("rank"):
-        return SnapshotResult(previous, written=False, gathered=gathered)
+        return SnapshotResult(previous, written=False, gathered=gathered, proven=proven)
     snapshot: dict[str, Any] = {
         "board": period.board,
         "period": period_json(period),
@@ -156,7 +189,7 @@ def take_snapshot(
         snapshot["rank"] = rank.block
     written = board.put_snapshot(snapshot, previous["version"] if previous else None)
     publish_threshold(board, settings, period, gathered, rank=rank, written=written)
-    return SnapshotResult(snapshot, written, gathered)
+    return SnapshotResult(snapshot, written, gathered, proven)
 
 
 def ranked_version(
@@ -193,11 +226,13 @@ def gather_deep_board(
     previous_hits: Mapping[int, int] | None,
     *,
     hidden: frozenset[str] = frozenset(),
+    head: Gathered | None = None,
 ) -> Gathered:
     """The exact top ``depth`` visible of all time with the deep tier (domain/deep_tier.py): the head GSI's exact top
-    ``depth``, then whole deep buckets over every shard of every layout (a reshard moves deep keys like head keys),
-    the found ids' exact views by BatchGetItem. Hidden ids are dropped wherever they are read."""
-    head = gather_board(board, settings, previous_hits, period, hidden, top_n=depth)
+    ``depth`` (``head``, when the caller gathered it already), then whole deep buckets over every shard of every
+    layout (a reshard moves deep keys like head keys), the found ids' exact views by BatchGetItem. Hidden ids are
+    dropped wherever they are read."""
+    head = head or gather_board(board, settings, previous_hits, period, hidden, top_n=depth)
     layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
     keys = [period_shard_value(period.board, ALL, ALL, shard, shards) for shards in layouts for shard in range(shards)]
 

@@ -36,6 +36,13 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
     metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
+    unproven = sorted(period for period, result in run.results.items() if not result.proven)
+    metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(unproven))
+    for period in unproven:
+        logger.warning(
+            "snapshot not proven exact: more takedowns above the index threshold than spares; run `shardboard refill`",
+            extra=period._asdict(),
+        )
     for period, error in run.failures.items():
         logger.error(
             "snapshot refresh failed; the period stays marked for the next run",

@@ -824,11 +824,11 @@ class MemoryBoardStore:
         return True
 
     @metered
-    def thresholds(self, periods: Sequence[PeriodKey]) -> dict[PeriodKey, BoardState]:
+    def thresholds(self, periods: Sequence[PeriodKey], consistent: bool = False) -> dict[PeriodKey, BoardState]:
         found = {}
         with self.data.lock:
             for period in periods:
-                item = self.data.read("BatchGetItem", threshold_pk(*period), consistent=False)
+                item = self.data.read("BatchGetItem", threshold_pk(*period), consistent=consistent)
                 if item is not None:
                     found[period] = board_state_from_item(item)
         return found
@@ -851,6 +851,17 @@ class MemoryBoardStore:
                 self.data.refuse("UpdateItem", pk)
                 return False
             self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), "threshold": {"N": str(threshold)}})
+        return True
+
+    @metered
+    def lower_threshold(self, period: PeriodKey, threshold: int) -> bool:
+        pk = threshold_pk(*period)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is None or "threshold" not in old or int(old["threshold"]["N"]) <= threshold:
+                self.data.refuse("UpdateItem", pk)
+                return False
+            self._write("UpdateItem", pk, {**old, "threshold": {"N": str(threshold)}})
         return True
 
     @metered

@@ -1,4 +1,5 @@
-"""Recovery commands: ``rebuild`` (every aggregate from the base table) and ``redrive`` (the failure destination)."""
+"""Recovery commands: ``rebuild`` (every aggregate from the base table), ``redrive`` (the failure destination) and
+``refill`` (the sparse index after more takedowns than spares)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from shardboard_tools.cli.chaos import chaos
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.stream_runner import DEAD_LETTERS_FILE, default_state_dir
 from shardboard_tools.operations import recovery
+from shardboard_tools.operations.refill import refill as refill_periods
 
 
 def rebuild_state_path(board_table: str) -> Path:
@@ -87,5 +89,30 @@ def redrive(ctx: click.Context, letters_path: Path | None) -> None:
         sys.exit(1)
 
 
+@click.command()
+@click.option("--board", "boards", multiple=True, help="Only this board (repeatable); every board by default.")
+@click.pass_context
+def refill(ctx: click.Context, boards: tuple[str, ...]) -> None:
+    """Give the sparse index back the items that more takedowns than spares left out (UnprovenSnapshotsAlarm).
+
+    Lowers the threshold T of each period whose best visible items are not all at or above it, keys every item the
+    lower T admits, and gathers those heads again (docs/sparse-index.md, "Takedowns"). Two scans of the board table;
+    safe while traffic flows and to run twice.
+    """
+    rt = runtime(ctx)
+    with one_line_errors():
+        repaired = refill_periods(
+            rt.board, rt.settings, rt.items.hidden(), rt.items.denied(), catalog=rt.items, boards=boards or None
+        )
+    for done in repaired:
+        period = done.period
+        where = period.board if period.kind == "all" else f"{period.board} {period.kind} {period.bucket}"
+        console.print(
+            f"{where}: threshold {done.threshold_was} -> {done.threshold}, {done.keyed} item(s) keyed, head gathered",
+            markup=False,
+        )
+    console.print(f"refill: {len(repaired)} period(s) repaired" if repaired else "refill: every period is proven")
+
+
 # `chaos` proves what these commands repair; registered with them.
-COMMANDS = [rebuild, redrive, chaos]
+COMMANDS = [rebuild, redrive, refill, chaos]

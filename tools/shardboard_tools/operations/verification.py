@@ -76,9 +76,25 @@ def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = froz
     return counts, leftovers
 
 
+@dataclass
+class Stored:
+    """The board table's counts per period, which items carry each period's index key, and which counts an
+    aggregate holds (its current periods; the rest are past entries)."""
+
+    counts: Counts
+    keyed: dict[PeriodKey, set[str]]
+    current: set[tuple[PeriodKey, str]]
+
+
 def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
     """Every period's counts as the board table holds them (an aggregate for its current periods, past entries
     for the others), and which items carry each period's index key."""
+    found = stored_counts(board, settings)
+    return found.counts, found.keyed
+
+
+def stored_counts(board: BoardStore, settings: Settings) -> Stored:
+    """What :func:`stored` returns, and which counts an aggregate holds (one scan of the board table)."""
     counts: Counts = defaultdict(dict)
     keyed: dict[PeriodKey, set[str]] = defaultdict(set)
     current: set[tuple[PeriodKey, str]] = set()
@@ -106,7 +122,7 @@ def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKe
         counts[period][item] = int(row[count_attr(kind)]["N"]) if count_attr(kind) in row else 0
         if index_key_attr(kind) in row:
             keyed[period].add(item)
-    return counts, keyed
+    return Stored(counts, keyed, current)
 
 
 def verify(

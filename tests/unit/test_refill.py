@@ -1,0 +1,156 @@
+"""More takedowns above a period's sparse-index threshold than it has spares (issue 13, "boards full"): the snapshot
+job proves each head exact or says it is not, all time falls back on the deep tier, and `refill` repairs the rest.
+The real pipeline on the in-memory stores; the truth is the views recorded."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shardboard.domain.periods import ALL, DAY
+from shardboard.domain.ranking import Entry
+from shardboard.domain.snapshot import proven_exact, take_snapshot
+from shardboard.domain.takedown import delete, hide, unhide
+from shardboard_tools.operations.refill import refill, short_periods
+from shardboard_tools.operations.verification import stored_counts, verify
+from tests.unit.test_takedowns import World
+
+TOP_N, SPARE = 2, 1
+
+
+def test_proven_exact_needs_the_depth_th_entry_at_or_above_t():
+    entries = [Entry(id=f"i{n}", views=v) for n, v in enumerate([9, 8, 8, 5])]
+    assert proven_exact(entries, 3, 0)  # T = 0: everything is keyed
+    assert proven_exact(entries, 3, 8)  # ties at T are keyed too
+    assert not proven_exact(entries, 4, 8)  # the 4th best (5) may have an unkeyed rival in [5, 8)
+    assert not proven_exact(entries[:2], 3, 1)  # short of the depth while T > 0
+
+
+def views(world: World, counts: dict[str, int]) -> None:
+    for item, count in counts.items():
+        for _ in range(count):
+            world.design.view(item)
+        world.counts[item] += count
+    world.design.settle(final=True)
+
+
+def hide_all(world: World, items: list[str]) -> None:
+    for item in items:
+        hide(world.catalog, world.design.board, world.config, item, by="test", reason="ban", at=world.moment)
+        world.hidden.add(item)
+
+
+def head_of(world: World, kind: str) -> dict:
+    (head,) = [h for period, h in world.heads().items() if period.kind == kind]
+    return head
+
+
+def banned_world(depth: int) -> World:
+    """Six items keyed while T was 0, T raised to the (N+R)-th best (8), two newcomers below it (never keyed),
+    then three of the top banned: more hides above T than the one spare."""
+    world = World(TOP_N, SPARE, board_shards=2, batch_size=5, depth=depth)
+    views(world, {"x1": 10, "x2": 9, "x3": 8, "x4": 7, "x5": 6, "x6": 5})
+    world.refresh()
+    views(world, {"y1": 7, "y2": 6})
+    hide_all(world, ["x1", "x2", "x3"])
+    return world
+
+
+def test_without_a_deeper_index_the_job_says_the_head_is_not_proven_and_refill_repairs_it():
+    # Given more hides above T than spares, and no ranked versions
+    world = banned_world(depth=0)
+    day = next(p for p in world.periods() if p.kind == DAY)
+    dropped = world.catalog.hidden()
+    # When the job gathers the day again
+    result = take_snapshot(world.design.board, world.config, None, day, dropped)
+    # Then it says the head is not proven: the never-keyed y1 (7) belongs in it
+    assert not result.proven
+    assert result.snapshot["items"] != world.best_visible(TOP_N)
+    # When refill runs
+    found = stored_counts(world.design.board, world.config)
+    short = short_periods(world.design.board, world.config, found, dropped)
+    assert short == dict.fromkeys(world.periods(), 6)  # the 3rd best visible: x5 and y2 with 6
+    repaired = refill(world.design.board, world.config, dropped, world.catalog.denied())
+    # Then every period's T went down to what holds its best visible, the newcomers were keyed, and every head is
+    # the exact top N+R of the visible counts, proven so
+    assert {(r.period, r.threshold_was, r.threshold) for r in repaired} == {(p, 8, 6) for p in world.periods()}
+    assert all(r.keyed == 2 for r in repaired)
+    for period, head in world.heads().items():
+        assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+        assert take_snapshot(world.design.board, world.config, None, period, dropped).proven
+    report = verify(world.design.views, world.design.board, world.config, dropped)
+    assert report.exact and not report.snapshots_inexact
+    # And a second refill finds nothing to do
+    assert refill(world.design.board, world.config, dropped, frozenset()) == []
+
+
+def test_all_time_with_ranked_versions_makes_up_from_the_deep_tier_at_once():
+    # Given the same bans with ranked versions to depth 12 (all time has the deep tier)
+    world = banned_world(depth=12)
+    everything = next(p for p in world.periods() if p.kind == ALL)
+    # Then the hides themselves left the all-time head full and exact (the one that ran out of spares gathered
+    # again, falling back on the deep tier), and the next refresh fills its spares too
+    assert head_of(world, ALL)["items"] == world.best_visible(TOP_N)
+    world.refresh()
+    head = head_of(world, ALL)
+    assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+    assert take_snapshot(world.design.board, world.config, None, everything, world.catalog.hidden()).proven
+
+
+def test_an_unhide_after_a_refill_finds_the_item_in_the_index():
+    # Given a refill after the bans
+    world = banned_world(depth=0)
+    refill(world.design.board, world.config, world.catalog.hidden(), frozenset())
+    # When a banned item comes back and views go on
+    unhide(world.catalog, world.design.board, world.config, "x2", by="test", reason="appeal", at=world.moment)
+    world.hidden.discard("x2")
+    views(world, {"y2": 3, "x2": 1})
+    world.refresh()
+    # Then every head is the exact top N of the visible counts
+    for head in world.heads().values():
+        assert head["items"] == world.best_visible(TOP_N)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rounds=st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from([f"i{n}" for n in range(12)]), st.integers(1, 9), max_size=6),
+            st.lists(st.integers(0, 11), max_size=4),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    depth=st.sampled_from([0, 12]),
+    spare=st.integers(0, 2),
+)
+def test_after_refill_every_head_is_the_exact_top_of_the_visible_counts(rounds, depth, spare):
+    # Given rounds of views, refreshes, hides and deletes of any items, with or without ranked versions
+    world = World(TOP_N, spare, board_shards=2, batch_size=4, depth=depth)
+    world.design.settings = dataclasses.replace(world.config, snapshot_spare=spare)
+    deleted: set[str] = set()
+    for counts, takedowns, remove in rounds:
+        views(world, {item: count for item, count in counts.items() if item not in deleted})
+        world.refresh()
+        for number in takedowns:
+            item = f"i{number}"
+            if item in deleted or item not in world.counts:
+                continue
+            if remove:
+                delete(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
+                deleted.add(item)
+                world.hidden.discard(item)
+                world.counts.pop(item)
+            else:
+                hide_all(world, [item])
+    # When refill runs and the job refreshes
+    refill(world.design.board, world.config, world.catalog.hidden(), world.catalog.denied())
+    world.refresh()
+    # Then every head is the exact top N of the visible counts, and the job proves it
+    for period, head in world.heads().items():
+        assert head["items"] == world.best_visible(TOP_N)
+        dropped = world.catalog.hidden() | world.catalog.denied()
+        assert take_snapshot(world.design.board, world.config, None, period, dropped).proven
