@@ -49,12 +49,15 @@ def test_bad_input_and_nothing_to_take_down_write_nothing(cli):  # noqa: F811
         (("item", "hide", "a", "--reason", "x" * 501), 2, "reason must be at most 500"),
         (("item", "hide", "bad\nid"), 2, "control character"),
         (("item", "hide", "never-seen"), 1, "has no views and was never created"),
-        (("item", "unhide", "a"), 1, "is not hidden"),
+        (("item", "unhide", "never-seen"), 1, "has no views and was never created"),
     ):
         result = cli(*args)
         assert result.exit_code == code
         assert reason in result.output and len(result.output.strip().splitlines()) == 1
     assert items_written() == []
+    # (an unhide of a visible item changes nothing: it checks the heads again, which finishes one cut short)
+    again = cli("item", "unhide", "a")
+    assert again.exit_code == 0 and "a: visible again (it was visible already)" in again.output
 
 
 def test_delete_from_the_cli_erases_the_item_and_a_repeat_sweeps_again(cli):  # noqa: F811

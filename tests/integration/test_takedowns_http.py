@@ -146,12 +146,19 @@ def test_bad_input_is_a_400_that_writes_nothing(board, op, query, message):
     assert written(board) == before
 
 
-@pytest.mark.parametrize(("op", "query"), [("hide", "id=never-seen"), ("unhide", "id=a"), ("unhide", "id=never-seen")])
+@pytest.mark.parametrize(("op", "query"), [("hide", "id=never-seen"), ("unhide", "id=never-seen")])
 def test_nothing_to_take_down_is_a_404_that_writes_nothing(board, op, query):
     before = written(board)
     status, _, body = call(board, "items_admin", takedown(op, query))
     assert status == 404 and body["code"] == "not_found"
     assert written(board) == before
+
+
+def test_an_unhide_of_a_visible_item_changes_nothing_and_checks_its_heads(board):
+    # (what finishes an unhide cut short after its transaction: tests/unit/test_takedowns.py)
+    status, _, body = call(board, "items_admin", takedown("unhide", "id=a"))
+    assert status == 200
+    assert (body["status"], body["changed"]) == ("visible", False)
 
 
 def test_hides_while_views_arrive_and_batches_are_replayed_keep_counts_exact(make_pipeline):

@@ -16,7 +16,7 @@ from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.snapshot import RefreshRun, leaderboard_json, refresh_changed
-from shardboard.domain.takedown import NothingToTakeDown, hide, unhide, without
+from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide, without
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
@@ -207,12 +207,14 @@ def hidden(world: World, item: str, top_n: int, _: int) -> None:
 
 def unhidden(world: World, item: str, top_n: int, spare: int) -> None:
     """An unhide: every head is gathered again at once, the item back where its counts put it; an item that is
-    not hidden is refused."""
-    if item not in world.hidden:
-        with pytest.raises(NothingToTakeDown):
+    not hidden changes nothing (the heads are checked again: an unhide cut short is finished by a repeat); an id
+    with no views and no record is refused."""
+    if item not in world.aggregated() and world.catalog.get(item) is None:
+        with pytest.raises(NothingToTakeDown, match="no views and was never created"):
             unhide(world.catalog, world.design.board, world.config, item, by="t", reason="", at=world.moment)
         return
-    unhide(world.catalog, world.design.board, world.config, item, by="t", reason="ok", at=world.moment)
+    done = unhide(world.catalog, world.design.board, world.config, item, by="t", reason="ok", at=world.moment)
+    assert done.changed == (item in world.hidden)
     world.hidden.discard(item)
     for period, head in world.heads().items():
         if world.keyed(period, top_n + spare):
@@ -274,3 +276,30 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
     assert head["rank"]["events"] in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
     restored = lookup_ranks(board, config, period, head, ["i07", "i08"])
     assert [(a.rank, a.views) for a in restored] == [(before[0].rank, 13), (9, 12)]
+
+
+def test_an_unhide_cut_short_after_its_transaction_is_finished_by_a_repeat():
+    # Given a hidden leader, with ranked versions
+    world = World(top_n=2, spare=0, board_shards=2, batch_size=3, depth=12)
+    for item, count in (("a", 5), ("b", 3), ("c", 2)):
+        for _ in range(count):
+            world.design.view(item)
+        world.counts[item] += count
+    world.design.settle(final=True)
+    world.refresh()
+    hide(world.catalog, world.design.board, world.config, "a", by="t", reason="spam", at=world.moment)
+    # When an unhide dies right after its transaction (the status is visible, no head gathered again)
+    assert world.catalog.set_hidden("a", False, "t", "appeal", "2026-11-25T00:00:00.000Z")
+    assert all("a" not in [e[0] for e in head["items"]] for head in world.heads().values())
+    # Then running it again changes no status but puts the item back on every head and in the ranked version
+    done = unhide(world.catalog, world.design.board, world.config, "a", by="t", reason="appeal", at=world.moment)
+    assert (done.changed, len(done.refreshed)) == (False, 2)
+    for period, head in world.heads().items():
+        assert head["items"] == [["a", 5], ["b", 3]]
+        assert head["rank"]["events"][-1] == ["unhide", "a"]
+        (answer,) = lookup_ranks(world.design.board, world.config, period, head, ["a"])
+        assert answer.rank == 1
+    # And a deleted item cannot be unhidden
+    delete(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)
+    with pytest.raises(NothingToTakeDown, match="is deleted"):
+        unhide(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)

@@ -37,8 +37,8 @@ PARALLELISM = 16
 
 
 class NothingToTakeDown(LookupError):
-    """A hide of an id with no views and no record, or an unhide of an item that is not hidden: HTTP 404 not_found,
-    CLI exit 1, nothing written."""
+    """A takedown of an id with no views and no record, or an unhide of a deleted item: HTTP 404 not_found, CLI
+    exit 1, nothing written."""
 
 
 @dataclass(frozen=True)
@@ -216,10 +216,13 @@ def unhide(
     reason: str,
     at: datetime | None = None,
 ) -> Takedown:
-    """Unhide the item: the transaction reversed, then every existing head of its periods gathered again."""
+    """Unhide the item: the transaction reversed, then every existing head of its periods gathered again. Like a
+    hide, a repeat (or an unhide of an item that was never hidden) changes nothing but checks the heads again, so an
+    unhide cut short after its transaction is finished by running it again."""
     moment, now = _now(at)
-    if not catalog.set_hidden(item_id, False, by, reason, now):
-        raise NothingToTakeDown(f"item {item_id!r} is not hidden")
+    changed = catalog.set_hidden(item_id, False, by, reason, now)
+    if not changed:
+        _check_unhidable(catalog, board, settings, item_id)
     hidden = (catalog.hidden() - {item_id}) | catalog.denied()
     periods = affected_periods(board, settings, item_id, moment)
 
@@ -232,7 +235,20 @@ def unhide(
 
     refreshed = [period for period, outcome in _each(periods, refresh) if outcome == "refreshed"]
     _mark(board, settings, refreshed)
-    return Takedown(item_id, False, True, [], refreshed)
+    return Takedown(item_id, False, changed, [], refreshed)
+
+
+def _check_unhidable(catalog: ItemCatalog, board: Board, settings: Settings, item_id: str) -> None:
+    """An unhide that changed nothing goes on (to finish one cut short) for a visible item; a deleted item, a hidden
+    one whose transaction kept losing its race, and an id with no views and no record are refused."""
+    record = catalog.get(item_id, consistent=True)
+    status = record.status if record else None
+    if status == STATUS_AFTER["delete"] or item_id in catalog.denied():
+        raise NothingToTakeDown(f"item {item_id!r} is deleted")
+    if status == STATUS_AFTER["hide"]:
+        raise NothingToTakeDown(f"item {item_id!r} is still hidden: a concurrent put kept winning; try again")
+    if record is None and board.state(settings.board, item_id).views == 0:
+        raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
 
 
 def _take_off(  # noqa: PLR0917 - one takedown's inputs

@@ -197,15 +197,15 @@ HIDE_ITEM: dict[str, Any] = {
 
 UNHIDE_ITEM: dict[str, Any] = {
     "summary": "Unhide an item (admin)",
-    "description": "The item's snapshots are gathered again at once, with its counts as they are now. "
-    + _TAKEDOWN_AUTH
-    + _ID_QUERY,
+    "description": "The item's snapshots are gathered again at once, with its counts as they are now. An item that "
+    "is not hidden changes nothing (changed: false) but its snapshots are checked again, which finishes an unhide "
+    "cut short. " + _TAKEDOWN_AUTH + _ID_QUERY,
     "operation_id": "unhideItem",
     "security": ADMIN_SECURITY,
     "responses": {
         200: _json(TakedownDone, "Visible again."),
         400: _BAD_REQUEST,
-        404: _json(Error, "The item is not hidden (code not_found); nothing written."),
+        404: _json(Error, "No views and never created, or deleted (code not_found); nothing written."),
     },
 }
 
