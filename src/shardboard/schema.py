@@ -381,3 +381,7 @@ class VerifyReport(BaseModel):
     deleted_leftovers: int = Field(
         description="Base counters of deleted items still in the views table: never counted again, not a difference."
     )
+    refill_needed: list[str] = Field(
+        description='"<board> <kind>:<bucket>" of each period with more takedowns above its index threshold than '
+        "spares: its snapshot may miss a visible item until `shardboard refill` runs."
+    )

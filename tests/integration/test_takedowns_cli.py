@@ -125,7 +125,10 @@ def test_refill_after_a_ban_wave_puts_the_never_keyed_item_on_the_board(cli):  #
         assert cli(*params, "item", "hide", item, "--reason", "ban wave").exit_code == 0
     # (the index holds d (3) but not the newcomer (5): the board shows d, and verify says the snapshot is stale)
     assert top(cli) == [["d", 3]]
-    assert "stale" in cli(*params, "verify").output
+    checked = " ".join(cli(*params, "verify").output.split())  # (the console wraps long lines)
+    assert "stale" in checked
+    assert "global all: more takedowns above its threshold than spares: run `shardboard refill`" in checked
+    assert len(json.loads(cli(*params, "verify", "--json").output)["refill_needed"]) == 2
     # When refill runs
     result = cli(*params, "refill")
     # Then both periods' T came down to the newcomer's 5, it was keyed, and the board shows it
@@ -134,5 +137,6 @@ def test_refill_after_a_ban_wave_puts_the_never_keyed_item_on_the_board(cli):  #
     assert "refill: 2 period(s) repaired" in result.output
     assert top(cli) == [["new", 5]]
     assert "snapshots: 2 of 2 match" in cli(*params, "verify").output
+    assert json.loads(cli(*params, "verify", "--json").output)["refill_needed"] == []
     # And a second run has nothing to do
     assert "refill: every period is proven" in cli(*params, "refill").output

@@ -371,6 +371,10 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
             )
         for miss in report.index_misses[:20]:
             console.print(f"  {miss}: reached its period's threshold but is not in the index", markup=False)
+        for period in report.refill_needed[:20]:
+            console.print(
+                f"  {period}: more takedowns above its threshold than spares: run `shardboard refill`", markup=False
+            )
         if report.snapshots_checked:
             inexact = len(report.snapshots_inexact)
             console.print(

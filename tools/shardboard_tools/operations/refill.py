@@ -29,10 +29,9 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.aggregation import Context
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import ItemCatalog, PeriodKey
-from shardboard.domain.ranking import Entry, top
-from shardboard.domain.snapshot import gather_depth, take_snapshot
+from shardboard.domain.snapshot import take_snapshot
 from shardboard.settings import Settings
-from shardboard_tools.operations.verification import Stored, stored_counts
+from shardboard_tools.operations.verification import Stored, holding_threshold, refill_depth, stored_counts
 
 
 @dataclass(frozen=True)
@@ -45,30 +44,17 @@ class Refill:
     keyed: int
 
 
-def refill_depth(settings: Settings, board_name: str) -> int:
-    """How many visible items a period must keep at or above T: D with ranked versions (their gather reads the top D
-    of the index), else the head's N + R."""
-    if settings.ranked_versions(board_name):
-        return settings.rank_depth_of(board_name)
-    return gather_depth(settings, board_name)
-
-
 def short_periods(
     board: BoardStore, settings: Settings, found: Stored, dropped: frozenset[str]
 ) -> dict[PeriodKey, int]:
-    """Each period whose best visible items are not all at or above its published T, with the T that holds them:
-    the depth-th best visible count (0 when fewer than that many items are visible: every item then belongs keyed)."""
+    """Each period whose best visible items are not all at or above its published T, with the T that holds them."""
     states = board.thresholds(sorted(found.counts), consistent=True)
     short: dict[PeriodKey, int] = {}
     for period, counts in found.counts.items():
         state = states.get(period)
         published = state.threshold if state else 0
-        if published <= 0:
-            continue
-        depth = refill_depth(settings, period.board)
-        best = top((Entry(id=i, views=v) for i, v in counts.items() if v > 0 and i not in dropped), depth)
-        holds = best[-1].views if len(best) >= depth else 0
-        if holds < published:
+        holds = holding_threshold(counts, published, refill_depth(settings, period.board), dropped)
+        if holds is not None:
             short[period] = holds
     return short
 

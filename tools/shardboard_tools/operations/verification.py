@@ -7,6 +7,7 @@ aggregator skips them) and are reported as leftovers, which do not make the repo
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
+from shardboard.domain.snapshot import gather_depth
 from shardboard.settings import Settings
 
 # Counts per period: period -> item -> views.
@@ -48,6 +50,8 @@ class Report:
     hidden: int = 0  # hidden items (issue 13 takedowns): left out of every snapshot's truth
     deleted: int = 0  # deleted items: left out of the truth altogether
     deleted_leftovers: int = 0  # base counters of deleted items still in the views table (never counted again)
+    # Periods with more takedowns above their index threshold than spares: `shardboard refill` repairs them.
+    refill_needed: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
 
     @property
     def exact(self) -> bool:
@@ -125,6 +129,24 @@ def stored_counts(board: BoardStore, settings: Settings) -> Stored:
     return Stored(counts, keyed, current)
 
 
+def refill_depth(settings: Settings, board_name: str) -> int:
+    """How many visible items a period must keep at or above its T: D with ranked versions (their gather reads the
+    top D of the index), else the head's N + R."""
+    if settings.ranked_versions(board_name):
+        return settings.rank_depth_of(board_name)
+    return gather_depth(settings, board_name)
+
+
+def holding_threshold(counts: Mapping[str, int], published: int, depth: int, dropped: frozenset[str]) -> int | None:
+    """The T that holds a period's best ``depth`` visible items, when the published T does not (more takedowns above
+    it than spares: docs/sparse-index.md, "Takedowns"); None when it does. 0 when fewer are visible."""
+    if published <= 0:
+        return None
+    best = top((Entry(id=i, views=v) for i, v in counts.items() if v > 0 and i not in dropped), depth)
+    holds = best[-1].views if len(best) >= depth else 0
+    return holds if holds < published else None
+
+
 def verify(
     views: ViewStore,
     board: BoardStore,
@@ -156,6 +178,9 @@ def verify(
         for item, count in stored_counts.items():
             if count > 0 and count >= threshold and item not in keyed.get(period, set()):
                 report.index_misses.append(f"{period.board} {label} {item}")
+        depth = refill_depth(settings, period.board)
+        if holding_threshold(stored_counts, threshold, depth, hidden | deleted) is not None:
+            report.refill_needed.append(f"{period.board} {label}")
         snapshot = board.get_snapshot(period)
         if snapshot is not None:
             # (deleted ids are out of the truth already)
