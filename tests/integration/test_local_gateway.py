@@ -73,6 +73,7 @@ def test_every_route_of_the_template_is_served(pipeline):
         "PUT /item": "ItemsAdminFunction",
         "POST /item/hide": "ItemsAdminFunction",
         "POST /item/unhide": "ItemsAdminFunction",
+        "DELETE /item": "ItemsAdminFunction",
     }
 
 

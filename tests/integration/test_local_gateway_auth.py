@@ -298,6 +298,7 @@ def test_each_route_needs_what_the_deployed_api_needs(pipeline, parameters, writ
         "PUT /item": admin,
         "POST /item/hide": admin,
         "POST /item/unhide": admin,
+        "DELETE /item": admin,
     }
 
 
@@ -348,6 +349,7 @@ def test_hide_needs_a_signature_with_iam_even_with_public_views(pipeline, serve,
     # An unsigned hide is refused by the gateway and writes nothing
     assert requests.post(url + "item/hide?id=a&reason=spam", timeout=10).status_code == 403
     assert requests.post(url + "item/unhide?id=a", timeout=10).status_code == 403
+    assert requests.delete(url + "item?id=a", timeout=10).status_code == 403
     assert items_in(pipeline) == before
     # A signed one is carried out
     request = AWSRequest(method="POST", url=url + "item/hide?id=a&reason=spam")
