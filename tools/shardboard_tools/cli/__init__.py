@@ -60,6 +60,7 @@ def main(
         logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
     use_local_credentials_if_needed()
     overrides = _parameters(parameters)
+    ctx.meta["parameters"] = overrides  # commands that build their own stack (chaos) take the overrides too
     with one_line_errors():
         ctx.obj = Runtime.from_template(template_path, overrides, stack)
 

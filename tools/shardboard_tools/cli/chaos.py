@@ -59,8 +59,10 @@ def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_
         logging.getLogger(name).setLevel(logging.ERROR)
     default_state_dir().mkdir(parents=True, exist_ok=True)
     state_dir = tempfile.mkdtemp(prefix=f"chaos-{seed}-", dir=default_state_dir())
+    # `-p Name=Value` reaches the chaos stack too (e.g. -p SnapshotSpare=1 -p RankDepth=0: takedowns past the spares).
+    overrides = click.get_current_context().meta.get("parameters") or {}
     with one_line_errors(), local_engine(announce=console.print):
-        rt = chaos_runtime(f"chaos-{seed}-{uuid.uuid4().hex[:6]}")
+        rt = chaos_runtime(f"chaos-{seed}-{uuid.uuid4().hex[:6]}", overrides)
         report = Chaos(rt, plan, Path(state_dir), say=console.print).run()
     show(report)
     if not report.exact:
@@ -96,7 +98,8 @@ def show(report: ChaosReport) -> None:
         console.print(
             f"takedowns under traffic: {report.takedowns['hide']} hides, {report.takedowns['unhide']} unhides, "
             f"{report.takedowns['delete']} deletes; "
-            f"{verified_hidden(report)} hidden at the end, absent from every snapshot checked"
+            f"{verified_hidden(report)} hidden at the end, absent from every snapshot checked; "
+            f"refill repaired {len(report.refilled)} period(s) past their spares"
         )
     if runner.dead_letter_batches:
         redriven = sum(r.views_added for r in report.redriven)

@@ -42,6 +42,7 @@ from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.stream_runner import StreamRunner, read_dead_letters
 from shardboard_tools.operations.recovery import RebuildProgress, RedriveResult, rebuild, redrive
+from shardboard_tools.operations.refill import Refill, refill
 from shardboard_tools.operations.verification import Report, verify
 from shardboard_tools.testing.faults import (
     ClientFaults,
@@ -104,6 +105,7 @@ class ChaosReport:
     times: Counter[str] = field(default_factory=Counter)  # views written by time: now, boundary, late
     on_boards: Counter[str] = field(default_factory=Counter)  # views written naming each category board
     takedowns: Counter[str] = field(default_factory=Counter)  # hides and unhides done while traffic flowed
+    refilled: list[Refill] = field(default_factory=list)  # periods `refill` repaired at the end (takedowns past R)
 
     @property
     def exact(self) -> bool:
@@ -384,6 +386,11 @@ class Chaos:
             rt = self.rt
             self.report.redriven = redrive(rt.views, rt.board, rt.streams, rt.settings, letters, denied=rt.items.denied)
         self._snapshot()
+        # What an operator does on UnprovenSnapshotsAlarm (more takedowns above T than spares); a no-op otherwise.
+        rt = self.rt
+        self.report.refilled = refill(rt.board, rt.settings, rt.items.hidden(), rt.items.denied(), catalog=rt.items)
+        if self.report.refilled:
+            self.say(f"refill repaired {len(self.report.refilled)} period(s) past their takedown spares")
         self._check()
         return self.report
 
