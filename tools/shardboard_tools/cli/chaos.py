@@ -49,8 +49,11 @@ def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_
     seed = random.SystemRandom().randrange(1_000_000) if seed is None else seed
     plan = ChaosPlan(seed, items, views, rounds, aggregation_window)
     plan = shortened(plan) if short else plan
+    # `-p Name=Value` reaches the chaos stack too (e.g. -p SnapshotSpare=1 -p RankDepth=0: takedowns past the spares).
+    overrides = click.get_current_context().find_root().meta.get("parameters") or {}
     options = (f" --aggregation-window {aggregation_window}" if aggregation_window else "") + (" --short" * short)
-    console.print(f"chaos seed {seed}: replay with `shardboard chaos --seed {seed}{options}`")
+    given = "".join(f" -p {name}={value}" for name, value in overrides.items())
+    console.print(f"chaos seed {seed}: replay with `shardboard{given} chaos --seed {seed}{options}`")
     from shardboard.handlers.observability import logger
 
     # The function logs every injected failure; a terminal wants the verdict (-v shows them).
@@ -59,8 +62,6 @@ def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_
         logging.getLogger(name).setLevel(logging.ERROR)
     default_state_dir().mkdir(parents=True, exist_ok=True)
     state_dir = tempfile.mkdtemp(prefix=f"chaos-{seed}-", dir=default_state_dir())
-    # `-p Name=Value` reaches the chaos stack too (e.g. -p SnapshotSpare=1 -p RankDepth=0: takedowns past the spares).
-    overrides = click.get_current_context().meta.get("parameters") or {}
     with one_line_errors(), local_engine(announce=console.print):
         rt = chaos_runtime(f"chaos-{seed}-{uuid.uuid4().hex[:6]}", overrides)
         report = Chaos(rt, plan, Path(state_dir), say=console.print).run()
