@@ -237,6 +237,25 @@ def test_the_leaderboard_carries_each_entrys_metadata_from_one_getitem(make_pipe
     assert [(e["id"], e.get("meta")) for e in board["items"]] == [("c", {"title": "C"}), ("a", CAT), ("b", None)]
 
 
+def test_a_re_put_title_is_on_the_leaderboard_at_once(make_pipeline):
+    # Given a board whose head carries a's document and b's absence of one
+    pipeline = make_pipeline(PageSize="2")
+    call(pipeline, "items_admin", put_item("a", json.dumps(CAT)))
+    for item, count in (("a", 3), ("b", 2)):
+        call(pipeline, "record_views", post(json.dumps({"id": item, "count": count})))
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.snapshot()
+    # When a's title changes and b gets its first document, with no snapshot run after
+    assert call(pipeline, "items_admin", put_item("a", json.dumps({**CAT, "title": "Renamed"})))[0] == 200
+    assert call(pipeline, "items_admin", put_item("b", json.dumps({"title": "B"})))[0] == 200
+    # Then the leaderboard (still one GetItem) shows both
+    _, _, board = call(pipeline, "read_api", get("/leaderboard"))
+    assert [(e["id"], e.get("meta")) for e in board["items"]] == [
+        ("a", {**CAT, "title": "Renamed"}),
+        ("b", {"title": "B"}),
+    ]
+
+
 @pytest.mark.parametrize("require_items", ["false", "true"])
 def test_views_of_a_deleted_id_are_refused_and_write_nothing(make_pipeline, require_items):
     # Given a created item with views, then deleted (its tombstone and deny set written directly)

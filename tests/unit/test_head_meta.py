@@ -127,3 +127,33 @@ def test_past_the_budget_the_lowest_ranked_entries_lose_their_inline_documents()
     size = 2_000 + len(json.dumps(items, separators=(",", ":"))) + len(json.dumps(kept, separators=(",", ":")))
     assert size < 100_000
     assert within_budget(meta_map, items) == meta_map  # the real budget keeps all 100
+
+
+def test_a_re_put_document_reaches_every_head_that_carries_it_at_once():
+    from shardboard.domain.republish import put_item
+    from shardboard.domain.snapshot import refresh_changed
+    from tests.unit.test_takedowns import World
+
+    # Given a board whose heads (all time and the day) carry the documents of a (put) and b (never put)
+    world = World(top_n=2, spare=1, board_shards=2, batch_size=3)
+    board, config = world.design.board, world.config
+    put_item(world.catalog, board, config, "a", meta({"title": "Old"}), at=world.moment)
+    for item, count in (("a", 3), ("b", 2), ("c", 1)):
+        for _ in range(count):
+            world.design.view(item)
+    world.design.settle(final=True)
+    refresh_changed(board, config, always=world.periods(), catalog=world.catalog)
+    assert {period: head["meta"]["a"] for period, head in world.heads().items()} == dict.fromkeys(
+        world.periods(), {"title": "Old"}
+    )
+    # When a's document is replaced and b gets its first one
+    _, patched_a = put_item(world.catalog, board, config, "a", meta({"title": "New"}), at=world.moment)
+    _, patched_b = put_item(world.catalog, board, config, "b", meta({"title": "B"}), at=world.moment)
+    # Then both heads show them at once, with no run of the snapshot job in between
+    assert sorted(patched_a) == sorted(patched_b) == sorted(world.periods())
+    for head in world.heads().values():
+        shown = {entry["id"]: entry.get("meta") for entry in leaderboard_json(head)["items"]}
+        assert shown == {"a": {"title": "New"}, "b": {"title": "B"}}
+    # And a put of an item in no head, or of the same document again, patches nothing
+    assert put_item(world.catalog, board, config, "z", meta({"title": "Z"}), at=world.moment)[1] == []
+    assert put_item(world.catalog, board, config, "a", meta({"title": "New"}), at=world.moment)[1] == []

@@ -2,11 +2,10 @@
 first P entries (``PageSize``), so a frontend renders a board, titles and thumbnails included, with one GetItem.
 
 Cost: a run that writes a head reuses the previous head's documents and BatchGets only the ids new among its first
-P (null records "asked, never put", so such ids are not asked again). Every ``META_REFRESH_SECONDS`` a written head
-re-reads all P, which bounds how stale a document can be after a re-put: at most that long, on a board whose top
-changes. A head whose ranking does not change is not rewritten (the job skips unchanged heads), so it keeps its
-documents until its next change. The proposal's ``metachg`` sets (PUT /item marks changed ids) would remove both
-limits; they are not built.
+P (null records "asked, never put", so such ids are not asked again). A re-put document does not wait for that: the
+put patches every head that carries the item's document (domain/republish.py). Every ``META_REFRESH_SECONDS`` a
+written head still re-reads all P, which heals a run that read a document just before its re-put (an eventually
+consistent BatchGet) on a board whose top changes.
 
 Size: the head stays under ``HEAD_BUDGET_BYTES`` (DynamoDB's limit is 400 KB): past it, the lowest-ranked entries
 lose their inline documents until it fits (their ids are then simply absent from ``meta``).

@@ -233,7 +233,7 @@ def unhide(
         take_snapshot(board, settings, now, period, hidden, catalog=catalog)  # the head keeps its metadata
         return "refreshed"
 
-    refreshed = [period for period, outcome in _each(periods, refresh) if outcome == "refreshed"]
+    refreshed = [period for period, outcome in for_each_period(periods, refresh) if outcome == "refreshed"]
     _mark(board, settings, refreshed)
     return Takedown(item_id, False, changed, [], refreshed)
 
@@ -259,7 +259,7 @@ def _take_off(  # noqa: PLR0917 - one takedown's inputs
     # The sets are read eventually consistently: the item itself is excluded whatever the read returns. Gathers
     # drop deleted ids too.
     hidden = catalog.hidden() | catalog.denied() | {item_id}
-    outcomes = _each(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
+    outcomes = for_each_period(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
     patched = [period for period, outcome in outcomes if outcome == "patched"]
     refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
     return patched, refreshed
@@ -324,7 +324,8 @@ def _mark(board: Board, settings: Settings, periods: Sequence[PeriodKey]) -> Non
         board.mark_changed(list(periods), int(time.time()), expiry)
 
 
-def _each(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> list[tuple[PeriodKey, str]]:
+def for_each_period(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> list[tuple[PeriodKey, str]]:
+    """``work`` on each period's head, PARALLELISM at a time: each period with its outcome."""
     if not periods:
         return []
     with ThreadPoolExecutor(max_workers=min(PARALLELISM, len(periods))) as pool:

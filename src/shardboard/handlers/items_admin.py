@@ -6,7 +6,6 @@ Ids travel in the query string so that any id, ``?`` included, can be named.
 Bad input (an id or a document the domain refuses) answers 400 and writes nothing.
 """
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -15,8 +14,8 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import takedown, validation
-from shardboard.domain.items import iso_ms, reason
+from shardboard.domain import republish, takedown, validation
+from shardboard.domain.items import reason
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
@@ -32,9 +31,10 @@ answer_errors(app)
 def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
     item_id = validation.item_id(routes.query_value(app.current_event.raw_query_string, "id"))
-    record = item_store().put(item_id, document.stored(), iso_ms(datetime.now(UTC)))
+    record, patched = republish.put_item(item_store(), board_store(), settings(), item_id, document.stored())
     # Who changed what, for CloudWatch Logs Insights (the audit rows of the items table come with takedowns).
-    logger.info("ItemAudit", extra={"op": "put", "item_id": item_id, "by": caller(), "rev": record.rev})
+    audit = {"op": "put", "item_id": item_id, "by": caller(), "rev": record.rev, "patched": len(patched)}
+    logger.info("ItemAudit", extra=audit)
     metrics.add_metric(name="ItemPuts", unit=MetricUnit.Count, value=1)
     return ItemPut.of(record)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -15,7 +14,8 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shardboard.domain import newest, takedown, validation
-from shardboard.domain.items import ItemRecord, iso_ms, meta_text, reason
+from shardboard.domain.items import ItemRecord, meta_text, reason
+from shardboard.domain.republish import put_item
 from shardboard.schema import Item, ItemPut, NewestPage
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
@@ -41,7 +41,7 @@ def put(ctx: click.Context, item_id: str, document: str, as_json: bool) -> None:
     rt = runtime(ctx)
     with one_line_errors():
         checked = (validation.item_id(item_id), meta_text(document))
-        record = rt.items.put(*checked, iso_ms(datetime.now(UTC)))
+        record, _ = put_item(rt.items, rt.board, rt.settings, *checked)  # (heads carrying its document: patched)
     if as_json:
         click.echo(json.dumps(ItemPut.of(record).model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
