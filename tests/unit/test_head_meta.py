@@ -143,9 +143,8 @@ def test_a_re_put_document_reaches_every_head_that_carries_it_at_once():
             world.design.view(item)
     world.design.settle(final=True)
     refresh_changed(board, config, always=world.periods(), catalog=world.catalog)
-    assert {period: head["meta"]["a"] for period, head in world.heads().items()} == dict.fromkeys(
-        world.periods(), {"title": "Old"}
-    )
+    assert all(head["meta"]["a"] == {"title": "Old"} for head in world.heads().values())
+    assert len(world.heads()) == len(world.periods())
     # When a's document is replaced and b gets its first one
     _, patched_a = put_item(world.catalog, board, config, "a", meta({"title": "New"}), at=world.moment)
     _, patched_b = put_item(world.catalog, board, config, "b", meta({"title": "B"}), at=world.moment)

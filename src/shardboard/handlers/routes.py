@@ -165,7 +165,8 @@ GET_AROUND: dict[str, Any] = {
 PUT_ITEM: dict[str, Any] = {
     "summary": "Create or replace an item's metadata (admin)",
     "description": "The body (a JSON object of at most 2 KB) replaces the item's metadata; the first put sets "
-    "created_at. Every snapshot that carries the item's metadata gets the new document before the answer. SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
+    "created_at. Every snapshot that carries the item's metadata gets the new document before the answer. "
+    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
     "The body is read as JSON whatever its Content-Type. " + _ID_QUERY,
     "operation_id": "putItem",
     "security": ADMIN_SECURITY,
