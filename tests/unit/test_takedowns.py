@@ -58,7 +58,9 @@ class World:
         return {period: head for period, head in found.items() if head is not None}
 
     def refresh(self) -> RefreshRun:
-        return refresh_changed(self.design.board, self.config, always=self.periods()[:1], hidden=self.catalog.hidden())
+        """The snapshot job as the handler runs it: every gather drops the hidden and the deleted ids."""
+        dropped = self.catalog.hidden() | self.catalog.denied()
+        return refresh_changed(self.design.board, self.config, always=self.periods()[:1], hidden=dropped)
 
     def aggregated(self) -> dict[str, int]:
         """What the aggregates hold now (all time; the day's count is the same: the run stays within one day)."""

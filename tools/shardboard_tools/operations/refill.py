@@ -5,8 +5,9 @@ D-th with ranked versions. T only rises, so each hide or delete of an item at or
 D - N) places. Past them a period can hold fewer than its depth of visible items at or above T, and an item below T
 that never reached it has no index key: the next gather may then come up short, or miss it. The snapshot job
 notices (``snapshot.proven_exact``, logged `snapshot not proven exact`, metric ``UnprovenSnapshots``); the all-time
-board with ranked versions makes up for it from the deep tier by itself. This repairs every other case
-(docs/sparse-index.md, "Takedowns"):
+board with ranked versions makes up for it from the deep tier by itself, until more than D - N - R takedowns above
+T_D, its deep threshold, against which it is measured here. This repairs every other case (docs/sparse-index.md,
+"Takedowns"):
 
 1. one scan of the board table finds each period whose best visible items (its depth of them) are not all at or
    above T, and the count of the depth-th of them, the T that holds them all;
@@ -16,7 +17,9 @@ board with ranked versions makes up for it from the deep tier by itself. This re
 
 An aggregator batch that read the old T before step 2 may write a count past the new T without a key after step 3
 read it: that item's next count keys it (the aggregator joins on every write), `verify` names it as an index miss
-until then, and a second refill keys it. Hidden and deleted items are counted out of the depth; a hidden item at or
+until then, and a second refill keys it. A past period whose every item was deleted is not seen (no counts, and
+a clean past period is not listed): its head is empty and exact, the job may call it unproven once. Hidden and
+deleted items are counted out of the depth; a hidden item at or
 above the new T is keyed like any other (an unhide must find it), a deleted one never.
 """
 
@@ -31,7 +34,7 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import ItemCatalog, PeriodKey
 from shardboard.domain.snapshot import take_snapshot
 from shardboard.settings import Settings
-from shardboard_tools.operations.verification import Stored, holding_threshold, refill_depth, stored_counts
+from shardboard_tools.operations.verification import Stored, holding_threshold, reserve, stored_counts
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,16 @@ class Refill:
 def short_periods(
     board: BoardStore, settings: Settings, found: Stored, dropped: frozenset[str]
 ) -> dict[PeriodKey, int]:
-    """Each period whose best visible items are not all at or above its published T, with the T that holds them."""
-    states = board.thresholds(sorted(found.counts), consistent=True)
+    """Each period whose best visible items are not all at or above its published threshold (T_D for all time with
+    the deep tier: ``verification.reserve``), with the T that holds them; lowering T to it keys them in the head
+    index, which every gather reads."""
+    # (a period whose every item was deleted holds no counts, but may still publish a T that nothing can hold)
+    periods = sorted(set(found.counts) | {status.period for status in board.periods()})
+    states = board.thresholds(periods, consistent=True)
     short: dict[PeriodKey, int] = {}
-    for period, counts in found.counts.items():
-        state = states.get(period)
-        published = state.threshold if state else 0
-        holds = holding_threshold(counts, published, refill_depth(settings, period.board), dropped)
+    for period in periods:
+        counts = found.counts.get(period, {})
+        holds = holding_threshold(counts, *reserve(settings, period, states.get(period)), dropped)
         if holds is not None:
             short[period] = holds
     return short

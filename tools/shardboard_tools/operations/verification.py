@@ -15,8 +15,9 @@ from shardboard.adapters.board_table import BoardStore, aggregate_state
 from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.deep_tier import deep_tier_on
 from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import BoardState, PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.snapshot import gather_depth
 from shardboard.settings import Settings
@@ -129,12 +130,17 @@ def stored_counts(board: BoardStore, settings: Settings) -> Stored:
     return Stored(counts, keyed, current)
 
 
-def refill_depth(settings: Settings, board_name: str) -> int:
-    """How many visible items a period must keep at or above its T: D with ranked versions (their gather reads the
-    top D of the index), else the head's N + R."""
-    if settings.ranked_versions(board_name):
-        return settings.rank_depth_of(board_name)
-    return gather_depth(settings, board_name)
+def reserve(settings: Settings, period: PeriodKey, state: BoardState | None) -> tuple[int, int]:
+    """The threshold a period's best visible items must stay at or above, and how many of them: T and D with ranked
+    versions (their gather reads the top D of the index), T and N + R without; all time with the deep tier, T_D and
+    D (the deep tier keys every aggregate down to T_D, and a short head gather falls back on it)."""
+    if state is None:
+        return 0, 0
+    if deep_tier_on(settings, period):
+        return state.deep_threshold, settings.rank_depth_of(period.board)
+    if settings.ranked_versions(period.board):
+        return state.threshold, settings.rank_depth_of(period.board)
+    return state.threshold, gather_depth(settings, period.board)
 
 
 def holding_threshold(counts: Mapping[str, int], published: int, depth: int, dropped: frozenset[str]) -> int | None:
@@ -178,8 +184,7 @@ def verify(
         for item, count in stored_counts.items():
             if count > 0 and count >= threshold and item not in keyed.get(period, set()):
                 report.index_misses.append(f"{period.board} {label} {item}")
-        depth = refill_depth(settings, period.board)
-        if holding_threshold(stored_counts, threshold, depth, hidden | deleted) is not None:
+        if holding_threshold(stored_counts, *reserve(settings, period, state), hidden | deleted) is not None:
             report.refill_needed.append(f"{period.board} {label}")
         snapshot = board.get_snapshot(period)
         if snapshot is not None:
