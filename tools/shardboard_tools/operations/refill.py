@@ -2,7 +2,7 @@
 
 A period's published T admits every item that can reach its top: the (N+R)-th best visible when published, or the
 D-th with ranked versions. T only rises, so each hide or delete of an item at or above T uses up one of those R (or
-D - N) places. Past them a period can hold fewer than its depth of visible items at or above T, and an item below T
+D - N - R) places. Past them a period can hold fewer than its depth of visible items at or above T, and an item below T
 that never reached it has no index key: the next gather may then come up short, or miss it. The snapshot job
 notices (``snapshot.proven_exact``, logged `snapshot not proven exact`, metric ``UnprovenSnapshots``); the all-time
 board with ranked versions makes up for it from the deep tier by itself, until more than D - N - R takedowns above
@@ -19,8 +19,8 @@ An aggregator batch that read the old T before step 2 may write a count past the
 read it: that item's next count keys it (the aggregator joins on every write), `verify` names it as an index miss
 until then, and a second refill keys it. A past period whose every item was deleted is not seen (no counts, and
 a clean past period is not listed): its head is empty and exact, the job may call it unproven once. Hidden and
-deleted items are counted out of the depth; a hidden item at or
-above the new T is keyed like any other (an unhide must find it), a deleted one never.
+deleted items are counted out of the depth; a hidden item at or above the new T is keyed like any other (an unhide
+must find it), a deleted one never.
 """
 
 from __future__ import annotations
