@@ -76,7 +76,7 @@ from typing import Any
 import boto3
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import client_config, region
+from shardboard.adapters.dynamodb import client_config, region, signed_client
 from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
@@ -190,12 +190,11 @@ class RecorderStats:
 
 def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
     """A DynamoDB client from ``session`` (boto3's default session when None): standard retry mode, a pool for the
-    flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else."""
+    flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else, which needs no
+    credentials configured (the local engine's key signs); AWS without any raises ``MissingCredentials``."""
     if session is None:
         session = boto3.DEFAULT_SESSION or boto3.Session()
-    return session.client(
-        "dynamodb", region_name=session.region_name or region(), config=client_config(max(workers, 10))
-    )
+    return signed_client(session, "dynamodb", session.region_name or region(), client_config(max(workers, 10)))
 
 
 class Recorder:

@@ -1,13 +1,19 @@
-"""What every ``shardboard`` command shares: the runtime, one-line errors and the console."""
+"""What every ``shardboard`` command shares: the runtime, one-line errors and the console.
+
+Imported by the command group itself, so it stays light: the runtime (boto3, the handlers, template.yaml) is
+imported and built by the first command that asks for it.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import NoReturn
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,8 +22,10 @@ from rich.console import Console
 from shardboard.domain import validation
 from shardboard.domain.items import UnknownItem
 from shardboard.settings import ConfigError
-from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.template import TemplateError
+from shardboard_tools.local.engine import LOCAL_CREDENTIALS
+
+if TYPE_CHECKING:
+    from shardboard_tools.local.runtime import Runtime
 
 console = Console()
 errors = Console(stderr=True)
@@ -40,13 +48,22 @@ def one_line_errors() -> Iterator[None]:
     """Turn expected failures into one line on stderr instead of a traceback (bad input exits 2)."""
     try:
         yield
-    except (validation.BadInput, UnknownItem, TemplateError, ConfigError) as error:
-        fail(str(error), 2)
     except ClientError as error:
         info = error.response.get("Error", {})
         fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
     except BotoCoreError as error:
         fail(f"cannot reach DynamoDB: {error}{_endpoint_hint()}")
+    except Exception as error:
+        if not isinstance(error, _bad_input()):
+            raise
+        fail(str(error), 2)
+
+
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The errors that mean the input was wrong; template.yaml's is imported on demand (its module loads boto3)."""
+    from shardboard_tools.template import TemplateError
+
+    return (validation.BadInput, UnknownItem, TemplateError, ConfigError)
 
 
 def _endpoint_hint() -> str:
@@ -60,8 +77,34 @@ def _endpoint_hint() -> str:
     )
 
 
+@dataclass(frozen=True)
+class RuntimeSource:
+    """What the ``shardboard`` group's options name: the template, its overrides and the stack."""
+
+    template_path: Path | None
+    parameters: Mapping[str, str]
+    stack: str
+
+
 def runtime(ctx: click.Context) -> Runtime:
-    """The Runtime the ``shardboard`` group built from template.yaml and the environment."""
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Runtime)
-    return obj
+    """The Runtime of this invocation, built from template.yaml and the environment on the first call."""
+    from shardboard_tools.local.runtime import Runtime
+
+    root = ctx.find_root()
+    if isinstance(root.obj, RuntimeSource):
+        source = root.obj
+        with one_line_errors():
+            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack)
+    assert isinstance(root.obj, Runtime)
+    return root.obj
+
+
+def use_local_credentials_if_needed() -> None:
+    """Pointed at an endpoint of its own with no credentials in the environment, sign with the local engine's.
+
+    DynamoDB Local keeps one database per access key id and region: every command uses the same ones, as the
+    library does against a local endpoint (``shardboard.adapters.dynamodb.LOCAL_ACCESS_KEY``).
+    """
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+            os.environ.setdefault(name, LOCAL_CREDENTIALS[name])

@@ -6,7 +6,7 @@ import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -28,10 +28,11 @@ from shardboard.domain.rank_pages import (
 from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard.domain.snapshot import not_found, period_at
-from shardboard.schema import AroundMe, Leaderboard, RankedItem, Ranks, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
-from shardboard_tools.operations.verification import verify
+
+if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the commands that use them
+    from shardboard.schema import RankedItem
 
 
 @click.command()
@@ -183,6 +184,8 @@ def top(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does; with
     --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
+    from shardboard.schema import Leaderboard
+
     rt = runtime(ctx)
     with one_line_errors():
         name = validation.board_name(board or rt.settings.board)
@@ -244,6 +247,8 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """ITEM's neighbours in a period, as GET /around answers: the k entries above and below it, 2k + 1 in all,
     shifted at the top and bottom, with exact ranks."""
+    from shardboard.schema import AroundMe
+
     rt = runtime(ctx)
     with one_line_errors():
         wanted = validation.item_id(item)
@@ -280,6 +285,8 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Rank and percentile of each ITEM (at most 100) in a period, as GET /rank answers: exact within the ranked
     version's depth D, approximate past it."""
+    from shardboard.schema import Ranks
+
     rt = runtime(ctx)
     with one_line_errors():
         ids = [validation.item_id(item) for item in items]
@@ -352,6 +359,9 @@ def _iso(epoch: int) -> str | None:
 @click.pass_context
 def verify_command(ctx: click.Context, as_json: bool) -> None:
     """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
+    from shardboard.schema import VerifyReport
+    from shardboard_tools.operations.verification import verify
+
     rt = runtime(ctx)
     with one_line_errors():
         report = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())

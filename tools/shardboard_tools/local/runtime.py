@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,13 +19,6 @@ from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
 from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.template import Template
-
-# DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
-_LOCAL_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "local",
-    "AWS_SECRET_ACCESS_KEY": "local",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @dataclass
@@ -96,10 +88,3 @@ class Runtime:
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
         return handler(event, LocalContext())
-
-
-def use_local_credentials_if_needed() -> None:
-    """Pointed at a local endpoint with no credentials configured, sign with dummy ones."""
-    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
-        for name, value in _LOCAL_CREDENTIALS.items():
-            os.environ.setdefault(name, value)
