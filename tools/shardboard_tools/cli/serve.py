@@ -47,6 +47,8 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
     # Read before the engine sets its own: the credentials a client in this environment signs with.
     authorizer, accepted = _authorizer(rt, auth, jwks)
     _stop_on_sigterm()
+    # The engine, the tables and the runner take seconds: say so at once (stdout keeps the one line with the URL).
+    click.echo("shardboard serve: starting the engine, the tables, the stream runner and the snapshots...", err=True)
     with one_line_errors():
         try:
             with (
