@@ -76,7 +76,7 @@ from typing import Any
 import boto3
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import client_config, region, signed_client
+from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
 from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
@@ -133,6 +133,7 @@ __all__ = [
     "BufferFull",
     "FlushResult",
     "Leaderboard",
+    "MissingCredentials",
     "NoSnapshot",
     "NotRanked",
     "RankAnswer",
