@@ -4,6 +4,7 @@ items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Que
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
 limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``."""
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -13,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from shardboard.domain import newest, validation
 from shardboard.domain.ports import PeriodKey, Snapshot
@@ -74,10 +76,10 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
     snapshot = board_store().get_snapshot(wanted)
     if snapshot is None:
         raise NotFoundError(not_found(wanted))
-    # The snapshot changes at most once per refresh, so caches may keep it that long.
+    # The snapshot's version and the limit name this answer: a 304 needs no document built.
     etag = f'"{snapshot["version"]}-{count}"'
-    headers = {"Cache-Control": f"public, max-age={config.refresh_seconds}", "ETag": etag}
-    if app.current_event.headers.get("if-none-match") == etag:
+    headers = cache_headers(etag)
+    if not_modified(etag):
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
         return Response(304, headers=headers)
     document = Leaderboard.of_snapshot(snapshot, count)
@@ -93,12 +95,32 @@ def ranked_page(named: PeriodKey | None, offset: str, limit: str, cursor: str) -
     head, page = leaderboard_page(board_store(), settings(), named, offset=offset, limit=limit, cursor=cursor, now=now)
     if head is None:
         raise NotFoundError(not_found(named or PeriodKey(settings().board, "all", "all")))
-    return Response(200, "application/json", Leaderboard.model_validate(page_document(head, page)))
+    return cached(Leaderboard.model_validate(page_document(head, page)))
+
+
+def cache_headers(etag: str) -> dict[str, str]:
+    # Reads follow the snapshot job: what they answer changes about once per refresh, so caches may keep it that long.
+    return {"Cache-Control": f"public, max-age={settings().refresh_seconds}", "ETag": etag}
+
+
+def not_modified(etag: str) -> bool:
+    """If-None-Match holds ``etag`` (weakly compared, as RFC 9110 compares it there) or is ``*``."""
+    sent = app.current_event.headers.get("if-none-match") or ""
+    held = {tag.strip().removeprefix("W/") for tag in sent.split(",")}
+    return etag in held or "*" in held
+
+
+def cached(document: BaseModel) -> Response[Any]:
+    """A read's 200 with its cache headers, the ETag a hash of its content; a 304 when If-None-Match holds it."""
+    etag = '"' + hashlib.sha256(document.model_dump_json().encode()).hexdigest()[:32] + '"'
+    if not_modified(etag):
+        return Response(304, headers=cache_headers(etag))
+    return Response(200, "application/json", document, headers=cache_headers(etag))
 
 
 @app.get("/around", **routes.GET_AROUND)
 @tracer.capture_method
-def get_around() -> AroundMe:
+def get_around() -> Response[AroundMe | None]:
     # Read from the raw query string like GET /rank: the id is any id, and a repeated name is refused.
     config = settings()
     raw = app.current_event.raw_query_string
@@ -107,31 +129,31 @@ def get_around() -> AroundMe:
     k = parse_k(routes.once(query, "k"))
     wanted, snapshot = queried_snapshot(query, config, "AroundReads")
     answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
-    return AroundMe.model_validate(around_document(snapshot, item, answer))
+    return cached(AroundMe.model_validate(around_document(snapshot, item, answer)))
 
 
 # A regex route: ids may contain "/" (images/001.jpg), which a <param> segment would not match. The OpenAPI
 # document names it /items/{id} (shardboard.handlers.openapi), as the template names it /items/{id+}.
 @app.get(routes.ITEM_ROUTE, **routes.GET_ITEM)
 @tracer.capture_method
-def get_item() -> Item:
+def get_item() -> Response[Item | None]:
     # API Gateway hands the path decoded (pathParameters and rawPath alike): decoding it again would read the id
     # "a%41" as "aA".
     event = app.current_event
     raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
-    return read_item(validation.item_id(raw))
+    return cached(read_item(validation.item_id(raw)))
 
 
 @app.get("/item", **routes.GET_ITEM_BY_QUERY)
 @tracer.capture_method
-def get_item_by_query() -> Item:
+def get_item_by_query() -> Response[Item | None]:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
-    return read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id")))
+    return cached(read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id"))))
 
 
 @app.get("/rank", **routes.GET_RANK)
 @tracer.capture_method
-def get_rank() -> Ranks:
+def get_rank() -> Response[Ranks | None]:
     # Every parameter is read from the raw query string: ids repeat (id=a&id=b), and API Gateway's parsed
     # parameters would join them with commas (routes.query_value).
     config = settings()
@@ -144,7 +166,8 @@ def get_rank() -> Ranks:
     wanted, snapshot = queried_snapshot(query, config, "RankReads")
     answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
     period = snapshot.get("period") or {"kind": "all"}
-    return Ranks.model_validate({"board": wanted.board, "period": period, "ranks": [a.as_json() for a in answers]})
+    ranks = [answer.as_json() for answer in answers]
+    return cached(Ranks.model_validate({"board": wanted.board, "period": period, "ranks": ranks}))
 
 
 def queried_snapshot(query: dict[str, list[str]], config: Settings, metric: str) -> tuple[PeriodKey, Snapshot]:
@@ -177,7 +200,7 @@ def get_newest_items(
     created_before: BeforeQuery = "",
     limit: PageLimitQuery = "",
     cursor: CursorQuery = "",
-) -> NewestPage:
+) -> Response[NewestPage | None]:
     # Repeated names arrive joined with commas (queryStringParameters): no time, limit or cursor holds a comma, so
     # the rules refuse them. Everything, the cursor included, is checked before the first read.
     wanted = newest.window(created_after, created_before)
@@ -185,7 +208,7 @@ def get_newest_items(
     metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
     catalog = item_store()
     page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, count, cursor or None)
-    return NewestPage.of(page.items, page.cursor)
+    return cached(NewestPage.of(page.items, page.cursor))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

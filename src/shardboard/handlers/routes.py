@@ -45,10 +45,16 @@ def _json(model: Any, description: str, headers: dict[str, Any] | None = None) -
 
 
 _BAD_REQUEST = _json(Error, "Bad input (code bad_request): the message names the rule; nothing was written.")
+# Every read is public and cacheable for one refresh interval (SnapshotSchedule), with an ETag for If-None-Match.
 _CACHE_HEADERS = {
     "Cache-Control": {"description": "public, max-age=<refresh seconds>", "schema": {"type": "string"}},
-    "ETag": {"description": "Snapshot version and limit; send it back in If-None-Match.", "schema": {"type": "string"}},
+    "ETag": {
+        "description": "Names this answer (the top N: snapshot version and limit; any other read: a hash of its "
+        "content); send it back in If-None-Match.",
+        "schema": {"type": "string"},
+    },
 }
+_NOT_MODIFIED = {"description": "Not modified (If-None-Match matched the ETag).", "headers": _CACHE_HEADERS}
 
 POST_VIEWS: dict[str, Any] = {
     "summary": "Record views of one item",
@@ -85,8 +91,8 @@ GET_LEADERBOARD: dict[str, Any] = {
     "operation_id": "getLeaderboard",
     "security": PUBLIC,
     "responses": {
-        200: _json(Leaderboard, "The snapshot, best first.", _CACHE_HEADERS),
-        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        200: _json(Leaderboard, "The snapshot (or the page), best first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
     },
@@ -98,7 +104,8 @@ GET_ITEM: dict[str, Any] = {
     "operation_id": "getItem",
     "security": PUBLIC,
     "responses": {
-        200: _json(Item, "The item's views."),
+        200: _json(Item, "The item's views.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No views recorded for the item (code not_found)."),
     },
@@ -113,7 +120,8 @@ GET_ITEM_BY_QUERY: dict[str, Any] = {
     "operation_id": "getItemByQuery",
     "security": PUBLIC,
     "responses": {
-        200: _json(Item, "The item."),
+        200: _json(Item, "The item.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "Never created and no views recorded (code not_found)."),
     },
@@ -127,7 +135,8 @@ GET_NEWEST_ITEMS: dict[str, Any] = {
     "operation_id": "getNewestItems",
     "security": PUBLIC,
     "responses": {
-        200: _json(NewestPage, "One page, newest first."),
+        200: _json(NewestPage, "One page, newest first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
     },
 }
@@ -141,7 +150,8 @@ GET_RANK: dict[str, Any] = {
     "operation_id": "getRank",
     "security": PUBLIC,
     "responses": {
-        200: _json(Ranks, "One answer per id, in the order asked."),
+        200: _json(Ranks, "One answer per id, in the order asked.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
     },
@@ -156,7 +166,8 @@ GET_AROUND: dict[str, Any] = {
     "operation_id": "getAround",
     "security": PUBLIC,
     "responses": {
-        200: _json(AroundMe, "The neighbours, best first."),
+        200: _json(AroundMe, "The neighbours, best first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot, or the item is not in the ranked top D (code not_found, with the reason)."),
     },
