@@ -82,7 +82,7 @@ def utc(moment: datetime) -> datetime:
         return moment.replace(tzinfo=UTC)
     try:
         return moment.astimezone(UTC)
-    except OverflowError:
+    except (OverflowError, ValueError):
         raise OutOfRange(f"{moment.isoformat()} is outside 0001-01-01..9999-12-31 in UTC") from None
 
 

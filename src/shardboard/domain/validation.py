@@ -44,6 +44,8 @@ DEFAULT_IGNORABLE = (
     (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )
+# A symbol (So) drawn as an empty cell: the blank that passes for a space where spaces are refused.
+BRAILLE_BLANK = "\u2800"
 # Categories refused in new ids besides controls: format characters (invisible: zero-width space, bidi overrides),
 # line and paragraph separators, and spaces other than U+0020 (they look like it, or like nothing).
 _LOOK_ALIKE_CATEGORIES = {
@@ -63,14 +65,14 @@ def item_id(value: Any) -> str:
     attribute and never parsed back out of a key. Views, puts and imports take this rule; reads and takedowns take
     :func:`lookup_item_id`, so an id stored before this rule can still be read, hidden and deleted.
     """
-    lookup_item_id(value)
-    for position, char in enumerate(value):
+    checked = lookup_item_id(value)
+    for position, char in enumerate(checked):
         what = _look_alike(char)
         if what:
             name = unicodedata.name(char, "")
             shown = f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
             raise BadInput(f"id contains {what} ({shown}) at position {position}: it would look like another id")
-    return value
+    return checked
 
 
 def lookup_item_id(value: Any) -> str:
@@ -99,6 +101,8 @@ def _look_alike(char: str) -> str | None:
     code = ord(char)
     if any(low <= code <= high for low, high in DEFAULT_IGNORABLE):
         return "an invisible character"
+    if char == BRAILLE_BLANK:
+        return "a blank character"
     return None
 
 
