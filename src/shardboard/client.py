@@ -484,7 +484,7 @@ class Leaderboard:
         it. Raises BadInput for a bad id or count, NoSnapshot for a period without views."""
         if isinstance(item_ids, str):
             raise BadInput("item_ids must be a sequence of ids, not one string")
-        ids = [validation.item_id(item) for item in item_ids]
+        ids = [validation.lookup_item_id(item) for item in item_ids]
         if not 1 <= len(ids) <= MAX_RANK_IDS:
             raise BadInput(f"between 1 and {MAX_RANK_IDS} ids per call, got {len(ids)}")
         key, snapshot = self._snapshot(board, period, at)
@@ -501,7 +501,7 @@ class Leaderboard:
         """What ``GET /around`` answers: the ``k`` (1-50) entries above and below ``item_id`` in board order with
         exact ranks, shifted at the top and bottom. Raises NotRanked (a LookupError) past the depth D or without
         views, NoSnapshot for a period without views, BadInput for a bad id or k."""
-        item_id = validation.item_id(item_id)
+        item_id = validation.lookup_item_id(item_id)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
             raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
         key, snapshot = self._snapshot(board, period, at)
@@ -518,10 +518,6 @@ class Leaderboard:
         """The API's validation of ``board``, ``period`` and ``at``, then the period they name."""
         name = validation.board_name(board)
         kind = validation.period_kind(period, self.settings.periods)
-        if isinstance(at, datetime):
-            moment: datetime | None = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-        elif at is None or isinstance(at, str):
-            moment = validation.moment(at)
-        else:
+        if not (at is None or isinstance(at, (str, datetime))):
             raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-        return period_at(name, kind, moment)
+        return period_at(name, kind, validation.moment(at))

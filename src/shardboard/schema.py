@@ -51,7 +51,8 @@ ItemId = Annotated[
     Field(
         min_length=1,
         max_length=validation.MAX_ID_BYTES,
-        description="1-512 bytes of UTF-8, no control characters; '/', '#', spaces and any letter are fine.",
+        description="1-512 bytes of UTF-8, no control or invisible characters (format characters such as U+200B, "
+        "separators, spaces other than U+0020); '/', '#', spaces and any letter are fine.",
         examples=["images/001.jpg"],
     ),
 ]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from moto import mock_aws
 
 from shardboard_tools.cli import main
-from tests.bad_input_catalogue import CLI, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
+from tests.bad_input_catalogue import CLI, CLI_FILES, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
 from tests.conftest import ROOT, load_event
 
 GOOD = json.dumps({"id": "ok", "count": 2})
@@ -115,14 +115,16 @@ def cli(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("case", CLI, ids=[c.what for c in CLI])
 def test_bad_cli_input(cli, tmp_path: Path, case: CliCase):
-    # Given tables holding two views
-    bad_letters = tmp_path / "letters.jsonl"
-    bad_letters.write_text('{"not": "a failure destination message"}\n', encoding="utf-8")
+    # Given tables holding two views, and the files the rows name
+    files = {}
+    for name, text in CLI_FILES.items():
+        files[f"{{{name}}}"] = path = tmp_path / f"{name}.jsonl"
+        path.write_text(text, encoding="utf-8")
     assert cli("init").exit_code == 0
     assert cli("record", "kept", "-n", "2").exit_code == 0
     before = json.loads(cli("verify", "--json").output)
     # When the bad command runs
-    result = cli(*(arg.replace("{bad_letters}", str(bad_letters)) for arg in case.args))
+    result = cli(*(str(files.get(arg, arg)) for arg in case.args))
     # Then it exits 2 with the documented reason, and nothing was written
     assert result.exit_code == case.code
     assert case.message in " ".join(result.output.split())

@@ -125,7 +125,7 @@ def get_around() -> Response[AroundMe | None]:
     config = settings()
     raw = app.current_event.raw_query_string
     query = routes.query_values(raw)
-    item = validation.item_id(routes.query_value(raw, "id"))
+    item = validation.lookup_item_id(routes.query_value(raw, "id"))
     k = parse_k(routes.once(query, "k"))
     wanted, snapshot = queried_snapshot(query, config, "AroundReads")
     answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
@@ -141,14 +141,14 @@ def get_item() -> Response[Item | None]:
     # "a%41" as "aA".
     event = app.current_event
     raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
-    return cached(read_item(validation.item_id(raw)))
+    return cached(read_item(validation.lookup_item_id(raw)))
 
 
 @app.get("/item", **routes.GET_ITEM_BY_QUERY)
 @tracer.capture_method
 def get_item_by_query() -> Response[Item | None]:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
-    return cached(read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id"))))
+    return cached(read_item(validation.lookup_item_id(routes.query_value(app.current_event.raw_query_string, "id"))))
 
 
 @app.get("/rank", **routes.GET_RANK)
@@ -158,7 +158,7 @@ def get_rank() -> Response[Ranks | None]:
     # parameters would join them with commas (routes.query_value).
     config = settings()
     query = routes.query_values(app.current_event.raw_query_string)
-    ids = [validation.item_id(value) for value in query.get("id", [])]
+    ids = [validation.lookup_item_id(value) for value in query.get("id", [])]
     if not ids:
         raise validation.BadInput("missing query parameter: id")
     if len(ids) > MAX_RANK_IDS:

@@ -34,7 +34,7 @@ from shardboard.handlers.observability import log_metrics, logger, metrics, trac
 from shardboard.handlers.wiring import item_admission, settings, shard_router, view_store
 from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
-app = APIGatewayHttpResolver(enable_validation=True)
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
 answer_errors(app)
 
 

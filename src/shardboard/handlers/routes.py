@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
+from shardboard.domain import validation
 from shardboard.domain.validation import BadInput
 from shardboard.schema import (
     AroundMe,
@@ -294,6 +295,17 @@ def json_request(event: dict[str, Any]) -> dict[str, Any]:
         raw = base64.b64decode(event["body"])
         request.update(body=raw.decode("utf-8", errors="surrogateescape"), isBase64Encoded=False)
     return request
+
+
+def json_body(text: str) -> dict[str, Any]:
+    """The body of a route that takes one (the resolver's ``json_body_deserializer``): a JSON object, or BadInput
+    (400) before any model sees it. Powertools would hand a model a JSON array's first element (its rule for form
+    fields), and an integer of over 4,300 digits or deep nesting would raise in parsing (a 500); text that is not
+    JSON raises json.JSONDecodeError, which Powertools answers as invalid JSON."""
+    value = validation.json_value(text, "body")
+    if not isinstance(value, dict):
+        raise BadInput(f"body must be a JSON object, got {validation.json_kind(value)}")
+    return value
 
 
 # GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/"); "s" because API Gateway

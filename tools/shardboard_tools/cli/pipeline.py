@@ -251,7 +251,7 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
 
     rt = runtime(ctx)
     with one_line_errors():
-        wanted = validation.item_id(item)
+        wanted = validation.lookup_item_id(item)
         depth_k = parse_k(k or "")
         name = validation.board_name(board or rt.settings.board)
         kind = validation.period_kind(period, rt.settings.periods)
@@ -289,7 +289,7 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 
     rt = runtime(ctx)
     with one_line_errors():
-        ids = [validation.item_id(item) for item in items]
+        ids = [validation.lookup_item_id(item) for item in items]
         if len(ids) > MAX_RANK_IDS:
             raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
         name = validation.board_name(board or rt.settings.board)

@@ -35,7 +35,7 @@ from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.periods import PeriodError, bucket_of, parse_time
+from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
 from shardboard.domain.ports import Throttled
 
 # Import write shards: IMPORT_SHARD_BASE + (hash + probe) % IMPORT_SHARDS, far above any writer's shard
@@ -94,9 +94,9 @@ class Parsed:
 def parse_line(text: str, anchor: str, now: datetime) -> tuple[str, str, int, tuple[str, ...]]:
     """One line as (item id, anchor bucket, count, category boards), or raise BadInput."""
     try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise validation.BadInput(f"not JSON ({error.args[0].split(':')[0]})") from None
+        value = validation.json_value(text, "the line")
+    except json.JSONDecodeError as error:
+        raise validation.BadInput(f"not JSON ({error.msg})") from None
     if not isinstance(value, dict):
         raise validation.BadInput(f"expected a JSON object, got {type(value).__name__}")
     unknown = sorted(set(value) - FIELDS)
@@ -112,10 +112,12 @@ def parse_line(text: str, anchor: str, now: datetime) -> tuple[str, str, int, tu
 
 
 def _moment(value: Any, now: datetime) -> datetime:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     try:
         moment = parse_time(value)
+    except OutOfRange:  # an offset moved it past year 1 or 9999: far outside 1970..now either way
+        raise validation.BadInput(f"time {shown} is not from 1970 to now in UTC") from None
     except PeriodError:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise validation.BadInput(f"time must be an ISO-8601 date or date-time, got {shown}") from None
     if moment < EPOCH:
         raise validation.BadInput(f"time {moment.isoformat()} is before 1970")
