@@ -71,12 +71,13 @@ class TakenDown:
         statuses: Sequence[str] = (HIDDEN, DELETED),
         *,
         consistent: bool = False,
-        limit: int = LISTING_LIMIT,
+        limit: int | None = None,
     ) -> TakenDown:
-        """The ids of ``statuses`` as ``catalog`` holds them now (``consistent``: strongly consistent reads)."""
+        """The ids of ``statuses`` as ``catalog`` holds them now (``consistent``: strongly consistent reads; ``limit``:
+        the listing's, LISTING_LIMIT by default)."""
         parts = []
         for status in statuses:
-            listing = catalog.list_taken_down(status, limit, consistent)
+            listing = catalog.list_taken_down(status, LISTING_LIMIT if limit is None else limit, consistent)
             parts.append(cls(listing.ids, None if listing.complete else _lookup(catalog, status, consistent)))
         return parts[0] if len(parts) == 1 else cls(parts=parts)
 

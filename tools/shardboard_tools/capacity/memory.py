@@ -1229,13 +1229,16 @@ class MemoryItemStore:
         elif item is None and present:
             del keys[at]
 
-    def write_old_set(self, status: str, partition: int, item_ids: Iterable[str]) -> None:
-        """What an earlier release left: ``item_ids`` in the String Set of ``status`` in ``partition`` (the upgrade
-        tests plant it, as a raw UpdateItem does on DynamoDB)."""
-        pk = partition_pk(status, partition)
+    def as_old_release(self, status: str, item_id: str) -> None:
+        """Turn a takedown into what an earlier release wrote for it: the id in its status's String Set rather than a
+        marker (the upgrade tests plant it, as raw writes do on DynamoDB)."""
+        key = marker_key(status, item_id)
+        old_set = old_set_key(status, item_id)
+        pk = old_set[PK]["S"]
         with self.data.lock:
-            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{SET_SK}") or {})) | set(item_ids)
-            self._store(pk, SET_SK, {PK: {"S": pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}})
+            self._store(pk, key[SK]["S"], None)
+            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{SET_SK}") or {})) | {item_id}
+            self._store(pk, SET_SK, {**old_set, SET_IDS: {"SS": sorted(ids)}})
 
     def _in_old_set(self, status: str, item_id: str) -> bool:
         """The adapter's consistent GetItem of the id's old set, under the lock."""
