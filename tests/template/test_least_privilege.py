@@ -19,7 +19,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: deny markers per id, cached 10 s
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, listed every 10 s
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
@@ -28,7 +29,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods; erase: which entries exist
         ("dynamodb:BatchWriteItem", "BoardTable"),  # erase: an item deleted while the batch wrote it
         ("dynamodb:DeleteItem", "BoardTable"),  # erase: its aggregate
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, before and after the writes
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: a batch's ids, before and after
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, before and after the writes
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {
@@ -45,7 +47,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
         ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
         ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: the hidden and deny sets, once per run
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
     "ShardReviewFunction": {
@@ -60,10 +63,12 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
     },
     "ItemsAdminFunction": {
-        ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, sets
-        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: the audit row
+        ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, old sets
+        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: audit row, marker
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: a hide of an unknown id is a 404
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: a takedown's gathers drop both
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: a takedown's gathers drop both
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers
+        ("dynamodb:DeleteItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: a marker removed
         ("dynamodb:GetItem", "BoardTable"),  # state / get_snapshot / get_board_state
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot: a head patched or gathered again
         ("dynamodb:UpdateItem", "BoardTable"),  # mark_changed / raise_threshold

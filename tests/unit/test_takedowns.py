@@ -17,9 +17,11 @@ from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.snapshot import RefreshRun, leaderboard_json, refresh_changed
 from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide, without
+from shardboard.domain.taken_down import TakenDown
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from tests.unit.test_taken_down import past_the_listing_limit
 from shardboard_tools.capacity.memory import MemoryItemStore
 
 
@@ -59,7 +61,7 @@ class World:
 
     def refresh(self) -> RefreshRun:
         """The snapshot job as the handler runs it: every gather drops the hidden and the deleted ids."""
-        dropped = self.catalog.hidden() | self.catalog.denied()
+        dropped = TakenDown.read(self.catalog)
         return refresh_changed(self.design.board, self.config, always=self.periods()[:1], hidden=dropped)
 
     def aggregated(self) -> dict[str, int]:
@@ -104,13 +106,20 @@ def item_of(value: int) -> str:
     board_shards=st.integers(1, 3),
     batch_size=st.integers(1, 7),
     depth=st.sampled_from([0, 12]),
+    per_id=st.booleans(),
 )
 def test_hide_and_unhide_keep_every_board_exact_and_full(  # noqa: PLR0917 - one parameter per strategy
-    steps, top_n, spare, board_shards, batch_size, depth
+    steps, top_n, spare, board_shards, batch_size, depth, per_id
 ):
     # Given the pipeline (with or without ranked versions to depth D) and a random interleaving of views, drains,
-    # refreshes, hides and unhides
+    # refreshes, hides and unhides; every reader of the takedowns lists them whole, or (``per_id``: as on a site with
+    # more takedowns than a listing reads) asks about the ids at hand, one marker each
     world = World(top_n, spare, board_shards, batch_size, depth)
+    with past_the_listing_limit(per_id):
+        takedowns_keep_every_board_exact(world, steps, top_n, spare)
+
+
+def takedowns_keep_every_board_exact(world: World, steps, top_n: int, spare: int) -> None:
     for action, value in steps:
         item = item_of(value)
         if action == "view":

@@ -167,7 +167,9 @@ def rank_shard_pk(board: str, kind: str, bucket: str, rv: str, shard: int) -> st
 
 
 # Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
-# audit rows under the item, and the hidden ids in HIDDEN_SETS String Sets (sharded: no item nears 400 KB).
+# audit rows under the item, and one marker item per hidden (deleted) id in the partition hidden#<h> (deny#<h>).
+# Releases before the markers kept the ids in one String Set per partition (sk ``set``), which filled up at 400 KB:
+# readers still honour such a set and `shardboard rebuild` moves its ids to markers.
 ITEM_STATUS = "st"
 REASON = "reason"
 BY = "by"
@@ -192,3 +194,19 @@ DENY_SETS = HIDDEN_SETS
 
 def deny_set_pk(shard: int) -> str:
     return f"deny#{shard}"
+
+
+# A marker's sort key: "id#" sorts before the old set's "set", so a partition read in descending key order meets the
+# old set (if any) first, however many markers follow it.
+TAKEDOWN_PARTITIONS = HIDDEN_SETS
+MARKER_SK_PREFIX = "id#"
+
+
+def marker_sk(item_id: str) -> str:
+    return f"{MARKER_SK_PREFIX}{item_id}"
+
+
+def marker_item_id(sk: str) -> str:
+    """The id of a marker: its sort key past the fixed prefix. The one key read back, because the marker holds nothing
+    else (a second copy of a 512-byte id would double what a listing reads); a fixed prefix is exact for any id."""
+    return sk.removeprefix(MARKER_SK_PREFIX)

@@ -16,6 +16,7 @@ from shardboard.domain.batch import ShardMove
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord, ShardPage
+    from shardboard.domain.taken_down import TakedownListing
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
@@ -403,20 +404,36 @@ class ItemCatalog(Protocol):
         ...
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
-        """Hide (or unhide) the item: its status, an audit row and the hidden set, in one transaction. False, with
-        nothing written, when it is hidden (visible) already."""
-        ...
-
-    def hidden(self) -> frozenset[str]:
-        """Every hidden id (the hidden sets, one batch read)."""
+        """Hide (or unhide) the item: its status, an audit row and its hidden marker (put or deleted), in one
+        transaction. False, with nothing written, when it is hidden (visible) already."""
         ...
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
-        """Delete the item: a tombstone status (its metadata kept for the audit), an audit row, the id in the deny
-        sets and out of the hidden sets, in one transaction. False, with nothing written, when it is deleted already
-        (a repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
+        """Delete the item: a tombstone status (its metadata kept for the audit), an audit row, its deny marker put and
+        its hidden marker deleted, in one transaction. False, with nothing written, when it is deleted already (a
+        repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
+        ...
+
+    def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
+        """The ids whose takedown status is ``status`` (``HIDDEN`` or ``DELETED``): one Query per partition (in
+        parallel), every page when ``limit`` is None, else at most about ``limit`` markers in all (``complete`` False
+        when a partition holds more). Ids in the String Sets of earlier releases are listed too."""
+        ...
+
+    def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
+        """Those of ``item_ids`` whose status is ``status``, by their markers (one BatchGetItem per 100 ids). Ids
+        only an earlier release's String Set holds are not seen: ``list_taken_down`` lists those."""
+        ...
+
+    def hidden(self) -> frozenset[str]:
+        """Every hidden id (every page of every partition: the tools' reads, not the functions')."""
         ...
 
     def denied(self, consistent: bool = False) -> frozenset[str]:
-        """Every deleted id (the deny sets, one batch read; ``consistent``: strongly consistent)."""
+        """Every deleted id (as ``hidden``; ``consistent``: strongly consistent)."""
+        ...
+
+    def migrate_takedown_sets(self) -> int:
+        """Move the ids of an earlier release's String Sets to markers, each in a transaction conditioned on the
+        record's status (an id whose status changed meanwhile only leaves its set); returns how many moved."""
         ...

@@ -8,7 +8,7 @@ no caller has to write the environment or reach into a cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +18,8 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
-from shardboard.domain.items import DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.items import DELETED, DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.taken_down import TakenDown, deleted_among
 from shardboard.settings import Settings
 
 
@@ -52,9 +53,9 @@ class Container:
 
     @cached_property
     def admission(self) -> Callable[[str], bool]:
-        """Which viewed ids are counted (its caches live as long as the container): not deleted (the deny sets,
-        read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
-        not_deleted = DenyCheck(self.items.denied)
+        """Which viewed ids are counted (its caches live as long as the container): not deleted (a view of the
+        deleted ids, read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
+        not_deleted = DenyCheck(lambda: TakenDown.read(self.items, (DELETED,)))
         if not self.settings.require_items:
             return not_deleted
         return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
@@ -111,9 +112,9 @@ def item_store() -> ItemStore:
     return container().items
 
 
-def denied_ids(consistent: bool = False) -> frozenset[str]:
-    """The deleted ids (the deny sets), read afresh: the aggregator asks before and after each batch's writes."""
-    return container().items.denied(consistent)
+def denied_ids(item_ids: Collection[str], consistent: bool = False) -> frozenset[str]:
+    """Those of ``item_ids`` that are deleted, read afresh: the aggregator asks before and after each batch's writes."""
+    return deleted_among(container().items, item_ids, consistent)
 
 
 def item_admission() -> Callable[[str], bool]:

@@ -35,7 +35,18 @@ from shardboard.adapters.board_table import (
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttling_as_domain
-from shardboard.adapters.items_table import ItemStore, item_record, put_values, takedown_writes, tombstone_writes
+from shardboard.adapters.items_table import (
+    ItemStore,
+    item_record,
+    listed_ids,
+    marker_key,
+    old_set_ids,
+    old_set_key,
+    partition_pk,
+    put_values,
+    takedown_writes,
+    tombstone_writes,
+)
 from shardboard.adapters.keys import (
     APPLIED_PREFIX,
     BOARD,
@@ -58,10 +69,8 @@ from shardboard.adapters.keys import (
     DEEP_BUCKET,
     DEEP_KEY,
     DEEP_THRESHOLD,
-    DENY_SETS,
     DIRTY,
     EXPIRES_AT,
-    HIDDEN_SETS,
     IMPORT_ID,
     ITEM_ID,
     ITEM_META,
@@ -89,6 +98,7 @@ from shardboard.adapters.keys import (
     SHARD_HISTORY,
     SK,
     SOURCE_VIEWS,
+    TAKEDOWN_PARTITIONS,
     UPDATED_AT,
     VIEWS,
     aggregate_pk,
@@ -96,9 +106,7 @@ from shardboard.adapters.keys import (
     applied_attr,
     board_counter,
     count_attr,
-    deny_set_pk,
     entry_pk,
-    hidden_set_pk,
     index_key_attr,
     index_name,
     item_record_pk,
@@ -118,6 +126,7 @@ from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
+    DELETED,
     HIDDEN,
     ItemRecord,
     ShardPage,
@@ -140,6 +149,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
 )
 from shardboard.domain.rate_limit import Allowance
+from shardboard.domain.taken_down import TakedownListing
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units
@@ -214,10 +224,12 @@ class MemoryTable:
         self.items: dict[str, Item] = {}
         self.lock = threading.RLock()
 
-    def write(self, operation: str, pk: str, new: Item | None) -> Item | None:
-        """Replace item ``pk`` by ``new`` (None deletes) after the emulator admits the write; returns the old item."""
+    def write(self, operation: str, pk: str, new: Item | None, partition: str | None = None) -> Item | None:
+        """Replace item ``pk`` by ``new`` (None deletes) after the emulator admits the write; returns the old item.
+        ``partition``: the partition key value charged when ``pk`` also holds a sort key (the items table)."""
         old = self.items.get(pk)
-        self.emulator.admit(operation, self.schema.write_charges({self.schema.hash_key: {"S": pk}}, old, new))
+        key = {self.schema.hash_key: {"S": partition or pk}}
+        self.emulator.admit(operation, self.schema.write_charges(key, old, new))
         if new is None:
             self.items.pop(pk, None)
         else:
@@ -230,11 +242,10 @@ class MemoryTable:
         self.emulator.admit(operation, self.schema.write_charges({self.schema.hash_key: {"S": pk}}, old, old))
         return old
 
-    def read(self, operation: str, pk: str, consistent: bool) -> Item | None:
+    def read(self, operation: str, pk: str, consistent: bool, partition: str | None = None) -> Item | None:
         item = self.items.get(pk)
-        self.emulator.admit(
-            operation, [Charge(self.schema.name, self.schema.name, pk, "read", read_units(item_size(item), consistent))]
-        )
+        units = read_units(item_size(item), consistent)
+        self.emulator.admit(operation, [Charge(self.schema.name, self.schema.name, partition or pk, "read", units)])
         return item
 
     def scan(self) -> list[Item]:
@@ -1093,13 +1104,16 @@ def items_schema(table: str) -> TableSchema:
 
 class MemoryItemStore:
     """The items table in memory (the ItemCatalog port): the adapter's UpdateItem (``if_not_exists`` on the
-    creation attributes, ``ADD rev``) applied in Python, every request priced."""
+    creation attributes, ``ADD rev``) and transactions applied in Python, every request priced. The takedown markers
+    (and an earlier release's String Sets) live under ``<pk>\0<sk>`` with each partition's sort keys kept in order,
+    so a listing reads them as the adapter's Query does."""
 
     def __init__(
         self, emulator: CapacityEmulator, table: str = "memory-items", created_shards: int = DEFAULT_CREATED_SHARDS
     ) -> None:
         self.data = MemoryTable(items_schema(table), emulator)
         self.created_shards = created_shards
+        self._sort_keys: dict[str, list[str]] = {}  # partition -> its markers' (and old set's) sort keys, ascending
 
     def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
         pk = item_record_pk(item_id)
@@ -1130,8 +1144,7 @@ class MemoryItemStore:
         return None if item is None or ITEM_META not in item else item_record(item)
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
-        """The adapter's three transactional writes (takedown_writes), applied in Python under the table's lock."""
-        status, audit, member = takedown_writes(self.data.schema.name, item_id, hidden, by=by, reason=reason, now=now)
+        """The adapter's transactional writes (takedown_writes), applied in Python under the table's lock."""
         pk = item_record_pk(item_id)
         with self.data.lock:
             old = self.data.items.get(pk)
@@ -1140,6 +1153,11 @@ class MemoryItemStore:
             if status_now != (None if hidden else HIDDEN):
                 self.data.refuse("TransactWriteItems", pk)
                 return False
+            old_set = not hidden and self._in_old_set(HIDDEN, item_id)
+            table = self.data.schema.name
+            status, audit, *others = takedown_writes(
+                table, item_id, hidden, by=by, reason=reason, now=now, old_set=old_set
+            )
             values = status["Update"]["ExpressionAttributeValues"]
             record = {k: v for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items() if k != ITEM_STATUS}
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
@@ -1153,17 +1171,18 @@ class MemoryItemStore:
                 record[CREATED_SHARD] = {"S": created_shard(item_id, self.created_shards)}
                 record[CREATED_KEY] = {"S": created_key(created_at, item_id)}
             self.data.write("TransactWriteItems", pk, record)
-            row = audit["Put"]["Item"]
-            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
-            set_pk = member["Update"]["Key"][PK]["S"]
-            self._member(set_pk, item_id, add=hidden)
+            self._put_audit(audit)
+            for write in others:
+                self._apply(write)
         return True
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
-        """The adapter's four transactional writes (tombstone_writes), applied in Python under the table's lock."""
-        status, audit, deny, hidden = tombstone_writes(self.data.schema.name, item_id, by=by, reason=reason, now=now)
+        """The adapter's transactional writes (tombstone_writes), applied in Python under the table's lock."""
         pk = item_record_pk(item_id)
         with self.data.lock:
+            old_set = self._in_old_set(HIDDEN, item_id)
+            table = self.data.schema.name
+            status, audit, *others = tombstone_writes(table, item_id, by=by, reason=reason, now=now, old_set=old_set)
             old = self.data.items.get(pk)
             values = status["Update"]["ExpressionAttributeValues"]
             if (old or {}).get(ITEM_STATUS) == values[":deleted"]:
@@ -1175,35 +1194,133 @@ class MemoryItemStore:
             for key in (CREATED_SHARD, CREATED_KEY):  # out of the by-created index
                 record.pop(key, None)
             self.data.write("TransactWriteItems", pk, record)
-            row = audit["Put"]["Item"]
-            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
-            self._member(deny["Update"]["Key"][PK]["S"], item_id, add=True)
-            self._member(hidden["Update"]["Key"][PK]["S"], item_id, add=False)
+            self._put_audit(audit)
+            for write in others:
+                self._apply(write)
         return True
 
-    def _member(self, set_pk: str, item_id: str, *, add: bool) -> None:
-        """ADD to or DELETE from one String Set, as DynamoDB does (an empty set disappears); under the lock."""
-        ids = set((self.data.items.get(set_pk) or {}).get(SET_IDS, {}).get("SS", []))
-        ids = ids | {item_id} if add else ids - {item_id}
-        self.data.write(
-            "TransactWriteItems",
-            set_pk,
-            {PK: {"S": set_pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}} if ids else None,
-        )
+    def _put_audit(self, audit: Mapping[str, Any]) -> None:
+        row = audit["Put"]["Item"]
+        self.data.write("TransactWriteItems", f"audit\0{row[PK]['S']}\0{row[SK]['S']}", row, row[PK]["S"])
 
-    def hidden(self) -> frozenset[str]:
-        return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
+    def _apply(self, write: Mapping[str, Any]) -> None:
+        """One of the adapter's marker writes (Put, Delete) or old-set DELETEs, under the lock."""
+        if "Put" in write:
+            item = write["Put"]["Item"]
+            self._store(item[PK]["S"], item[SK]["S"], dict(item))
+        elif "Delete" in write:
+            key = write["Delete"]["Key"]
+            self._store(key[PK]["S"], key[SK]["S"], None)
+        else:  # DELETE ids from an old String Set: emptied, DynamoDB keeps the key alone
+            update = write["Update"]
+            pk, sk = update["Key"][PK]["S"], update["Key"][SK]["S"]
+            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{sk}") or {}))
+            ids -= set(update["ExpressionAttributeValues"][":ids"]["SS"])
+            self._store(pk, sk, {**update["Key"], **({SET_IDS: {"SS": sorted(ids)}} if ids else {})})
 
-    def denied(self, consistent: bool = False) -> frozenset[str]:
-        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)], consistent)
+    def _store(self, pk: str, sk: str, item: Item | None) -> None:
+        """Write (None: delete) the item ``pk``/``sk`` of a takedown partition, keeping its sort keys in order."""
+        self.data.write("TransactWriteItems", f"{pk}\0{sk}", item, pk)
+        keys = self._sort_keys.setdefault(pk, [])
+        at = bisect.bisect_left(keys, sk)
+        present = at < len(keys) and keys[at] == sk
+        if item is not None and not present:
+            keys.insert(at, sk)
+        elif item is None and present:
+            del keys[at]
 
-    def _set_union(self, set_pks: list[str], consistent: bool = False) -> frozenset[str]:
+    def as_old_release(self, status: str, item_id: str) -> None:
+        """Turn a takedown into what an earlier release wrote for it: the id in its status's String Set rather than a
+        marker (the upgrade tests plant it, as raw writes do on DynamoDB)."""
+        key = marker_key(status, item_id)
+        old_set = old_set_key(status, item_id)
+        pk = old_set[PK]["S"]
+        with self.data.lock:
+            self._store(pk, key[SK]["S"], None)
+            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{SET_SK}") or {})) | {item_id}
+            self._store(pk, SET_SK, {**old_set, SET_IDS: {"SS": sorted(ids)}})
+
+    def _in_old_set(self, status: str, item_id: str) -> bool:
+        """The adapter's consistent GetItem of the id's old set, under the lock."""
+        key = old_set_key(status, item_id)
+        pk = key[PK]["S"]
+        item = self.data.read("GetItem", f"{pk}\0{key[SK]['S']}", consistent=True, partition=pk)
+        return item_id in old_set_ids(item or {})
+
+    def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
+        """The adapter's Query of each partition, highest sort key first, ``limit`` split over the partitions; each
+        page (1 MB, or the limit) priced by its items' total size."""
+        per_partition = None if limit is None else max(1, math.ceil(limit / TAKEDOWN_PARTITIONS))
+        found: set[str] = set()
+        complete = True
+        with self.data.lock:
+            for partition in range(TAKEDOWN_PARTITIONS):
+                pk = partition_pk(status, partition)
+                keys = list(reversed(self._sort_keys.get(pk, [])))
+                read = keys if per_partition is None else keys[:per_partition]
+                complete &= len(read) == len(keys)
+                items = [self.data.items[f"{pk}\0{sk}"] for sk in read]
+                self._charge_query(pk, [item_size(item) for item in items], consistent)
+                found |= listed_ids(items)
+        return TakedownListing(frozenset(found), complete)
+
+    def _charge_query(self, pk: str, sizes: Sequence[int], consistent: bool) -> None:
+        """A Query's pages of up to 1 MB, each priced by its total size (an empty partition: one empty page)."""
+        page: list[int] = []
+        pages: list[list[int]] = []
+        for size in sizes:
+            page.append(size)
+            if sum(page) >= PAGE_BYTES:
+                pages.append(page)
+                page = []
+        if page or not pages:
+            pages.append(page)
+        for sizes_of_page in pages:
+            units = query_units(sizes_of_page, consistent)
+            self.data.emulator.admit("Query", [Charge(self.data.schema.name, self.data.schema.name, pk, "read", units)])
+
+    def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
+        """The adapter's BatchGetItem of the ids' markers: each key priced as a read of its item (or of nothing)."""
         found: set[str] = set()
         with self.data.lock:
-            for set_pk in set_pks:
-                item = self.data.read("BatchGetItem", set_pk, consistent)
-                found.update((item or {}).get(SET_IDS, {}).get("SS", []))
+            for item_id in dict.fromkeys(item_ids):
+                key = marker_key(status, item_id)
+                pk = key[PK]["S"]
+                if self.data.read("BatchGetItem", f"{pk}\0{key[SK]['S']}", consistent, partition=pk) is not None:
+                    found.add(item_id)
         return frozenset(found)
+
+    def hidden(self) -> frozenset[str]:
+        return self.list_taken_down(HIDDEN).ids
+
+    def denied(self, consistent: bool = False) -> frozenset[str]:
+        return self.list_taken_down(DELETED, consistent=consistent).ids
+
+    def migrate_takedown_sets(self) -> int:
+        """The adapter's migration: each old set's ids to markers (if the record still has the status), then the
+        emptied set's item deleted."""
+        moved = 0
+        with self.data.lock:
+            for status in (HIDDEN, DELETED):
+                for partition in range(TAKEDOWN_PARTITIONS):
+                    pk = partition_pk(status, partition)
+                    item = self.data.read("GetItem", f"{pk}\0{SET_SK}", consistent=True, partition=pk)
+                    for item_id in old_set_ids(item or {}):
+                        record = self.data.items.get(item_record_pk(item_id)) or {}
+                        if record.get(ITEM_STATUS, {}).get("S") == status:
+                            self._apply({"Put": {"Item": marker_key(status, item_id)}})
+                            moved += 1
+                        self._apply(
+                            {
+                                "Update": {
+                                    "Key": {PK: {"S": pk}, SK: {"S": SET_SK}},
+                                    "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
+                                }
+                            }
+                        )
+                    if item is not None:
+                        self._store(pk, SET_SK, None)
+        return moved
 
     def audit_rows(self, item_id: str) -> list[Item]:
         """The item's audit rows in the order they were written (tests read who hid it and why)."""
