@@ -106,7 +106,7 @@ def get_around() -> AroundMe:
     item = validation.item_id(routes.query_value(raw, "id"))
     k = parse_k(routes.once(query, "k"))
     wanted, snapshot = queried_snapshot(query, config, "AroundReads")
-    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
+    answer = around(board_store(), config, wanted, snapshot, item, k=k, catalog=item_store())
     return AroundMe.model_validate(around_document(snapshot, item, answer))
 
 
@@ -142,7 +142,7 @@ def get_rank() -> Ranks:
     if len(ids) > MAX_RANK_IDS:
         raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
     wanted, snapshot = queried_snapshot(query, config, "RankReads")
-    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
+    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids, catalog=item_store())
     period = snapshot.get("period") or {"kind": "all"}
     return Ranks.model_validate({"board": wanted.board, "period": period, "ranks": [a.as_json() for a in answers]})
 
