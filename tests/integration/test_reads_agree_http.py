@@ -10,7 +10,7 @@ moto, with the pipeline's own snapshot job):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from urllib.parse import quote
 
 import pytest

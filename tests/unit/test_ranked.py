@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_versions import refresh_rank_version
-from shardboard.domain.ranked import approx_rank, percentile, rank_of, zipf_exponent
+from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
 from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.settings import Settings
 
@@ -134,3 +134,10 @@ def test_a_nearly_flat_tail_is_no_fit_and_steep_ratios_never_overflow():
         assert 4 <= approx_rank(1, 3, 6, exponent, of=50) <= 50
     assert approx_rank(0, 3, 6, 1.0, of=50) == 50
     assert approx_rank(2, 0, 6, 1.0) == 1
+
+
+def test_a_delete_in_a_versions_events_is_for_good():
+    # A hide of an item deleted already still reaches the version's events (takedown.rank_event): it stays deleted
+    events = [["delete", "a", 2], ["hide", "a", 2], ["hide", "b", 1], ["unhide", "b"], ["hide", "c", 3]]
+    assert [taken_down(events, item) for item in ("a", "b", "c", "d")] == ["deleted", None, "hidden", None]
+    assert exclusions(events) == [2, 3]

@@ -99,8 +99,10 @@ def lookup_ranks(
             if views == 0:
                 answers[item] = RankAnswer(item, 0, None, None, of, of_exact, False, "none", as_of)
                 continue
+            floor = 1 + sum(1 for _, more in entries if more > views)
+            version = (count, depth, last_views, last_tie)
             answers[item] = beyond(
-                item, views, (count, depth, last_views, last_tie), exponent=exponent, size=(of, of_exact), as_of=as_of
+                item, views, version, exponent=exponent, size=(of, of_exact), as_of=as_of, floor=floor
             )
     return [answers[item] for item in ids]
 
@@ -113,12 +115,18 @@ def beyond(
     exponent: float | None,
     size: tuple[int, bool],
     as_of: str,
+    floor: int = 1,
 ) -> RankAnswer:
     """An id past the version: ``rank`` null, the model's rank and percentile labelled approximate. Views equal to
-    (or, counted since, above) the last entry's tie with it, so the model rank is that entry's rank."""
+    (or, counted since, above) the last entry's tie with it, so the model rank is that entry's rank. ``floor``: the
+    rank the head allows it, 1 + its entries with more views (they only gain views; the id is not among them)."""
     count, depth, last_views, last_tie = version
     of, of_exact = size
-    model = last_tie if views >= last_views else approx_rank(views, count, last_views, exponent, max(of, count + 1))
+    if count > 0 and views >= last_views:
+        model = last_tie
+    else:  # (an empty version, gathered before any views, has no last entry to tie with)
+        model = approx_rank(views, count, last_views, exponent, max(of, count + 1))
+    model = max(model, floor)
     # A model rank past ``of`` means the board grew since: ``of`` grows with it, and is no longer exact.
     of, of_exact = max(of, model), of_exact and model <= of
     return RankAnswer(item, views, None, percentile(model, of), of, of_exact, True, "beyond", as_of, depth, model)

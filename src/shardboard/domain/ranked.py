@@ -84,9 +84,12 @@ def excluded_ids(events: Sequence[Sequence[Any]]) -> set[str]:
 
 
 def taken_down(events: Sequence[Sequence[Any]], item: str) -> str | None:
-    """``"hidden"`` or ``"deleted"`` when the events take the item out of the version (the last event of it wins)."""
-    last = next((event[0] for event in reversed(events) if event[1] == item), None)
-    return {"hide": "hidden", "delete": "deleted"}.get(last or "")
+    """``"hidden"`` or ``"deleted"`` when the events take the item out of the version: a delete for good (a hide
+    repeated on a deleted item leaves it deleted), else the last event of it."""
+    kinds = [event[0] for event in events if event[1] == item]
+    if "delete" in kinds:
+        return "deleted"
+    return {"hide": "hidden"}.get(kinds[-1] if kinds else "")
 
 
 def visible_index(position: int, excluded: Sequence[int]) -> int:
