@@ -49,10 +49,11 @@ recording process with SIGKILL between and during flushes and checks both.
 ``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
 write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
 it. The writer needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table
-(dynamic sharding); a reader ``GetItem`` on the board table. With ``require_items=True`` in the settings (the
-stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT /item`` and buffers
-nothing: one items-table GetItem per id, positive answers kept 10 s (the writer then needs ``GetItem`` on the items
-table).
+(dynamic sharding); a reader ``GetItem`` on the board table, and for ranks and around-me ``BatchGetItem`` on the
+board table and the items table (the takedown status of an id the ranking does not hold). With
+``require_items=True`` in the settings (the stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id
+never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
+writer then needs ``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
@@ -77,6 +78,7 @@ import boto3
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
+from shardboard.adapters.items_table import ItemStore
 from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen
@@ -449,6 +451,7 @@ class Leaderboard:
         self.settings = settings or Settings.for_stack(stack)
         self.client = _dynamodb(session)
         self._board = BoardStore(self.client, self.settings.board_table)
+        self._items = ItemStore(self.client, self.settings.items_table)
 
     def top(
         self, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None, limit: int | None = None
@@ -488,7 +491,7 @@ class Leaderboard:
         if not 1 <= len(ids) <= MAX_RANK_IDS:
             raise BadInput(f"between 1 and {MAX_RANK_IDS} ids per call, got {len(ids)}")
         key, snapshot = self._snapshot(board, period, at)
-        return lookup_ranks(self._board, self.settings, key, snapshot, ids)
+        return lookup_ranks(self._board, self.settings, key, snapshot, ids, catalog=self._items)
 
     def around(
         self,
@@ -505,7 +508,7 @@ class Leaderboard:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
             raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
         key, snapshot = self._snapshot(board, period, at)
-        return around(self._board, key, snapshot, item_id, k=k, depth=self.settings.rank_depth_of(key.board))
+        return around(self._board, self.settings, key, snapshot, item_id, k=k, catalog=self._items)
 
     def _snapshot(self, board: str, period: str, at: datetime | str | None) -> tuple[PeriodKey, dict[str, Any]]:
         key = self._period(board, period, at)

@@ -74,6 +74,33 @@ def test_get_many_reads_the_records_that_were_put_and_leaves_the_others_out(port
     assert ports.items.get_many([]) == {}
 
 
+def test_statuses_name_every_hidden_and_deleted_id_put_or_not_and_leave_the_others_out(ports):
+    # Given 150 ids (more than one BatchGetItem of 100 keys): put and visible, hidden and deleted with and without a
+    # put, one hidden then unhidden
+    visible = [*ODD_IDS, *(f"img/{n:03d}" for n in range(140 - len(ODD_IDS)))]
+    for item in visible:
+        ports.items.put(item, meta({"id": item}), "2026-11-23T17:00:00.000Z")
+    for item in ("put-hidden", "put-deleted", "unhidden"):
+        ports.items.put(item, meta({}), "2026-11-23T17:00:00.000Z")
+    for item in ("put-hidden", "viewed-hidden", "unhidden"):
+        assert ports.items.set_hidden(item, True, "cli:ed", "", "2026-11-23T17:01:00.000Z")
+    for item in ("put-deleted", "viewed-deleted"):
+        assert ports.items.set_deleted(item, "cli:ed", "", "2026-11-23T17:01:00.000Z")
+    assert ports.items.set_hidden("unhidden", False, "cli:al", "", "2026-11-23T17:02:00.000Z")
+    asked = [*visible, "put-hidden", "viewed-hidden", "put-deleted", "viewed-deleted", "unhidden", "never"]
+    # When their statuses are asked for (a repeat among them)
+    found = ports.items.statuses([*asked, "viewed-hidden"])
+    # Then exactly the taken-down ones are named, with their status; the metadata records are untouched
+    assert found == {
+        "put-hidden": "hidden",
+        "viewed-hidden": "hidden",
+        "put-deleted": "deleted",
+        "viewed-deleted": "deleted",
+    }
+    assert ports.items.get("viewed-hidden", consistent=True) is None
+    assert ports.items.statuses([]) == {}
+
+
 @pytest.mark.parametrize("item", ODD_IDS)
 def test_a_hide_is_set_once_and_an_unhide_reverses_it(ports, item):
     # Given a put item

@@ -61,6 +61,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
         ("dynamodb:Query", "ItemsTable/index/by-created"),  # ItemStore.newest: GET /items, one Query a shard
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.statuses: GET /rank and GET /around past the ranking
     },
     "ItemsAdminFunction": {
         ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, old sets

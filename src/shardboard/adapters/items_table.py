@@ -312,19 +312,27 @@ class ItemStore:
 
     def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
         """BatchGetItem, 100 keys a request; unprocessed keys are asked again (backing off), never dropped."""
-        found: dict[str, ItemRecord] = {}
+        # A status-only record (hidden, never put) was never put.
+        return {item[ITEM_ID]["S"]: item_record(item) for item in self._records(item_ids) if ITEM_META in item}
+
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The records' status alone (a projection: the metadata does not travel, though it is read and priced)."""
+        found = self._records(item_ids, {"#id": ITEM_ID, "#st": ITEM_STATUS})
+        return {item[ITEM_ID]["S"]: item[ITEM_STATUS]["S"] for item in found if ITEM_STATUS in item}
+
+    def _records(self, item_ids: Sequence[str], projection: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The records of those ids (each id once, absent ones missing), only the ``projection`` attributes if given:
+        100 keys a BatchGetItem; unprocessed keys are asked again (backing off), never dropped."""
+        found: list[dict[str, Any]] = []
         unique = list(dict.fromkeys(item_ids))
         for start in range(0, len(unique), BATCH_GET_KEYS):
-            request: dict[str, Any] = {
-                self.table: {"Keys": [record_key(i) for i in unique[start : start + BATCH_GET_KEYS]]}
-            }
+            keys: dict[str, Any] = {"Keys": [record_key(i) for i in unique[start : start + BATCH_GET_KEYS]]}
+            if projection:
+                keys |= {"ProjectionExpression": ", ".join(projection), "ExpressionAttributeNames": dict(projection)}
+            request: dict[str, Any] = {self.table: keys}
             for attempt in range(BATCH_GET_ATTEMPTS):
                 response = self.client.batch_get_item(RequestItems=request)
-                found.update(
-                    (item[ITEM_ID]["S"], item_record(item))
-                    for item in response["Responses"].get(self.table, [])
-                    if ITEM_META in item  # a status-only record (hidden, never put) was never put
-                )
+                found.extend(response["Responses"].get(self.table, []))
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break

@@ -398,6 +398,12 @@ class ItemCatalog(Protocol):
         """The records of those ids that were put (eventually consistent, BatchGetItem): absent ids are missing."""
         ...
 
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The takedown status (HIDDEN or DELETED) of those ids that have one, put or not (an item hidden without a
+        put has a status-only record that ``get`` does not return): one eventually consistent BatchGetItem of their
+        records per 100 ids; visible and unknown ids are missing."""
+        ...
+
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
         """Up to ``limit`` records of one by-created shard with ``low <= created key <= high``, newest first
         (eventually consistent, as every GSI read); ``more`` when the shard may hold older ones in the range."""

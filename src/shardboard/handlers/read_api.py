@@ -128,7 +128,7 @@ def get_around() -> Response[AroundMe | None]:
     item = validation.lookup_item_id(routes.query_value(raw, "id"))
     k = parse_k(routes.once(query, "k"))
     wanted, snapshot = queried_snapshot(query, config, "AroundReads")
-    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
+    answer = around(board_store(), config, wanted, snapshot, item, k=k, catalog=item_store())
     return cached(AroundMe.model_validate(around_document(snapshot, item, answer)))
 
 
@@ -164,7 +164,7 @@ def get_rank() -> Response[Ranks | None]:
     if len(ids) > MAX_RANK_IDS:
         raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
     wanted, snapshot = queried_snapshot(query, config, "RankReads")
-    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
+    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids, catalog=item_store())
     period = snapshot.get("period") or {"kind": "all"}
     ranks = [answer.as_json() for answer in answers]
     return cached(Ranks.model_validate({"board": wanted.board, "period": period, "ranks": ranks}))

@@ -1338,6 +1338,16 @@ class MemoryItemStore:
                     found[item_id] = item_record(item)
         return found
 
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The adapter's BatchGetItem of the records' status: each key priced as an eventually consistent read."""
+        found: dict[str, str] = {}
+        with self.data.lock:
+            for item_id in dict.fromkeys(item_ids):
+                item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
+                if item is not None and ITEM_STATUS in item:
+                    found[item_id] = item[ITEM_STATUS]["S"]
+        return found
+
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
         """The adapter's by-created Query: the shard's keys in [low, high], newest first, ``limit`` of them."""
         index = self.data.schema.index(BY_CREATED_INDEX)

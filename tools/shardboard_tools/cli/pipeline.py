@@ -260,7 +260,7 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
     if stored is None:
         fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
     try:
-        answer = around(rt.board, key, stored, wanted, k=depth_k, depth=rt.settings.rank_depth_of(name))
+        answer = around(rt.board, rt.settings, key, stored, wanted, k=depth_k, catalog=rt.items)
     except NotRanked as missing:
         fail(str(missing))
     document = AroundMe.model_validate(around_document(stored, wanted, answer))
@@ -297,7 +297,7 @@ def rank(  # noqa: PLR0917 - one parameter per click option
         stored = rt.board.get_snapshot(key)
         if stored is None:
             fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-        answers = lookup_ranks(rt.board, rt.settings, key, stored, ids)
+        answers = lookup_ranks(rt.board, rt.settings, key, stored, ids, catalog=rt.items)
     document = Ranks.model_validate(
         {"board": name, "period": stored.get("period") or {"kind": ALL}, "ranks": [a.as_json() for a in answers]}
     )
