@@ -17,7 +17,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:PutItem", "ViewsTable"),  # add_seen_view's transaction: the viewer's dedupe marker
         ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
-        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
+        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item; BoardRegistryStore.register
+        ("dynamodb:GetItem", "BoardTable"),  # BoardRegistryStore.existed: a board the cap refuses that has views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
     },

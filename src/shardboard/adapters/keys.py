@@ -192,3 +192,16 @@ DENY_SETS = HIDDEN_SETS
 
 def deny_set_pk(shard: int) -> str:
     return f"deny#{shard}"
+
+
+# The board registry (domain/boards.py, the Boards policy): in the shards table beside the shard metadata, one item
+# per category board and one count of them; no item_id, so ShardMetadataStore.scan never takes one for an item.
+BOARD_REGISTRY_PREFIX = "board#"
+BOARDS_COUNT_PK = "boards"
+REGISTERED = "registered"  # the count item's number of boards
+REGISTERED_AT = "registered_at"
+BOARD_ORIGIN = "origin"  # "view": created by a writer within the cap; "existing": held views before the registry
+
+
+def board_registry_pk(board: str) -> str:
+    return f"{BOARD_REGISTRY_PREFIX}{board}"

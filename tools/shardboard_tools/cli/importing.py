@@ -48,6 +48,16 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
         parsed = importing.parse_lines(lines, rt.settings.anchor, on_line=lambda _: bar.advance(task))
     if parsed.bad and not skip_bad:
         fail(parsed.refusal(), 2)
+    # Boards: the lines naming a board the policy refuses are bad lines too; the boards left are registered
+    # (all or none: nothing is written for a refused import).
+    gate = rt.stores().boards
+    with one_line_errors():
+        refused = gate.refusals(parsed.boards)
+        if refused:
+            parsed = importing.parse_lines(lines, rt.settings.anchor, refused=refused)
+            if not skip_bad:
+                fail(parsed.refusal(), 2)
+        gate.admit(tuple(parsed.boards))
     for bad in parsed.bad:
         errors.print(f"shardboard: skipped {bad}", markup=False, highlight=False, soft_wrap=True)
     identity = importing.import_id(parsed.counters)
