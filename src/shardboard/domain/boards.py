@@ -42,8 +42,8 @@ MAX_BOARDS_CEILING = 2_000
 ITEM_SIZE_LIMIT = 400 * 1024
 # Names one registration writes at once: a transaction holds at most 100 items (the names and the count).
 MAX_REGISTERED_AT_ONCE = 99
-# A writer remembers a refused name this long (no registry read for it meanwhile): a cap is raised by a deploy,
-# which starts new containers anyway.
+# A writer remembers a full registry, and the names it refused, this long (no registry write, or read, for them
+# meanwhile): boards are never unregistered, and a cap is raised by a deploy, which starts new containers anyway.
 REFUSED_TTL_SECONDS = 60.0
 REFUSED_CACHE_SIZE = 10_000
 
@@ -212,7 +212,8 @@ class BoardGate:
                 self._learn(older)
             fresh = [name for name in chunk if name not in older]
             if fresh and not (older and self._registered_under_cap(fresh)):
-                self._remember_refused(fresh)
+                if self._clock() < self._full_until:  # full for good (boards are never unregistered): remember
+                    self._remember_refused(fresh)
                 raise BoardNotAllowed(self._full(fresh[0]))
         return names
 
