@@ -156,7 +156,7 @@ OLD = frozenset({"old1", "old2"})  # boards with views from before the policy
 
 class Model:
     """What the policy says, written plainly: a view is accepted iff every board matches the pattern and the new
-    ones fit under the cap (all or none); a board that held views before is kept even past the cap."""
+    ones fit under the cap (all or none) or, past the cap, all held views before the policy."""
 
     def __init__(self, policy: BoardPolicy) -> None:
         self.policy = policy
@@ -166,16 +166,10 @@ class Model:
         if not all(self.policy.allows(name) for name in names):
             return False
         new = set(names) - self.registered
-        if len(self.registered) + len(new) <= self.policy.max_boards:
-            self.registered |= new
-            return True
-        older = new & OLD
-        self.registered |= older
-        fresh = new - older
-        if not fresh or (older and len(self.registered) + len(fresh) <= self.policy.max_boards):
-            self.registered |= fresh
-            return True
-        return False
+        if len(self.registered) + len(new) > self.policy.max_boards and not new <= OLD:
+            return False
+        self.registered |= new
+        return True
 
 
 policies = st.builds(BoardPolicy, st.integers(0, 5), st.sampled_from([None, "*", "a|b|c|old*", "old*|d*"]))
@@ -197,13 +191,11 @@ def test_any_sequence_of_views_is_admitted_iff_the_policy_allows_it(policy, requ
         except BoardNotAllowed as refused:
             accepted = False
             assert "is not allowed" in str(refused)
-        # Then the gate decides as the policy says, and a refusal registers no new board (an old one it names may
-        # be learned, or not when the refusal came from the writer's memory of a full registry: full stays full)
+        # Then the gate decides as the policy says, and a refusal registers nothing
         assert accepted == model.view(names), (policy, names, before)
-        assert registry.names - OLD == model.registered - OLD
-        assert registry.names <= model.registered
+        assert registry.names == model.registered
         if not accepted:
-            assert registry.names - before <= OLD
+            assert registry.names == before
     # And the cap holds: past it, only boards that held views before
     assert len(registry.names - OLD) <= policy.max_boards
 
@@ -242,7 +234,8 @@ def test_a_writer_asks_the_registry_once_per_new_board_and_not_again_while_it_is
         gate.admit(["a"])
     assert registry.calls == asked
     gate.admit(["b"])
-    # Full: the first refusal costs a refused registration and a count; the same name again costs nothing
+    # Full: the first refusal costs a refused registration, a count and a look for views; the same name again
+    # costs nothing
     with pytest.raises(BoardNotAllowed, match="past this stack's maximum of 2"):
         gate.admit(["c"])
     asked = registry.calls
@@ -273,8 +266,32 @@ def test_refusals_say_what_admit_would_refuse_and_write_nothing():
     registry = InProcessBoards(existing=frozenset({"old"}))
     gate = BoardGate(BoardPolicy(2, "a*|old"), registry)
     gate.admit(["a1"])
+    # One place left: the first new board takes it, in order; an old board is kept past the cap
     reasons = gate.refusals(["a1", "a2", "a3", "b", "old"])
-    assert set(reasons) == {"a2", "a3", "b"}
-    assert "must match a*|old" in reasons["b"] and "maximum of 2" in reasons["a2"]
+    assert set(reasons) == {"a3", "b"}
+    assert "must match a*|old" in reasons["b"] and "maximum of 2" in reasons["a3"]
+    assert set(gate.refusals(["old", "a3", "a2"])) == {"a3", "a2"}  # the old board came first and took it
     assert registry.names == {"a1"}
-    assert gate.refusals(["a2", "old"]) == {}
+    # What refusals allows, admit takes, one at a time in the same order
+    for name in ("a2", "old"):
+        gate.admit([name])
+    assert registry.names == {"a1", "a2", "old"}
+    assert set(gate.refusals(["a3", "old"])) == {"a3"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies, st.lists(st.sampled_from(NAMES), max_size=4, unique=True), st.lists(st.sampled_from(NAMES)))
+def test_refusals_foretell_admitting_one_board_at_a_time(policy, first, names):
+    # Given a registry holding some boards already
+    registry = InProcessBoards(existing=OLD, names=set(first[: policy.max_boards]))
+    foretold = BoardGate(policy, registry).refusals(names)
+    assert registry.names == set(first[: policy.max_boards])  # writing nothing
+    # When the boards are admitted one at a time, in order, by another writer
+    gate, refused = BoardGate(policy, registry), set()
+    for name in names:
+        try:
+            gate.admit([name])
+        except BoardNotAllowed:
+            refused.add(name)
+    # Then exactly the boards foretold were refused
+    assert set(foretold) == refused

@@ -192,7 +192,8 @@ class BoardGate:
 
     def admit(self, names: Sequence[str]) -> tuple[str, ...]:
         """``names`` (valid board names, as ``validation.boards`` returns them) if the policy allows every one:
-        registered now if new. Raises BoardNotAllowed, having registered none of the new ones, if one is refused."""
+        registered now if new. Raises BoardNotAllowed if one is refused, having registered none of them (of at most
+        MAX_REGISTERED_AT_ONCE names)."""
         names = tuple(names)
         for name in names:
             self.policy.named(name)
@@ -205,22 +206,21 @@ class BoardGate:
             chunk = new[start : start + MAX_REGISTERED_AT_ONCE]
             if self._registered_under_cap(chunk):
                 continue
-            # Refused by the cap: boards that hold views from before the policy are learned outside it.
-            older = [name for name in chunk if self.registry.existed(name)]
-            if older:
-                self.registry.register(older, None)
-                self._learn(older)
-            fresh = [name for name in chunk if name not in older]
-            if fresh and not (older and self._registered_under_cap(fresh)):
+            # Past the cap: boards that hold views from before the policy are kept (learned outside the cap), as
+            # long as the view names no other new board; otherwise it is refused and nothing is registered.
+            fresh = [name for name in chunk if not self.registry.existed(name)]
+            if fresh:
                 if self._clock() < self._full_until:  # full for good (boards are never unregistered): remember
                     self._remember_refused(fresh)
                 raise BoardNotAllowed(self._full(fresh[0]))
+            self.registry.register(chunk, None)
+            self._learn(chunk)
         return names
 
     def refusals(self, names: Iterable[str]) -> dict[str, str]:
-        """Which of ``names`` :meth:`admit` would refuse now, and why, writing nothing: the boards outside the
-        pattern and, when the new boards (those that hold no views yet) do not all fit under the cap, every one
-        of them."""
+        """Which of ``names`` :meth:`admit` would refuse now, and why, were they admitted one at a time in this order
+        (as ``shardboard import`` does), writing nothing: the boards outside the pattern, and the new boards past
+        the room left under the cap that hold no views yet."""
         reasons: dict[str, str] = {}
         candidates = []
         for name in dict.fromkeys(names):
@@ -232,9 +232,12 @@ class BoardGate:
             candidates.append(name)
         new = self._unknown(candidates)
         new = [name for name in new if name not in self._learn(self.registry.registered(new))]
-        fresh = [name for name in new if not self.registry.existed(name)] if new else []
-        if fresh and self.registry.count() + len(fresh) > self.policy.max_boards:
-            reasons.update({name: self._full(name) for name in fresh})
+        room = self.policy.max_boards - self.registry.count() if new else 0
+        for name in new:
+            if room > 0:
+                room -= 1
+            elif not self.registry.existed(name):
+                reasons[name] = self._full(name)
         return reasons
 
     def _registered_under_cap(self, names: Sequence[str]) -> bool:

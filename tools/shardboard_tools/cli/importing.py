@@ -48,8 +48,8 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
         parsed = importing.parse_lines(lines, rt.settings.anchor, on_line=lambda _: bar.advance(task))
     if parsed.bad and not skip_bad:
         fail(parsed.refusal(), 2)
-    # Boards: the lines naming a board the policy refuses are bad lines too; the boards left are registered
-    # (all or none: nothing is written for a refused import).
+    # Boards: new boards take the room left under the cap in file order; a line naming a board the policy refuses
+    # is a bad line too. Nothing is registered before the import is known to go ahead.
     gate = rt.stores().boards
     with one_line_errors():
         refused = gate.refusals(parsed.boards)
@@ -57,7 +57,8 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
             parsed = importing.parse_lines(lines, rt.settings.anchor, refused=refused)
             if not skip_bad:
                 fail(parsed.refusal(), 2)
-        gate.admit(tuple(parsed.boards))
+        for board in parsed.boards:
+            gate.admit((board,))
     for bad in parsed.bad:
         errors.print(f"shardboard: skipped {bad}", markup=False, highlight=False, soft_wrap=True)
     identity = importing.import_id(parsed.counters)
