@@ -50,12 +50,12 @@ recording process with SIGKILL between and during flushes and checks both.
 ``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
 write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
 it; so does a ``Boards`` policy other than the default (``board_policy=BoardPolicy.parse("max=100")``). The writer
-needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table (dynamic
-sharding, and the board registry: a new board is registered once), ``GetItem`` on the board table (asked only for a
-board the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the board table. With
-``require_items=True`` in the settings (the stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id
-never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
-writer then needs ``GetItem`` on the items table).
+needs ``dynamodb:UpdateItem`` on the views table, ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards
+table (dynamic sharding, and the board registry: a new board is registered once), ``BatchGetItem`` on the board
+table (asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the
+board table. With ``require_items=True`` in the settings (the stack's ``RequireItems``), ``record`` raises
+``UnknownItem`` for an id never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id,
+positive answers kept 10 s (the writer then needs ``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is

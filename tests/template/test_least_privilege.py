@@ -18,7 +18,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
         ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item; BoardRegistryStore.register
-        ("dynamodb:GetItem", "BoardTable"),  # BoardRegistryStore.existed: a board the cap refuses that has views
+        ("dynamodb:BatchGetItem", "ShardsTable"),  # BoardRegistryStore.registered: which boards are registered
+        ("dynamodb:BatchGetItem", "BoardTable"),  # BoardRegistryStore.existed: boards the cap refuses that have views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
     },

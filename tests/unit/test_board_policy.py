@@ -213,9 +213,9 @@ class CountingRegistry(InProcessBoards):
         self.calls += 1
         return super().register(names, limit)
 
-    def existed(self, name):
+    def existed(self, names):
         self.calls += 1
-        return super().existed(name)
+        return super().existed(names)
 
     def count(self):
         self.calls += 1

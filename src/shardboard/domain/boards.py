@@ -128,8 +128,8 @@ class BoardRegistry(Protocol):
         that would take the number registered past ``limit`` (None: no limit): False then, and nothing written."""
         ...
 
-    def existed(self, name: str) -> bool:
-        """Whether ``name`` already holds views (a board its stack had before it had a registry)."""
+    def existed(self, names: Sequence[str]) -> set[str]:
+        """Which of ``names`` already hold views (boards their stack had before it had a registry)."""
         ...
 
     def count(self) -> int:
@@ -158,8 +158,8 @@ class InProcessBoards:
             self.names |= new
             return True
 
-    def existed(self, name: str) -> bool:
-        return name in self.existing
+    def existed(self, names: Sequence[str]) -> set[str]:
+        return {name for name in names if name in self.existing}
 
     def count(self) -> int:
         with self._lock:
@@ -201,14 +201,16 @@ class BoardGate:
         if not new:
             return names
         self._refuse_remembered(new)
-        new = [name for name in new if name not in self._learn(self.registry.registered(new))]
+        found = self._learn(self.registry.registered(new))
+        new = [name for name in new if name not in found]
         for start in range(0, len(new), MAX_REGISTERED_AT_ONCE):
             chunk = new[start : start + MAX_REGISTERED_AT_ONCE]
             if self._registered_under_cap(chunk):
                 continue
             # Past the cap: boards that hold views from before the policy are kept (learned outside the cap), as
             # long as the view names no other new board; otherwise it is refused and nothing is registered.
-            fresh = [name for name in chunk if not self.registry.existed(name)]
+            older = self.registry.existed(chunk)
+            fresh = [name for name in chunk if name not in older]
             if fresh:
                 if self._clock() < self._full_until:  # full for good (boards are never unregistered): remember
                     self._remember_refused(fresh)
@@ -231,13 +233,13 @@ class BoardGate:
                 continue
             candidates.append(name)
         new = self._unknown(candidates)
-        new = [name for name in new if name not in self._learn(self.registry.registered(new))]
-        room = self.policy.max_boards - self.registry.count() if new else 0
-        for name in new:
-            if room > 0:
-                room -= 1
-            elif not self.registry.existed(name):
-                reasons[name] = self._full(name)
+        found = self._learn(self.registry.registered(new)) if new else set()
+        new = [name for name in new if name not in found]
+        # In order, the first new boards take the room left (boards learned past the cap may have used it all).
+        room = max(0, self.policy.max_boards - self.registry.count()) if new else 0
+        past = new[room:]
+        older = self.registry.existed(past) if past else set()
+        reasons.update({name: self._full(name) for name in past if name not in older})
         return reasons
 
     def _registered_under_cap(self, names: Sequence[str]) -> bool:
