@@ -33,7 +33,7 @@ from shardboard.domain.ports import Throttled, ThrottleScope
 # BatchGetItem reads at most 100 keys a request; rounds of UnprocessedKeys asked again before a read gives up.
 BATCH_GET_KEYS = 100
 MAX_BATCH_GET_ROUNDS = 10
-# A registration cancelled by a concurrent one on the count (TransactionConflict) is tried again this many times.
+# A registration cancelled by a concurrent one on the count (TransactionConflict) is tried this many times.
 MAX_CONFLICT_ATTEMPTS = 5
 CONDITION_CHECK_FAILED = "ConditionalCheckFailed"
 _THROTTLES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
@@ -94,7 +94,9 @@ class BoardRegistryStore:
                     return False
                 if any(code in _THROTTLES for code in codes):
                     raise Throttled(ThrottleScope.TABLE) from error
-                if "TransactionConflict" in codes and attempt < MAX_CONFLICT_ATTEMPTS - 1:
+                if "TransactionConflict" in codes:
+                    if attempt == MAX_CONFLICT_ATTEMPTS - 1:  # nothing was written: the caller may retry (a 503)
+                        raise Throttled(ThrottleScope.TABLE) from error
                     self.sleep(retry_delay(attempt, self.rng))
                     attempt += 1
                     continue
