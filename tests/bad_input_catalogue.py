@@ -20,11 +20,13 @@ class HttpCase:
     body: str | None = None
     status: int = 400
     message: str = ""
+    parameters: tuple[tuple[str, str], ...] = ()  # template parameters of the stack it is sent to
 
     @property
     def code(self) -> str:
         """The error body's code (README "HTTP API"): one per status."""
-        return {400: "bad_request", 404: "not_found", 429: "rate_limited", 503: "throttled"}[self.status]
+        codes = {400: "bad_request", 404: "not_found", 422: "board_not_allowed", 429: "rate_limited", 503: "throttled"}
+        return codes[self.status]
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,27 @@ HTTP: list[HttpCase] = [
     post("id with a Hangul filler", '{"id": "a\\u3164"}', "an invisible character (U+3164 HANGUL FILLER)"),
     post("id with a variation selector", '{"id": "\\u2764\\ufe0f"}', "invisible character (U+FE0F"),
     post("id with a tag character", '{"id": "a\\udb40\\udc41"}', "format character (U+E0041 TAG LATIN CAPITAL"),
+    post("board name in capitals", '{"id": "a", "boards": ["Cats"]}', "board name 'Cats' must be 1-64 characters"),
+    post("board name of 65 characters", json.dumps({"id": "a", "boards": ["b" * 65]}), "must be 1-64 characters"),
+    post("nine boards", json.dumps({"id": "a", "boards": [f"b{n}" for n in range(9)]}), "at most 8 boards, got 9"),
+    HttpCase(
+        "board outside the Boards pattern (Boards=max=100 pattern=cats|tag:*)",
+        "POST",
+        "/views",
+        body='{"id": "a", "boards": ["dogs"]}',
+        status=422,
+        message="board 'dogs' is not allowed: this stack's boards must match cats|tag:*",
+        parameters=(("Boards", "max=100 pattern=cats|tag:*"),),
+    ),
+    HttpCase(
+        "two new boards past the maximum (Boards=max=1)",
+        "POST",
+        "/views",
+        body='{"id": "a", "boards": ["cats", "dogs"]}',
+        status=422,
+        message="would be a new board past this stack's maximum of 1",
+        parameters=(("Boards", "max=1"),),
+    ),
     HttpCase("limit 0", "GET", "/leaderboard", "limit=0", message="limit must be from 1 to 10"),
     HttpCase("limit above TopN", "GET", "/leaderboard", "limit=11", message="limit must be from 1 to 10"),
     HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
@@ -330,6 +353,18 @@ CLI: list[CliCase] = [
     CliCase("count 0", ("record", "a", "-n", "0"), "count must be at least 1"),
     CliCase("count above the maximum", ("record", "a", "-n", "5000"), "count must be at most 1000"),
     CliCase("count not a number", ("record", "a", "-n", "abc"), "'abc' is not a valid integer"),
+    CliCase("board name in capitals", ("record", "a", "--board", "Cats"), "board name 'Cats' must be 1-64"),
+    CliCase(
+        "board outside the Boards pattern",
+        ("-p", "Boards=max=100 pattern=cats", "record", "a", "--board", "dogs"),
+        "board 'dogs' is not allowed: this stack's boards must match cats",
+    ),
+    CliCase(
+        "a new board where writers create none",
+        ("-p", "Boards=max=0", "record", "a", "--board", "cats"),
+        "this stack's writers create no boards",
+    ),
+    CliCase("Boards past 2,000", ("-p", "Boards=max=5000", "init"), "parameter Boards must match"),
     CliCase("no item", ("record",), "Missing argument 'ITEMS...'"),
     CliCase("limit 0", ("top", "-n", "0"), "limit must be from 1"),
     CliCase("item metadata not JSON", ("item", "put", "a", "--meta", "{"), "meta is not valid JSON"),
@@ -447,6 +482,7 @@ def render() -> str:
         f"## HTTP API ({len(HTTP)} inputs)",
         "",
         'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404),',
+        "`board_not_allowed` (422: a board the stack's `Boards` policy refuses, docs/boards-and-periods.md),",
         "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
         "route's answers.",
         "",

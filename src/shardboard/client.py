@@ -9,7 +9,8 @@
         print(entry.rank, entry.id, entry.views)
 
 **Recording.** :meth:`Recorder.record` validates its input with the API's own rules (``POST /views``: a bad id,
-count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing) and
+count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing; so
+does a board the stack's ``Boards`` policy refuses, as :class:`~shardboard.domain.boards.BoardNotAllowed`) and
 adds the views to an in-memory buffer keyed by (item, anchor bucket of the time of the call, boards). A background
 thread flushes the buffer every ``flush_interval`` seconds, and at once when it holds ``max_pending`` distinct keys:
 each key becomes ONE counter write, ``ADD`` of its summed count on a random write shard of the item's current shard
@@ -48,12 +49,14 @@ recording process with SIGKILL between and during flushes and checks both.
 ``<stack>-shards``). The other settings are the template's defaults; a stack deployed with other ``WriteShards``,
 ``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
 write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
-it. The writer needs ``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table
-(dynamic sharding); a reader ``GetItem`` on the board table, and for ranks and around-me ``BatchGetItem`` on the
-board table and the items table (the takedown status of an id the ranking does not hold). With
-``require_items=True`` in the settings (the stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id
-never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
-writer then needs ``GetItem`` on the items table).
+it; so does a ``Boards`` policy other than the default (``board_policy=BoardPolicy.parse("max=100")``). The writer
+needs ``dynamodb:UpdateItem`` on the views table, ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards
+table (dynamic sharding, and the board registry: a new board is registered once), ``BatchGetItem`` on the board
+table (asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the
+board table, and for ranks and around-me ``BatchGetItem`` on the board table and the items table (the takedown
+status of an id the ranking does not hold). With ``require_items=True`` in the settings (the stack's
+``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT /item`` and buffers nothing:
+one items-table GetItem per id, positive answers kept 10 s (the writer then needs ``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
@@ -80,7 +83,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.domain import items, validation
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
@@ -89,7 +92,7 @@ from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked, around
 from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
 from shardboard.domain.ranking import RankedEntry
-from shardboard.domain.recording import Where, admitted, record_seen_view, write_views
+from shardboard.domain.recording import Where, admitted, allowed_boards, record_seen_view, write_views
 from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
 from shardboard.handlers.wiring import Container
 from shardboard.settings import DEFAULT_STACK, Settings
@@ -119,6 +122,8 @@ class Stores:
     router: ShardRouter | None = None
     # RequireItems (``Settings.require_items``): whether an id was created; None when the stack does not require it.
     admit: Callable[[str], bool] | None = None
+    # The Boards policy and its registry; None: the settings' policy with a registry in this process's memory.
+    boards: BoardGate | None = None
 
 
 @dataclass(frozen=True)
@@ -242,10 +247,11 @@ class Recorder:
             self.client: Any = _dynamodb(session, workers)
             # The collaborators the API function builds (the same stores, the same shard router), on this client.
             container = Container(self.settings, self.client)
-            stores = Stores(container.views, container.router, container.admission)
+            stores = Stores(container.views, container.router, container.admission, container.boards)
         else:
             self.client = None
         self._views, self._router, self._admit = stores.views, stores.router, stores.admit
+        self._boards = stores.boards or BoardGate(self.settings.board_policy, InProcessBoards())
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
@@ -275,6 +281,7 @@ class Recorder:
         validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
         admitted(item_id, self._admit)  # RequireItems: an id never created raises UnknownItem, nothing buffered
+        names = allowed_boards(names, self._boards)  # Boards: a board refused raises BoardNotAllowed (a BadInput)
         now = self._clock()
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
         key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)

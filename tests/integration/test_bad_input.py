@@ -22,7 +22,12 @@ def table_items(pipeline):
     client = pipeline.runtime.dynamodb
     return {
         table: client.scan(TableName=table, ConsistentRead=True)["Items"]
-        for table in (pipeline.settings.views_table, pipeline.settings.board_table, pipeline.settings.items_table)
+        for table in (
+            pipeline.settings.views_table,
+            pipeline.settings.board_table,
+            pipeline.settings.items_table,
+            pipeline.settings.shards_table,  # the board registry: a refused board is not registered
+        )
     }
 
 
@@ -52,7 +57,7 @@ def test_bad_http_request(make_pipeline, case):
     from shardboard.handlers import items_admin, read_api, record_views
 
     # Given a board of 10 holding views and a snapshot
-    pipeline = make_pipeline(TopN="10")
+    pipeline = make_pipeline(TopN="10", **dict(case.parameters))
     pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()

@@ -17,7 +17,9 @@ EXPECTED_GRANTS = {
         ("dynamodb:PutItem", "ViewsTable"),  # add_seen_view's transaction: the viewer's dedupe marker
         ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
-        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
+        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item; BoardRegistryStore.register
+        ("dynamodb:BatchGetItem", "ShardsTable"),  # BoardRegistryStore.registered: which boards are registered
+        ("dynamodb:BatchGetItem", "BoardTable"),  # BoardRegistryStore.existed: boards the cap refuses that have views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: deny markers per id, cached 10 s
         ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, listed every 10 s

@@ -35,7 +35,13 @@ def test_every_error_answer_is_the_one_error_shape():
     api = document()
     error = api["components"]["schemas"]["Error"]
     assert error["required"] == ["message", "code"]
-    assert error["properties"]["code"]["enum"] == ["bad_request", "not_found", "rate_limited", "throttled"]
+    assert error["properties"]["code"]["enum"] == [
+        "bad_request",
+        "not_found",
+        "board_not_allowed",
+        "rate_limited",
+        "throttled",
+    ]
     for path, operations in api["paths"].items():
         for method, operation in operations.items():
             for status, answer in operation["responses"].items():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shardboard.domain import validation
+from shardboard.domain.boards import BoardGate
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
 from shardboard.domain.items import UnknownItem
@@ -44,8 +45,20 @@ class Where:
     boards: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None) -> Where:
-        return cls(bucket_of(anchor, at or datetime.now(UTC)), validation.boards(list(boards)))
+    def of(
+        cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None, gate: BoardGate | None = None
+    ) -> Where:
+        """Where views recorded ``at`` (None: now) count; ``gate``: the stack's Boards policy (see allowed_boards)."""
+        return cls(bucket_of(anchor, at or datetime.now(UTC)), allowed_boards(list(boards), gate))
+
+
+def allowed_boards(value: object, gate: BoardGate | None) -> tuple[str, ...]:
+    """The category boards a view names (``validation.boards``), admitted by the stack's board policy: every entry
+    point (POST /views, the CLI's record, the library's Recorder) asks here before it writes. A board the policy
+    refuses raises BoardNotAllowed (a BadInput); a new board it allows is registered. None: no policy (tools that
+    build their own boards, benchmarks)."""
+    names = validation.boards(value)
+    return names if gate is None else gate.admit(names)
 
 
 def record_views(

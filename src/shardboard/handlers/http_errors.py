@@ -1,10 +1,10 @@
 """One shape for every HTTP error the functions answer: ``{"message": str, "code": str}`` (shardboard.schema.Error).
 
 Each API function calls :func:`answer_errors` on its resolver once; its routes then just raise: the domain's
-``BadInput`` (400 bad_request), Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404
-not_found, also for an unknown route), the domain's
-``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After. Powertools' request
-validation errors become 400s with the same one-line reasons the domain's rules give.
+``BadInput`` (400 bad_request) and ``BoardNotAllowed`` (422 board_not_allowed: a board the Boards policy refuses),
+Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404 not_found, also for an unknown
+route), the domain's ``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After.
+Powertools' request validation errors become 400s with the same one-line reasons the domain's rules give.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.metrics import MetricUnit
 
+from shardboard.domain.boards import BoardNotAllowed
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rank_pages import NotRanked
@@ -49,6 +50,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
 
     # Called, not used as decorators: Powertools' decorator is untyped.
     app.exception_handler(BadInput)(bad_input)
+    app.exception_handler(BoardNotAllowed)(board_not_allowed)
     app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(UnknownItem)(unknown_item)
@@ -62,6 +64,12 @@ def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
     # Counted: a client sending bad input shows up in RequestsRejected.
     metrics.add_metric(name="RequestsRejected", unit=MetricUnit.Count, value=1)
     return error("bad_request", str(refused))
+
+
+def board_not_allowed(refused: BoardNotAllowed) -> Response[dict[str, Any]]:
+    """A board the Boards policy refuses: well-formed, but this stack does not take it; nothing was written."""
+    metrics.add_metric(name="BoardsRefused", unit=MetricUnit.Count, value=1)
+    return error("board_not_allowed", str(refused))
 
 
 def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:

@@ -15,6 +15,9 @@ is written (counted in the RateLimitedViews metric).
 
 With RequireItems, a view of an id never created with ``PUT /item`` is answered 404 ``{"message", "code":
 "not_found"}`` and nothing is written (counted in the UnknownItemViews metric).
+
+A board the stack's ``Boards`` policy refuses (outside its pattern, or a new board past its maximum) is answered 422
+``{"message", "code": "board_not_allowed"}`` and nothing is written (counted in the BoardsRefused metric).
 """
 
 from typing import Annotated, Any
@@ -31,7 +34,7 @@ from shardboard.domain.recording import Where, admitted, record_seen_view, recor
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import item_admission, settings, shard_router, view_store
+from shardboard.handlers.wiring import board_gate, item_admission, settings, shard_router, view_store
 from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
@@ -43,12 +46,13 @@ answer_errors(app)
 def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorded | ViewSeen]:
     item_id, count, boards, viewer = request.as_domain()
     config = settings()
-    where = Where.of(config.anchor, boards)
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
     source_ip = app.current_event.request_context.http.source_ip
     # RequireItems: an id never created is refused (404) before a rate-limit allowance is even taken.
     admit = item_admission()
     admitted(item_id, admit)
+    # Boards: a board the policy refuses is a 422 (a new one it allows is registered), before any allowance.
+    where = Where.of(config.anchor, boards, gate=board_gate())
     # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
         with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):

@@ -68,6 +68,11 @@ POST_VIEWS: dict[str, Any] = {
         202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false)."),
         200: _json(ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true)."),
         400: _BAD_REQUEST,
+        422: _json(
+            Error,
+            "Board not allowed (code board_not_allowed): the stack's Boards policy refuses a board named (outside its "
+            "pattern, or a new board past its maximum); nothing was recorded.",
+        ),
         429: _json(
             Error,
             "Rate limited (code rate_limited; PublicViews only): the client used its per-IP or per-viewer allowance "

@@ -12,11 +12,13 @@ from collections.abc import Callable, Collection
 from functools import cached_property
 from typing import Any
 
+from shardboard.adapters.board_registry import BoardRegistryStore
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.boards import BoardGate
 from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
 from shardboard.domain.items import DELETED, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.taken_down import TakenDown, deleted_among
@@ -59,6 +61,12 @@ class Container:
         if not self.settings.require_items:
             return not_deleted
         return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
+
+    @cached_property
+    def boards(self) -> BoardGate:
+        """The Boards policy with its registry (the shards table); the boards it saw registered live as long as it."""
+        registry = BoardRegistryStore(self.dynamodb, self.settings.shards_table, self.settings.board_table)
+        return BoardGate(self.settings.board_policy, registry)
 
     @cached_property
     def router(self) -> ShardRouter | None:
@@ -119,6 +127,10 @@ def denied_ids(item_ids: Collection[str], consistent: bool = False) -> frozenset
 
 def item_admission() -> Callable[[str], bool]:
     return container().admission
+
+
+def board_gate() -> BoardGate:
+    return container().boards
 
 
 def shard_router() -> ShardRouter | None:

@@ -57,7 +57,8 @@ def init(ctx: click.Context) -> None:
     "boards",
     multiple=True,
     metavar="NAME",
-    help="A category board the views also count on (repeatable, at most 8; the global board is implied).",
+    help="A category board the views also count on (repeatable, at most 8; the global board is implied; the"
+    " stack's Boards policy decides which boards may be created).",
 )
 @click.option(
     "--viewer",
@@ -77,11 +78,13 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple
             validation.item_id(item)
         validation.view_count(count)
         validation.viewed_count(count, validation.viewer(viewer))
-        where = Where.of(rt.settings.anchor, boards)
+        validation.boards(list(boards))
         # RequireItems (-p RequireItems=true): every ITEM must have been created, or nothing is written.
-        admit = rt.stores().admission
+        stores = rt.stores()
         for item in items:
-            admitted(item, admit)
+            admitted(item, stores.admission)
+        # Boards (-p Boards=...): a board the policy refuses exits 2; a new one it allows is registered.
+        where = Where.of(rt.settings.anchor, boards, gate=stores.boards)
 
         def one(item: str) -> Recorded:
             if viewer is None:
@@ -322,11 +325,14 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 @click.pass_context
 def boards(ctx: click.Context, as_json: bool) -> None:
-    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh."""
+    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, and how
+    many category boards the registry holds under the Boards policy's maximum."""
     rt = runtime(ctx)
     with one_line_errors():
         statuses = [s for s in rt.board.periods() if s.period.kind == "all"]
         layouts = {s.period.board: rt.board.get_board_state(s.period.board) for s in statuses}
+        policy = rt.settings.board_policy
+        registry = {"registered": rt.stores().boards.registry.count(), "max": policy.max_boards, "policy": str(policy)}
     rows = [
         {
             "board": s.period.board,
@@ -340,9 +346,12 @@ def boards(ctx: click.Context, as_json: bool) -> None:
         for s in sorted(statuses, key=lambda s: s.period.board)
     ]
     if as_json:
-        click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods)}, indent=2))
+        click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods), "registry": registry}, indent=2))
         return
-    table = Table(title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}")
+    table = Table(
+        title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}",
+        caption=f"category boards registered: {registry['registered']} of {policy.max_boards} (Boards {policy})",
+    )
     for column in ("board", "GSI shards", "N", "threshold", "last change", "last refresh"):
         table.add_column(column, justify="right" if column in ("GSI shards", "N", "threshold") else "left")
     for row in rows:

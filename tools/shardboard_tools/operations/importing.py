@@ -79,6 +79,7 @@ class Parsed:
     views: int = 0  # views of the good lines
     counters: Counters = field(default_factory=dict)
     bad: list[BadLine] = field(default_factory=list)
+    boards: dict[str, None] = field(default_factory=dict)  # the category boards of the good lines, in file order
 
     @property
     def good_lines(self) -> int:
@@ -127,11 +128,16 @@ def _moment(value: Any, now: datetime) -> datetime:
 
 
 def parse_lines(
-    lines: Iterable[bytes], anchor: str, now: datetime | None = None, on_line: Callable[[int], None] | None = None
+    lines: Iterable[bytes],
+    anchor: str,
+    now: datetime | None = None,
+    on_line: Callable[[int], None] | None = None,
+    refused: Mapping[str, str] | None = None,
 ) -> Parsed:
     """Read every line (bytes, as split on newlines; blank lines are skipped), aggregating the good ones.
 
-    ``on_line(bytes)`` is called after each line (a progress bar's advance). A bad line adds nothing.
+    ``on_line(bytes)`` is called after each line (a progress bar's advance). A bad line adds nothing. ``refused``:
+    boards the stack's Boards policy refuses, with why (``BoardGate.refusals``): a line naming one is bad.
     """
     now = now or datetime.now(UTC)
     parsed = Parsed()
@@ -143,6 +149,9 @@ def parse_lines(
         parsed.lines += 1
         try:
             item, bucket, count, boards = parse_line(raw.decode("utf-8"), anchor, now)
+            refusal = next((refused[board] for board in boards if board in refused), None) if refused else None
+            if refusal is not None:
+                raise validation.BadInput(refusal)
             counts = parsed.counters.get((item, bucket), {})
             if len(set(counts) | set(boards)) > MAX_BOARDS_PER_COUNTER + 1:
                 raise validation.BadInput(
@@ -155,6 +164,7 @@ def parse_lines(
             parsed.bad.append(BadLine(number, str(error)))
             continue
         parsed.views += count
+        parsed.boards.update(dict.fromkeys(boards))
         for board in (GLOBAL_BOARD, *boards):
             counts[board] = counts.get(board, 0) + count
         parsed.counters[(item, bucket)] = counts
