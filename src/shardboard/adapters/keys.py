@@ -210,6 +210,8 @@ def marker_item_id(sk: str) -> str:
     """The id of a marker: its sort key past the fixed prefix. The one key read back, because the marker holds nothing
     else (a second copy of a 512-byte id would double what a listing reads); a fixed prefix is exact for any id."""
     return sk.removeprefix(MARKER_SK_PREFIX)
+
+
 # The board registry (domain/boards.py, the Boards policy): in the shards table beside the shard metadata, one item
 # per category board and one count of them; no item_id, so ShardMetadataStore.scan never takes one for an item.
 BOARD_REGISTRY_PREFIX = "board#"
