@@ -27,15 +27,24 @@ from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
-ErrorCode = Literal["bad_request", "not_found", "rate_limited", "throttled"]
-ERROR_STATUS: dict[str, int] = {"bad_request": 400, "not_found": 404, "rate_limited": 429, "throttled": 503}
+ErrorCode = Literal["bad_request", "not_found", "idempotency_key_reused", "rate_limited", "throttled"]
+ERROR_STATUS: dict[str, int] = {
+    "bad_request": 400,
+    "not_found": 404,
+    "idempotency_key_reused": 422,
+    "rate_limited": 429,
+    "throttled": 503,
+}
 
 
 class Error(BaseModel):
     """Every HTTP error body: a one-line reason for people and a stable code for programs."""
 
     message: str = Field(description="Why, in one line.")
-    code: ErrorCode = Field(description="bad_request (400), not_found (404), rate_limited (429) or throttled (503).")
+    code: ErrorCode = Field(
+        description="bad_request (400), not_found (404), idempotency_key_reused (422), rate_limited (429) or "
+        "throttled (503)."
+    )
 
 
 def _given_viewer(value: Any) -> str:
