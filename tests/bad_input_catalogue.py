@@ -20,11 +20,13 @@ class HttpCase:
     body: str | None = None
     status: int = 400
     message: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def code(self) -> str:
         """The error body's code (README "HTTP API"): one per status."""
-        return {400: "bad_request", 404: "not_found", 429: "rate_limited", 503: "throttled"}[self.status]
+        codes = {400: "bad_request", 404: "not_found", 422: "idempotency_key_reused", 429: "rate_limited"}
+        return {**codes, 503: "throttled"}[self.status]
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,16 @@ HTTP: list[HttpCase] = [
     post("boolean count", '{"id": "a", "count": true}', "count must be a whole number"),
     post("null count", '{"id": "a", "count": null}', "count must be a whole number"),
     post("unknown field", '{"id": "a", "views": 2}', "unknown field(s): views"),
+    *(
+        HttpCase(what, "POST", "/views", body='{"id": "a"}', message=message, headers=(("Idempotency-Key", key),))
+        for what, key, message in (
+            ("empty Idempotency-Key", "", "Idempotency-Key must be 1-255 characters, got 0"),
+            ("Idempotency-Key of 256 characters", "k" * 256, "Idempotency-Key must be 1-255 characters, got 256"),
+            ("Idempotency-Key with a non-ASCII letter", "clé", "printable ASCII; U+00E9 at position 2"),
+            ("Idempotency-Key with a tab", "a\tb", "printable ASCII; U+0009 at position 1"),
+            ("Idempotency-Key with a zero-width space", "a\u200bb", "printable ASCII; U+200B at position 1"),
+        )
+    ),
     HttpCase("limit 0", "GET", "/leaderboard", "limit=0", message="limit must be from 1 to 10"),
     HttpCase("limit above TopN", "GET", "/leaderboard", "limit=11", message="limit must be from 1 to 10"),
     HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
@@ -251,6 +263,12 @@ def _cell(text: str, limit: int = 60) -> str:
     return text.replace("|", "\\|").replace("\n", "\\n")
 
 
+def _shown(value: str, limit: int = 12) -> str:
+    """A header value as its request carries it, invisible characters escaped (``\\t``, ``\\u200b``)."""
+    shown = "".join(char if char.isprintable() else char.encode("unicode_escape").decode() for char in value)
+    return f'"{_cell(shown, limit)}"'
+
+
 def render() -> str:
     """docs/bad-input.md."""
     lines = [
@@ -263,14 +281,16 @@ def render() -> str:
         f"## HTTP API ({len(HTTP)} inputs)",
         "",
         'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404),',
-        "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
-        "route's answers.",
+        "`idempotency_key_reused` (422: an `Idempotency-Key` sent again within 24 hours with another id, count,",
+        "boards or viewer; tests/integration/test_retried_writes.py), `rate_limited` (429) or `throttled` (503, both",
+        "with `Retry-After`), as docs/openapi.json documents each route's answers.",
         "",
         "| input | request | status | code | message contains |",
         "|---|---|---|---|---|",
     ]
     for case in HTTP:
         request = f"{case.method} {case.path}" + (f"?{case.query}" if case.query else "")
+        request += "".join(f" {name}: `{_shown(value)}`" for name, value in case.headers)
         if case.body is not None:
             request += f" `{_cell(case.body, 40)}`"
         lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | `{case.code}` | {_cell(case.message)} |")

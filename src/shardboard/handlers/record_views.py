@@ -30,10 +30,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from shardboard.domain.dedupe import Seen
-from shardboard.domain.idempotency import KeyedRequest, fingerprint, idempotency_key
+from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, KeyedRequest, fingerprint, idempotency_key
 from shardboard.domain.rate_limit import RateLimited, allowances, within
 from shardboard.domain.recording import Recorded, Where, admitted, record_keyed_view, record_seen_view, record_views
 from shardboard.handlers import routes
@@ -44,7 +45,8 @@ from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
 # The request header of a retry-safe POST /views (docs/honest-counts.md, "Retried writes"); absent: no key.
 IdempotencyKey = Annotated[
-    str | None,
+    Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS, pattern="^[ -~]+$")]
+    | SkipJsonSchema[None],
     BeforeValidator(idempotency_key),
     Header(
         alias="Idempotency-Key",
