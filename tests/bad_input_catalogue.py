@@ -21,12 +21,15 @@ class HttpCase:
     status: int = 400
     message: str = ""
     parameters: tuple[tuple[str, str], ...] = ()  # template parameters of the stack it is sent to
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def code(self) -> str:
         """The error body's code (README "HTTP API"): one per status."""
         codes = {400: "bad_request", 404: "not_found", 422: "board_not_allowed", 429: "rate_limited", 503: "throttled"}
         return codes[self.status]
+        codes = {400: "bad_request", 404: "not_found", 422: "idempotency_key_reused", 429: "rate_limited"}
+        return {**codes, 503: "throttled"}[self.status]
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,16 @@ HTTP: list[HttpCase] = [
         status=422,
         message="would be a new board past this stack's maximum of 1",
         parameters=(("Boards", "max=1"),),
+    ),
+    *(
+        HttpCase(what, "POST", "/views", body='{"id": "a"}', message=message, headers=(("Idempotency-Key", key),))
+        for what, key, message in (
+            ("empty Idempotency-Key", "", "Idempotency-Key must be 1-255 characters, got 0"),
+            ("Idempotency-Key of 256 characters", "k" * 256, "Idempotency-Key must be 1-255 characters, got 256"),
+            ("Idempotency-Key with a non-ASCII letter", "clé", "printable ASCII; U+00E9 at position 2"),
+            ("Idempotency-Key with a tab", "a\tb", "printable ASCII; U+0009 at position 1"),
+            ("Idempotency-Key with a zero-width space", "a\u200bb", "printable ASCII; U+200B at position 1"),
+        )
     ),
     HttpCase("limit 0", "GET", "/leaderboard", "limit=0", message="limit must be from 1 to 10"),
     HttpCase("limit above TopN", "GET", "/leaderboard", "limit=11", message="limit must be from 1 to 10"),
@@ -470,6 +483,12 @@ limit for `int`) and nesting deeper than 32 levels (a view nests 2; Python's par
 """
 
 
+def _shown(value: str, limit: int = 12) -> str:
+    """A header value as its request carries it, invisible characters escaped (``\\t``, ``\\u200b``)."""
+    shown = "".join(char if char.isprintable() else char.encode("unicode_escape").decode() for char in value)
+    return f'"{_cell(shown, limit)}"'
+
+
 def render() -> str:
     """docs/bad-input.md."""
     lines = [
@@ -485,12 +504,16 @@ def render() -> str:
         "`board_not_allowed` (422: a board the stack's `Boards` policy refuses, docs/boards-and-periods.md),",
         "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
         "route's answers.",
+        "`idempotency_key_reused` (422: an `Idempotency-Key` sent again within 24 hours with another id, count,",
+        "boards or viewer; tests/integration/test_retried_writes.py), `rate_limited` (429) or `throttled` (503, both",
+        "with `Retry-After`), as docs/openapi.json documents each route's answers.",
         "",
         "| input | request | status | code | message contains |",
         "|---|---|---|---|---|",
     ]
     for case in HTTP:
         request = f"{case.method} {case.path}" + (f"?{case.query}" if case.query else "")
+        request += "".join(f" {name}: `{_shown(value)}`" for name, value in case.headers)
         if case.body is not None:
             request += f" `{_cell(case.body, 40)}`"
         lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | `{case.code}` | {_cell(case.message)} |")

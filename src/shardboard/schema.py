@@ -27,11 +27,14 @@ from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
-ErrorCode = Literal["bad_request", "not_found", "board_not_allowed", "rate_limited", "throttled"]
+ErrorCode = Literal[
+    "bad_request", "not_found", "board_not_allowed", "idempotency_key_reused", "rate_limited", "throttled"
+]
 ERROR_STATUS: dict[str, int] = {
     "bad_request": 400,
     "not_found": 404,
     "board_not_allowed": 422,
+    "idempotency_key_reused": 422,
     "rate_limited": 429,
     "throttled": 503,
 }
@@ -42,7 +45,8 @@ class Error(BaseModel):
 
     message: str = Field(description="Why, in one line.")
     code: ErrorCode = Field(
-        description="bad_request (400), not_found (404), board_not_allowed (422), rate_limited (429) or "
+        description="bad_request (400), not_found (404), board_not_allowed (422), idempotency_key_reused (422),"
+        " rate_limited (429) or "
         "throttled (503)."
     )
 

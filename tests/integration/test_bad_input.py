@@ -49,6 +49,7 @@ def http_event(case: HttpCase):
         parameters[name] = f"{parameters[name]},{value}" if name in parameters else value
     event["queryStringParameters"] = parameters or None
     event["body"] = case.body
+    event["headers"] = {**event["headers"], **dict(case.headers)}
     return event
 
 

@@ -78,6 +78,29 @@ def allowance_pk(window: int, kind: str, client: str) -> str:
     return f"{RATE_PREFIX}{window}#{kind}#{client}"
 
 
+# Idempotency keys (docs/honest-counts.md, "Retried writes"): one marker per key beside the counters, outside
+# ``view#`` like the dedupe markers, holding the request's fingerprint and its answer, expiring by the same TTL.
+IDEMPOTENCY_PREFIX = "idem#"
+FINGERPRINT = "fp"
+ANSWER = "ans"
+
+
+def idempotency_pk(key: str) -> str:
+    """The marker of one Idempotency-Key (the key last: whatever it holds, it cannot spell another item's key)."""
+    return f"{IDEMPOTENCY_PREFIX}{key}"
+
+
+# Retry-safe writers (the library's Recorder): an atomic counter hands out writer numbers, and each counter item a
+# writer writes keeps that writer's last sequence in an attribute of its own (never a counter: not ``views``/``b:``).
+WRITERS_PK = "writers#"
+LAST_WRITER = "last_writer"
+WRITER_PREFIX = "w:"
+
+
+def writer_attr(writer: int) -> str:
+    return f"{WRITER_PREFIX}{writer}"
+
+
 def board_counter(board: str) -> str:
     """The base counter attribute of a category board (the global board's is ``views``)."""
     return f"{BOARD_COUNTER_PREFIX}{board}"

@@ -443,3 +443,39 @@ class ItemCatalog(Protocol):
         """Move the ids of an earlier release's String Sets to markers, each in a transaction conditioned on the
         record's status (an id whose status changed meanwhile only leaves its set); returns how many moved."""
         ...
+
+
+class RetrySafeViewCounters(SeenViewCounters, Protocol):
+    """The base table's writes that a retry after a lost response cannot count twice (docs/honest-counts.md,
+    "Retried writes"): keyed requests (``POST /views`` with an Idempotency-Key) and a writer's numbered writes."""
+
+    def add_keyed_view(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        keyed: Any,
+        *,
+        seen: Any = None,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> Any:
+        """Add ``count`` views (as ``add_view``) and the marker of ``keyed`` (a ``domain.idempotency.KeyedRequest``)
+        in one transaction unless the key is held: then nothing is written and the answer is the first request's
+        (``replayed``), or ``IdempotencyKeyReused`` is raised when the key was used by another request. With
+        ``seen`` (a ``domain.dedupe.Seen``) the viewer's marker joins the transaction and a viewer seen already is
+        answered ``DUPLICATE`` (the key remembers that answer too). Returns a ``domain.idempotency.KeyedOutcome``,
+        or raises Throttled (nothing written)."""
+        ...
+
+    def claim_writer(self) -> int:
+        """A writer number no other writer ever got (an atomic counter): the identity of a retry-safe writer."""
+        ...
+
+    def add_view_once(
+        self, item_id: str, shard: int, count: int, once: Any, *, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> Any:
+        """``add_view`` unless the counter item holds ``once.writer``'s sequence ``once.sequence`` or a later one
+        (a ``domain.idempotency.OnceWrite``): then nothing is added (an earlier attempt of this write landed).
+        Returns a ``domain.idempotency.OnceOutcome``, or raises Throttled (nothing written by this attempt)."""
+        ...

@@ -3,8 +3,9 @@
 Each API function calls :func:`answer_errors` on its resolver once; its routes then just raise: the domain's
 ``BadInput`` (400 bad_request) and ``BoardNotAllowed`` (422 board_not_allowed: a board the Boards policy refuses),
 Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404 not_found, also for an unknown
-route), the domain's ``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After.
-Powertools' request validation errors become 400s with the same one-line reasons the domain's rules give.
+route), the domain's ``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After, and
+``IdempotencyKeyReused`` (422 idempotency_key_reused). Powertools' request validation errors become 400s with the
+same one-line reasons the domain's rules give.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shardboard.domain.boards import BoardNotAllowed
+from shardboard.domain.idempotency import IdempotencyKeyReused
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rank_pages import NotRanked
@@ -58,6 +60,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(NotRanked)(not_ranked)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
+    app.exception_handler(IdempotencyKeyReused)(key_reused)
 
 
 def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
@@ -107,6 +110,12 @@ def rate_limited(refused: RateLimited) -> Response[dict[str, Any]]:
     logger.info("views rate limited", extra={"limit": allowance.kind, "per_minute": allowance.limit})
     message = f"rate limited: more than {allowance.limit} views per {allowance.kind} per minute; no views were recorded"
     return error("rate_limited", message, headers={"Retry-After": str(allowance.retry_after)})
+
+
+def key_reused(refused: IdempotencyKeyReused) -> Response[dict[str, Any]]:
+    """An Idempotency-Key sent again with another request (the payment APIs' 422): nothing was written."""
+    metrics.add_metric(name="IdempotencyKeysReused", unit=MetricUnit.Count, value=1)
+    return error("idempotency_key_reused", str(refused))
 
 
 def first_reason(errors: Sequence[Any], body: str | None) -> str:

@@ -112,8 +112,9 @@ def document() -> dict[str, Any]:
             operation["parameters"].append(QUERY_REASON)
     paths["/item"]["delete"]["parameters"].append(QUERY_REASON)
     for operation in (op for path in paths.values() for op in path.values()):
-        # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request. A 422 a
-        # route declares itself (POST /views: board_not_allowed) answers with the Error model and stays.
+        # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request. A route's
+        # own 422 (POST /views: a board the Boards policy refuses, an Idempotency-Key reused) answers with the Error
+        # model and stays.
         if "HTTPValidationError" in json.dumps(operation["responses"].get("422", {})):
             operation["responses"].pop("422")
         # A 304 has no body (Powertools gives every response without content the route's model).

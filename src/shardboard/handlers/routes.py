@@ -57,21 +57,37 @@ _CACHE_HEADERS = {
 }
 _NOT_MODIFIED = {"description": "Not modified (If-None-Match matched the ETag).", "headers": _CACHE_HEADERS}
 
+_REPLAYED = {
+    "Idempotent-Replayed": {
+        "description": "true when the answer is a replay: the Idempotency-Key was used before (nothing was written "
+        "now; the body and status are the first request's).",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+
 POST_VIEWS: dict[str, Any] = {
     "summary": "Record views of one item",
     "description": "One counter write on the global board and every board named: 202 means every view counted, "
-    "any error means none did, so a retry cannot double count. The body is read as JSON whatever its "
-    "Content-Type (navigator.sendBeacon sends text/plain).",
+    "any error means none did. The body is read as JSON whatever its Content-Type (navigator.sendBeacon sends "
+    "text/plain). A response can still be lost after the views counted (a timeout, a cut connection): send an "
+    "Idempotency-Key (1-255 printable ASCII characters, e.g. a UUID per logical request) and retry with the same "
+    "key: within 24 hours of its first use the key counts once, however many retries arrive, at once or late, and "
+    "each retry is answered as the first request was (Idempotent-Replayed: true); the same key with another id, "
+    "count, boards or viewer is a 422. Keys are global to the stack: make them unguessable.",
     "operation_id": "recordViews",
     "security": WRITE_SECURITY,
     "responses": {
-        202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false)."),
-        200: _json(ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true)."),
+        202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false).", _REPLAYED),
+        200: _json(
+            ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true).", _REPLAYED
+        ),
         400: _BAD_REQUEST,
         422: _json(
             Error,
             "Board not allowed (code board_not_allowed): the stack's Boards policy refuses a board named (outside its "
-            "pattern, or a new board past its maximum); nothing was recorded.",
+            "pattern, or a new board past its maximum); or Idempotency-Key reused (code idempotency_key_reused): the "
+            "key was used in the last 24 hours by a request with another id, count, boards or viewer. Nothing was "
+            "recorded.",
         ),
         429: _json(
             Error,
@@ -81,7 +97,8 @@ POST_VIEWS: dict[str, Any] = {
         ),
         503: _json(
             Error,
-            "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds.",
+            "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds (with the same "
+            "Idempotency-Key, if the request had one).",
             {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
         ),
     },

@@ -48,6 +48,7 @@ from shardboard.adapters.items_table import (
     tombstone_writes,
 )
 from shardboard.adapters.keys import (
+    ANSWER,
     APPLIED_PREFIX,
     BOARD,
     BOARD_COUNTER_PREFIX,
@@ -71,12 +72,14 @@ from shardboard.adapters.keys import (
     DEEP_THRESHOLD,
     DIRTY,
     EXPIRES_AT,
+    FINGERPRINT,
     IMPORT_ID,
     ITEM_ID,
     ITEM_META,
     ITEM_RECORD_SK,
     ITEM_STATUS,
     LAST_UPDATED,
+    LAST_WRITER,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
     PERIOD_KIND,
@@ -101,12 +104,14 @@ from shardboard.adapters.keys import (
     TAKEDOWN_PARTITIONS,
     UPDATED_AT,
     VIEWS,
+    WRITERS_PK,
     aggregate_pk,
     allowance_pk,
     applied_attr,
     board_counter,
     count_attr,
     entry_pk,
+    idempotency_pk,
     index_key_attr,
     index_name,
     item_record_pk,
@@ -117,6 +122,7 @@ from shardboard.adapters.keys import (
     snapshot_pk,
     threshold_pk,
     view_pk,
+    writer_attr,
 )
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
 from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet, ViewStore, counter_attribute
@@ -124,6 +130,14 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
+from shardboard.domain.idempotency import (
+    Answer,
+    IdempotencyKeyReused,
+    KeyedOutcome,
+    KeyedRequest,
+    OnceOutcome,
+    OnceWrite,
+)
 from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
@@ -290,14 +304,117 @@ class MemoryViewStore:
         pk = view_pk(item_id, shard, bucket)
         with self.data.lock:
             old = self.data.items.get(pk)
-            new = dict(old or {})
-            new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
-            for attribute in (VIEWS, *(board_counter(board) for board in boards)):
-                new[attribute] = {"N": str(_number(new, attribute) + count)}
+            new = _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)
             with throttling_as_domain():
                 self.data.write("UpdateItem", pk, new)
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
+
+    def claim_writer(self) -> int:
+        """``ViewStore.claim_writer``: ``ADD last_writer :1`` on the registry item, its new value."""
+        with self.data.lock:
+            old = self.data.items.get(WRITERS_PK)
+            new: Item = {PK: {"S": WRITERS_PK}, LAST_WRITER: {"N": str(_number(old or {}, LAST_WRITER) + 1)}}
+            with throttling_as_domain():
+                self.data.write("UpdateItem", WRITERS_PK, new)
+            self._emit(WRITERS_PK, old, new)
+        return int(new[LAST_WRITER]["N"])
+
+    def add_view_once(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        once: OnceWrite,
+        *,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> OnceOutcome:
+        """``ViewStore.add_view_once``: ``add_view`` plus ``SET w:<writer> = :seq`` if the writer's attribute is absent
+        or lower; otherwise nothing changes (the refusal is charged: a failed condition consumes write units)."""
+        bucket = self.bucket(bucket)
+        pk = view_pk(item_id, shard, bucket)
+        attribute = writer_attr(once.writer)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is not None and attribute in old and int(old[attribute]["N"]) >= once.sequence:
+                with throttling_as_domain():
+                    self.data.refuse("UpdateItem", pk)
+                return OnceOutcome(False, float(self.data.schema.write_charges({PK: {"S": pk}}, old, old)[0].units))
+            new = _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)
+            new[attribute] = {"N": str(once.sequence)}
+            with throttling_as_domain():
+                self.data.write("UpdateItem", pk, new)
+            self._emit(pk, old, new)
+        return OnceOutcome(True, float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units))
+
+    def add_keyed_view(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        keyed: KeyedRequest,
+        *,
+        seen: Seen | None = None,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> KeyedOutcome:
+        """``ViewStore.add_keyed_view``: one TransactWriteItems putting the key's marker (unless a marker holds the
+        key: absent or expired before ``keyed.now``), with ``seen`` the viewer's marker, and adding ``count`` to the
+        counters, all or nothing at twice the units of each item. A held key is a replay (its marker's check
+        charged, doubled) or IdempotencyKeyReused; a viewer seen already is a duplicate whose answer is then kept
+        under the key (one PutItem). Throttling raises Throttled and changes nothing."""
+        bucket = self.bucket(bucket)
+        key_pk = idempotency_pk(keyed.key)
+        pk = view_pk(item_id, shard, bucket)
+        with self.data.lock:
+            held = self.data.items.get(key_pk)
+            if held is not None and _number(held, EXPIRES_AT) >= keyed.now:
+                units = self._refused_transaction(key_pk, held)
+                if held.get(FINGERPRINT, {}).get("S") != keyed.fingerprint:
+                    raise IdempotencyKeyReused(keyed.key)
+                return KeyedOutcome(Answer(held[ANSWER]["S"]), replayed=True, units=units)
+            writes: list[tuple[str, Item | None, Item]] = [(key_pk, held, _key_marker(keyed, Answer.COUNTED))]
+            if seen is not None:
+                marker_pk = seen_pk(seen.window, seen.viewer, item_id)
+                existing = self.data.items.get(marker_pk)
+                if existing is not None:
+                    units = self._refused_transaction(marker_pk, existing)
+                    if existing.get(SEEN_TOKEN, {}).get("S") == seen.token:
+                        return KeyedOutcome(Answer.COUNTED, replayed=False, units=units)
+                    duplicate = _key_marker(keyed, Answer.DUPLICATE)
+                    with throttling_as_domain():
+                        self.data.write("PutItem", key_pk, duplicate)
+                    self._emit(key_pk, held, duplicate)
+                    charge = self.data.schema.write_charges({PK: {"S": key_pk}}, held, duplicate)[0].units
+                    return KeyedOutcome(Answer.DUPLICATE, replayed=False, units=units + float(charge))
+                marker: Item = {
+                    PK: {"S": marker_pk},
+                    EXPIRES_AT: {"N": str(seen.expires_at)},
+                    SEEN_TOKEN: {"S": seen.token},
+                }
+                writes.append((marker_pk, None, marker))
+            old = self.data.items.get(pk)
+            writes.append((pk, old, _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)))
+            charges = [
+                dataclasses.replace(charge, units=charge.units * 2)
+                for key, before, after in writes
+                for charge in self.data.schema.write_charges({PK: {"S": key}}, before, after)
+            ]
+            with throttling_as_domain():
+                self.data.emulator.admit("TransactWriteItems", charges)
+            for key, before, after in writes:
+                self.data.items[key] = after
+                self._emit(key, before, after)
+        return KeyedOutcome(Answer.COUNTED, replayed=False, units=float(sum(charge.units for charge in charges)))
+
+    def _refused_transaction(self, pk: str, existing: Item) -> float:
+        """A transaction refused by the condition on ``pk``: its check charged at the transactional rate."""
+        charges = self.data.schema.write_charges({PK: {"S": pk}}, existing, existing)
+        doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
+        with throttling_as_domain():
+            self.data.emulator.admit("TransactWriteItems", doubled)
+        return float(sum(charge.units for charge in doubled))
 
     def add_seen_view(
         self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
@@ -1009,6 +1126,26 @@ def _is_counter(item: Mapping[str, Any]) -> bool:
 def _moves_hold(item: Mapping[str, Any], moves: Sequence[ShardMove]) -> bool:
     """The compare-and-set's condition: every applied value is what the move expects (0 = absent)."""
     return all(_applied(item, m.shard) == (m.expected or None) for m in moves)
+
+
+def _counted(
+    old: Item | None, pk: str, item_id: str, shard: int, bucket: str, *, boards: Sequence[str], count: int
+) -> Item:
+    """A counter item after ``ADD count`` to ``views`` and each board's counter (``SET`` of its key attributes)."""
+    new = dict(old or {})
+    new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
+    for attribute in (VIEWS, *(board_counter(board) for board in boards)):
+        new[attribute] = {"N": str(_number(new, attribute) + count)}
+    return new
+
+
+def _key_marker(keyed: KeyedRequest, answer: Answer) -> Item:
+    return {
+        PK: {"S": idempotency_pk(keyed.key)},
+        EXPIRES_AT: {"N": str(keyed.expires_at)},
+        FINGERPRINT: {"S": keyed.fingerprint},
+        ANSWER: {"S": answer.value},
+    }
 
 
 def _number(item: Mapping[str, Any], attribute: str) -> int:
