@@ -50,8 +50,7 @@ log = logging.getLogger(__name__)
 TEXT_TYPES = ("application/json", "application/xml", "application/javascript")
 DEFAULT_ROUTE = "$default"
 ACCOUNT_ID = "000000000000"
-# Process-wide, as the state it guards is (the module docstring says why): every gateway's functions, one event at
-# a time.
+# One for the process, as the state it guards is (the module docstring says why).
 _ONE_EVENT_AT_A_TIME = threading.Lock()
 
 

@@ -65,7 +65,8 @@ class Scheduler:
         """No further runs; wait for the one in flight, at most ``timeout`` seconds (None: for as long as it takes).
 
         A run still going after that is cut off with the (daemon) thread, as Lambda's timeout cuts an invocation; the
-        next run redoes its work."""
+        next run redoes its work.
+        """
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
