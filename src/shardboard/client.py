@@ -93,10 +93,9 @@ from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
 from shardboard.domain.idempotency import OnceWrite
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
-from shardboard.domain.ports import PeriodKey, RetrySafeViewCounters, Throttled
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked, around
-from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
+from shardboard.domain.ports import RetrySafeViewCounters, Throttled
+from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
+from shardboard.domain.ranked import RankAnswer
 from shardboard.domain.ranking import RankedEntry
 from shardboard.domain.recording import (
     MAX_WRITE_ATTEMPTS,
@@ -108,8 +107,9 @@ from shardboard.domain.recording import (
     write_views_once,
     writer_shard,
 )
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
-from shardboard.handlers.wiring import Container
+from shardboard.services import reading
+from shardboard.services.reading import NoSnapshot
+from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 
 BadInput = validation.BadInput
@@ -203,14 +203,6 @@ class RecorderClosed(RuntimeError):
 class BufferFull(RuntimeError):
     """The buffer holds ``max_pending`` distinct keys and the last flush could not write enough of them to make room
     (DynamoDB throttling or unreachable): these views were not buffered."""
-
-
-class NoSnapshot(LookupError):
-    """The period has no snapshot (HTTP 404): no views yet, the snapshot job has not run since, or it expired."""
-
-    def __init__(self, period: PeriodKey) -> None:
-        super().__init__(not_found(period))
-        self.period = period
 
 
 @dataclass(frozen=True)
@@ -625,8 +617,11 @@ class Leaderboard:
         the stack's settings when its ``Periods`` differ from the template's (it names the tables itself)."""
         self.settings = settings or Settings.for_stack(stack)
         self.client = _dynamodb(session)
-        self._board = BoardStore(self.client, self.settings.board_table)
-        self._items = ItemStore(self.client, self.settings.items_table)
+        self._reads = reading.BoardReads(
+            BoardStore(self.client, self.settings.board_table),
+            ItemStore(self.client, self.settings.items_table),
+            self.settings,
+        )
 
     def top(
         self, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None, limit: int | None = None
@@ -637,14 +632,14 @@ class Leaderboard:
         without a snapshot raises NoSnapshot (the API's 404)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
-        key, snapshot = self._snapshot(board, period, at)
-        document = leaderboard_json(snapshot, limit)
+        top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
+        key = top.period
         shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
         return Standings(
-            board=document["board"],
+            board=top.document.board,
             period=shown,
-            generated_at=parse_time(document["generated_at"]),
-            items=tuple(RankedEntry(entry["rank"], entry["id"], entry["views"]) for entry in document["items"]),
+            generated_at=parse_time(top.document.generated_at),
+            items=tuple(RankedEntry(entry.rank, entry.id, entry.views) for entry in top.document.items[:limit]),
         )
 
     def rank(
@@ -662,11 +657,7 @@ class Leaderboard:
         it. Raises BadInput for a bad id or count, NoSnapshot for a period without views."""
         if isinstance(item_ids, str):
             raise BadInput("item_ids must be a sequence of ids, not one string")
-        ids = [validation.lookup_item_id(item) for item in item_ids]
-        if not 1 <= len(ids) <= MAX_RANK_IDS:
-            raise BadInput(f"between 1 and {MAX_RANK_IDS} ids per call, got {len(ids)}")
-        key, snapshot = self._snapshot(board, period, at)
-        return lookup_ranks(self._board, self.settings, key, snapshot, ids, catalog=self._items)
+        return reading.ranks(self._reads, item_ids, board=board, period=period, at=self._moment(at)).answers
 
     def around(
         self,
@@ -679,23 +670,14 @@ class Leaderboard:
         """What ``GET /around`` answers: the ``k`` (1-50) entries above and below ``item_id`` in board order with
         exact ranks, shifted at the top and bottom. Raises NotRanked (a LookupError) past the depth D or without
         views, NoSnapshot for a period without views, BadInput for a bad id or k."""
-        item_id = validation.lookup_item_id(item_id)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
+        if isinstance(k, bool) or not isinstance(k, int):
             raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
-        key, snapshot = self._snapshot(board, period, at)
-        return around(self._board, self.settings, key, snapshot, item_id, k=k, catalog=self._items)
+        found = reading.neighbours(self._reads, item_id, k=k, board=board, period=period, at=self._moment(at))
+        return found.around
 
-    def _snapshot(self, board: str, period: str, at: datetime | str | None) -> tuple[PeriodKey, dict[str, Any]]:
-        key = self._period(board, period, at)
-        snapshot = self._board.get_snapshot(key)
-        if snapshot is None:
-            raise NoSnapshot(key)
-        return key, snapshot
-
-    def _period(self, board: str, period: str, at: datetime | str | None) -> PeriodKey:
-        """The API's validation of ``board``, ``period`` and ``at``, then the period they name."""
-        name = validation.board_name(board)
-        kind = validation.period_kind(period, self.settings.periods)
-        if not (at is None or isinstance(at, (str, datetime))):
-            raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-        return period_at(name, kind, validation.moment(at))
+    @staticmethod
+    def _moment(at: object) -> datetime | str | None:
+        """``at`` as the library takes it: a datetime, an ISO-8601 string or None."""
+        if at is None or isinstance(at, (str, datetime)):
+            return at
+        raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")

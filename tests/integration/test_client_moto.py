@@ -428,7 +428,7 @@ def test_bad_read_arguments_raise_bad_input(pipeline, arguments, reason):
     [
         (lambda b: b.ranks("abc"), "not one string"),
         (lambda b: b.ranks([]), "between 1 and 100 ids"),
-        (lambda b: b.ranks(["a"] * 101), "between 1 and 100 ids"),
+        (lambda b: b.ranks(["a"] * 101), "at most 100 ids"),
         (lambda b: b.ranks(["bad\x00id"]), "id"),
         (lambda b: b.rank("a", period="year"), "period must be one of"),
         (lambda b: b.around("a", k=0), "k must be"),

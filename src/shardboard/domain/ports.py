@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from shardboard.domain.batch import ShardMove
+from shardboard.domain.boards import GLOBAL_BOARD
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord, ShardPage
@@ -317,6 +318,10 @@ class Board(Protocol):
 
     def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Snapshot | None:
         """The snapshot, or None before the first one."""
+        ...
+
+    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
+        """An item's views on a board all time (eventually consistent), or None when it has none."""
         ...
 
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:

@@ -28,6 +28,7 @@ from shardboard.domain.takedown import NothingToTakeDown
 from shardboard.domain.validation import BadInput
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
+from shardboard.services.reading import NoItem, NoSnapshot
 
 # Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
 RETRY_AFTER_SECONDS = 1
@@ -58,6 +59,8 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(UnknownItem)(unknown_item)
     app.exception_handler(NothingToTakeDown)(nothing_to_take_down)
     app.exception_handler(NotRanked)(not_ranked)
+    app.exception_handler(NoSnapshot)(nothing_there)
+    app.exception_handler(NoItem)(nothing_there)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
     app.exception_handler(IdempotencyKeyReused)(key_reused)
@@ -78,6 +81,11 @@ def board_not_allowed(refused: BoardNotAllowed) -> Response[dict[str, Any]]:
 def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:
     # Powertools raises a bare NotFoundError for a route it does not know.
     return error("not_found", str(missing.msg or "Not found"))
+
+
+def nothing_there(missing: NoSnapshot | NoItem) -> Response[dict[str, Any]]:
+    """A read of a period without a snapshot, or of an id with no views and no record."""
+    return error("not_found", str(missing))
 
 
 def not_ranked(missing: NotRanked) -> Response[dict[str, Any]]:

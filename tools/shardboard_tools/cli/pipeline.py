@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -14,20 +15,12 @@ from rich.table import Table
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     MAX_AROUND_K,
     NotRanked,
-    around,
-    around_document,
-    leaderboard_page,
-    page_document,
-    parse_k,
-    walk_cursor,
 )
-from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
-from shardboard.domain.snapshot import not_found, period_at
+from shardboard.services import reading
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 
@@ -187,42 +180,31 @@ def top(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does; with
     --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
-    from shardboard.schema import Leaderboard
 
     rt = runtime(ctx)
-    with one_line_errors():
-        name = validation.board_name(board or rt.settings.board)
-        kind = validation.period_kind(period or "", rt.settings.periods)
-        key = period_at(name, kind, validation.moment(at))
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        key = reading.period_named(rt.settings, board, period, at)
         if offset is not None or cursor is not None:
-            named = key if (board or period or at or cursor is None) else None
-            head, page = leaderboard_page(
-                rt.board,
-                rt.settings,
-                named,
-                offset=offset or "",
-                limit="" if limit is None else str(limit),
-                cursor=cursor or "",
-                now=datetime.now(UTC).isoformat(),
-            )
-            stored = head
+            document = reading.page(reads, board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         else:
-            count = validation.limit(None if limit is None else str(limit), rt.settings.top_n_of(name))
-            stored = rt.board.get_snapshot(key)
-    if stored is None:
-        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    if offset is not None or cursor is not None:
-        document = Leaderboard.model_validate(page_document(stored, page))
-    else:
-        document = Leaderboard.of_snapshot(dict(stored), count)  # GET /leaderboard's model (shardboard.schema)
-        document.walk = walk_cursor(stored, key, rt.settings)
+            document = reading.top(reads, board=board, period=period, at=at, limit=limit).document
     if as_json:
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
-    shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
+    shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
     following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
     caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
     console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
+
+
+@contextmanager
+def no_snapshot_hint() -> Iterator[None]:
+    """A period without a snapshot: exit 1 with what to run."""
+    try:
+        yield
+    except reading.NoSnapshot as missing:
+        fail(f"{missing}: record views, then run `shardboard snapshot`")
 
 
 def ranked_table(title: str, caption: str, items: list[RankedItem]) -> Table:
@@ -250,28 +232,19 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """ITEM's neighbours in a period, as GET /around answers: the k entries above and below it, 2k + 1 in all,
     shifted at the top and bottom, with exact ranks."""
-    from shardboard.schema import AroundMe
 
     rt = runtime(ctx)
-    with one_line_errors():
-        wanted = validation.lookup_item_id(item)
-        depth_k = parse_k(k or "")
-        name = validation.board_name(board or rt.settings.board)
-        kind = validation.period_kind(period, rt.settings.periods)
-        key = period_at(name, kind, validation.moment(at))
-        stored = rt.board.get_snapshot(key)
-    if stored is None:
-        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    try:
-        answer = around(rt.board, rt.settings, key, stored, wanted, k=depth_k, catalog=rt.items)
-    except NotRanked as missing:
-        fail(str(missing))
-    document = AroundMe.model_validate(around_document(stored, wanted, answer))
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        try:
+            document = reading.neighbours(reads, item, k=k, board=board, period=period, at=at).document()
+        except NotRanked as missing:
+            fail(str(missing))
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
     caption = f"{document.above} above, {document.below} below · {document.source} · {document.as_of}"
-    console.print(ranked_table(f"around {wanted} (#{document.position})", caption, document.items))
+    console.print(ranked_table(f"around {item} (#{document.position})", caption, document.items))
 
 
 @click.command()
@@ -288,26 +261,16 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Rank and percentile of each ITEM (at most 100) in a period, as GET /rank answers: exact within the ranked
     version's depth D, approximate past it."""
-    from shardboard.schema import Ranks
 
     rt = runtime(ctx)
-    with one_line_errors():
-        ids = [validation.lookup_item_id(item) for item in items]
-        if len(ids) > MAX_RANK_IDS:
-            raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
-        name = validation.board_name(board or rt.settings.board)
-        key = period_at(name, validation.period_kind(period, rt.settings.periods), validation.moment(at))
-        stored = rt.board.get_snapshot(key)
-        if stored is None:
-            fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-        answers = lookup_ranks(rt.board, rt.settings, key, stored, ids, catalog=rt.items)
-    document = Ranks.model_validate(
-        {"board": name, "period": stored.get("period") or {"kind": ALL}, "ranks": [a.as_json() for a in answers]}
-    )
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        key = reading.period_named(rt.settings, board, period, at)
+        document = reading.ranks(reads, items, board=board, period=period, at=at).document()
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"{name} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
+    table = Table(title=f"{key.board} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
     for column in ("id", "views", "rank", "percentile", "of", "source"):
         table.add_column(column, justify="left" if column in ("id", "source") else "right")
     for one in document.ranks:

@@ -15,6 +15,7 @@ from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
+from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
 from shardboard_tools.lambda_model.context import LocalContext
@@ -50,9 +51,9 @@ class Runtime:
     def streams(self) -> Any:
         return streams_client()
 
-    def stores(self) -> wiring.Container:
+    def stores(self) -> Container:
         """The stores over this runtime's client, built as the functions build theirs (from the current settings)."""
-        return wiring.Container(self.settings, self.dynamodb)
+        return Container(self.settings, self.dynamodb)
 
     @property
     def views(self) -> ViewStore:
@@ -81,7 +82,7 @@ class Runtime:
         The functions get a client of their own, as in their own container: faults a test injects into the
         functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
         """
-        wiring.use(wiring.Container(self.settings, dynamodb_client()))
+        wiring.use(Container(self.settings, dynamodb_client()))
         # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
         if observability.metrics.namespace is None and self.template.parameters.get("MetricsNamespace"):
             observability.metrics.namespace = self.template.parameters["MetricsNamespace"]
