@@ -13,10 +13,11 @@ count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``Value
 does a board the stack's ``Boards`` policy refuses, as :class:`~shardboard.domain.boards.BoardNotAllowed`) and
 adds the views to an in-memory buffer keyed by (item, anchor bucket of the time of the call, boards). A background
 thread flushes the buffer every ``flush_interval`` seconds, and at once when it holds ``max_pending`` distinct keys:
-each key becomes ONE counter write, ``ADD`` of its summed count on a random write shard of the item's current shard
-count (dynamic sharding), through the write path of the API (``domain.recording.write_views``). The aggregator
-applies absolute counter values exactly once, so one write of k views counts exactly like k writes of one view, and
-a site pays one write per distinct (item, boards) per flush instead of one per view.
+each key becomes ONE counter write, ``ADD`` of its summed count on a write shard of the item's current shard count
+(dynamic sharding; retry-safe, the recorder's own shard for the item), through the API's write path
+(``domain.recording``). The aggregator applies absolute counter values exactly once, so one write of k views counts
+exactly like k writes of one view, and a site pays one write per distinct (item, boards) per flush instead of one
+per view.
 
 **Bounded memory.** The buffer holds at most ``max_pending`` distinct keys, counting the keys a flush is writing.
 Views of a key already buffered always fit; a new key waits (``record`` blocks) while a flush makes room, and raises
@@ -25,16 +26,23 @@ views are then not buffered and the caller decides.
 
 **Failures.** The client retries throttled and failed requests with botocore's standard retry mode (exponential
 backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
-count and is retried with back-off, as the API does. A write that still fails keeps its views in the buffer for the
-next flush (counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger); a throttled
-write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout, a reset
-connection, a 500 after DynamoDB applied it) may have landed: botocore sends it again, and so does the next flush,
-and a counter ``ADD`` carries no token, so such a write counts twice, as a client retrying ``POST /views`` after a
-timeout would (tests/e2e/test_client_local.py shows it). A viewed view carries its token and counts once. Making the
-plain write idempotent would need a condition on a per-writer token kept in every counter item, or a transaction at
-twice the write units: neither fits a write meant to cost one unit. :meth:`Recorder.close` (also run at interpreter
-exit through ``atexit``, and by the ``with`` block) flushes what is left; views it still cannot write are logged as
-lost (:attr:`RecorderStats.lost_views`).
+count for later writes and is retried with back-off. A write that still fails keeps its views for the next flush
+(counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger).
+
+**Retried writes** (docs/honest-counts.md, "Retried writes"). A write whose *response* was lost (a read timeout, a
+reset connection, a 500 after DynamoDB applied it, a throttle on botocore's retry of an attempt that landed) may
+have landed, and is sent again, by botocore and by the next flush. Writes are therefore *retry-safe* by default:
+the recorder claims a writer number no other writer ever gets (one atomic ``ADD`` on a registry item, at its first
+flush; again in a forked child), numbers its writes, and each counter write is ONE conditional UpdateItem that also
+sets ``w:<writer>`` to the write's number, refused when the item holds that number or a later one. A write whose
+outcome is unknown stays *unresolved* and is retried unchanged (same shard, count, boards and number) before any
+later write of its item; the recorder never has two writes outstanding on one counter item, and writes an item on
+a shard of its own (``writer_shard``). Then a refusal means the write was applied by an earlier attempt: it is
+reported written (:attr:`FlushResult.replayed_writes`), counted once, at one write unit like a plain ``ADD``.
+``retry_safe=False`` sends plain ``ADD`` writes, which such a retry counts twice. A viewed view carries its token
+and counts once either way. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and by the
+``with`` block) flushes what is left; views it still cannot write are logged as lost
+(:attr:`RecorderStats.lost_views`; those of unresolved writes may have counted, once).
 
 **What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
 such as ``os._exit``) loses the views recorded since the last flush began, at most ``max_pending`` distinct keys
@@ -50,13 +58,14 @@ recording process with SIGKILL between and during flushes and checks both.
 ``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
 write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
 it; so does a ``Boards`` policy other than the default (``board_policy=BoardPolicy.parse("max=100")``). The writer
-needs ``dynamodb:UpdateItem`` on the views table, ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards
-table (dynamic sharding, and the board registry: a new board is registered once), ``BatchGetItem`` on the board
-table (asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the
-board table, and for ranks and around-me ``BatchGetItem`` on the board table and the items table (the takedown
-status of an id the ranking does not hold). With ``require_items=True`` in the settings (the stack's
-``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT /item`` and buffers nothing:
-one items-table GetItem per id, positive answers kept 10 s (the writer then needs ``GetItem`` on the items table).
+needs ``dynamodb:UpdateItem`` on the views table (its counters and the writers' registry), ``GetItem``,
+``UpdateItem`` and ``BatchGetItem`` on the shards table (dynamic sharding, and the board registry: a new board is
+registered once), ``BatchGetItem`` on the board table (asked only for boards the cap refuses, to learn boards older
+than the policy); a reader ``GetItem`` on the board table, and for ranks and around-me ``BatchGetItem`` on the board
+table and the items table (the takedown status of an id the ranking does not hold). With ``require_items=True`` in
+the settings (the stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT
+/item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the writer then needs
+``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
