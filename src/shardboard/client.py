@@ -508,7 +508,7 @@ class Leaderboard:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
             raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
         key, snapshot = self._snapshot(board, period, at)
-        return around(self._board, self.settings, key, snapshot, item_id, k=k, catalog=self._items)
+        return around(self._board, key, snapshot, item_id, k=k, catalog=self._items)
 
     def _snapshot(self, board: str, period: str, at: datetime | str | None) -> tuple[PeriodKey, dict[str, Any]]:
         key = self._period(board, period, at)

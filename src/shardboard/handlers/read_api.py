@@ -106,7 +106,7 @@ def get_around() -> AroundMe:
     item = validation.item_id(routes.query_value(raw, "id"))
     k = parse_k(routes.once(query, "k"))
     wanted, snapshot = queried_snapshot(query, config, "AroundReads")
-    answer = around(board_store(), config, wanted, snapshot, item, k=k, catalog=item_store())
+    answer = around(board_store(), wanted, snapshot, item, k=k, catalog=item_store())
     return AroundMe.model_validate(around_document(snapshot, item, answer))
 
 

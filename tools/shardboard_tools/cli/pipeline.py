@@ -255,7 +255,7 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
     if stored is None:
         fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
     try:
-        answer = around(rt.board, rt.settings, key, stored, wanted, k=depth_k, catalog=rt.items)
+        answer = around(rt.board, key, stored, wanted, k=depth_k, catalog=rt.items)
     except NotRanked as missing:
         fail(str(missing))
     document = AroundMe.model_validate(around_document(stored, wanted, answer))
