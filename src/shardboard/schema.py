@@ -232,7 +232,9 @@ class AroundMe(BaseModel):
     position: int = Field(ge=1, description="The item's place in board order.")
     above: int = Field(ge=0, description="Entries shown above the item.")
     below: int = Field(ge=0, description="Entries shown below the item.")
-    source: Literal["snapshot", "ranked"] = Field(description="The head alone, or the ranked version.")
+    source: Literal["snapshot", "ranked"] = Field(
+        description="The head alone (it holds the item: its ranks are the board's), or the ranked version."
+    )
     as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
     items: list[RankedItem]
 
@@ -241,17 +243,28 @@ class RankOf(BaseModel):
     """One id's answer in ``GET /rank``."""
 
     id: str
-    views: int = Field(ge=0, description="Its views in the period (from the snapshot, its ranked version, or now).")
+    views: int = Field(
+        ge=0, description="Its views in the period (from the snapshot, its ranked version, or now); 0 once deleted."
+    )
     rank: int | None = Field(
         ge=1, description="Exact competition rank (1, 2, 2, 4); null past the depth D, without views, or taken down."
     )
-    percentile: float | None = Field(description="100 x (1 - (rank - 1) / of); approximate past D; null: no views.")
-    of: int = Field(ge=0, description="Items on the board in the period (exact when of_exact).")
-    of_exact: bool = Field(description="False when the board holds more than D items: of is then modelled.")
+    percentile: float | None = Field(
+        description="100 x (1 - (rank - 1) / of); approximate past D; null: no views, or taken down."
+    )
+    of: int = Field(
+        ge=0,
+        description="Items on the board in the period (exact when of_exact): never below a rank answered nor below "
+        "the items the snapshot shows.",
+    )
+    of_exact: bool = Field(
+        description="False when the board holds more than D items (of is then modelled), or more than the ranked "
+        "version counted (of is then a lower bound)."
+    )
     approximate: bool = Field(description="True past D: the rank is a model (Zipf fit of the ranked version's tail).")
     source: Literal["snapshot", "ranked", "beyond", "none", "hidden", "deleted"] = Field(
-        description="What answered: the head's top N, the ranked version, the model past D, nothing (no views); "
-        "hidden or deleted: the item was taken down since the ranked version was written (no rank)."
+        description="What answered: the head's top N (or its spares), the ranked version, the model past D, nothing "
+        "(no views); hidden or deleted: the item is taken down, whenever that was (no rank)."
     )
     as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
     beyond: int | None = Field(default=None, exclude_if=_absent, description="D, when the item is past it.")

@@ -57,6 +57,7 @@ def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard
 
     block = refresh_rank_version(board, config, PERIOD, None, now=NOW, gather=gather, expires_at=None).block
     head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, top_n)], "generated_at": NOW}
+    head["threshold"] = head["items"][-1][1] if len(head["items"]) >= top_n else 0  # T: 0 while short of N
     if block is not None:
         head["rank"] = block
     return head

@@ -177,16 +177,16 @@ def reads_agree(world: World, period: PeriodKey, head: dict[str, Any]) -> None:
             assert (answer.source, answer.rank, answer.percentile) == (status, None, None), answer
             assert item not in in_head and item not in paged
             with pytest.raises(NotRanked, match=f"is {status}"):
-                around(board, config, period, head, item, k=2, catalog=catalog)
+                around(board, period, head, item, k=2, catalog=catalog)
         elif answer.source == "snapshot":
             assert item in in_head and answer.rank == in_head[item][0]
-            near = around(board, config, period, head, item, k=2, catalog=catalog)
+            near = around(board, period, head, item, k=2, catalog=catalog)
             assert near.entries[near.above].id == item and near.entries[near.above].rank == answer.rank
             for entry in near.entries:  # every neighbour the head holds has the head's rank
                 assert entry.id not in in_head or entry.rank == in_head[entry.id][0]
         elif answer.source == "ranked":
             assert item not in in_head and paged.get(item) == answer.rank
-            near = around(board, config, period, head, item, k=2, catalog=catalog)
+            near = around(board, period, head, item, k=2, catalog=catalog)
             assert near.entries[near.above].id == item and near.entries[near.above].rank == answer.rank
         else:
             assert answer.source in {"beyond", "none"} and answer.rank is None
@@ -195,7 +195,7 @@ def reads_agree(world: World, period: PeriodKey, head: dict[str, Any]) -> None:
                 above = sum(1 for views in in_head.values() if views[1] > answer.views)
                 assert answer.approximate_rank is not None and answer.approximate_rank > above
             with pytest.raises(NotRanked, match="not in the top"):
-                around(board, config, period, head, item, k=2, catalog=catalog)
+                around(board, period, head, item, k=2, catalog=catalog)
     # A better exact rank never has a lower percentile (one `of` for every exact answer of one read)
     exact = sorted((a.rank, a.percentile, a.of) for a in answers.values() if a.rank is not None)
     assert len({of for _, _, of in exact}) <= 1

@@ -167,7 +167,7 @@ def ranked_reads_skip_the_hidden(world: World) -> None:
             if answer.id in stored:
                 assert answer.source == "hidden"
                 with pytest.raises(NotRanked, match="hidden"):
-                    around(board, config, period, head, answer.id, k=2, catalog=world.catalog)
+                    around(board, period, head, answer.id, k=2, catalog=world.catalog)
 
 
 def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
@@ -277,8 +277,8 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
     assert [(a.rank, a.source) for a in after] == [(None, "hidden"), (8, "ranked")]
     assert after[1].of == before[1].of - 1
     with pytest.raises(NotRanked, match="hidden"):
-        around(board, config, period, head, "i07", k=1, catalog=world.catalog)
-    assert [e.id for e in around(board, config, period, head, "i08", k=1, catalog=world.catalog).entries] == [
+        around(board, period, head, "i07", k=1, catalog=world.catalog)
+    assert [e.id for e in around(board, period, head, "i08", k=1, catalog=world.catalog).entries] == [
         "i06",
         "i08",
         "i09",

@@ -63,7 +63,7 @@ def lookup_ranks(
     # Positions taken down since the version was written leave the board: fewer entries, ranks below them rise.
     of, count, last_tie = of - len(excluded), count - len(excluded), rank_of(last_tie, excluded)
     # The head is never older than its version: the board holds at least what it shows, and no more when it is short.
-    of, of_exact = head_size((of, of_exact), len(head["items"]), len(entries), settings.top_n_of(period.board))
+    of, of_exact = head_size((of, of_exact), head)
     wanted = [item for item in dict.fromkeys(ids) if item not in in_head]
     shards: dict[str, list[int]] = {}
     if block is not None and wanted:

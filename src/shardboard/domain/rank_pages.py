@@ -29,6 +29,7 @@ from shardboard.domain.ranked import (
     exclusions,
     head_entries,
     head_ranks,
+    holds_whole_board,
     rank_of,
     taken_down,
     visible_index,
@@ -308,14 +309,7 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
 
 
 def around(
-    board: Board,
-    settings: Settings,
-    period: PeriodKey,
-    head: Mapping[str, Any],
-    item: str,
-    *,
-    k: int,
-    catalog: ItemCatalog,
+    board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, catalog: ItemCatalog
 ) -> Around:
     """The k visible entries above and below ``item`` in board order with exact ranks: for an item the head holds,
     from the head (``around_head``); else from the ranked version (one rank shard, then the stored pages), skipping
@@ -325,7 +319,7 @@ def around(
     version = Version.current(block) if block is not None else None
     excluded = exclusions(version.events) if version else []
     if item in {entry[0] for entry in head_entries(head)}:
-        return around_head(board, settings, period, head, item, k=k)
+        return around_head(board, period, head, item, k=k)
     found: dict[str, list[int]] = {}
     if version is not None:
         shard = rank_shard_of(item, version.shards)
@@ -339,7 +333,7 @@ def around(
         depth = len(head["items"])
         raise NotRanked(f"item {item!r} is not in the top {depth} of this period (no views, or ranked past it)")
     if item not in found:
-        depth = settings.rank_depth_of(period.board)
+        depth = block["depth"]
         raise NotRanked(
             f"item {item!r} is not in the top {depth} of this period (no views, or ranked past the depth D = {depth}); "
             "GET /rank gives its approximate rank"
@@ -351,9 +345,7 @@ def around(
     return framed(entries, position, first, "ranked", block["generated_at"])
 
 
-def around_head(
-    board: Board, settings: Settings, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int
-) -> Around:
+def around_head(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int) -> Around:
     """Around-me of an item the head holds, with the head's ranks (those GET /rank and the board give it). The window
     is framed on the whole ranking; when it passes the head's end it takes the ranked version's entries past it if
     the version agrees with the head on every entry of the window the head holds (both were gathered alike since),
@@ -367,7 +359,7 @@ def around_head(
     excluded = exclusions(version.events) if version else []
     count = (version.count or 0) if version else 0
     # A head short of N holds the whole visible board; else the board goes on past it (as far as the version knows).
-    short = len(head["items"]) < settings.top_n_of(period.board)
+    short = holds_whole_board(head)
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
     shown = [Ranked(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
     if last <= held:

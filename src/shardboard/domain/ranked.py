@@ -133,14 +133,23 @@ def head_entries(head: Mapping[str, Any]) -> list[list[Any]]:
     return [*head["items"], *head.get("spare", [])] if head.get("rank") else list(head["items"])
 
 
-def head_size(version: tuple[int, bool], shown: int, held: int, top_n: int) -> tuple[int, bool]:
-    """``of`` and whether it is exact, from the version's (``board_size`` less its exclusions) and the head's
-    ``shown`` top N and ``held`` entries. The head is never older than the version (it is gathered every run, the
-    version every RankRefreshSeconds): a head short of N holds the whole visible board, so that is ``of``, exactly;
-    a full one holds ``held`` of a board at least that large."""
+def holds_whole_board(head: Mapping[str, Any]) -> bool:
+    """Whether a snapshot head holds every visible item of its period: it shows fewer than N, so its threshold T (the
+    N-th best views, kept by every gather and takedown patch) is 0. Read from the head itself, so that a reader
+    with another N in its settings (the library's defaults) answers as the API does."""
+    return not head.get("threshold")
+
+
+def head_size(version: tuple[int, bool], head: Mapping[str, Any]) -> tuple[int, bool]:
+    """``of`` and whether it is exact, from the version's (``board_size`` less its exclusions) and the head. The head
+    is never older than the version (it is gathered every run, the version every RankRefreshSeconds): a head short
+    of N holds the whole visible board, so its count is ``of``, exactly; a full one holds ``head_entries`` of a
+    board at least that large."""
     of, exact = version
-    if shown < top_n:
+    if holds_whole_board(head):
+        shown = len(head["items"])
         return (shown, True) if of <= shown else (of, False)
+    held = len(head_entries(head))
     return max(of, held), exact and of >= held
 
 

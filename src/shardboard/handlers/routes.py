@@ -168,8 +168,9 @@ GET_RANK: dict[str, Any] = {
     "summary": "Rank and percentile of items in a period",
     "description": "Ids travel in the query string, percent-encoded: several as a repeated id= (at most 100); board, "
     "period and at at most once each. Within the snapshot's top N one GetItem; within the ranked version's depth D "
-    "one more BatchGetItem of rank shards (exact competition rank); past D one more read for the views, and the "
-    'rank is null with "beyond": D and a modelled, approximate percentile.',
+    "one more BatchGetItem of rank shards (exact competition rank); past D one BatchGetItem of the items table (a "
+    'hidden or deleted item answers so) and one more read for the views, and the rank is null with "beyond": D and '
+    "a modelled, approximate percentile.",
     "operation_id": "getRank",
     "security": PUBLIC,
     "responses": {
@@ -183,16 +184,18 @@ GET_RANK: dict[str, Any] = {
 GET_AROUND: dict[str, Any] = {
     "summary": "An item's neighbours in a period",
     "description": "The k (1 to 50, default 5) entries above and below the item, 2k + 1 in all, shifted at the top "
-    "and bottom (above and below say how many), in board order with exact competition ranks. From the snapshot "
-    "alone when the item is well inside its top N, else the snapshot, one rank shard and one BatchGetItem of 1-2 "
-    "pages of the ranked version. " + _ID_QUERY,
+    "and bottom (above and below say how many), in board order with exact competition ranks, the ones GET /rank "
+    "gives. From the snapshot alone when it holds the item (continued from the ranked version only where both agree), "
+    "else the snapshot, one rank shard and one BatchGetItem of 1-2 pages of the ranked version. " + _ID_QUERY,
     "operation_id": "getAround",
     "security": PUBLIC,
     "responses": {
         200: _json(AroundMe, "The neighbours, best first.", _CACHE_HEADERS),
         304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
-        404: _json(Error, "No snapshot, or the item is not in the ranked top D (code not_found, with the reason)."),
+        404: _json(
+            Error, "No snapshot, or the item is not in the ranked top D or is taken down (code not_found, the reason)."
+        ),
     },
 }
 

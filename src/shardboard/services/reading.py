@@ -182,7 +182,7 @@ def neighbours(
     depth_k = parse_k(_text(k))
     wanted = period_named(reads.settings, board, period, at)
     head = head_of(reads, wanted)
-    answer = around(reads.board, reads.settings, wanted, head, item, k=depth_k, catalog=reads.items)
+    answer = around(reads.board, wanted, head, item, k=depth_k, catalog=reads.items)
     return Neighbourhood(wanted, head, item, answer)
 
 

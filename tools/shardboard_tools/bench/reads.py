@@ -185,7 +185,7 @@ def price_around(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[
 
         def read(item: str = truth[position - 1][0]) -> str:
             head = design.board.get_snapshot(period) or {}
-            answer = around(design.board, design.settings, period, head, item, k=5, catalog=design.items)
+            answer = around(design.board, period, head, item, k=5, catalog=design.items)
             return f"{len(answer.entries)} entries ({answer.above} above, {answer.below} below), {answer.source}"
 
         requests, units, answer = priced_read(design, read)
