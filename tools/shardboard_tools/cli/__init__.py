@@ -35,7 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "boards": (
         "pipeline:boards",
-        "List the boards (a board exists once a view names it) with their GSI shards, N and last refresh.",
+        "List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, and how"
+        " many category boards the registry holds under the Boards policy's maximum.",
     ),
     "chaos": (
         "chaos:chaos",

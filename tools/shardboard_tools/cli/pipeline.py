@@ -20,7 +20,6 @@ from shardboard.domain.rank_pages import (
     NotRanked,
 )
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
-from shardboard.services import reading
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 
@@ -182,6 +181,8 @@ def top(  # noqa: PLR0917 - one parameter per click option
     --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
 
     rt = runtime(ctx)
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
     reads = reading.BoardReads(rt.board, rt.items, rt.settings)
     with one_line_errors(), no_snapshot_hint():
         key = reading.period_named(rt.settings, board, period, at)
@@ -201,6 +202,8 @@ def top(  # noqa: PLR0917 - one parameter per click option
 @contextmanager
 def no_snapshot_hint() -> Iterator[None]:
     """A period without a snapshot: exit 1 with what to run."""
+    from shardboard.services import reading
+
     try:
         yield
     except reading.NoSnapshot as missing:
@@ -234,6 +237,8 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
     shifted at the top and bottom, with exact ranks."""
 
     rt = runtime(ctx)
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
     reads = reading.BoardReads(rt.board, rt.items, rt.settings)
     with one_line_errors(), no_snapshot_hint():
         try:
@@ -263,6 +268,8 @@ def rank(  # noqa: PLR0917 - one parameter per click option
     version's depth D, approximate past it."""
 
     rt = runtime(ctx)
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
     reads = reading.BoardReads(rt.board, rt.items, rt.settings)
     with one_line_errors(), no_snapshot_hint():
         key = reading.period_named(rt.settings, board, period, at)
