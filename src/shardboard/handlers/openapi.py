@@ -57,9 +57,11 @@ GATEWAY_NOT_FOUND = {
     "properties": {"message": {"type": "string", "enum": ["Not Found"]}},
 }
 ITEM_NOT_FOUND = {
-    "description": 'No views recorded for the item (code not_found); API Gateway\'s own {"message": "Not Found"} '
+    "description": "No views recorded for the item (code not_found); API Gateway's own {\"message\": \"Not Found\"} "
     "when the decoded path reaches no route (an id starting with '?': use GET /item?id=).",
-    "content": {"application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/Error"}, GATEWAY_NOT_FOUND]}}},
+    "content": {
+        "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/Error"}, GATEWAY_NOT_FOUND]}}
+    },
 }
 
 # Every route of issue 13 takes ids in the query string, read from rawQueryString by the function (routes.query_value),
