@@ -48,21 +48,6 @@ ITEM_ID = {
     "characters.",
     "schema": {"type": "string", "minLength": 1},
 }
-# API Gateway cuts a path at its first decoded '?' (/items/%3Fa reaches no route): its own 404 has no code. Ids
-# holding '?' are read with GET /item?id=.
-GATEWAY_NOT_FOUND = {
-    "title": "GatewayNotFound",
-    "type": "object",
-    "required": ["message"],
-    "properties": {"message": {"type": "string", "enum": ["Not Found"]}},
-}
-ITEM_NOT_FOUND = {
-    "description": "No views recorded for the item (code not_found); API Gateway's own {\"message\": \"Not Found\"} "
-    "when the decoded path reaches no route (an id starting with '?': use GET /item?id=).",
-    "content": {
-        "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/Error"}, GATEWAY_NOT_FOUND]}}
-    },
-}
 
 # Every route of issue 13 takes ids in the query string, read from rawQueryString by the function (routes.query_value),
 # not by Powertools (API Gateway joins repeated names with commas), so the document adds the parameter here.
@@ -117,7 +102,6 @@ def document() -> dict[str, Any]:
     paths = api["paths"]
     item = paths.pop(routes.ITEM_ROUTE)
     item["get"]["parameters"] = [ITEM_ID, *item["get"].get("parameters", [])]
-    item["get"]["responses"]["404"] = ITEM_NOT_FOUND
     paths[ITEM_PATH] = item
     for path in QUERY_ID_PATHS:
         for operation in paths[path].values():
