@@ -60,6 +60,14 @@ QUERY_ID = {
     "schema": {"type": "string", "minLength": 1},
 }
 QUERY_ID_PATHS = ("/item", "/item/hide", "/item/unhide")
+PERIOD_PARAMETERS = [
+    {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
+    for name, text in (
+        ("board", "Board name, at most once (default: the global board)."),
+        ("period", "all (the default) or one of the stack's Periods, at most once."),
+        ("at", "ISO-8601 date or date-time in the period (default: now), at most once."),
+    )
+]
 # GET /rank reads all of its parameters from rawQueryString (ids repeat).
 RANK_PARAMETERS = [
     {
@@ -71,14 +79,19 @@ RANK_PARAMETERS = [
         "style": "form",
         "explode": True,
     },
-    *(
-        {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
-        for name, text in (
-            ("board", "Board name, at most once (default: the global board)."),
-            ("period", "all (the default) or one of the stack's Periods, at most once."),
-            ("at", "ISO-8601 date or date-time in the period (default: now), at most once."),
-        )
-    ),
+    *PERIOD_PARAMETERS,
+]
+# GET /around too (the id is any id); without them in the document the fuzzer sent it nothing but bare requests.
+AROUND_PARAMETERS = [
+    QUERY_ID,
+    {
+        "name": "k",
+        "in": "query",
+        "required": False,
+        "description": "Entries above and below the item, 1 to 50 (default 5), at most once.",
+        "schema": {"type": "string"},
+    },
+    *PERIOD_PARAMETERS,
 ]
 QUERY_REASON = {
     "name": "reason",
@@ -107,6 +120,7 @@ def document() -> dict[str, Any]:
         for operation in paths[path].values():
             operation["parameters"] = [QUERY_ID, *operation.get("parameters", [])]
     paths["/rank"]["get"]["parameters"] = RANK_PARAMETERS
+    paths["/around"]["get"]["parameters"] = AROUND_PARAMETERS
     for path in REASON_PATHS:
         for operation in paths[path].values():
             operation["parameters"].append(QUERY_REASON)
