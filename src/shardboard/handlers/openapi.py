@@ -59,6 +59,8 @@ QUERY_ID = {
     "'?' included.",
     "schema": {"type": "string", "minLength": 1},
 }
+# API Gateway's own refusals (no route, 401, 403, 429) carry a message only.
+GATEWAY_ERROR = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
 QUERY_ID_PATHS = ("/item", "/item/hide", "/item/unhide")
 PERIOD_PARAMETERS = [
     {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
@@ -115,6 +117,9 @@ def document() -> dict[str, Any]:
     paths = api["paths"]
     item = paths.pop(routes.ITEM_ROUTE)
     item["get"]["parameters"] = [ITEM_ID, *item["get"].get("parameters", [])]
+    # An id that starts with "?" leaves no id in the routed path: API Gateway's 404, not the function's (routes.py).
+    not_found = item["get"]["responses"]["404"]["content"]["application/json"]
+    not_found["schema"] = {"anyOf": [not_found["schema"], GATEWAY_ERROR]}
     paths[ITEM_PATH] = item
     for path in QUERY_ID_PATHS:
         for operation in paths[path].values():
