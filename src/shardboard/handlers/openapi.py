@@ -19,7 +19,7 @@ DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
     "token with JwtWriteScope (WriteAuth=jwt); with PublicViews=true it needs nothing. Reads are public and "
     'cacheable. Every error the functions answer is {"message", "code"}; API Gateway\'s own refusals (401, 403, '
-    '429) carry {"message"} only.'
+    '429, and 404 for a path no route takes) carry {"message"} only.'
 )
 # The template's own names and kinds (template.yaml, HttpApi DefinitionBody components.securitySchemes).
 SECURITY_SCHEMES: dict[str, SecurityScheme] = {
