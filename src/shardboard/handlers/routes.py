@@ -130,7 +130,12 @@ GET_ITEM: dict[str, Any] = {
         200: _json(Item, "The item's views.", _CACHE_HEADERS),
         304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
-        404: _json(Error, "No views recorded for the item (code not_found)."),
+        404: _json(
+            Error,
+            "No views recorded for the item (code not_found). An id that starts with '?' reaches no route (API Gateway "
+            "routes on the decoded path, cut at its first '?'): API Gateway's own 404, with a message only. GET "
+            "/item?id= takes any id.",
+        ),
     },
 }
 
