@@ -102,6 +102,8 @@ def test_lost_responses_count_twice_without_retry_safety_and_once_with_it(result
     assert plain["over_counted_views"] == plain["lost_responses"] == plain["client_retries"] and not plain["exact_base"]
     assert runs[RECORDER]["over_counted_views"] > 0 and not runs[RECORDER]["exact_base"]
     assert keyed["exact_base"] and keyed["over_counted_views"] == 0 and keyed["client_retries"] > 0
+    # a keyed request that lost a response is answered from its key's marker by the retry that is heard
+    assert 0 < keyed["replayed_writes"] <= keyed["client_retries"] and plain["replayed_writes"] == 0
     safe = runs[RECORDER_SAFE]
     assert safe["exact_base"] and safe["replayed_writes"] > 0 and safe["lost_views"] == 0
     # The prices: one unit per plain request, four per keyed one (two per replay), one per Recorder write either way
@@ -122,6 +124,8 @@ def test_the_section_replaces_its_own_part_and_make_bench_keeps_it(result, tmp_p
     assert "## Honest counts: cost per view with and without viewer" in part
     assert "### Retried writes: cost per view with and without retry safety" in part
     assert "| counted views exact (base table = views offered) | NO | yes | NO | yes |" in part
+    keyed = result["retries"]["runs"][KEYED]["replayed_writes"]
+    assert f"| retries recognised as applied | 0 | {keyed:,} | 0 |" in part
     assert "`shardboard bench --scenario honest-counts`" in part
     duplicates = result["runs"][VIEWER]["shares"][DUPLICATE]
     assert f"| share {DUPLICATE} | - | {duplicates:.1%} |" in part

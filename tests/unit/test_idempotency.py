@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
@@ -19,12 +20,13 @@ from shardboard.client import Recorder, Stores
 from shardboard.domain.idempotency import (
     IDEMPOTENCY_KEY_SECONDS,
     MAX_IDEMPOTENCY_KEY_CHARS,
+    IdempotencyKeyReused,
     KeyedRequest,
     fingerprint,
     idempotency_key,
 )
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.recording import writer_shard
+from shardboard.domain.recording import record_keyed_view, writer_shard
 from shardboard.domain.validation import BadInput
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
@@ -279,3 +281,45 @@ def test_lost_responses_are_injected_after_the_write_landed():
     with pytest.raises(ResponseLost):
         lossy.add_view("a", 0, 2, "all")
     assert views.scan_totals() == {"a": 2} and lossy.injected == Counter({"add_view": 1})
+
+
+# ------------------------------------------------------------------------------------------ keyed requests
+@settings(max_examples=100, deadline=None)
+@given(
+    requests=st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from(["a", "b", "c"]), st.integers(1, 3)), min_size=1, max_size=12
+    ),
+    loss=st.sampled_from([0.0, 0.3, 0.7]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_interleaving_of_keyed_requests_counts_each_key_once_in_memory(requests, loss, seed):
+    # Requests (key, item, count) run at once on four threads, the same key maybe with another body; each is retried
+    # with its key until answered while responses are lost at random after the write landed.
+    views = memory_views()
+    lossy = LostResponses(views, loss, random.Random(seed))
+
+    def post(request):
+        key, item, count = request
+        keyed = KeyedRequest.of(f"k{key}", fingerprint(item, count, (), None), at=1_795_000_000)
+        for _ in range(200):
+            try:
+                return request, record_keyed_view(lossy, item, count, 2, keyed, rng=random.Random(seed))
+            except ResponseLost:
+                continue
+            except IdempotencyKeyReused:
+                return request, None
+        raise AssertionError("never answered")
+
+    with ThreadPoolExecutor(4) as pool:
+        answered = list(pool.map(post, requests))
+    winners = {}
+    for (key, item, count), recorded in answered:
+        if recorded is not None:
+            assert winners.setdefault(key, (item, count)) == (item, count)  # one body per key counts
+            assert recorded.views == count and not recorded.duplicate
+    for (key, item, count), recorded in answered:
+        assert (recorded is None) == ((item, count) != winners[key])  # every other body: refused (422)
+    expected: Counter[str] = Counter()
+    for item, count in winners.values():
+        expected[item] += count
+    assert views.scan_totals() == dict(expected)

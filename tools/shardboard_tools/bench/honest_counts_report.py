@@ -170,11 +170,13 @@ def _retries(result: dict[str, Any]) -> list[str]:
     lines += [
         "",
         *_wrapped(
-            f"Without retry safety every lost response is counted twice: {plain['over_counted_views']:,} views too "
-            f"many for POST /views, {recorder['over_counted_views']:,} for the Recorder (a coalesced write carries "
-            "several views). An Idempotency-Key makes each request one transaction of the key's marker and the "
-            f"counter, {keyed['units_per_request']:g} write units instead of {plain['units_per_request']:g} "
-            f"({keyed['base_write_units_per_view']:.3f} per view with its replays), exact. The Recorder's "
+            "Without retry safety the views of every lost response count twice: "
+            f"{plain['over_counted_views']:,} views too many for POST /views, "
+            f"{recorder['over_counted_views']:,} for the Recorder (a coalesced write carries several views). An "
+            "Idempotency-Key makes each request one transaction of the key's marker and the counter, "
+            f"{keyed['units_per_request']:g} write units instead of {plain['units_per_request']:g} "
+            f"({keyed['base_write_units_per_view']:.3f} per view with its retries, 2 units each), exact: "
+            f"{keyed['replayed_writes']:,} requests were answered from their key's marker. The Recorder's "
             f"retry-safe writes cost what its plain ones do, {safe['base_write_units_per_write']:.3f} units per "
             f"counter write against {recorder['base_write_units_per_write']:.3f} (one conditional UpdateItem; a "
             "refused retry is charged one unit, and each recorder claims its writer number once), "

@@ -52,6 +52,7 @@ class RetryRun:
         self.retry_units = 0.0  # what their retries cost on top
         self.requests = 0
         self.retries = 0
+        self.replays = 0  # retries answered from their key's marker: recognised as applied
 
     def units(self) -> float:
         return float(self.views.data.emulator.usage.units("write"))
@@ -69,7 +70,8 @@ class RetryRun:
                 if keyed is None:
                     record_views(self.lossy, item, 1, self.write_shards, self.rng)
                 else:
-                    record_keyed_view(self.lossy, item, 1, self.write_shards, keyed, rng=self.rng)
+                    recorded = record_keyed_view(self.lossy, item, 1, self.write_shards, keyed, rng=self.rng)
+                    self.replays += recorded.replayed
                 return
             except ResponseLost:
                 continue
@@ -105,7 +107,11 @@ def run_retries(
                 run.views.stream.clear()  # nothing reads it here
                 if on_progress and position % 10_000 == 0:
                     on_progress(name, position)
-            stats: dict[str, Any] = {"requests": run.requests, "client_retries": run.retries}
+            stats: dict[str, Any] = {
+                "requests": run.requests,
+                "client_retries": run.retries,
+                "replayed_writes": run.replays,
+            }
         else:
             stats = _record(
                 run,
