@@ -21,8 +21,8 @@ from shardboard.domain.taken_down import TakenDown
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
-from tests.unit.test_taken_down import past_the_listing_limit
 from shardboard_tools.capacity.memory import MemoryItemStore
+from tests.unit.test_taken_down import past_the_listing_limit
 
 
 class World:
