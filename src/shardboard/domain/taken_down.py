@@ -3,11 +3,11 @@
 Each taken-down id has its own marker in the items table (``ItemCatalog``), so no item fills up however many ids are
 banned. A reader never needs every id, only whether the ids at hand are taken down: the aggregator and the writers
 those of a batch or a view, a gather its candidates. A ``TakenDown`` first lists each status (one Query per
-partition, at most ``LISTING_LIMIT`` markers in all): while a status holds few ids that listing is all of them and
+partition, at most ``LISTING_LIMIT`` markers in all): while a status holds fewer, that listing is all of them and
 membership costs nothing more; past it, the ids asked about are looked up by their markers (one BatchGetItem per 100
-ids, once per id for as long as the view lives). A site with few takedowns pays a handful of read units per listing,
-one that bans 100,000 ids of 512 bytes about one read unit per id asked, never the 100 MB of reading them all
-(docs/proposals/items-and-ranks.md, "Takedown markers").
+ids, once per id for as long as the view lives), until those lookups would read more than listing every id, when it
+lists them instead. At 100,000 bans of 512-byte ids an aggregator batch of 300 ids reads ~650 units, not the ~7,500
+of reading every id (docs/proposals/items-and-ranks.md, "Takedown markers").
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from shardboard.domain.items import DELETED, HIDDEN
 if TYPE_CHECKING:  # ports imports this module's TakedownListing
     from shardboard.domain.ports import ItemCatalog
 
-# How many markers of one status a listing reads at most before the reader switches to asking per id: below it a
-# listing (~100 bytes a marker of a 40-byte id) costs less than looking up a batch's few hundred ids (0.5 unit each).
+# How many markers of one status a listing reads at most before the reader switches to asking per id: a whole
+# listing of that many (a marker is its id's bytes plus 24: 64 KB of 40-byte ids, 550 KB of 512-byte ones) costs no
+# more than looking up a batch's few hundred ids one 4 KB step each, and a small site never looks anything up.
 LISTING_LIMIT = 1024
 
 # Those of the ids asked that hold the status (a marker lookup).
