@@ -6,7 +6,6 @@ import pytest
 
 from shardboard.adapters.items_table import marker_key, old_set_key
 from shardboard.domain.items import ItemRecord, created_key, created_shard, meta, set_shard
-from shardboard.domain.taken_down import TakedownListing
 from shardboard_tools.capacity.units import item_size
 
 ODD_IDS = ["images/001.jpg", "a#1", "a b", "ünï/çødé", "猫 #2/x", "a?b", "x/rank", "%41", "a" * 512]
@@ -248,11 +247,15 @@ def test_takedowns_are_listed_whole_or_up_to_a_limit_and_asked_per_id(ports):
         assert ports.items.set_deleted(item, "cli:ed", "", "2026-11-23T17:01:00.000Z")
     # Then a listing without a limit names each status's ids whole, as does one whose limit they fit in
     for consistent in (False, True):
-        assert ports.items.list_taken_down("hidden", None, consistent) == TakedownListing(frozenset(hidden), True)
-        assert ports.items.list_taken_down("deleted", 1000, consistent) == TakedownListing(frozenset(deleted), True)
-    # And a listing of at most 8 names some of them and says it is not all
+        whole = ports.items.list_taken_down("hidden", None, consistent)
+        assert (whole.ids, whole.complete) == (hidden, True)
+        fits = ports.items.list_taken_down("deleted", 1000, consistent)
+        assert (fits.ids, fits.complete) == (deleted, True)
+    # (what a whole listing reads: each marker's key, 24 bytes besides its id)
+    assert whole.size == sum(len(item.encode()) + 24 for item in hidden)
+    # And a listing of at most 8 names some of them, says it is not all, and estimates the whole from its share
     cut = ports.items.list_taken_down("hidden", 8)
-    assert cut.ids < hidden and not cut.complete
+    assert cut.ids < hidden and not cut.complete and cut.size > 0
     # And the markers answer for any ids asked, each status apart, repeats and unknown ids included
     asked = [*sorted(hidden)[:5], *sorted(deleted)[:2], "never", "d0"]
     assert ports.items.taken_down_among(asked, "hidden") == set(sorted(hidden)[:5])
@@ -312,7 +315,8 @@ def test_each_takedown_of_a_shared_partition_is_its_own_small_item(ports):
         assert ports.items.set_deleted(item, "cli:ed", "", "2026-11-23T17:01:00.000Z")
     # Then each takedown is one marker item of its own, ~530 bytes, whatever the partition holds
     markers = [item for item in stored_items(ports) if item["pk"]["S"] in ("hidden#0", "deny#0")]
-    assert sorted(item["sk"]["S"] for item in markers) == sorted(f"id#{item}" for item in ids)
+    keys = [marker_key("deleted", item) for item in ids[:20]] + [marker_key("hidden", item) for item in ids[20:]]
+    assert sorted((m["pk"]["S"], m["sk"]["S"]) for m in markers) == sorted((k["pk"]["S"], k["sk"]["S"]) for k in keys)
     assert all(item_size(item) < 600 for item in markers)
     assert ports.items.hidden() == frozenset(ids[20:]) and ports.items.denied() == frozenset(ids[:20])
 

@@ -176,8 +176,11 @@ def test_a_stack_upgraded_from_the_string_sets_honours_them_until_rebuild_moves_
     assert rebuilt.exit_code == 0 and "takedowns: 2 id(s) moved from the sets of an earlier release" in rebuilt.output
     assert "takedowns:" not in cli("rebuild").output
     # Then the markers hold both ids, no old set is left, and the board is as it was
-    stored = {row["sk"]["S"] for row in items_written() if row["pk"]["S"].startswith(("hidden#", "deny#"))}
-    assert stored == {"id#a#1", "id#c"}
+    stored = {
+        (row["pk"]["S"], row["sk"]["S"]) for row in items_written() if row["pk"]["S"].startswith(("hidden#", "deny#"))
+    }
+    markers = [marker_key("hidden", "a#1"), marker_key("deleted", "c")]
+    assert stored == {(key["pk"]["S"], key["sk"]["S"]) for key in markers}
     assert cli("snapshot").exit_code == 0
     assert top(cli) == [["b", 3]]
     assert cli("item", "unhide", "a#1").exit_code == 0

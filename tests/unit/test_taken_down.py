@@ -40,7 +40,8 @@ def past_the_listing_limit(on: bool = True) -> Iterator[None]:
             return found
         # What a listing past its limit still names: the ids of an earlier release's sets (read first)
         old_sets = (self.data.items.get(f"{partition_pk(status, p)}\0{SET_SK}") for p in range(TAKEDOWN_PARTITIONS))
-        return TakedownListing(frozenset(i for item in old_sets for i in old_set_ids(item or {})), complete=False)
+        old_ids = frozenset(i for item in old_sets for i in old_set_ids(item or {}))
+        return TakedownListing(old_ids, complete=False, size=None)  # (how big is unknown: never listed whole)
 
     with patch.object(MemoryItemStore, "list_taken_down", partial):
         yield
@@ -102,28 +103,69 @@ def test_any_sequence_of_takedowns_is_reflected_exactly_in_membership(steps, per
         assert store.taken_down_among(IDS, status) == {i for i, s in truth.items() if s == status}
 
 
-def test_a_view_past_the_listing_limit_asks_each_id_once():
-    # Given more hidden ids in a partition than a listing of 8 reads (one per partition)
-    store = catalog()
-    for n in range(40):
-        store.set_hidden(f"h{n}", True, "t", "", NOW)
-    view = TakenDown.read(store, (HIDDEN,), limit=TAKEDOWN_PARTITIONS)
-    asked: list[list[str]] = []
-    lookup = store.taken_down_among
+def long_id(name: str) -> str:
+    return name.ljust(512, "x")
 
-    def counted(item_ids, status, consistent=False):
-        asked.append(sorted(item_ids))
+
+def hidden_catalog(count: int) -> MemoryItemStore:
+    """``count`` hidden ids of 512 bytes (``h0``... padded): a whole listing of them reads ~``count`` x 540 bytes."""
+    store = catalog()
+    for n in range(count):
+        if n % 200 == 0:
+            store.data.emulator.clock.advance(1)
+        store.set_hidden(long_id(f"h{n}"), True, "t", "", NOW)
+    return store
+
+
+def counting(store: MemoryItemStore) -> tuple[list[list[str]], list[int | None]]:
+    """Record each marker lookup's ids and each listing's limit (the view's reads) on ``store``."""
+    lookups: list[list[str]] = []
+    listings: list[int | None] = []
+    lookup, listing = store.taken_down_among, store.list_taken_down
+
+    def looked_up(item_ids, status, consistent=False):
+        lookups.append(sorted(item_ids))
         return lookup(item_ids, status, consistent)
 
-    # When a gather asks about its candidates twice, some hidden, some listed, some not
-    with patch.object(store, "taken_down_among", counted):
-        first = view.among(["h1", "h2", "v1", "v2"])
-        again = view.among(["h1", "h2", "v1", "v2", "v3"])
-    # Then both answers are exact, and each id the listing did not name was looked up once
-    assert first == {"h1", "h2"} and again == {"h1", "h2"}
-    looked = [item for batch in asked for item in batch]
-    assert sorted(looked) == sorted(set(looked)) and {"v1", "v2", "v3"} <= set(looked)
+    def listed(status, limit=None, consistent=False):
+        listings.append(limit)
+        return listing(status, limit, consistent)
+
+    store.taken_down_among, store.list_taken_down = looked_up, listed  # type: ignore[method-assign]
+    return lookups, listings
+
+
+def test_a_view_past_the_listing_limit_asks_each_id_once():
+    # Given 400 hidden ids of 512 bytes, and a view whose listing reads 8 of them (one per partition)
+    store = hidden_catalog(400)
+    lookups, listings = counting(store)
+    view = TakenDown.read(store, (HIDDEN,), limit=TAKEDOWN_PARTITIONS)
+    # When a gather asks about its few candidates twice, some hidden, some not
+    asked = [long_id("h1"), long_id("h2"), long_id("v1"), long_id("v2")]
+    first, again = view.among(asked), view.among([*asked, long_id("v3")])
+    # Then both answers are exact, and each id the listing did not name was looked up once, nothing listed whole
+    assert first == again == {long_id("h1"), long_id("h2")}
+    looked = [item for batch in lookups for item in batch]
+    assert sorted(looked) == sorted(set(looked)) and {long_id(f"v{n}") for n in (1, 2, 3)} <= set(looked)
+    assert listings == [TAKEDOWN_PARTITIONS]
     assert dropped_among(frozenset({"v1"}), ["v1", "v2"]) == {"v1"}  # a plain set (the tools) works the same
+
+
+def test_a_view_lists_every_id_once_its_lookups_would_read_more():
+    # Given the same 400 hidden ids (a whole listing: ~216 KB, 53 steps of 4 KB) and a view past its listing limit
+    store = hidden_catalog(400)
+    view = TakenDown.read(store, (HIDDEN,), limit=TAKEDOWN_PARTITIONS)
+    lookups, listings = counting(store)
+    before = read_units(store)
+    # When it is asked about 30 ids, then about 300 more, then again about some of them
+    assert view.among([long_id(f"h{n}") for n in range(30)]) == {long_id(f"h{n}") for n in range(30)}
+    asked = [long_id(f"h{n}") for n in range(100, 250)] + [long_id(f"v{n}") for n in range(150)]
+    assert view.among(asked) == {long_id(f"h{n}") for n in range(100, 250)}
+    assert view.among(asked[140:160]) == {long_id(f"h{n}") for n in range(240, 250)}
+    # Then the first ids were looked up (those the first listing did not name), the next ones answered by one whole
+    # listing instead (cheaper than 300 lookups), and nothing was read after it
+    assert len(lookups) == 1 and 22 <= len(lookups[0]) <= 30 and listings == [None]
+    assert read_units(store) - before <= 30 * 0.5 + 400 * 540 / 4096 / 2 + TAKEDOWN_PARTITIONS
 
 
 def test_the_deny_check_past_the_listing_limit_reads_one_marker_per_id_per_ttl():

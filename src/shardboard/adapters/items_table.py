@@ -27,6 +27,7 @@ from shardboard.adapters.keys import (
     ITEM_META,
     ITEM_RECORD_SK,
     ITEM_STATUS,
+    MARKER_ORDER_SPACE,
     OP,
     PK,
     REASON,
@@ -41,6 +42,7 @@ from shardboard.adapters.keys import (
     hidden_set_pk,
     item_record_pk,
     marker_item_id,
+    marker_order_of,
     marker_sk,
 )
 from shardboard.domain.items import (
@@ -51,6 +53,7 @@ from shardboard.domain.items import (
     ShardPage,
     created_key,
     created_shard,
+    marker_order,
     set_shard,
 )
 from shardboard.domain.taken_down import TakedownListing
@@ -178,7 +181,7 @@ def partition_pk(status: str, partition: int) -> str:
 def marker_key(status: str, item_id: str) -> dict[str, Any]:
     """One id's marker of ``status``: a key and nothing else (ids spread over the partitions by a stable hash)."""
     pk = partition_pk(status, set_shard(item_id, TAKEDOWN_PARTITIONS))
-    return {PK: s_attr(pk), SK: s_attr(marker_sk(item_id))}
+    return {PK: s_attr(pk), SK: s_attr(marker_sk(marker_order(item_id), item_id))}
 
 
 def marker_write(table: str, status: str, item_id: str, *, put: bool) -> dict[str, Any]:
@@ -217,6 +220,40 @@ def listed_ids(items: Sequence[Mapping[str, Any]]) -> set[str]:
         sk = item[SK]["S"]
         found.update(old_set_ids(item) if sk == SET_SK else [marker_item_id(sk)])
     return found
+
+
+def wire_size(item: Mapping[str, Any]) -> int:
+    """Bytes DynamoDB counts for a takedown partition's item (names and values of its S and SS attributes)."""
+    size = 0
+    for name, value in item.items():
+        texts = value["SS"] if "SS" in value else [value["S"]]
+        size += len(name.encode()) + sum(len(text.encode("utf-8", errors="surrogatepass")) for text in texts)
+    return size
+
+
+def partition_size(items: Sequence[Mapping[str, Any]], complete: bool) -> int | None:
+    """The bytes of a whole partition, from the items of its first page (read in descending key order): exact when
+    that was all of it, else scaled by the share of the hash space the page's markers cover (None: it read none)."""
+    markers = [item for item in items if item[SK]["S"] != SET_SK]
+    old_sets: int = sum(wire_size(item) for item in items if item[SK]["S"] == SET_SK)
+    read: int = sum(wire_size(item) for item in markers)
+    if complete:
+        return old_sets + read
+    if not markers:
+        return None
+    covered: int = MARKER_ORDER_SPACE - min(marker_order_of(item[SK]["S"]) for item in markers)
+    scaled: int = math.ceil(read * MARKER_ORDER_SPACE / covered)
+    return old_sets + scaled
+
+
+def listing_of(pages: Sequence[tuple[Sequence[Mapping[str, Any]], bool]]) -> TakedownListing:
+    """A listing of every partition's first page(s) and whether each was complete."""
+    sizes = [partition_size(items, complete) for items, complete in pages]
+    return TakedownListing(
+        frozenset().union(*(listed_ids(items) for items, _ in pages)),
+        complete=all(complete for _, complete in pages),
+        size=None if None in sizes else sum(size or 0 for size in sizes),
+    )
 
 
 # One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only, and only on
@@ -416,13 +453,13 @@ class ItemStore:
         per_partition = None if limit is None else max(1, math.ceil(limit / TAKEDOWN_PARTITIONS))
         partitions = [partition_pk(status, partition) for partition in range(TAKEDOWN_PARTITIONS)]
         with ThreadPoolExecutor(max_workers=TAKEDOWN_PARTITIONS) as pool:
-            read = list(pool.map(lambda pk: self._list_partition(pk, per_partition, consistent), partitions))
-        return TakedownListing(frozenset().union(*(ids for ids, _ in read)), all(complete for _, complete in read))
+            pages = list(pool.map(lambda pk: self._list_partition(pk, per_partition, consistent), partitions))
+        return listing_of(pages)
 
-    def _list_partition(self, pk: str, limit: int | None, consistent: bool) -> tuple[set[str], bool]:
-        """One partition's ids, highest sort key first (an earlier release's set, if any, then the markers): every
-        page, or the first ``limit`` items and whether that was all."""
-        found: set[str] = set()
+    def _list_partition(self, pk: str, limit: int | None, consistent: bool) -> tuple[list[dict[str, Any]], bool]:
+        """One partition's items, highest sort key first (an earlier release's set, if any, then the markers in
+        hash order): every page, or the first ``limit`` items and whether that was all."""
+        items: list[dict[str, Any]] = []
         start: dict[str, Any] | None = None
         while True:
             response = self.client.query(
@@ -435,12 +472,12 @@ class ItemStore:
                 **({"Limit": limit} if limit else {}),
                 **({"ExclusiveStartKey": start} if start else {}),
             )
-            found |= listed_ids(response.get("Items", []))
+            items += response.get("Items", [])
             start = response.get("LastEvaluatedKey")
             if start is None:
-                return found, True
+                return items, True
             if limit is not None:
-                return found, False
+                return items, False
 
     def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
         """BatchGetItem of the ids' markers, 100 keys a request; unprocessed keys are asked again, never dropped."""

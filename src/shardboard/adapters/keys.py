@@ -220,19 +220,27 @@ def deny_set_pk(shard: int) -> str:
 
 
 # A marker's sort key: "id#" sorts before the old set's "set", so a partition read in descending key order meets the
-# old set (if any) first, however many markers follow it.
+# old set (if any) first, however many markers follow it. Then a stable hash of the id (fixed width), so markers sort
+# in hash order: any first page of a partition is a fair sample of it, and tells how much of it is left.
 TAKEDOWN_PARTITIONS = HIDDEN_SETS
 MARKER_SK_PREFIX = "id#"
+MARKER_ORDER_DIGITS = 8  # hex digits: a 32-bit hash
+MARKER_ORDER_SPACE = 16**MARKER_ORDER_DIGITS
 
 
-def marker_sk(item_id: str) -> str:
-    return f"{MARKER_SK_PREFIX}{item_id}"
+def marker_sk(order: int, item_id: str) -> str:
+    return f"{MARKER_SK_PREFIX}{order:0{MARKER_ORDER_DIGITS}x}#{item_id}"
+
+
+def marker_order_of(sk: str) -> int:
+    return int(sk[len(MARKER_SK_PREFIX) : len(MARKER_SK_PREFIX) + MARKER_ORDER_DIGITS], 16)
 
 
 def marker_item_id(sk: str) -> str:
-    """The id of a marker: its sort key past the fixed prefix. The one key read back, because the marker holds nothing
-    else (a second copy of a 512-byte id would double what a listing reads); a fixed prefix is exact for any id."""
-    return sk.removeprefix(MARKER_SK_PREFIX)
+    """The id of a marker: its sort key past the fixed-width prefix. The one key read back, because the marker holds
+    nothing else (a second copy of a 512-byte id would double what a listing reads); a fixed width is exact for any
+    id."""
+    return sk[len(MARKER_SK_PREFIX) + MARKER_ORDER_DIGITS + 1 :]
 
 
 # The board registry (domain/boards.py, the Boards policy): in the shards table beside the shard metadata, one item

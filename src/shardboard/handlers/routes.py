@@ -255,7 +255,7 @@ UNHIDE_ITEM: dict[str, Any] = {
 
 DELETE_ITEM: dict[str, Any] = {
     "summary": "Delete an item's counts everywhere (admin)",
-    "description": "A tombstone (the item's metadata kept for the audit) and the id in the deny sets, then every "
+    "description": "A tombstone (the item's metadata kept for the audit) and the id's deny marker, then every "
     "snapshot that holds it patched at once as a hide does, then its aggregates and past period entries deleted on "
     "every board. Later views of it are refused (POST /views answers 404 not_found within 10 s) and never counted. "
     "Deleting it again runs the sweep again (changed false): that finishes a delete cut short. Optional reason (at "

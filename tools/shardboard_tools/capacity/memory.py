@@ -38,7 +38,7 @@ from shardboard.adapters.dynamodb import Item, throttling_as_domain
 from shardboard.adapters.items_table import (
     ItemStore,
     item_record,
-    listed_ids,
+    listing_of,
     marker_key,
     old_set_ids,
     old_set_key,
@@ -1388,18 +1388,16 @@ class MemoryItemStore:
         """The adapter's Query of each partition, highest sort key first, ``limit`` split over the partitions; each
         page (1 MB, or the limit) priced by its items' total size."""
         per_partition = None if limit is None else max(1, math.ceil(limit / TAKEDOWN_PARTITIONS))
-        found: set[str] = set()
-        complete = True
+        pages: list[tuple[list[Item], bool]] = []
         with self.data.lock:
             for partition in range(TAKEDOWN_PARTITIONS):
                 pk = partition_pk(status, partition)
                 keys = list(reversed(self._sort_keys.get(pk, [])))
                 read = keys if per_partition is None else keys[:per_partition]
-                complete &= len(read) == len(keys)
                 items = [self.data.items[f"{pk}\0{sk}"] for sk in read]
                 self._charge_query(pk, [item_size(item) for item in items], consistent)
-                found |= listed_ids(items)
-        return TakedownListing(frozenset(found), complete)
+                pages.append((items, len(read) == len(keys)))
+        return listing_of(pages)
 
     def _charge_query(self, pk: str, sizes: Sequence[int], consistent: bool) -> None:
         """A Query's pages of up to 1 MB, each priced by its total size (an empty partition: one empty page)."""
