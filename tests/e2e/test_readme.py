@@ -181,6 +181,18 @@ def test_the_readme_example_prints_what_the_readme_shows(readme_engine, tmp_path
     )
     assert result.returncode == 0, f"README line {library.lineno}: {result.stderr}"
     assert result.stdout == library.expected_output, f"README line {library.lineno}"
+    # And a user who has AWS credentials reads the same tables: one database whatever key signs (-sharedDb)
+    with_credentials = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "example/secret"}
+    result = subprocess.run(
+        ["python", "example.py"],
+        cwd=tmp_path,
+        env=env | exports | with_credentials,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, library.expected_output), result.stderr
 
 
 def test_the_sample_outputs_are_what_serve_and_demo_print(readme_engine, tmp_path):

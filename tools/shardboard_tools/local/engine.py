@@ -173,7 +173,9 @@ def dynamodb_local_command(java: str, home: Path, port: int) -> list[str]:
     """The java command line; through the loopback launcher when this Java can run source files (a JDK)."""
     classpath = os.pathsep.join([str(home / "DynamoDBLocal.jar"), str(home / "DynamoDBLocal_lib" / "*")])
     common = [java, JAVA_HEAP, f"-Djava.library.path={home / 'DynamoDBLocal_lib'}"]
-    options = ["-inMemory", "-port", str(port), "-disableTelemetry"]
+    # -sharedDb: one database whatever key and region sign, so the library with a user's own credentials reads what
+    # the CLI (signing as `local`) wrote.
+    options = ["-inMemory", "-sharedDb", "-port", str(port), "-disableTelemetry"]
     if _can_run_source(java):
         return [*common, "-cp", classpath, str(LAUNCHER), *options]
     return [*common, "-jar", str(home / "DynamoDBLocal.jar"), *options]
