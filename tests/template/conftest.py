@@ -20,6 +20,8 @@ FUNCTIONS = (
     "ReadApiFunction",
     "ItemsAdminFunction",
 )
+# Functions CloudFormation runs during a deploy (custom resources): a failure fails the deploy; no alarm watches them.
+DEPLOY_FUNCTIONS = ("StackConfigFunction",)
 
 
 class NoManagedPolicyNames:

@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from shardboard_tools.local.runtime import Runtime
-from tests.template.conftest import FUNCTIONS, ROOT, of_type, parameter
+from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, ROOT, of_type, parameter
 
 TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
 
@@ -140,7 +140,7 @@ def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline,
 
 def test_functions_get_the_namespace_parameter_tracing_and_logs_with_retention(resources):
     log_groups = of_type(resources, "AWS::Logs::LogGroup").values()
-    for function in FUNCTIONS:
+    for function in FUNCTIONS + DEPLOY_FUNCTIONS:
         properties = resources[function]["Properties"]
         assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}
         assert properties["TracingConfig"] == {"Mode": "Active"}

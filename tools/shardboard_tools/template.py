@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -182,18 +182,52 @@ class Template:
     def function_environment(self, function: str = "AggregatorFunction") -> dict[str, str]:
         """The environment Lambda gives ``function``: the Globals' variables plus its own, resolved."""
 
-        def variables(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
-            return dict((node or {}).get("Environment", {}).get("Variables", {}))
-
         merged = {
-            **variables(self.body.get("Globals", {}).get("Function")),
-            **variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
+            **_variables(self.body.get("Globals", {}).get("Function")),
+            **_variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
         }
         return {name: str(self.resolve(value)) for name, value in merged.items()}
+
+    def variables_of(self, parameters: Collection[str], function: str = "AggregatorFunction") -> set[str]:
+        """The environment variables of ``function`` whose value depends on any of ``parameters`` (directly, through
+        ``!Sub`` or through a condition): the settings a ``-p`` given on the command line decides."""
+        wanted = set(parameters)
+        environment = {
+            **_variables(self.body.get("Globals", {}).get("Function")),
+            **_variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
+        }
+        return {name for name, value in environment.items() if self._references(value) & wanted}
+
+    def _references(self, node: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+        """Every name ``node`` refers to: ``!Ref``s, ``${}`` of ``!Sub`` and, through conditions, theirs."""
+        if isinstance(node, list):
+            return set().union(*(self._references(n, seen) for n in node)) if node else set()
+        if isinstance(node, str) or not isinstance(node, dict):
+            return set()
+        found: set[str] = set()
+        for key, value in node.items():
+            if key == "Ref":
+                found.add(str(value))
+            elif key == "Fn::Sub":
+                text, local = (value, {}) if isinstance(value, str) else (value[0], value[1])
+                found |= set(re.findall(r"\$\{([^}!.]+)\}", text)) - set(local)
+                found |= self._references(local, seen)
+            elif key == "Condition" and isinstance(value, str) and value not in seen:
+                found |= self._references(self.body.get("Conditions", {}).get(value), seen | {value})
+            elif key == "Fn::If":
+                found |= self._references({"Condition": value[0]}, seen) | self._references(value[1:], seen)
+            else:
+                found |= self._references(value, seen)
+        return found
 
     def settings(self, function: str = "AggregatorFunction", **changes: Any) -> Settings:
         """Settings as the deployed function sees them: read from the environment the template gives it."""
         return replace(Settings.from_env(self.function_environment(function)), **changes)
+
+
+def _variables(node: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``Environment.Variables`` of a function's properties (or of the Globals' ``Function``)."""
+    return dict((node or {}).get("Environment", {}).get("Variables", {}))
 
 
 def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:

@@ -192,3 +192,12 @@ DENY_SETS = HIDDEN_SETS
 
 def deny_set_pk(shard: int) -> str:
     return f"deny#{shard}"
+
+
+# The settings a stack publishes for its clients (adapters/stack_config.py): one item in the board table, outside
+# every other prefix and without item_id, so no scan, gather or rebuild ever takes it for a count.
+STACK_CONFIG_PK = "stack#config"
+PUBLISHED_SETTINGS = "settings"
+PUBLISHED_FORMAT = "format"
+PUBLISHED_AT = "published_at"
+PUBLISHED_BY = "published_by"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import NoReturn
 
@@ -13,9 +13,10 @@ import click
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
+from shardboard.adapters.stack_config import read_published
 from shardboard.domain import validation
 from shardboard.domain.items import UnknownItem
-from shardboard.settings import ConfigError
+from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.template import TemplateError
 
@@ -60,8 +61,39 @@ def _endpoint_hint() -> str:
     )
 
 
-def runtime(ctx: click.Context) -> Runtime:
-    """The Runtime the ``shardboard`` group built from template.yaml and the environment."""
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Runtime)
-    return obj
+def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
+    """The Runtime the ``shardboard`` group built from template.yaml, ``-p`` and the environment.
+
+    With ``published`` (every command against an existing stack) its settings are then the ones the stack published
+    at its deploy or `shardboard init` (one GetItem, the first time a command asks), except those a ``-p`` or an
+    environment variable sets. Commands that make a stack of their own in a fresh engine (demo, serve) pass False.
+    """
+    root = ctx.find_root()
+    rt = root.obj
+    assert isinstance(rt, Runtime)
+    if published and not root.meta.get(_PUBLISHED_READ):
+        root.meta[_PUBLISHED_READ] = True
+        with one_line_errors():
+            rt.settings = stack_settings(rt, root.meta.get("parameters") or {})
+    return rt
+
+
+_PUBLISHED_READ = "shardboard.published_settings_read"
+
+
+def stack_settings(rt: Runtime, parameters: Mapping[str, str]) -> Settings:
+    """``rt``'s settings under what its stack published; the template's (with a one-line warning on stderr) when the
+    stack published nothing. A stack whose tables do not exist yet (before `init`) is not warned about: the command
+    creates them, or fails on them with DynamoDB's own error."""
+    lookup = read_published(rt.dynamodb, rt.settings.board_table)
+    if lookup.published is None:
+        if not lookup.table_missing:
+            warn(f"stack {rt.template.stack}: {lookup.why_not}; using the template's settings and -p")
+        return rt.settings
+    explicit = rt.template.variables_of(parameters) | {name for name in os.environ if name in PUBLISHED_VARIABLES}
+    return rt.settings.with_published(lookup.published.variables, keep=explicit)
+
+
+def warn(reason: str) -> None:
+    """One line on stderr; the command goes on."""
+    errors.print(f"shardboard: warning: {reason}", markup=False, highlight=False, soft_wrap=True)

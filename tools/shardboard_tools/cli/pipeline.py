@@ -37,15 +37,20 @@ from shardboard_tools.operations.verification import verify
 @click.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create the tables of template.yaml (idempotent)."""
+    """Create the tables of template.yaml and publish the stack's settings, as a deploy does (idempotent: a re-run
+    keeps the published settings a -p does not change)."""
+    from shardboard.adapters.stack_config import publish
     from shardboard_tools.template import create_tables
 
     rt = runtime(ctx)
     with one_line_errors():
         created = create_tables(rt.dynamodb, rt.template)
+        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard init")
     for name in rt.template.create_table_requests().values():
         state = "created" if name["TableName"] in created else "exists"
         console.print(f"{name['TableName']}: {state}")
+    periods = ", ".join(("all", *rt.settings.periods))
+    console.print(f"settings: published (write shards {rt.settings.write_shards}; periods {periods})")
 
 
 @click.command()

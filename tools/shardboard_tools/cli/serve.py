@@ -42,7 +42,7 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
     from shardboard_tools.local.serve import ServeOptions, describe, serving
     from shardboard_tools.local.stream_runner import default_state_dir
 
-    rt = runtime(ctx)
+    rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
     options = ServeOptions(port=port, refresh_seconds=refresh, state_dir=default_state_dir())
     # Read before the engine sets its own: the credentials a client in this environment signs with.
     authorizer, accepted = _authorizer(rt, auth, jwks)
