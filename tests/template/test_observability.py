@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from shardboard_tools.local.runtime import Runtime
-from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, ROOT, of_type, parameter
+from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, ROOT, fixed, of_type
 
 TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
 
@@ -53,7 +53,7 @@ def test_a_topic_is_created_only_when_none_is_given(resources, rendered):
 def test_stream_lag_alarm(sam_template, alarms):
     alarm = find(alarms, "AWS/Lambda", "IteratorAge", FunctionName={"Ref": "AggregatorFunction"})
     assert alarm["Statistic"] == "Maximum"
-    assert parameter(sam_template, alarm["Threshold"])["Default"] > 0
+    assert fixed(sam_template, alarm["Threshold"]) > 0
 
 
 @pytest.mark.parametrize("queue", ["StreamFailureQueue", "SnapshotFailureQueue"])
@@ -171,9 +171,9 @@ def test_local_runs_export_the_templates_namespace(monkeypatch):
 
 def test_the_dashboard_is_valid_json_over_existing_resources(resources, sam_template):
     (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
-    body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
     names = set(re.findall(r"\$\{([^}]+)\}", body))
-    known = set(resources) | set(sam_template["Parameters"]) | {"AWS::Region"}
+    known = set(resources) | set(sam_template["Parameters"]) | set(variables) | {"AWS::Region"}
     assert {name.split(".")[0] for name in names} <= known
     widgets = json.loads(re.sub(r"\$\{[^}]+\}", "0", body))["widgets"]
     (alarm_widget,) = [w for w in widgets if w["type"] == "alarm"]

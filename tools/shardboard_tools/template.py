@@ -65,12 +65,17 @@ class Template:
         except (OSError, ValueError) as error:
             raise TemplateError(f"cannot read {path}: {error}") from error
         declared = body.get("Parameters", {})
-        unknown = set(overrides or {}) - set(declared)
+        given = {name: str(value) for name, value in (overrides or {}).items()}
+        unknown = set(given) - set(declared) - set(_fixed_names(body))
         if unknown:
             raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
         parameters = {name: str(spec.get("Default", "")) for name, spec in declared.items()}
-        for name, value in (overrides or {}).items():
-            parameters[name] = _checked(name, str(value), declared[name])
+        for name, value in given.items():
+            if name in declared:
+                parameters[name] = _checked(name, value, declared[name])
+        # The values the template fixes (its Mappings, per the chosen parameters); a -p of one sets it for a local run.
+        for name, value in _fixed_values(body, parameters).items():
+            parameters[name] = _checked_fixed(name, given[name], value) if name in given else value
         return cls(body, parameters, stack)
 
     # -- intrinsic functions
@@ -91,6 +96,9 @@ class Template:
                 "Fn::Not": lambda conditions: not self._truth(conditions[0]),
                 "Condition": self.condition,
                 "Fn::Join": lambda value: str(value[0]).join(str(part) for part in self.resolve(value[1])),
+                "Fn::FindInMap": self._find_in_map,
+                "Fn::Select": lambda value: self.resolve(value[1])[int(self.resolve(value[0]))],
+                "Fn::Split": lambda value: str(self.resolve(value[1])).split(str(value[0])),
             }
             if key in intrinsics:
                 return intrinsics[key](value)
@@ -98,6 +106,16 @@ class Template:
                 raise TemplateError(f"{key} is not supported in table properties")
         resolved = {k: self.resolve(v) for k, v in node.items()}
         return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+    def _find_in_map(self, value: list[Any]) -> str:
+        """A fixed value: a local -p of its name if one was given (it is in ``parameters``), else the Mappings'."""
+        mapping, top, name = (str(self.resolve(part)) for part in value)
+        if name in self.parameters and name not in self.body.get("Parameters", {}):
+            return self.parameters[name]
+        try:
+            return str(self.body["Mappings"][mapping][top][name])
+        except KeyError:
+            raise TemplateError(f"!FindInMap [{mapping}, {top}, {name}]: no such value") from None
 
     def _if(self, value: list[Any]) -> Any:
         condition, when_true, when_false = value
@@ -121,6 +139,8 @@ class Template:
                 return self.select(when_true if self.condition(condition) else when_false)
             if key == "Ref" and (value == "AWS::NoValue" or value in self.parameters):
                 return self._ref(value)
+            if key in {"Fn::FindInMap", "Fn::Select", "Fn::Split"}:  # only ever of parameters and mappings here
+                return self.resolve(node)
         return {k: v for k, v in ((k, self.select(v)) for k, v in node.items()) if v is not _NO_VALUE}
 
     def _equals(self, value: list[Any]) -> bool:
@@ -216,6 +236,8 @@ class Template:
                 found |= self._references(self.body.get("Conditions", {}).get(value), seen | {value})
             elif key == "Fn::If":
                 found |= self._references({"Condition": value[0]}, seen) | self._references(value[1:], seen)
+            elif key == "Fn::FindInMap":  # a fixed value is decided by its own name, and by the key that picks it
+                found |= {str(value[2])} | self._references(value[1], seen)
             else:
                 found |= self._references(value, seen)
         return found
@@ -228,6 +250,35 @@ class Template:
 def _variables(node: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``Environment.Variables`` of a function's properties (or of the Globals' ``Function``)."""
     return dict((node or {}).get("Environment", {}).get("Variables", {}))
+
+
+def _fixed_names(body: Mapping[str, Any]) -> set[str]:
+    """Every name of a value the template fixes in its Mappings (any top-level key)."""
+    return {name for table in body.get("Mappings", {}).values() for row in table.values() for name in row}
+
+
+def _fixed_values(body: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, str]:
+    """The values the template's Mappings fix: a mapping named after a parameter (``Stage``) gives the row of that
+    parameter's value; any other (``Tuning``) gives every row, its groups being for the reader only."""
+    values: dict[str, str] = {}
+    for mapping, table in body.get("Mappings", {}).items():
+        rows = [table[parameters[mapping]]] if mapping in parameters else list(table.values())
+        for row in rows:
+            for name, value in row.items():
+                if name in values:
+                    raise TemplateError(f"Mappings name {name} twice: a -p of it would be ambiguous")
+                values[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return values
+
+
+def _checked_fixed(name: str, value: str, fixed: str) -> str:
+    """A local -p of a fixed value: of the same kind as the template's (true/false, a whole number, or any text);
+    what the settings then refuse (a malformed schedule, a zero N) they refuse with their own message."""
+    if fixed in {"true", "false"} and value not in {"true", "false"}:
+        raise TemplateError(f"parameter {name} must be one of true, false, got {value!r}")
+    if fixed.isdigit() and not value.isdigit():
+        raise TemplateError(f"parameter {name} must be a whole number, got {value!r}")
+    return value
 
 
 def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
