@@ -20,6 +20,8 @@ FUNCTIONS = (
     "ReadApiFunction",
     "ItemsAdminFunction",
 )
+# Where the functions' metrics go, and so where the alarms and the dashboard look: one namespace per stack.
+NAMESPACE = {"Fn::Sub": "Shardboard/${AWS::StackName}"}
 # Functions CloudFormation runs during a deploy (custom resources): a failure fails the deploy; no alarm watches them.
 DEPLOY_FUNCTIONS = ("StackConfigFunction",)
 

@@ -43,9 +43,9 @@ def test_each_environments_parameters_are_accepted_by_the_template(samconfig, en
 def test_dev_and_prod_are_separate_stacks_with_separate_metrics(samconfig):
     dev, prod = overrides(samconfig, "default"), overrides(samconfig, "prod")
     stacks = {samconfig[env]["global"]["parameters"]["stack_name"] for env in ("default", "prod")}
-    assert len(stacks) == 2
-    assert dev["MetricsNamespace"] != prod["MetricsNamespace"]
-    assert prod["DeletionProtection"] == "true"
+    assert len(stacks) == 2  # and so two metrics namespaces, Shardboard/<stack name>
+    assert (dev["Stage"], prod["Stage"]) == ("dev", "prod")
+    assert Template.load(overrides=prod).parameters["DeletionProtection"] == "true"
 
 
 def test_outputs_give_the_api_url_table_names_and_stream(rendered):

@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from shardboard_tools.local.runtime import Runtime
-from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, ROOT, fixed, of_type
+from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, NAMESPACE, ROOT, fixed, of_type
 
 TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
 
@@ -65,7 +65,7 @@ def test_dead_letter_queue_depth_alarms(alarms, queue):
 
 def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
     # The FilterCriteria keep every record that is not a counter from the aggregator: a skipped one is a fault.
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "RecordsSkipped", service="shardboard")
+    alarm = find(alarms, NAMESPACE, "RecordsSkipped", service="shardboard")
     assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Sum", 300, 1)
     assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
@@ -73,7 +73,7 @@ def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
 
 def test_an_unproven_snapshot_alarms_on_the_first_one(alarms):
     # More takedowns above T than spares need `shardboard refill`: the job's first unproven head is the signal.
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "UnprovenSnapshots", service="shardboard")
+    alarm = find(alarms, NAMESPACE, "UnprovenSnapshots", service="shardboard")
     assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
     assert alarm["TreatMissingData"] == "notBreaching"
 
@@ -112,12 +112,14 @@ def test_index_write_throttling_alarm(alarms):
     find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName={"Ref": "ViewsTable"})
 
 
-def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms):
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "SnapshotRefreshes", service="shardboard")
+def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms, sam_template):
+    alarm = find(alarms, NAMESPACE, "SnapshotRefreshes", service="shardboard")
     # A job that stopped emits nothing: missing data must count as stale.
     assert alarm["TreatMissingData"] == "breaching"
     assert alarm["ComparisonOperator"] == "LessThanThreshold" and alarm["Threshold"] == 1
-    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == {"Ref": "SnapshotStalenessMinutes"}
+    staleness = {"Fn::FindInMap": ["Stages", {"Ref": "Stage"}, "SnapshotStalenessMinutes"]}
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == staleness
+    assert fixed(sam_template, staleness) == 10  # prod, the default stage
 
 
 def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline, capsys):
@@ -142,11 +144,12 @@ def test_functions_get_the_namespace_parameter_tracing_and_logs_with_retention(r
     log_groups = of_type(resources, "AWS::Logs::LogGroup").values()
     for function in FUNCTIONS + DEPLOY_FUNCTIONS:
         properties = resources[function]["Properties"]
-        assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}
+        assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == NAMESPACE
         assert properties["TracingConfig"] == {"Mode": "Active"}
         names = [g["Properties"].get("LogGroupName") for g in log_groups]
         assert {"Fn::Sub": f"/aws/lambda/${{{function}}}"} in names
-    assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in log_groups)
+    retention = {"Fn::FindInMap": ["Stages", {"Ref": "Stage"}, "LogRetentionDays"]}
+    assert all(g["Properties"]["RetentionInDays"] == retention for g in log_groups)
 
 
 def test_the_handlers_take_the_namespace_from_the_environment():
@@ -162,10 +165,10 @@ def test_local_runs_export_the_templates_namespace(monkeypatch):
         # Given handlers imported without a namespace in the environment (a terminal, not Lambda)
         del os.environ["POWERTOOLS_METRICS_NAMESPACE"]
         monkeypatch.setattr(observability.metrics, "namespace", None)
-        # When the local runtime hands its settings to the handlers
-        Runtime.from_template(ROOT / "template.yaml", {"MetricsNamespace": "ShardboardLocal"}).export_to_handlers()
-        # Then they use the template's namespace, as a deployed function would, and the environment is untouched
-        assert observability.metrics.namespace == "ShardboardLocal"
+        # When the local runtime of stack local-1 hands its settings to the handlers
+        Runtime.from_template(ROOT / "template.yaml", stack="local-1").export_to_handlers()
+        # Then they use the stack's namespace, as a deployed function would, and the environment is untouched
+        assert observability.metrics.namespace == "Shardboard/local-1"
         assert "POWERTOOLS_METRICS_NAMESPACE" not in os.environ
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from shardboard.domain.rate_limit import RateLimits
 from shardboard_tools.template import Template, TemplateError
-from tests.template.conftest import TEMPLATE, fixed, of_type
+from tests.template.conftest import NAMESPACE, TEMPLATE, fixed, of_type
 from tests.template.test_auth import CHOICES, deployed
 
 LIMITS = ("ViewsPerIpPerMinute", "ViewsPerViewerPerMinute")
@@ -47,7 +47,7 @@ def test_the_functions_get_the_limits_only_with_public_views(rendered, choice):
 def test_the_rate_limited_views_alarm_follows_the_duplicate_views_alarm(resources, sam_template):
     alarms = {name: r["Properties"] for name, r in of_type(resources, "AWS::CloudWatch::Alarm").items()}
     alarm, model = alarms["RateLimitedViewsAlarm"], alarms["DuplicateViewsAlarm"]
-    assert (alarm["MetricName"], alarm["Namespace"]) == ("RateLimitedViews", {"Ref": "MetricsNamespace"})
+    assert (alarm["MetricName"], alarm["Namespace"]) == ("RateLimitedViews", NAMESPACE)
     assert fixed(sam_template, alarm["Threshold"]) == 1000
     same = ("Dimensions", "Statistic", "Period", "EvaluationPeriods", "ComparisonOperator", "TreatMissingData")
     assert {k: alarm[k] for k in (*same, "AlarmActions", "OKActions")} == {

@@ -37,6 +37,12 @@ _CREATE_TABLE_KEYS = (
 PACKAGED_TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 
 
+# Parameters of earlier versions that no value replaces, and why (docs/deploy.md "Upgrading: parameters").
+RETIRED = {
+    "MetricsNamespace": "the functions' metrics go to Shardboard/<stack name>, one namespace per stack",
+}
+
+
 class TemplateError(ValueError):
     """template.yaml could not be read or uses an intrinsic this resolver does not know."""
 
@@ -66,6 +72,8 @@ class Template:
             raise TemplateError(f"cannot read {path}: {error}") from error
         declared = body.get("Parameters", {})
         given = {name: str(value) for name, value in (overrides or {}).items()}
+        for name in set(given) & set(RETIRED) - set(declared):
+            raise TemplateError(f"parameter {name} is no more: {RETIRED[name]}")
         unknown = set(given) - set(declared) - set(_fixed_names(body))
         if unknown:
             raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
@@ -258,11 +266,13 @@ def _fixed_names(body: Mapping[str, Any]) -> set[str]:
 
 
 def _fixed_values(body: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, str]:
-    """The values the template's Mappings fix: a mapping named after a parameter (``Stage``) gives the row of that
-    parameter's value; any other (``Tuning``) gives every row, its groups being for the reader only."""
+    """The values the template's Mappings fix: a mapping named after a parameter in the plural (``Stages`` for
+    ``Stage``) gives the row of that parameter's value; any other (``Tuning``) gives every row, its groups being for
+    the reader only."""
     values: dict[str, str] = {}
     for mapping, table in body.get("Mappings", {}).items():
-        rows = [table[parameters[mapping]]] if mapping in parameters else list(table.values())
+        key = mapping.removesuffix("s")
+        rows = [table[parameters[key]]] if key in parameters else list(table.values())
         for row in rows:
             for name, value in row.items():
                 if name in values:
