@@ -12,9 +12,11 @@ from unittest import mock
 import pytest
 
 from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.template import Template, TemplateError
 from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, NAMESPACE, ROOT, fixed, of_type
 
-TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
+TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTarget"}]}
+ON_CALL = "arn:aws:sns:us-east-1:123456789012:on-call"
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +46,33 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_on_recovery(alarms):
         assert "docs/operations.md" in alarm["AlarmDescription"], name
 
 
-def test_a_topic_is_created_only_when_none_is_given(resources, rendered):
-    assert rendered["Conditions"]["CreateAlarmTopic"] == {"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}
+@pytest.mark.parametrize(
+    ("given", "topic_created", "subscribed", "notified"),
+    [
+        ({}, True, False, "AlarmTopic"),
+        ({"AlarmTarget": "oncall@example.com"}, True, True, "AlarmTopic"),
+        ({"AlarmTarget": ON_CALL}, False, False, ON_CALL),
+        # the parameters AlarmTarget replaced, as scripts and samconfig files of earlier versions pass them
+        ({"AlarmEmail": "oncall@example.com"}, True, True, "AlarmTopic"),
+        ({"AlarmTopicArn": ON_CALL, "AlarmEmail": "oncall@example.com"}, False, False, ON_CALL),
+    ],
+)
+def test_a_topic_is_created_unless_one_is_given_and_an_address_is_subscribed(
+    resources, given, topic_created, subscribed, notified
+):
+    template = Template.load(ROOT / "template.yaml", given)
     assert resources["AlarmTopic"]["Condition"] == "CreateAlarmTopic"
     assert resources["AlarmEmailSubscription"]["Condition"] == "SubscribeAlarmEmail"
+    decided = (template.condition("CreateAlarmTopic"), template.condition("SubscribeAlarmEmail"))
+    assert decided == (topic_created, subscribed)
+    action = template.select(resources["AggregatorErrorsAlarm"]["Properties"]["AlarmActions"][0])
+    assert action == ({"Ref": "AlarmTopic"} if notified == "AlarmTopic" else notified)
+
+
+@pytest.mark.parametrize("target", ["arn:aws:sns:us-east-1:12:short", "not an address", "arn:x@example.com"])
+def test_an_alarm_target_that_is_neither_a_topic_nor_an_address_is_refused(target):
+    with pytest.raises(TemplateError, match="AlarmTarget"):
+        Template.load(ROOT / "template.yaml", {"AlarmTarget": target})
 
 
 def test_stream_lag_alarm(sam_template, alarms):

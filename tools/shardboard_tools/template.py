@@ -61,6 +61,10 @@ class Template:
     parameters: dict[str, str]
     stack: str = DEFAULT_STACK
 
+    def __post_init__(self) -> None:
+        # Parameters built by hand (tests, `serve --auth`) may still use the names of earlier versions.
+        object.__setattr__(self, "parameters", _renamed(self.parameters, self.body.get("Parameters", {})))
+
     @classmethod
     def load(
         cls, path: Path | None = None, overrides: Mapping[str, str] | None = None, stack: str = DEFAULT_STACK
@@ -74,6 +78,7 @@ class Template:
         given = {name: str(value) for name, value in (overrides or {}).items()}
         for name in set(given) & set(RETIRED) - set(declared):
             raise TemplateError(f"parameter {name} is no more: {RETIRED[name]}")
+        given = _renamed(given, declared)
         unknown = set(given) - set(declared) - set(_fixed_names(body))
         if unknown:
             raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
@@ -260,6 +265,25 @@ def _variables(node: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict((node or {}).get("Environment", {}).get("Variables", {}))
 
 
+def _renamed(given: Mapping[str, str], declared: Mapping[str, Any]) -> dict[str, str]:
+    """Parameters of earlier versions that one parameter now holds, given as that parameter: scripts, tests and
+    docs that pass the old names keep working on the local runtime (CloudFormation knows only the new ones)."""
+    renamed = dict(given)
+    # AlarmTopicArn and AlarmEmail -> AlarmTarget: the topic, else the address (a topic always won over an address).
+    topic, email = renamed.pop("AlarmTopicArn", ""), renamed.pop("AlarmEmail", "")
+    if "AlarmTarget" in declared and (topic or email) and not renamed.get("AlarmTarget"):
+        renamed["AlarmTarget"] = topic or email
+    # JwtIssuer, JwtAudience, JwtWriteScope and JwtAdminScope -> Jwt: "<issuer> <audiences> <write> <admin>".
+    parts = {name: renamed.pop(name) for name in _JWT_PARTS if name in renamed}
+    if "Jwt" in declared and (parts.get("JwtIssuer") or parts.get("JwtAudience")) and not renamed.get("Jwt"):
+        renamed["Jwt"] = " ".join(parts.get(name, default) for name, default in _JWT_PARTS.items())
+    return renamed
+
+
+# The parameters Jwt holds, in its order, with what each defaulted to.
+_JWT_PARTS = {"JwtIssuer": "", "JwtAudience": "", "JwtWriteScope": "views:write", "JwtAdminScope": "items:admin"}
+
+
 def _fixed_names(body: Mapping[str, Any]) -> set[str]:
     """Every name of a value the template fixes in its Mappings (any top-level key)."""
     return {name for table in body.get("Mappings", {}).values() for row in table.values() for name in row}
@@ -306,7 +330,8 @@ def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
         raise TemplateError(f"parameter {name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     pattern = spec.get("AllowedPattern")
     if pattern and not re.fullmatch(pattern, value):
-        raise TemplateError(f"parameter {name} must match {pattern}, got {value!r}")
+        constraint = spec.get("ConstraintDescription") or f"must match {pattern}"
+        raise TemplateError(f"parameter {name} {constraint}, got {value!r}")
     return value
 
 
