@@ -15,6 +15,8 @@ LAMBDA_PYTHON := python3.12
 
 export AWS_EC2_METADATA_DISABLED := true
 export AWS_DEFAULT_REGION ?= us-east-1
+# The SAM CLI sends usage data to AWS unless told not to: `make lint`, `make build` and the tests run it.
+export SAM_CLI_TELEMETRY := 0
 
 .PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos openapi clean
 

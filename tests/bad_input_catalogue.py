@@ -20,11 +20,16 @@ class HttpCase:
     body: str | None = None
     status: int = 400
     message: str = ""
+    parameters: tuple[tuple[str, str], ...] = ()  # template parameters of the stack it is sent to
+    headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def code(self) -> str:
         """The error body's code (README "HTTP API"): one per status."""
-        return {400: "bad_request", 404: "not_found", 429: "rate_limited", 503: "throttled"}[self.status]
+        codes = {400: "bad_request", 404: "not_found", 422: "board_not_allowed", 429: "rate_limited", 503: "throttled"}
+        return codes[self.status]
+        codes = {400: "bad_request", 404: "not_found", 422: "idempotency_key_reused", 429: "rate_limited"}
+        return {**codes, 503: "throttled"}[self.status]
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,24 @@ class CliCase:
 
 def post(what: str, body: str, message: str) -> HttpCase:
     return HttpCase(what, "POST", "/views", body=body, message=message)
+
+
+def put(what: str, body: str, message: str, query: str = "id=a") -> HttpCase:
+    return HttpCase(what, "PUT", "/item", query, body=body, message=message)
+
+
+def nested(depth: int, inner: str = "") -> str:
+    """``depth`` JSON arrays, one inside the other."""
+    return "[" * depth + inner + "]" * depth
+
+
+# An offset that moves the time before 0001-01-01 or after 9999-12-31 in UTC (what a datetime holds).
+BEFORE_YEAR_1 = "0001-01-01T00:00:00%2B01:00"
+AFTER_9999 = "9999-12-31T23:30:00-01:00"
+OUT_OF_RANGE = "from 0001-01-01 to 9999-12-31 in UTC"
+DIGITS = "9" * 5000  # Python's int() refuses more than 4,300
+DEEP = 50_000  # json.loads raises RecursionError far sooner
+LOOK_ALIKE = "it would look like another id"
 
 
 HTTP: list[HttpCase] = [
@@ -72,6 +95,59 @@ HTTP: list[HttpCase] = [
     post("boolean count", '{"id": "a", "count": true}', "count must be a whole number"),
     post("null count", '{"id": "a", "count": null}', "count must be a whole number"),
     post("unknown field", '{"id": "a", "views": 2}', "unknown field(s): views"),
+    post("body is an array of views", '[{"id": "a"}, {"id": "b"}]', "body must be a JSON object, got array"),
+    post("count of 5,000 digits", f'{{"id": "a", "count": {DIGITS}}}', "a number of 5000 digits; the most is 4300"),
+    post("negative count of 5,000 digits", f'{{"id": "a", "count": -{DIGITS}}}', "a number of 5000 digits"),
+    post("id of 5,000 digits", f'{{"id": {DIGITS}}}', "a number of 5000 digits"),
+    post("body nested 50,000 deep", nested(DEEP), "body is nested deeper than 32 levels"),
+    post("boards nested 50,000 deep", f'{{"id": "a", "boards": {nested(DEEP)}}}', "nested deeper than 32 levels"),
+    post("boards nested 33 deep", f'{{"id": "a", "boards": {nested(32)}}}', "nested deeper than 32 levels"),
+    post("count NaN", '{"id": "a", "count": NaN}', "NaN is not a JSON value"),
+    post("count Infinity", '{"id": "a", "count": -Infinity}', "-Infinity is not a JSON value"),
+    post("id with a zero-width space", '{"id": "a\\u200bb"}', "(U+200B ZERO WIDTH SPACE) at position 1"),
+    post("id with a right-to-left override", '{"id": "gpj.\\u202eexe"}', "format character (U+202E"),
+    post("id with a left-to-right isolate", '{"id": "\\u2066a"}', "(U+2066 LEFT-TO-RIGHT ISOLATE) at position 0"),
+    post("id with a byte order mark", '{"id": "\\ufeffa"}', "(U+FEFF ZERO WIDTH NO-BREAK SPACE)"),
+    post("id with a soft hyphen", '{"id": "a\\u00adb"}', "(U+00AD SOFT HYPHEN)"),
+    post("id with a word joiner", '{"id": "a\\u2060"}', "format character (U+2060 WORD JOINER)"),
+    post("id with a line separator", '{"id": "a\\u2028b"}', "a line separator (U+2028"),
+    post("id with a paragraph separator", '{"id": "a\\u2029b"}', "a paragraph separator (U+2029"),
+    post("id with a no-break space", '{"id": "a\\u00a0b"}', "a space other than U+0020 (U+00A0 NO-BREAK SPACE)"),
+    post("id with an ideographic space", '{"id": "a\\u3000b"}', "a space other than U+0020 (U+3000"),
+    post("id with a Hangul filler", '{"id": "a\\u3164"}', "an invisible character (U+3164 HANGUL FILLER)"),
+    post("id with a variation selector", '{"id": "\\u2764\\ufe0f"}', "invisible character (U+FE0F"),
+    post("id with a tag character", '{"id": "a\\udb40\\udc41"}', "format character (U+E0041 TAG LATIN CAPITAL"),
+    post("board name in capitals", '{"id": "a", "boards": ["Cats"]}', "board name 'Cats' must be 1-64 characters"),
+    post("board name of 65 characters", json.dumps({"id": "a", "boards": ["b" * 65]}), "must be 1-64 characters"),
+    post("nine boards", json.dumps({"id": "a", "boards": [f"b{n}" for n in range(9)]}), "at most 8 boards, got 9"),
+    HttpCase(
+        "board outside the Boards pattern (Boards=max=100 pattern=cats|tag:*)",
+        "POST",
+        "/views",
+        body='{"id": "a", "boards": ["dogs"]}',
+        status=422,
+        message="board 'dogs' is not allowed: this stack's boards must match cats|tag:*",
+        parameters=(("Boards", "max=100 pattern=cats|tag:*"),),
+    ),
+    HttpCase(
+        "two new boards past the maximum (Boards=max=1)",
+        "POST",
+        "/views",
+        body='{"id": "a", "boards": ["cats", "dogs"]}',
+        status=422,
+        message="would be a new board past this stack's maximum of 1",
+        parameters=(("Boards", "max=1"),),
+    ),
+    *(
+        HttpCase(what, "POST", "/views", body='{"id": "a"}', message=message, headers=(("Idempotency-Key", key),))
+        for what, key, message in (
+            ("empty Idempotency-Key", "", "Idempotency-Key must be 1-255 characters, got 0"),
+            ("Idempotency-Key of 256 characters", "k" * 256, "Idempotency-Key must be 1-255 characters, got 256"),
+            ("Idempotency-Key with a non-ASCII letter", "clé", "printable ASCII; U+00E9 at position 2"),
+            ("Idempotency-Key with a tab", "a\tb", "printable ASCII; U+0009 at position 1"),
+            ("Idempotency-Key with a zero-width space", "a\u200bb", "printable ASCII; U+200B at position 1"),
+        )
+    ),
     HttpCase("limit 0", "GET", "/leaderboard", "limit=0", message="limit must be from 1 to 10"),
     HttpCase("limit above TopN", "GET", "/leaderboard", "limit=11", message="limit must be from 1 to 10"),
     HttpCase("limit not a number", "GET", "/leaderboard", "limit=x", message="limit must be a whole number"),
@@ -92,7 +168,31 @@ HTTP: list[HttpCase] = [
     HttpCase("query field without '='", "GET", "/item", "id", message="query string is malformed"),
     HttpCase("put without an id", "PUT", "/item", body="{}", message="missing query parameter: id"),
     HttpCase("metadata not JSON", "PUT", "/item", "id=a", body="{", message="body is not valid JSON"),
-    HttpCase("metadata a JSON array", "PUT", "/item", "id=a", body="[1]", message="meta must be a JSON object"),
+    HttpCase("metadata a JSON array", "PUT", "/item", "id=a", body="[1]", message="body must be a JSON object"),
+    put("metadata an array of objects", '[{"title": "A cat"}]', "body must be a JSON object, got array"),
+    put("metadata a JSON string", '"A cat"', "body must be a JSON object, got string"),
+    put("metadata nested 50,000 deep", f'{{"a": {nested(DEEP)}}}', "body is nested deeper than 32 levels"),
+    put("metadata nested 33 deep", f'{{"a": {nested(32)}}}', "body is nested deeper than 32 levels"),
+    put("metadata with a number of 5,000 digits", f'{{"n": {DIGITS}}}', "a number of 5000 digits"),
+    put("metadata with NaN", '{"n": NaN}', "NaN is not a JSON value"),
+    put("put of an id with a zero-width space", "{}", "(U+200B ZERO WIDTH SPACE) at position 1", "id=a%E2%80%8B"),
+    put("put of an id with a bidi override", "{}", "format character (U+202E", "id=%E2%80%AEa"),
+    HttpCase(
+        "read of an id with a zero-width space (never written)",
+        "GET",
+        "/item",
+        "id=a%E2%80%8Bb",
+        status=404,
+        message="no views recorded for item 'a\\u200bb'",
+    ),
+    HttpCase(
+        "hide of an id with a zero-width space (never written)",
+        "POST",
+        "/item/hide",
+        "id=a%E2%80%8Bb",
+        status=404,
+        message="has no views and was never created",
+    ),
     HttpCase(
         "metadata over 2,048 bytes of UTF-8",
         "PUT",
@@ -118,6 +218,20 @@ HTTP: list[HttpCase] = [
         message="meta.url must be an absolute http(s) URL",
     ),
     HttpCase("newest items: limit 0", "GET", "/items", "limit=0", message="limit must be from 1 to 100"),
+    HttpCase(
+        "newest items: created_after before year 1 in UTC",
+        "GET",
+        "/items",
+        f"created_after={BEFORE_YEAR_1}",
+        message="created_after must be an ISO-8601 date or date-time",
+    ),
+    HttpCase(
+        "newest items: created_before after 9999 in UTC",
+        "GET",
+        "/items",
+        f"created_before={AFTER_9999}",
+        message="created_before must be an ISO-8601 date or date-time",
+    ),
     HttpCase("newest items: limit 101", "GET", "/items", "limit=101", message="limit must be from 1 to 100"),
     HttpCase(
         "newest items: created_after not a time",
@@ -201,6 +315,32 @@ HTTP: list[HttpCase] = [
     HttpCase("around k given twice", "GET", "/around", "id=a&k=1&k=2", message="k given 2 times"),
     HttpCase("around on an unknown board", "GET", "/around", "id=a&board=nosuch", status=404, message="has no views"),
     HttpCase("unknown route", "GET", "/nothing", status=404, message="Not found"),
+    HttpCase("at before year 1 in UTC", "GET", "/leaderboard", f"at={BEFORE_YEAR_1}", message=OUT_OF_RANGE),
+    HttpCase("at after 9999 in UTC", "GET", "/leaderboard", f"at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("day at before year 1", "GET", "/leaderboard", f"period=day&at={BEFORE_YEAR_1}", message=OUT_OF_RANGE),
+    HttpCase("week at after 9999", "GET", "/leaderboard", f"period=week&at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("month at after 9999", "GET", "/leaderboard", f"period=month&at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("page at after 9999", "GET", "/leaderboard", f"offset=0&at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("rank at after 9999", "GET", "/rank", f"id=ok&period=week&at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("rank at before year 1", "GET", "/rank", f"id=ok&at={BEFORE_YEAR_1}", message=OUT_OF_RANGE),
+    HttpCase("around at after 9999", "GET", "/around", f"id=ok&period=month&at={AFTER_9999}", message=OUT_OF_RANGE),
+    HttpCase("around at before year 1", "GET", "/around", f"id=ok&period=day&at={BEFORE_YEAR_1}", message=OUT_OF_RANGE),
+    HttpCase(
+        "the last week of 9999",
+        "GET",
+        "/leaderboard",
+        "period=week&at=9999-12-31T23:59:59.999999Z",
+        status=404,
+        message="has no views in the week 9999-W52",
+    ),
+    HttpCase(
+        "the first day of year 1",
+        "GET",
+        "/leaderboard",
+        "period=day&at=0001-01-01T00:00:00-01:00",
+        status=404,
+        message="has no views in the day 0001-01-01",
+    ),
 ]
 
 STREAM: list[StreamCase] = [
@@ -226,6 +366,18 @@ CLI: list[CliCase] = [
     CliCase("count 0", ("record", "a", "-n", "0"), "count must be at least 1"),
     CliCase("count above the maximum", ("record", "a", "-n", "5000"), "count must be at most 1000"),
     CliCase("count not a number", ("record", "a", "-n", "abc"), "'abc' is not a valid integer"),
+    CliCase("board name in capitals", ("record", "a", "--board", "Cats"), "board name 'Cats' must be 1-64"),
+    CliCase(
+        "board outside the Boards pattern",
+        ("-p", "Boards=max=100 pattern=cats", "record", "a", "--board", "dogs"),
+        "board 'dogs' is not allowed: this stack's boards must match cats",
+    ),
+    CliCase(
+        "a new board where writers create none",
+        ("-p", "Boards=max=0", "record", "a", "--board", "cats"),
+        "this stack's writers create no boards",
+    ),
+    CliCase("Boards past 2,000", ("-p", "Boards=max=5000", "init"), "parameter Boards must match"),
     CliCase("no item", ("record",), "Missing argument 'ITEMS...'"),
     CliCase("limit 0", ("top", "-n", "0"), "limit must be from 1"),
     CliCase("item metadata not JSON", ("item", "put", "a", "--meta", "{"), "meta is not valid JSON"),
@@ -243,12 +395,98 @@ CLI: list[CliCase] = [
     CliCase("rebuild with 0 segments", ("rebuild", "--segments", "0"), "0 is not in the range 1<=x<=1000"),
     CliCase("redrive file that is not failure messages", ("redrive", "--file", "{bad_letters}"), "line 1 is not"),
     CliCase("negative chaos seed", ("chaos", "--seed", "-1"), "-1 is not in the range x>=0"),
+    CliCase("top at before year 1 in UTC", ("top", "--at", "0001-01-01T00:00:00+01:00"), OUT_OF_RANGE),
+    CliCase("top of a week after 9999", ("top", "--period", "week", "--at", "9999-12-31T23:30:00-01:00"), OUT_OF_RANGE),
+    CliCase("rank at after 9999 in UTC", ("rank", "kept", "--at", "9999-12-31T23:30:00-01:00"), OUT_OF_RANGE),
+    CliCase("around at before year 1", ("around", "kept", "--at", "0001-01-01T00:00:00+01:00"), OUT_OF_RANGE),
+    CliCase("record of an id with a zero-width space", ("record", "a\u200bb"), "U+200B ZERO WIDTH SPACE"),
+    CliCase("record of an id with a line separator", ("record", "a\u2028"), "a line separator (U+2028"),
+    CliCase("put of an id with a bidi override", ("item", "put", "\u202ea", "--meta", "{}"), "(U+202E"),
+    CliCase("import of a line nested 50,000 deep", ("import", "{deep_line}"), "line 2: the line is nested deeper"),
+    CliCase("import of a number of 5,000 digits", ("import", "{long_number}"), "line 1: the line holds a number"),
+    CliCase("import of a time after 9999 in UTC", ("import", "{far_time}"), "is not from 1970 to now in UTC"),
+    CliCase("import of an id with a bidi override", ("import", "{look_alike}"), "line 1: id contains"),
 ]
+
+# Files the CLI rows name as {name}: written to a temporary directory by the test.
+_GOOD_LINE = '{"id": "kept", "time": "2025-01-15T10:00:00Z"}'
+CLI_FILES: dict[str, str] = {
+    "bad_letters": '{"not": "a failure destination message"}\n',
+    "deep_line": f'{_GOOD_LINE}\n{{"id": "a", "time": "2025-01-15", "boards": {nested(DEEP)}}}\n',
+    "long_number": f'{{"id": "a", "time": "2025-01-15", "count": {DIGITS}}}\n{_GOOD_LINE}\n',
+    "far_time": f'{{"id": "a", "time": "{AFTER_9999}"}}\n',
+    "look_alike": '{"id": "\\u202egpj.exe", "time": "2025-01-15"}\n',
+}
 
 
 def _cell(text: str, limit: int = 60) -> str:
     text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return text.replace("|", "\\|").replace("\n", "\\n")
+    # Invisible characters are shown as escapes: the page must not hold the look-alikes it lists.
+    text = "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in text.replace("\n", "\\n"))
+    return text.replace("|", "\\|")
+
+
+RULES = """
+## The rules behind some refusals
+
+### Look-alike ids
+
+A new item id (`POST /views`, `PUT /item`, `shardboard record`, `item put` and `import`, the library's `Recorder`)
+may not hold a character that shows as nothing or as a plain space, so that no two ids look the same: a taken-down
+item cannot come back under an id that reads like its own. Refused, besides control characters (Cc) and lone
+surrogates (Cs):
+
+- format characters (Unicode category Cf): the zero-width space U+200B, zero-width non-joiner and joiner
+  U+200C/U+200D, the bidi marks, embeddings, overrides and isolates U+200E/U+200F, U+202A-U+202E and
+  U+2066-U+2069, the word joiner U+2060, the byte order mark U+FEFF, the soft hyphen U+00AD, the tag characters
+  U+E0001-U+E007F and the rest of Cf;
+- the line and paragraph separators U+2028 and U+2029 (Zl, Zp);
+- every space but U+0020 (Zs: the no-break space U+00A0, the thin and hair spaces, the ideographic space U+3000);
+- the other characters Unicode marks Default_Ignorable_Code_Point, which renderers show as nothing: the variation
+  selectors U+FE00-U+FE0F and U+E0100-U+E01EF, the combining grapheme joiner U+034F, the Hangul fillers U+115F,
+  U+1160, U+3164 and U+FFA0, U+17B4-U+17B5, U+180B-U+180F, and the code points reserved as ignorable;
+- the braille pattern blank U+2800, a symbol drawn as an empty cell (the usual stand-in for a refused space).
+
+The message names the code point, its name and its position (0-based, in characters). They are refused, not
+removed: removing them would silently turn one id into another (the views of `a\\u200bb` would count for `ab`, which
+may be another item, and never reach the counters already stored under the id sent). The price: emoji joined by
+U+200D or followed by a variation selector are not ids (a single emoji such as U+1F642 is).
+
+Reads and takedowns (`GET /item`, `/items/{id}`, `/rank`, `/around`, hide, unhide and delete, over HTTP, in the CLI
+and in the library) take any id the older rule took, so an item stored under such an id before this rule can still
+be read and, above all, hidden or deleted; it receives no more views. Not refused: look-alikes made of visible
+characters, such as a Cyrillic a (U+0430) for a Latin `a`, or `é` written as U+00E9 or as `e` and U+0301. Refusing them
+would refuse real ids (macOS names files decomposed); a site that takes ids from its users should map them to ids of
+its own. Board names are ASCII (`[a-z0-9_.:-]`); viewers and takedown reasons must be printable (`str.isprintable`),
+which refuses every invisible character above.
+
+### Times
+
+`at` (`GET /leaderboard`, `/rank`, `/around`; `top`, `rank` and `around --at`; the library's `at=`, a string or a
+datetime), `created_after` and `created_before` (`GET /items`) and an import line's `time` are ISO-8601, UTC unless
+they carry an offset. In UTC a time must fall from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z, what a
+Python datetime holds: an offset can move `0001-01-01T00:00:00+01:00` before the first instant and
+`9999-12-31T23:30:00-01:00` past the last, and both are refused (400, exit 2, BadInput; they were a 500 and a
+traceback). Every time in the range has a period of each kind (the first ISO week starts on Monday 0001-01-01, the
+last is 9999-W52), so a read at any of them answers its snapshot or 404. The last hour, day, week and month of 9999
+end past what a datetime holds: a period there would never expire (no TTL), and no view lands there (views count at
+the server's clock; an import takes 1970 to now).
+
+### JSON bodies and import lines
+
+`POST /views` and `PUT /item` take one JSON object, whatever the Content-Type. Refused with a 400 before any field
+is read: a body that is not JSON (`NaN` and `Infinity` included), a body that is not an object (an array of views is
+not a batch: it was answered 202 and its first element counted), an integer of more than 4,300 digits (Python's
+limit for `int`) and nesting deeper than 32 levels (a view nests 2; Python's parser runs out of stack near 1,000, a
+500 before). An import line obeys the same rules and is named (`line 2: the line is nested deeper than 32 levels`);
+`--skip-bad` skips it and imports the rest.
+"""
+
+
+def _shown(value: str, limit: int = 12) -> str:
+    """A header value as its request carries it, invisible characters escaped (``\\t``, ``\\u200b``)."""
+    shown = "".join(char if char.isprintable() else char.encode("unicode_escape").decode() for char in value)
+    return f'"{_cell(shown, limit)}"'
 
 
 def render() -> str:
@@ -263,14 +501,19 @@ def render() -> str:
         f"## HTTP API ({len(HTTP)} inputs)",
         "",
         'Every error body is `{"message": "...", "code": "..."}`: `bad_request` (400), `not_found` (404),',
+        "`board_not_allowed` (422: a board the stack's `Boards` policy refuses, docs/boards-and-periods.md),",
         "`rate_limited` (429) or `throttled` (503, both with `Retry-After`), as docs/openapi.json documents each",
         "route's answers.",
+        "`idempotency_key_reused` (422: an `Idempotency-Key` sent again within 24 hours with another id, count,",
+        "boards or viewer; tests/integration/test_retried_writes.py), `rate_limited` (429) or `throttled` (503, both",
+        "with `Retry-After`), as docs/openapi.json documents each route's answers.",
         "",
         "| input | request | status | code | message contains |",
         "|---|---|---|---|---|",
     ]
     for case in HTTP:
         request = f"{case.method} {case.path}" + (f"?{case.query}" if case.query else "")
+        request += "".join(f" {name}: `{_shown(value)}`" for name, value in case.headers)
         if case.body is not None:
             request += f" `{_cell(case.body, 40)}`"
         lines.append(f"| {case.what} | {_cell(request, 70)} | {case.status} | `{case.code}` | {_cell(case.message)} |")
@@ -290,7 +533,8 @@ def render() -> str:
         "",
         f"## CLI ({len(CLI)} inputs)",
         "",
-        "Bad input exits 2 with the reason on stderr (click's usage errors too).",
+        "Bad input exits 2 with the reason on stderr (click's usage errors too). `{name}` is a file holding",
+        "`CLI_FILES[name]` of `tests/bad_input_catalogue.py` (an import file's bad line, a redrive file).",
         "",
         "| input | command | exit | message contains |",
         "|---|---|---|---|",
@@ -298,7 +542,7 @@ def render() -> str:
     for case in CLI:
         command = "shardboard " + " ".join(a if a else "''" for a in case.args)
         lines.append(f"| {case.what} | `{_cell(command, 60)}` | {case.code} | {_cell(case.message)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + RULES
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@
         print(entry.rank, entry.id, entry.views)
 
 **Recording.** :meth:`Recorder.record` validates its input with the API's own rules (``POST /views``: a bad id,
-count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing) and
+count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing; so
+does a board the stack's ``Boards`` policy refuses, as :class:`~shardboard.domain.boards.BoardNotAllowed`) and
 adds the views to an in-memory buffer keyed by (item, anchor bucket of the time of the call, boards). A background
 thread flushes the buffer every ``flush_interval`` seconds, and at once when it holds ``max_pending`` distinct keys:
-each key becomes ONE counter write, ``ADD`` of its summed count on a random write shard of the item's current shard
-count (dynamic sharding), through the write path of the API (``domain.recording.write_views``). The aggregator
-applies absolute counter values exactly once, so one write of k views counts exactly like k writes of one view, and
-a site pays one write per distinct (item, boards) per flush instead of one per view.
+each key becomes ONE counter write, ``ADD`` of its summed count on a write shard of the item's current shard count
+(dynamic sharding; retry-safe, the recorder's own shard for the item), through the API's write path
+(``domain.recording``). The aggregator applies absolute counter values exactly once, so one write of k views counts
+exactly like k writes of one view, and a site pays one write per distinct (item, boards) per flush instead of one
+per view.
 
 **Bounded memory.** The buffer holds at most ``max_pending`` distinct keys, counting the keys a flush is writing.
 Views of a key already buffered always fit; a new key waits (``record`` blocks) while a flush makes room, and raises
@@ -24,16 +26,23 @@ views are then not buffered and the caller decides.
 
 **Failures.** The client retries throttled and failed requests with botocore's standard retry mode (exponential
 backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
-count and is retried with back-off, as the API does. A write that still fails keeps its views in the buffer for the
-next flush (counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger); a throttled
-write wrote nothing, so retrying it cannot double count. A write whose *response* was lost (a read timeout, a reset
-connection, a 500 after DynamoDB applied it) may have landed: botocore sends it again, and so does the next flush,
-and a counter ``ADD`` carries no token, so such a write counts twice, as a client retrying ``POST /views`` after a
-timeout would (tests/e2e/test_client_local.py shows it). A viewed view carries its token and counts once. Making the
-plain write idempotent would need a condition on a per-writer token kept in every counter item, or a transaction at
-twice the write units: neither fits a write meant to cost one unit. :meth:`Recorder.close` (also run at interpreter
-exit through ``atexit``, and by the ``with`` block) flushes what is left; views it still cannot write are logged as
-lost (:attr:`RecorderStats.lost_views`).
+count for later writes and is retried with back-off. A write that still fails keeps its views for the next flush
+(counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger).
+
+**Retried writes** (docs/honest-counts.md, "Retried writes"). A write whose *response* was lost (a read timeout, a
+reset connection, a 500 after DynamoDB applied it, a throttle on botocore's retry of an attempt that landed) may
+have landed, and is sent again, by botocore and by the next flush. Writes are therefore *retry-safe* by default:
+the recorder claims a writer number no other writer ever gets (one atomic ``ADD`` on a registry item, at its first
+flush; again in a forked child), numbers its writes, and each counter write is ONE conditional UpdateItem that also
+sets ``w:<writer>`` to the write's number, refused when the item holds that number or a later one. A write whose
+outcome is unknown stays *unresolved* and is retried unchanged (same shard, count, boards and number) before any
+later write of its item; the recorder never has two writes outstanding on one counter item, and writes an item on
+a shard of its own (``writer_shard``). Then a refusal means the write was applied by an earlier attempt: it is
+reported written (:attr:`FlushResult.replayed_writes`), counted once, at one write unit like a plain ``ADD``.
+``retry_safe=False`` sends plain ``ADD`` writes, which such a retry counts twice. A viewed view carries its token
+and counts once either way. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and by the
+``with`` block) flushes what is left; views it still cannot write are logged as lost
+(:attr:`RecorderStats.lost_views`; those of unresolved writes may have counted, once).
 
 **What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
 such as ``os._exit``) loses the views recorded since the last flush began, at most ``max_pending`` distinct keys
@@ -46,13 +55,17 @@ recording process with SIGKILL between and during flushes and checks both.
 
 **Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
 ``<stack>-shards``), and the client reads the settings that stack published at its deploy (``WriteShards``,
-``Periods``, ``TopN``...: one GetItem of the board table at construction, adapters/stack_config.py), so it keys its
-writes as the stack's functions do. ``settings=Settings.for_stack("prod", write_shards=40)`` overrides them; a stack
-deployed by an older version publishes nothing and gets the template's defaults with a warning. The writer needs
-``dynamodb:UpdateItem`` on the views table, ``GetItem`` and ``UpdateItem`` on the shards table (dynamic sharding)
-and ``GetItem`` on the board table (the settings); a reader ``GetItem`` on the board table. With the stack's
-``RequireItems``, ``record`` raises ``UnknownItem`` for an id never created with ``PUT /item`` and buffers nothing:
-one items-table GetItem per id, positive answers kept 10 s (the writer then needs ``GetItem`` on the items table).
+``Periods``, ``TopN``, ``Boards``...: one GetItem of the board table at construction, adapters/stack_config.py), so
+it keys its writes and enforces the board policy as the stack's functions do. ``settings=Settings.for_stack("prod",
+write_shards=40)`` overrides them; a stack deployed by an older version publishes nothing and gets the template's
+defaults with a warning. The writer needs ``dynamodb:UpdateItem`` on the views table (its counters and the writers'
+registry), ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards table (dynamic sharding, and the board
+registry: a new board is registered once), ``GetItem`` on the board table (the settings) and ``BatchGetItem`` on it
+(asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the board
+table, and for ranks and around-me ``BatchGetItem`` on the board table and the items table (the takedown status of
+an id the ranking does not hold). With the stack's ``RequireItems``, ``record`` raises ``UnknownItem`` for an id
+never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
+writer then needs ``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
@@ -65,8 +78,13 @@ response finds its own marker and is counted once. Needs ``dynamodb:PutItem`` (a
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
+import os
+import random
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -76,21 +94,32 @@ from typing import Any
 import boto3
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import client_config, region
+from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
+from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.stack_config import read_published
 from shardboard.domain import items, validation
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.dedupe import Seen
-from shardboard.domain.dynamic_sharding import ShardRouter
+from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.idempotency import OnceWrite
 from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
-from shardboard.domain.ports import PeriodKey, SeenViewCounters
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked, around
-from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
+from shardboard.domain.ports import RetrySafeViewCounters, Throttled
+from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
+from shardboard.domain.ranked import RankAnswer
 from shardboard.domain.ranking import RankedEntry
-from shardboard.domain.recording import Where, admitted, record_seen_view, write_views
-from shardboard.domain.snapshot import leaderboard_json, not_found, period_at
-from shardboard.handlers.wiring import Container
+from shardboard.domain.recording import (
+    MAX_WRITE_ATTEMPTS,
+    Where,
+    admitted,
+    allowed_boards,
+    record_seen_view,
+    write_views,
+    write_views_once,
+    writer_shard,
+)
+from shardboard.services import reading
+from shardboard.services.reading import NoSnapshot
+from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 
 BadInput = validation.BadInput
@@ -114,10 +143,12 @@ class Stores:
     """Where a recorder writes: the base table (counters and viewers' markers) and the shard router of dynamic
     sharding (None: every item has ``Settings.write_shards`` shards)."""
 
-    views: SeenViewCounters
+    views: RetrySafeViewCounters
     router: ShardRouter | None = None
     # RequireItems (``Settings.require_items``): whether an id was created; None when the stack does not require it.
     admit: Callable[[str], bool] | None = None
+    # The Boards policy and its registry; None: the settings' policy with a registry in this process's memory.
+    boards: BoardGate | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +158,35 @@ class _Duplicate:
     units: float
 
 
+@dataclass(frozen=True)
+class _Replayed:
+    """A retry-safe write refused because an earlier attempt of it had landed (its response was lost): counted."""
+
+    units: float
+
+
+@dataclass
+class _Write:
+    """One counter write of a flush: a buffered key's views. Retry-safe, also the shard and the writer's sequence of
+    its first attempt, which every retry of it keeps until it is known applied."""
+
+    key: _Key
+    count: int
+    shard: int = 0
+    drawn_from: int = 0  # the item's shard count the shard was chosen in (the router's growth rule wants it)
+    once: OnceWrite | None = None  # None: never sent (a failure before sending puts its views back in the buffer)
+
+
+class _Deferred:
+    """Not sent: an earlier write of the same (item, bucket) in this flush did not complete."""
+
+
+_DEFERRED = _Deferred()
+_Outcome = float | _Duplicate | _Replayed | BaseException | _Deferred
+# Jitter for the back-off between attempts of a throttled retry-safe write (timing only).
+_RNG = random.Random()
+
+
 # The library's public names (shardboard/__init__.py serves them): some are the domain's own, re-exported.
 __all__ = [
     "Around",
@@ -134,6 +194,7 @@ __all__ = [
     "BufferFull",
     "FlushResult",
     "Leaderboard",
+    "MissingCredentials",
     "NoSnapshot",
     "NotRanked",
     "RankAnswer",
@@ -154,14 +215,6 @@ class BufferFull(RuntimeError):
     (DynamoDB throttling or unreachable): these views were not buffered."""
 
 
-class NoSnapshot(LookupError):
-    """The period has no snapshot (HTTP 404): no views yet, the snapshot job has not run since, or it expired."""
-
-    def __init__(self, period: PeriodKey) -> None:
-        super().__init__(not_found(period))
-        self.period = period
-
-
 @dataclass(frozen=True)
 class FlushResult:
     """What one flush wrote, and what it kept for the next one."""
@@ -169,9 +222,10 @@ class FlushResult:
     views: int = 0  # views written
     writes: int = 0  # counter writes that landed (one per coalesced key)
     write_units: float = 0.0
-    failed_views: int = 0  # views whose write failed: back in the buffer
+    failed_views: int = 0  # views whose write failed (or waits behind one that did): kept for the next flush
     failed_writes: int = 0
     duplicate_views: int = 0  # viewed views refused as duplicates (nothing written)
+    replayed_writes: int = 0  # retry-safe writes an earlier attempt had applied (response lost): counted once
 
 
 @dataclass(frozen=True)
@@ -187,16 +241,17 @@ class RecorderStats:
     pending_views: int = 0  # in the buffer now (including a running flush's)
     lost_views: int = 0  # still unwritten when the recorder closed
     duplicate_views: int = 0  # viewed views refused: that viewer's view of the item counted already in its window
+    replayed_writes: int = 0  # retry-safe writes found applied by an earlier attempt: counted once, not failed
+    unresolved_views: int = 0  # in pending_views: in writes sent whose outcome is unknown, to be retried unchanged
 
 
 def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
     """A DynamoDB client from ``session`` (boto3's default session when None): standard retry mode, a pool for the
-    flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else."""
+    flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else, which needs no
+    credentials configured (the local engine's key signs); AWS without any raises ``MissingCredentials``."""
     if session is None:
         session = boto3.DEFAULT_SESSION or boto3.Session()
-    return session.client(
-        "dynamodb", region_name=session.region_name or region(), config=client_config(max(workers, 10))
-    )
+    return signed_client(session, "dynamodb", session.region_name or region(), client_config(max(workers, 10)))
 
 
 def _stack_settings(client: Any, stack: str) -> Settings:
@@ -219,7 +274,7 @@ class Recorder:
     """Record views from a Python application: buffered, coalesced per key, flushed in the background.
 
     ``record`` is thread-safe; one recorder per process serves every thread. See the module's documentation for
-    what a flush writes, what a failure keeps and what a kill can lose.
+    what a flush writes, what a failure keeps, what a lost response cannot double and what a kill can lose.
     """
 
     def __init__(
@@ -233,6 +288,7 @@ class Recorder:
         workers: int = DEFAULT_WORKERS,
         clock: Callable[[], datetime] = _utc_now,
         stores: Stores | None = None,
+        retry_safe: bool = True,
     ) -> None:
         """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables.
         ``flush_interval``: seconds between background flushes (None: no timed flush; the buffer is flushed when
@@ -242,7 +298,9 @@ class Recorder:
         ``Settings.for_stack`` builds one). ``workers``: writes in parallel. ``clock``: the time a
         ``record`` call counts its views at (its period bucket, a viewer's dedupe window); the wall clock unless
         a simulation drives virtual time. ``stores``: where the writes go instead of the stack's tables through
-        ``session`` (the benchmark's in-memory tables)."""
+        ``session`` (the benchmark's in-memory tables). ``retry_safe``: each counter write is conditional on the
+        recorder's own sequence, so a write whose response was lost counts once when retried (the default; False:
+        plain ``ADD`` writes, which such a retry counts twice)."""
         if flush_interval is not None and not flush_interval > 0:
             raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
@@ -251,21 +309,27 @@ class Recorder:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
         self.flush_interval = None if flush_interval is None else float(flush_interval)
         self.max_pending = max_pending
+        self.retry_safe = bool(retry_safe)
         self._clock = clock
         if stores is None:
             self.client: Any = _dynamodb(session, workers)
             self.settings = settings or _stack_settings(self.client, stack)
             # The collaborators the API function builds (the same stores, the same shard router), on this client.
             container = Container(self.settings, self.client)
-            stores = Stores(container.views, container.router, container.admission)
+            stores = Stores(container.views, container.router, container.admission, container.boards)
         else:
             self.client = None
             self.settings = settings or Settings.for_stack(stack)
         self._views, self._router, self._admit = stores.views, stores.router, stores.admit
+        self._boards = stores.boards or BoardGate(self.settings.board_policy, InProcessBoards())
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
-        self._in_flight: dict[_Key, int] = {}
+        self._in_flight: list[_Write] = []  # the running flush's writes
+        # Retry-safe writes sent whose outcome is unknown: retried unchanged, before any later write of their item.
+        self._unresolved: list[_Write] = []
+        self._writer: int | None = None  # claimed at the first retry-safe write (and again in a forked child)
+        self._sequence = itertools.count(1)
         self._stuck = False  # the last flush ended with the buffer still full
         self._closed = False
         self._stats = RecorderStats()
@@ -274,6 +338,7 @@ class Recorder:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardboard-write")
         self._thread = threading.Thread(target=self._run, name="shardboard-recorder", daemon=True)
         self._thread.start()
+        _RECORDERS.add(self)
         atexit.register(self.close)
 
     # -- recording
@@ -291,11 +356,12 @@ class Recorder:
         validation.viewed_count(count, who)
         names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
         admitted(item_id, self._admit)  # RequireItems: an id never created raises UnknownItem, nothing buffered
+        names = allowed_boards(names, self._boards)  # Boards: a board refused raises BoardNotAllowed (a BadInput)
         now = self._clock()
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
         key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)
         with self._lock:
-            while key not in self._pending and self._held() >= self.max_pending:
+            while key not in self._pending and self._held() >= self.max_pending and not self._retrying(key):
                 if self._closed:
                     break
                 if self._stuck:
@@ -312,37 +378,58 @@ class Recorder:
             if len(self._pending) >= self.max_pending:
                 self._wake.set()  # the size threshold: flush now, not at the next tick
 
+    def _retrying(self, key: _Key) -> bool:
+        """Whether a write of ``key`` awaits its retry (its key is held: its new views always fit)."""
+        return any(write.key == key for write in self._unresolved)
+
     def _held(self) -> int:
-        """Distinct keys held: buffered plus being written (a key in both counts twice, which only errs low)."""
-        return len(self._pending) + len(self._in_flight)
+        """Distinct keys held: buffered, being written, or waiting for a retry (a key in two of them counts twice,
+        which only errs low)."""
+        return len(self._pending) + len(self._in_flight) + len(self._unresolved)
 
     # -- flushing
     def flush(self) -> FlushResult:
         """Write every buffered key now (one counter write each) and wait for the writes; waits for a running
-        background flush first. Failed writes keep their views for the next flush and are logged."""
+        background flush first. Retry-safe, writes whose outcome was unknown are retried first, unchanged. Failed
+        writes keep their views for the next flush and are logged."""
         with self._flushing:
             with self._lock:
                 batch, self._pending = self._pending, {}
-                self._in_flight = batch
+                # Retries first: a later write of the same item waits for them (see _write_group).
+                writes = [*self._unresolved, *(_Write(key, count) for key, count in batch.items())]
+                self._unresolved = []
+                self._in_flight = writes
                 self._stuck = False
-            outcomes = self._write_all(batch)
-            failed = {key: batch[key] for key, outcome in outcomes.items() if isinstance(outcome, BaseException)}
-            duplicates = sum(1 for outcome in outcomes.values() if isinstance(outcome, _Duplicate))
-            units = sum(outcome for outcome in outcomes.values() if isinstance(outcome, float))
-            units += sum(outcome.units for outcome in outcomes.values() if isinstance(outcome, _Duplicate))
+            outcomes = self._write_all(writes)
+            kept: dict[_Key, int] = {}
+            unresolved: list[_Write] = []
+            for write, outcome in zip(writes, outcomes, strict=True):
+                if isinstance(outcome, BaseException | _Deferred):
+                    if write.once is None:
+                        kept[write.key] = kept.get(write.key, 0) + write.count
+                    else:  # sent at least once: it may have landed, so only an unchanged retry is safe
+                        unresolved.append(write)
+            duplicates = sum(1 for outcome in outcomes if isinstance(outcome, _Duplicate))
+            replayed = sum(1 for outcome in outcomes if isinstance(outcome, _Replayed))
+            units = sum(outcome for outcome in outcomes if isinstance(outcome, float))
+            units += sum(outcome.units for outcome in outcomes if isinstance(outcome, _Duplicate | _Replayed))
+            failed_views = sum(kept.values()) + sum(write.count for write in unresolved)
+            failed_writes = sum(1 for outcome in outcomes if isinstance(outcome, BaseException | _Deferred))
             result = FlushResult(
-                views=sum(batch.values()) - sum(failed.values()) - duplicates,
-                writes=len(batch) - len(failed) - duplicates,
+                views=sum(write.count for write in writes) - failed_views - duplicates,
+                writes=len(writes) - failed_writes - duplicates,
                 write_units=units,
-                failed_views=sum(failed.values()),
-                failed_writes=len(failed),
+                failed_views=failed_views,
+                failed_writes=failed_writes,
                 duplicate_views=duplicates,
+                replayed_writes=replayed,
             )
             with self._lock:
-                for key, count in failed.items():
+                for key, count in kept.items():
                     self._pending[key] = self._pending.get(key, 0) + count
-                self._in_flight = {}
-                self._stuck = len(self._pending) >= self.max_pending
+                self._unresolved = unresolved
+                self._in_flight = []
+                self._stuck = len(self._pending) + len(self._unresolved) >= self.max_pending
                 stats = self._stats
                 self._stats = replace(
                     stats,
@@ -352,10 +439,11 @@ class Recorder:
                     failed_writes=stats.failed_writes + result.failed_writes,
                     flushes=stats.flushes + 1,
                     duplicate_views=stats.duplicate_views + duplicates,
+                    replayed_writes=stats.replayed_writes + replayed,
                 )
                 self._room.notify_all()
-        if failed:
-            errors = [outcome for outcome in outcomes.values() if isinstance(outcome, BaseException)]
+        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        if errors:
             log.warning(
                 "shardboard: %d view(s) in %d write(s) not written (%s: %s); kept for the next flush",
                 result.failed_views,
@@ -365,31 +453,100 @@ class Recorder:
             )
         return result
 
-    def _write_all(self, batch: dict[_Key, int]) -> dict[_Key, float | _Duplicate | BaseException]:
-        """Write every key, in parallel on the pool; at interpreter exit (no new threads) in this thread."""
-        futures: dict[_Key, Future[float | _Duplicate | BaseException]] = {}
+    def _write_all(self, writes: list[_Write]) -> list[_Outcome]:
+        """Every write's outcome, in order. Plain writes run in parallel; retry-safe ones in one task per (item,
+        anchor bucket), one after another, so the recorder never has two writes outstanding on one counter item
+        (viewed views, transactions with their own token, each in its own task). On the pool; at interpreter exit
+        (no new threads) in this thread."""
+        writer: int | BaseException = 0
+        if self.retry_safe:
+            groups: dict[Any, list[int]] = {}
+            for position, write in enumerate(writes):
+                item_id, bucket, _, seen = write.key
+                groups.setdefault(write.key if seen is not None else (item_id, bucket), []).append(position)
+            tasks = list(groups.values())
+            if any(write.once is None and write.key[3] is None for write in writes):
+                writer = self._writer_number()
+        else:
+            tasks = [[position] for position in range(len(writes))]
+        outcomes: list[_Outcome] = [_DEFERRED] * len(writes)
+
+        def run(task: list[int]) -> None:
+            for position, outcome in zip(task, self._write_group([writes[p] for p in task], writer), strict=True):
+                outcomes[position] = outcome
+
+        futures: list[Future[None]] = []
         try:
-            for key, count in batch.items():
-                futures[key] = self._pool.submit(self._write, key, count)
+            for task in tasks:
+                futures.append(self._pool.submit(run, task))
         except RuntimeError:  # the pool is shut down (interpreter exit, atexit): write the rest here
             pass
-        return {
-            key: futures[key].result() if key in futures else self._write(key, count) for key, count in batch.items()
-        }
+        for future in futures:
+            future.result()
+        for task in tasks[len(futures) :]:
+            run(task)
+        return outcomes
 
-    def _write(self, key: _Key, count: int) -> float | _Duplicate | BaseException:
+    def _write_group(self, writes: list[_Write], writer: int | BaseException) -> list[_Outcome]:
+        """Write one task's writes in order; after a write that did not complete, the rest are not sent."""
+        outcomes: list[_Outcome] = []
+        for write in writes:
+            stopped = bool(outcomes) and isinstance(outcomes[-1], BaseException | _Deferred)
+            outcomes.append(_DEFERRED if stopped else self._write(write, writer))
+        return outcomes
+
+    def _write(self, write: _Write, writer: int | BaseException) -> _Outcome:
         """One coalesced key in one counter write (a viewed view: its transaction); the error instead of raising it
         (the flush keeps those views)."""
-        item_id, bucket, boards, seen = key
+        item_id, bucket, boards, seen = write.key
         try:
             where = Where(bucket, boards)
             shards = self.settings.write_shards
             if seen is not None:
                 done = record_seen_view(self._views, item_id, shards, seen, router=self._router, where=where)
                 return _Duplicate(done.write_units) if done.duplicate else done.write_units
-            return write_views(self._views, item_id, count, shards, router=self._router, where=where)
+            if self.retry_safe:
+                return self._write_once(write, where, writer)
+            return write_views(self._views, item_id, write.count, shards, router=self._router, where=where)
         except Exception as error:  # any failure keeps the views for the next flush, and is logged
             return error
+
+    def _write_once(self, write: _Write, where: Where, writer: int | BaseException) -> float | _Replayed:
+        """A retry-safe write: at its first attempt it takes its shard (the recorder's shard for the item) and the
+        next sequence; every attempt after that, in this flush or a later one, sends it unchanged. A throttled
+        attempt is tried again after a back-off (with a router, the item's range grows for later writes)."""
+        item_id = write.key[0]
+        if write.once is None:
+            if isinstance(writer, BaseException):
+                raise writer  # no writer number this flush: nothing sent, the views go back to the buffer
+            shards = self._router.shards(item_id) if self._router else self.settings.write_shards
+            write.shard, write.drawn_from = writer_shard(writer, item_id, shards), shards
+            write.once = OnceWrite(writer, next(self._sequence))
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            try:
+                done = write_views_once(self._views, item_id, write.count, write.shard, write.once, where=where)
+            except Throttled as throttled:
+                if self._router is None or attempt == MAX_WRITE_ATTEMPTS - 1:
+                    raise
+                self._router.throttled(item_id, throttled.scope, write.drawn_from)
+                time.sleep(retry_delay(attempt, _RNG))
+                continue
+            return done.units if done.applied_now else _Replayed(done.units)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _writer_number(self) -> int | BaseException:
+        """This recorder's writer number, claimed at its first retry-safe write in this process (a lost response
+        only wastes a number); the error when it cannot be claimed now."""
+        if self._writer is None:
+            try:
+                self._writer = self._views.claim_writer()
+            except Exception as error:
+                return error
+        return self._writer
+
+    def _forget_writer(self) -> None:
+        """In a forked child: the parent keeps its writer number, so the child claims its own before writing."""
+        self._writer = None
 
     def _run(self) -> None:
         """The background thread: flush every flush_interval, or at once when woken (size threshold, close)."""
@@ -406,8 +563,9 @@ class Recorder:
     def stats(self) -> RecorderStats:
         """Counts since the recorder was made (a consistent copy)."""
         with self._lock:
-            held = sum(self._pending.values()) + sum(self._in_flight.values())
-            return replace(self._stats, pending_views=held)
+            unresolved = sum(write.count for write in self._unresolved)
+            held = sum(self._pending.values()) + sum(write.count for write in self._in_flight) + unresolved
+            return replace(self._stats, pending_views=held, unresolved_views=unresolved)
 
     # -- closing
     def close(self) -> None:
@@ -426,10 +584,17 @@ class Recorder:
         self._pool.shutdown(wait=True)
         if result.failed_views:
             with self._lock:
-                lost = sum(self._pending.values())
+                unknown = sum(write.count for write in self._unresolved)
+                lost = sum(self._pending.values()) + unknown
                 self._pending.clear()
+                self._unresolved.clear()
                 self._stats = replace(self._stats, lost_views=self._stats.lost_views + lost)
-            log.error("shardboard: closed with %d view(s) the last flush could not write: they are lost", lost)
+            log.error(
+                "shardboard: closed with %d view(s) the last flush could not write: they are lost (%d of them in"
+                " writes whose response was lost: those may have counted, once)",
+                lost,
+                unknown,
+            )
 
     @property
     def closed(self) -> bool:
@@ -440,6 +605,19 @@ class Recorder:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+# Live recorders: a forked child forgets their writer numbers (its writes must not share its parent's sequence).
+_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+def _forget_writers() -> None:
+    for recorder in list(_RECORDERS):
+        recorder._forget_writer()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writers)
 
 
 # ----------------------------------------------------------------------------------------------------- reading
@@ -466,7 +644,11 @@ class Leaderboard:
         settings to use instead of those the stack published (it names the tables itself)."""
         self.client = _dynamodb(session)
         self.settings = settings or _stack_settings(self.client, stack)
-        self._board = BoardStore(self.client, self.settings.board_table)
+        self._reads = reading.BoardReads(
+            BoardStore(self.client, self.settings.board_table),
+            ItemStore(self.client, self.settings.items_table),
+            self.settings,
+        )
 
     def top(
         self, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None, limit: int | None = None
@@ -477,14 +659,14 @@ class Leaderboard:
         without a snapshot raises NoSnapshot (the API's 404)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
-        key, snapshot = self._snapshot(board, period, at)
-        document = leaderboard_json(snapshot, limit)
+        top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
+        key = top.period
         shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
         return Standings(
-            board=document["board"],
+            board=top.document.board,
             period=shown,
-            generated_at=parse_time(document["generated_at"]),
-            items=tuple(RankedEntry(entry["rank"], entry["id"], entry["views"]) for entry in document["items"]),
+            generated_at=parse_time(top.document.generated_at),
+            items=tuple(RankedEntry(entry.rank, entry.id, entry.views) for entry in top.document.items[:limit]),
         )
 
     def rank(
@@ -502,11 +684,7 @@ class Leaderboard:
         it. Raises BadInput for a bad id or count, NoSnapshot for a period without views."""
         if isinstance(item_ids, str):
             raise BadInput("item_ids must be a sequence of ids, not one string")
-        ids = [validation.item_id(item) for item in item_ids]
-        if not 1 <= len(ids) <= MAX_RANK_IDS:
-            raise BadInput(f"between 1 and {MAX_RANK_IDS} ids per call, got {len(ids)}")
-        key, snapshot = self._snapshot(board, period, at)
-        return lookup_ranks(self._board, self.settings, key, snapshot, ids)
+        return reading.ranks(self._reads, item_ids, board=board, period=period, at=self._moment(at)).answers
 
     def around(
         self,
@@ -519,27 +697,14 @@ class Leaderboard:
         """What ``GET /around`` answers: the ``k`` (1-50) entries above and below ``item_id`` in board order with
         exact ranks, shifted at the top and bottom. Raises NotRanked (a LookupError) past the depth D or without
         views, NoSnapshot for a period without views, BadInput for a bad id or k."""
-        item_id = validation.item_id(item_id)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_AROUND_K:
+        if isinstance(k, bool) or not isinstance(k, int):
             raise BadInput(f"k must be a whole number from 1 to {MAX_AROUND_K}, got {k!r}")
-        key, snapshot = self._snapshot(board, period, at)
-        return around(self._board, key, snapshot, item_id, k=k, depth=self.settings.rank_depth_of(key.board))
+        found = reading.neighbours(self._reads, item_id, k=k, board=board, period=period, at=self._moment(at))
+        return found.around
 
-    def _snapshot(self, board: str, period: str, at: datetime | str | None) -> tuple[PeriodKey, dict[str, Any]]:
-        key = self._period(board, period, at)
-        snapshot = self._board.get_snapshot(key)
-        if snapshot is None:
-            raise NoSnapshot(key)
-        return key, snapshot
-
-    def _period(self, board: str, period: str, at: datetime | str | None) -> PeriodKey:
-        """The API's validation of ``board``, ``period`` and ``at``, then the period they name."""
-        name = validation.board_name(board)
-        kind = validation.period_kind(period, self.settings.periods)
-        if isinstance(at, datetime):
-            moment: datetime | None = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-        elif at is None or isinstance(at, str):
-            moment = validation.moment(at)
-        else:
-            raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-        return period_at(name, kind, moment)
+    @staticmethod
+    def _moment(at: object) -> datetime | str | None:
+        """``at`` as the library takes it: a datetime, an ISO-8601 string or None."""
+        if at is None or isinstance(at, (str, datetime)):
+            return at
+        raise BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")

@@ -27,15 +27,28 @@ from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
-ErrorCode = Literal["bad_request", "not_found", "rate_limited", "throttled"]
-ERROR_STATUS: dict[str, int] = {"bad_request": 400, "not_found": 404, "rate_limited": 429, "throttled": 503}
+ErrorCode = Literal[
+    "bad_request", "not_found", "board_not_allowed", "idempotency_key_reused", "rate_limited", "throttled"
+]
+ERROR_STATUS: dict[str, int] = {
+    "bad_request": 400,
+    "not_found": 404,
+    "board_not_allowed": 422,
+    "idempotency_key_reused": 422,
+    "rate_limited": 429,
+    "throttled": 503,
+}
 
 
 class Error(BaseModel):
     """Every HTTP error body: a one-line reason for people and a stable code for programs."""
 
     message: str = Field(description="Why, in one line.")
-    code: ErrorCode = Field(description="bad_request (400), not_found (404), rate_limited (429) or throttled (503).")
+    code: ErrorCode = Field(
+        description="bad_request (400), not_found (404), board_not_allowed (422), idempotency_key_reused (422),"
+        " rate_limited (429) or "
+        "throttled (503)."
+    )
 
 
 def _given_viewer(value: Any) -> str:
@@ -51,7 +64,8 @@ ItemId = Annotated[
     Field(
         min_length=1,
         max_length=validation.MAX_ID_BYTES,
-        description="1-512 bytes of UTF-8, no control characters; '/', '#', spaces and any letter are fine.",
+        description="1-512 bytes of UTF-8, no control or invisible characters (format characters such as U+200B, "
+        "separators, spaces other than U+0020); '/', '#', spaces and any letter are fine.",
         examples=["images/001.jpg"],
     ),
 ]
@@ -218,7 +232,9 @@ class AroundMe(BaseModel):
     position: int = Field(ge=1, description="The item's place in board order.")
     above: int = Field(ge=0, description="Entries shown above the item.")
     below: int = Field(ge=0, description="Entries shown below the item.")
-    source: Literal["snapshot", "ranked"] = Field(description="The head alone, or the ranked version.")
+    source: Literal["snapshot", "ranked"] = Field(
+        description="The head alone (it holds the item: its ranks are the board's), or the ranked version."
+    )
     as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
     items: list[RankedItem]
 
@@ -227,17 +243,28 @@ class RankOf(BaseModel):
     """One id's answer in ``GET /rank``."""
 
     id: str
-    views: int = Field(ge=0, description="Its views in the period (from the snapshot, its ranked version, or now).")
+    views: int = Field(
+        ge=0, description="Its views in the period (from the snapshot, its ranked version, or now); 0 once deleted."
+    )
     rank: int | None = Field(
         ge=1, description="Exact competition rank (1, 2, 2, 4); null past the depth D, without views, or taken down."
     )
-    percentile: float | None = Field(description="100 x (1 - (rank - 1) / of); approximate past D; null: no views.")
-    of: int = Field(ge=0, description="Items on the board in the period (exact when of_exact).")
-    of_exact: bool = Field(description="False when the board holds more than D items: of is then modelled.")
+    percentile: float | None = Field(
+        description="100 x (1 - (rank - 1) / of); approximate past D; null: no views, or taken down."
+    )
+    of: int = Field(
+        ge=0,
+        description="Items on the board in the period (exact when of_exact): never below a rank answered nor below "
+        "the items the snapshot shows.",
+    )
+    of_exact: bool = Field(
+        description="False when the board holds more than D items (of is then modelled), or more than the ranked "
+        "version counted (of is then a lower bound)."
+    )
     approximate: bool = Field(description="True past D: the rank is a model (Zipf fit of the ranked version's tail).")
     source: Literal["snapshot", "ranked", "beyond", "none", "hidden", "deleted"] = Field(
-        description="What answered: the head's top N, the ranked version, the model past D, nothing (no views); "
-        "hidden or deleted: the item was taken down since the ranked version was written (no rank)."
+        description="What answered: the head's top N (or its spares), the ranked version, the model past D, nothing "
+        "(no views); hidden or deleted: the item is taken down, whenever that was (no rank)."
     )
     as_of: str = Field(description="When the ranking answered from was gathered (ISO-8601 UTC).")
     beyond: int | None = Field(default=None, exclude_if=_absent, description="D, when the item is past it.")

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
 from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
 from shardboard.domain.rate_limit import RateLimits
@@ -44,6 +44,7 @@ DEFAULT_RANK_REFRESH_SECONDS = 60
 DEFAULT_CURSOR_TTL_SECONDS = 900
 DEFAULT_BOARD = GLOBAL_BOARD
 DEFAULT_SCHEDULE = "rate(1 minute)"
+DEFAULT_POLICY = BoardPolicy()
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
 # The stack the tables are named after unless told otherwise (`shardboard --stack`, the library's ``stack``).
@@ -62,6 +63,7 @@ PUBLISHED_VARIABLES: dict[str, str] = {
     "BOARD_SHARDS": "board_shards",
     "TOP_N": "top_n",
     "CATEGORY_TOP_N": "category_top_n",
+    "BOARDS": "board_policy",
     "RANK_DEPTH": "rank_depth",
     "CATEGORY_RANK_DEPTH": "category_rank_depth",
     "RANK_REFRESH_SECONDS": "rank_refresh_seconds",
@@ -141,6 +143,8 @@ class Settings:
     cursor_ttl_seconds: int = DEFAULT_CURSOR_TTL_SECONDS
     # SnapshotSpare (R): entries a snapshot keeps past N, so a hide refills every head at once (issue 13 takedowns).
     snapshot_spare: int = 32
+    # Boards: which category boards writers may create (domain/boards.py): at most max, matching the pattern if any.
+    board_policy: BoardPolicy = DEFAULT_POLICY
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -277,6 +281,7 @@ class Settings:
             rank_refresh_seconds=integer("RANK_REFRESH_SECONDS", defaults.rank_refresh_seconds),
             cursor_ttl_seconds=integer("CURSOR_TTL_SECONDS", defaults.cursor_ttl_seconds),
             snapshot_spare=integer("SNAPSHOT_SPARE", defaults.snapshot_spare),
+            board_policy=board_policy(env.get("BOARDS"), defaults.board_policy),
         )
 
 
@@ -287,3 +292,12 @@ def periods(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
         return parse_periods(raw)
     except PeriodError as error:
         raise ConfigError(f"PERIODS: {error}") from None
+
+
+def board_policy(raw: str | None, default: BoardPolicy) -> BoardPolicy:
+    if raw is None:
+        return default
+    try:
+        return BoardPolicy.parse(raw)
+    except BoardPolicyError as error:
+        raise ConfigError(f"BOARDS: {error}") from None

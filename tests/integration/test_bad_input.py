@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from moto import mock_aws
 
 from shardboard_tools.cli import main
-from tests.bad_input_catalogue import CLI, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
+from tests.bad_input_catalogue import CLI, CLI_FILES, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
 from tests.conftest import ROOT, load_event
 
 GOOD = json.dumps({"id": "ok", "count": 2})
@@ -22,7 +22,12 @@ def table_items(pipeline):
     client = pipeline.runtime.dynamodb
     return {
         table: client.scan(TableName=table, ConsistentRead=True)["Items"]
-        for table in (pipeline.settings.views_table, pipeline.settings.board_table, pipeline.settings.items_table)
+        for table in (
+            pipeline.settings.views_table,
+            pipeline.settings.board_table,
+            pipeline.settings.items_table,
+            pipeline.settings.shards_table,  # the board registry: a refused board is not registered
+        )
     }
 
 
@@ -44,6 +49,7 @@ def http_event(case: HttpCase):
         parameters[name] = f"{parameters[name]},{value}" if name in parameters else value
     event["queryStringParameters"] = parameters or None
     event["body"] = case.body
+    event["headers"] = {**event["headers"], **dict(case.headers)}
     return event
 
 
@@ -52,7 +58,7 @@ def test_bad_http_request(make_pipeline, case):
     from shardboard.handlers import items_admin, read_api, record_views
 
     # Given a board of 10 holding views and a snapshot
-    pipeline = make_pipeline(TopN="10")
+    pipeline = make_pipeline(TopN="10", **dict(case.parameters))
     pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()
@@ -115,14 +121,16 @@ def cli(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("case", CLI, ids=[c.what for c in CLI])
 def test_bad_cli_input(cli, tmp_path: Path, case: CliCase):
-    # Given tables holding two views
-    bad_letters = tmp_path / "letters.jsonl"
-    bad_letters.write_text('{"not": "a failure destination message"}\n', encoding="utf-8")
+    # Given tables holding two views, and the files the rows name
+    files = {}
+    for name, text in CLI_FILES.items():
+        files[f"{{{name}}}"] = path = tmp_path / f"{name}.jsonl"
+        path.write_text(text, encoding="utf-8")
     assert cli("init").exit_code == 0
     assert cli("record", "kept", "-n", "2").exit_code == 0
     before = json.loads(cli("verify", "--json").output)
     # When the bad command runs
-    result = cli(*(arg.replace("{bad_letters}", str(bad_letters)) for arg in case.args))
+    result = cli(*(str(files.get(arg, arg)) for arg in case.args))
     # Then it exits 2 with the documented reason, and nothing was written
     assert result.exit_code == case.code
     assert case.message in " ".join(result.output.split())

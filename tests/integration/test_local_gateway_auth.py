@@ -15,10 +15,12 @@ import requests
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import ReadOnlyCredentials
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAuthorizer
-from shardboard_tools.local.gateway import Gateway, template_routes
+from shardboard_tools.local.gateway import Gateway, Request, template_routes
 from shardboard_tools.local.webapp import LocalApiServer
 from shardboard_tools.template import Template
 from tests.integration.test_local_gateway import with_echo_routes
@@ -151,12 +153,24 @@ def test_reads_stay_public_and_public_views_open_the_write(pipeline, serve):
 
 
 # --------------------------------------------------------------------------------------------------------- jwt
+# A key of the issuer's JWKS that is not an RSA key: an EC key (e1) and a symmetric one (h1).
+SHARED_SECRET = "a-shared-secret-of-32-bytes-or-more!"
+
+
 @pytest.fixture(scope="module")
 def keys() -> dict[str, Any]:
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    elliptic = ec.generate_private_key(ec.SECP256R1())
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(private.public_key()))
-    return {"private": private, "other": other, "jwks": {"keys": [{**public, "kid": "k1", "alg": "RS256"}]}}
+    elliptic_public = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(elliptic.public_key()))
+    symmetric = json.loads(jwt.algorithms.HMACAlgorithm.to_jwk(SHARED_SECRET.encode()))
+    jwks = [
+        {**public, "kid": "k1", "alg": "RS256"},
+        {**elliptic_public, "kid": "e1", "alg": "ES256"},
+        {**symmetric, "kid": "h1", "alg": "HS256"},
+    ]
+    return {"private": private, "other": other, "elliptic": elliptic, "jwks": {"keys": jwks}}
 
 
 def jwt_auth(keys: dict[str, Any]) -> Any:
@@ -169,8 +183,33 @@ def token(keys: dict[str, Any], key: str = "private", kid: str = "k1", alg: str 
     body = {"iss": ISSUER, "aud": AUDIENCE, "exp": now + 300, "iat": now, "scope": "views:write", "sub": "u1"}
     body.update(claims)
     body = {name: value for name, value in body.items() if value is not None}
-    signing = "a-shared-secret-of-32-bytes-or-more!" if alg == "HS256" else keys[key]
+    signing = SHARED_SECRET if alg == "HS256" else keys[key]
     return jwt.encode(body, signing, algorithm=alg, headers={"kid": kid})
+
+
+def signed_claims(keys: dict[str, Any], kid: str = "k1", **claims: Any) -> str:
+    """A token signed by the issuer's key whose claims PyJWT would not encode (a numeric aud, an infinite exp):
+    the payload is signed as given."""
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": AUDIENCE, "exp": now + 300, "iat": now, "scope": "views:write", "sub": "u1"}
+    body.update(claims)
+    payload = json.dumps({name: value for name, value in body.items() if value is not None}).encode()
+    return signed_payload(keys, payload, kid)
+
+
+def signed_payload(keys: dict[str, Any], payload: bytes, kid: str = "k1") -> str:
+    return jwt.api_jws.PyJWS().encode(payload, keys["private"], algorithm="RS256", headers={"kid": kid})
+
+
+def raw_token(header: bytes, payload: bytes, signature: bytes = b"signature") -> str:
+    return ".".join(jwt.utils.base64url_encode(part).decode() for part in (header, payload, signature))
+
+
+UNSIGNED = raw_token(b'{"alg": "none"}', json.dumps({"iss": ISSUER, "aud": AUDIENCE, "exp": 2**40}).encode(), b"")
+# An expiry of 5,001 digits: Python's JSON parser refuses integers of more than 4,300.
+HUGE_EXP = b'{"iss": "%s", "aud": "%s", "exp": 1%s}' % (ISSUER.encode(), AUDIENCE.encode(), b"0" * 5000)
+KID_LIST = b'{"alg": "RS256", "kid": ["k1"]}'
+RS256_K1 = b'{"alg": "RS256", "kid": "k1"}'
 
 
 def jwt_parameters() -> dict[str, str]:
@@ -210,6 +249,29 @@ def test_a_valid_token_with_the_write_scope_is_recorded(pipeline, serve, keys, b
         pytest.param(lambda keys: f"Bearer {token(keys, kid='k2')}", id="unknown-kid"),
         pytest.param(lambda keys: f"Bearer {token(keys, alg='HS256')}", id="hmac"),
         pytest.param(lambda keys: f"Bearer {tampered(token(keys))}", id="tampered"),
+        # Found dropping the connection instead of answering: claims of the wrong type, keys of another type
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, aud=123)}", id="numeric-aud"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, aud=[1, 2])}", id="aud-list-of-numbers"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, aud=[AUDIENCE, 5])}", id="aud-list-with-a-number"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, aud={'a': AUDIENCE})}", id="aud-object"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, aud=None, client_id=7)}", id="numeric-client-id"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, kid='e1')}", id="kid-of-an-ec-key"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, kid='h1')}", id="kid-of-a-symmetric-key"),
+        pytest.param(lambda keys: f"Bearer {token(keys, key='elliptic', kid='e1', alg='ES256')}", id="es256"),
+        pytest.param(lambda keys: f"Bearer {token(keys, kid='h1', alg='HS256')}", id="hs256-with-its-kid"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, scope=5)}", id="numeric-scope"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, scope=None, scp={'a': 1})}", id="scp-object"),
+        pytest.param(lambda keys: f"Bearer {signed_payload(keys, HUGE_EXP)}", id="exp-of-5001-digits"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, exp=float('inf'))}", id="infinite-exp"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, iat=float('nan'))}", id="nan-iat"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, iss=[ISSUER])}", id="issuer-list"),
+        pytest.param(lambda keys: f"Bearer {UNSIGNED}", id="alg-none"),
+        pytest.param(lambda keys: f"Bearer {raw_token(b'[1]', b'{}')}", id="header-not-an-object"),
+        pytest.param(lambda keys: f"Bearer {raw_token(KID_LIST, b'{}')}", id="kid-list"),
+        pytest.param(lambda keys: f"Bearer {raw_token(RS256_K1, b'[1]')}", id="payload-list"),
+        pytest.param(lambda keys: "Bearer a.b.c", id="garbage-segments"),
+        pytest.param(lambda keys: "Bearer ....", id="dots"),
+        pytest.param(lambda keys: "Bearer \xe9t\xe9.\xe9.\xe9", id="latin-1"),
     ],
 )
 def test_a_missing_or_invalid_token_is_unauthorized_and_writes_nothing(pipeline, serve, keys, bearer):
@@ -230,6 +292,68 @@ def tampered(value: str) -> str:
     claims = json.loads(jwt.utils.base64url_decode(payload))
     claims["sub"] = str(uuid.uuid4())
     return ".".join([header, jwt.utils.base64url_encode(json.dumps(claims).encode()).decode(), signature])
+
+
+# The class those tokens belong to: any claims a token signed by the issuer may carry, and any string as a token.
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from([ISSUER, AUDIENCE]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    max_leaves=5,
+)
+CLAIMS = st.dictionaries(
+    st.sampled_from(["iss", "aud", "client_id", "exp", "nbf", "iat", "scope", "scp", "sub"]), JSON_VALUES, max_size=5
+)
+
+
+@pytest.fixture(scope="module")
+def jwt_gate(keys: dict[str, Any]) -> Any:
+    """The JWT authorizer as `serve --auth jwt` builds it, and the route it guards: no server, no tables."""
+    template = choice(Template.load(), **jwt_parameters())
+    (views,) = [route for route in template_routes(template) if route.key == "POST /views"]
+    return jwt_auth(keys)(template), views
+
+
+def decide(jwt_gate: Any, authorization: str) -> Any:
+    authorizer, route = jwt_gate
+    return authorizer.authorize(route, Request.of("POST", "/views", {"Authorization": authorization}))
+
+
+def assert_refused_as_api_gateway_refuses(refusal: Any) -> None:
+    answer = (refusal.status, json.loads(refusal.body))
+    assert answer in [(401, {"message": "Unauthorized"}), (403, {"message": "Forbidden"})]
+    # the challenge is one header value whatever the token held: printable ASCII
+    assert all(" " <= character <= "~" for value in refusal.headers.values() for character in value)
+
+
+@given(claims=CLAIMS, kid=st.sampled_from(["k1", "e1", "h1", "unknown"]))
+@settings(max_examples=150, deadline=None)
+def test_whatever_a_signed_token_claims_it_is_admitted_or_refused_never_a_failure(keys, jwt_gate, claims, kid):
+    # When a token signed by the issuer's key carries any claims, under any kid of its JWKS
+    decision = decide(jwt_gate, f"Bearer {signed_claims(keys, kid=kid, **claims)}")
+    # Then the authorizer decides (it never raises), as API Gateway would answer
+    if decision.refusal is not None:
+        assert_refused_as_api_gateway_refuses(decision.refusal)
+        return
+    # And it admits only a token of the issuer's RSA key, with the issuer and a string audience of the stack
+    held = {name: value for name, value in {"iss": ISSUER, "aud": AUDIENCE, **claims}.items() if value is not None}
+    audience = held["aud"] if "aud" in held else held.get("client_id")
+    given = [audience] if isinstance(audience, str) else audience
+    assert kid == "k1" and held["iss"] == ISSUER
+    assert isinstance(given, list) and all(isinstance(a, str) for a in given)
+    assert {AUDIENCE, "app-client-2"} & set(given)
+
+
+@given(value=st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_any_string_as_a_token_is_unauthorized(jwt_gate, value):
+    decision = decide(jwt_gate, f"Bearer {value}")
+    assert decision.refusal is not None and decision.refusal.status == 401
+    assert_refused_as_api_gateway_refuses(decision.refusal)
 
 
 def test_a_valid_token_without_the_write_scope_is_forbidden(pipeline, serve, keys):

@@ -1,10 +1,14 @@
 """`shardboard item hide/unhide` on moto (tables from template.yaml): the board patched at once, the answer of
-POST /item/hide with --json, and bad input refused with exit 2, one line, nothing written."""
+POST /item/hide with --json, and bad input refused with exit 2, one line, nothing written; a stack upgraded from the
+String Sets of an earlier release honours them until `shardboard rebuild` moves them to markers."""
 
 from __future__ import annotations
 
 import json
 
+import boto3
+
+from shardboard.adapters.items_table import marker_key, old_set_key
 from tests.integration.test_cli import cli  # noqa: F401 - the fixture
 from tests.integration.test_items_cli import items_written
 
@@ -140,3 +144,44 @@ def test_refill_after_a_ban_wave_puts_the_never_keyed_item_on_the_board(cli):  #
     assert json.loads(cli(*params, "verify", "--json").output)["refill_needed"] == []
     # And a second run has nothing to do
     assert "refill: every period is proven" in cli(*params, "refill").output
+
+
+def test_a_stack_upgraded_from_the_string_sets_honours_them_until_rebuild_moves_them(cli):  # noqa: F811
+    # Given three items counted, the leader hidden and the last deleted as an earlier release wrote them: the ids in
+    # its String Sets (sk "set"), no markers
+    assert cli("init").exit_code == 0
+    for item, views in (("a#1", 5), ("b", 3), ("c", 1)):
+        assert cli("record", item, "-n", str(views)).exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("item", "hide", "a#1").exit_code == 0
+    assert cli("item", "delete", "c").exit_code == 0
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    for status, item in (("hidden", "a#1"), ("deleted", "c")):
+        client.delete_item(TableName="shardboard-items", Key=marker_key(status, item))
+        client.update_item(
+            TableName="shardboard-items",
+            Key=old_set_key(status, item),
+            UpdateExpression="ADD #ids :ids",
+            ExpressionAttributeNames={"#ids": "ids"},
+            ExpressionAttributeValues={":ids": {"SS": [item]}},
+        )
+    # When the job runs and the deleted id is viewed again
+    assert cli("snapshot").exit_code == 0
+    refused = cli("record", "c", "-n", "2")
+    # Then the old sets are honoured: neither is on the board, the view is refused
+    assert top(cli) == [["b", 3]]
+    assert refused.exit_code == 2 and "deleted" in refused.output
+    # When `shardboard rebuild` runs (twice: the second has nothing to move)
+    rebuilt = cli("rebuild")
+    assert rebuilt.exit_code == 0 and "takedowns: 2 id(s) moved from the sets of an earlier release" in rebuilt.output
+    assert "takedowns:" not in cli("rebuild").output
+    # Then the markers hold both ids, no old set is left, and the board is as it was
+    stored = {
+        (row["pk"]["S"], row["sk"]["S"]) for row in items_written() if row["pk"]["S"].startswith(("hidden#", "deny#"))
+    }
+    markers = [marker_key("hidden", "a#1"), marker_key("deleted", "c")]
+    assert stored == {(key["pk"]["S"], key["sk"]["S"]) for key in markers}
+    assert cli("snapshot").exit_code == 0
+    assert top(cli) == [["b", 3]]
+    assert cli("item", "unhide", "a#1").exit_code == 0
+    assert top(cli)[0] == ["a#1", 5]

@@ -17,9 +17,12 @@ EXPECTED_GRANTS = {
         ("dynamodb:PutItem", "ViewsTable"),  # add_seen_view's transaction: the viewer's dedupe marker
         ("dynamodb:GetItem", "ViewsTable"),  # add_seen_view: the marker, when a refusal does not return it
         ("dynamodb:GetItem", "ShardsTable"),  # ShardMetadataStore: the item's current shard count
-        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item
+        ("dynamodb:UpdateItem", "ShardsTable"),  # ShardMetadataStore: re-shard a hot item; BoardRegistryStore.register
+        ("dynamodb:BatchGetItem", "ShardsTable"),  # BoardRegistryStore.registered: which boards are registered
+        ("dynamodb:BatchGetItem", "BoardTable"),  # BoardRegistryStore.existed: boards the cap refuses that have views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, cached per container
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: deny markers per id, cached 10 s
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, listed every 10 s
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction
@@ -28,7 +31,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # thresholds of a batch's periods; erase: which entries exist
         ("dynamodb:BatchWriteItem", "BoardTable"),  # erase: an item deleted while the batch wrote it
         ("dynamodb:DeleteItem", "BoardTable"),  # erase: its aggregate
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.denied: the deny sets, before and after the writes
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: a batch's ids, before and after
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, before and after the writes
         ("sqs:SendMessage", "StreamFailureQueue"),  # the event source mapping's on-failure destination
     },
     "SnapshotFunction": {
@@ -45,7 +49,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
         ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
         ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: the hidden and deny sets, once per run
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
     },
     "ShardReviewFunction": {
@@ -58,12 +63,15 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
         ("dynamodb:Query", "ItemsTable/index/by-created"),  # ItemStore.newest: GET /items, one Query a shard
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.statuses: GET /rank and GET /around past the ranking
     },
     "ItemsAdminFunction": {
-        ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, sets
-        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: the audit row
+        ("dynamodb:UpdateItem", "ItemsTable"),  # put; set_hidden's / set_deleted's transactions: status, old sets
+        ("dynamodb:PutItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: audit row, marker
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: a hide of an unknown id is a 404
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.hidden / denied: a takedown's gathers drop both
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: a takedown's gathers drop both
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers
+        ("dynamodb:DeleteItem", "ItemsTable"),  # set_hidden's / set_deleted's transactions: a marker removed
         ("dynamodb:GetItem", "BoardTable"),  # state / get_snapshot / get_board_state
         ("dynamodb:PutItem", "BoardTable"),  # put_snapshot: a head patched or gathered again
         ("dynamodb:UpdateItem", "BoardTable"),  # mark_changed / raise_threshold

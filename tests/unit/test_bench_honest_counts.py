@@ -23,6 +23,8 @@ from shardboard_tools.bench.honest_counts import (
     views_offered,
 )
 from shardboard_tools.bench.honest_counts_report import END, SECTION, START, section
+from shardboard_tools.bench.honest_counts_retries import KEYED, RECORDER, RECORDER_SAFE, RETRY_RUNS
+from shardboard_tools.bench.honest_counts_retries import PLAIN as RETRIED_PLAIN
 from shardboard_tools.bench.workload import Workload
 
 # 3,000 views over 150 s (three rate-limit minutes), limits small enough for the scrapers to go over them
@@ -30,6 +32,7 @@ TINY = HonestWorkload(
     base=Workload(items=50, views=3_000, views_per_s=20.0),
     viewers=400,
     limits=RateLimits(per_ip=20, per_viewer=6),
+    lost_response_share=0.05,
 )
 
 
@@ -88,6 +91,30 @@ def test_the_figures_add_up_at_the_documented_prices(result) -> None:
         assert set(run["counts"]) == set(OUTCOMES)
 
 
+def test_lost_responses_count_twice_without_retry_safety_and_once_with_it(result) -> None:
+    runs = result["retries"]["runs"]
+    assert tuple(runs) == RETRY_RUNS and result["retries"]["lost_response_share"] == 0.05
+    for name, run in runs.items():
+        assert run["views"] == 3_000 and run["lost_responses"] > 0, name
+        assert run["counted_views"] == 3_000 + run["over_counted_views"], name
+    # Without retry safety each lost response's views count again; with it, none
+    plain, keyed = runs[RETRIED_PLAIN], runs[KEYED]
+    assert plain["over_counted_views"] == plain["lost_responses"] == plain["client_retries"] and not plain["exact_base"]
+    assert runs[RECORDER]["over_counted_views"] > 0 and not runs[RECORDER]["exact_base"]
+    assert keyed["exact_base"] and keyed["over_counted_views"] == 0 and keyed["client_retries"] > 0
+    # a keyed request that lost a response is answered from its key's marker by the retry that is heard
+    assert 0 < keyed["replayed_writes"] <= keyed["client_retries"] and plain["replayed_writes"] == 0
+    safe = runs[RECORDER_SAFE]
+    assert safe["exact_base"] and safe["replayed_writes"] > 0 and safe["lost_views"] == 0
+    # The prices: one unit per plain request, four per keyed one (two per replay), one per Recorder write either way
+    assert (plain["units_per_request"], keyed["units_per_request"]) == (1.0, 4.0)
+    assert plain["base_write_units"] == 3_000 + plain["client_retries"]
+    assert keyed["base_write_units"] == 4 * 3_000 + 2 * keyed["client_retries"]
+    # Recorder: every attempt is one unit, applied, refused as a retry or lost; the retry-safe one claims its writer
+    assert runs[RECORDER]["base_write_units"] == runs[RECORDER]["writes"] + runs[RECORDER]["lost_responses"]
+    assert safe["base_write_units"] == safe["writes"] + safe["lost_responses"] + 1
+
+
 def test_the_section_replaces_its_own_part_and_make_bench_keeps_it(result, tmp_path) -> None:
     from shardboard_tools.bench import library_report
     from shardboard_tools.bench.sections import write_keeping_sections
@@ -95,6 +122,10 @@ def test_the_section_replaces_its_own_part_and_make_bench_keeps_it(result, tmp_p
     part = section(result, "shardboard bench --scenario honest-counts")
     assert part.startswith(START) and part.rstrip().endswith(END)
     assert "## Honest counts: cost per view with and without viewer" in part
+    assert "### Retried writes: cost per view with and without retry safety" in part
+    assert "| counted views exact (base table = views offered) | NO | yes | NO | yes |" in part
+    keyed = result["retries"]["runs"][KEYED]["replayed_writes"]
+    assert f"| retries recognised as applied | 0 | {keyed:,} | 0 |" in part
     assert "`shardboard bench --scenario honest-counts`" in part
     duplicates = result["runs"][VIEWER]["shares"][DUPLICATE]
     assert f"| share {DUPLICATE} | - | {duplicates:.1%} |" in part
@@ -125,5 +156,7 @@ def test_the_command_prints_the_scenario_as_json(tmp_path) -> None:
     assert document["workload"]["base"]["views"] == 2000 and document["workload"]["base"]["items"] == 40
     assert set(document["runs"]) == {PLAIN, VIEWER, PUBLIC}
     assert all(run["exact_base"] and run["outcomes_as_modelled"] for run in document["runs"].values())
+    assert set(document["retries"]["runs"]) == set(RETRY_RUNS)
+    assert document["retries"]["runs"][KEYED]["exact_base"] and document["retries"]["runs"][RECORDER_SAFE]["exact_base"]
     written = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
     assert "`shardboard bench --views 2000 --views-per-sec 400 --items 40 --scenario honest-counts`" in written

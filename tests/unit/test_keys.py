@@ -99,6 +99,8 @@ def test_a_record_yields_one_step_per_board_counter_that_moved():
         ("MODIFY", image("a", 1, 3), {**image("a", 1, 2), "views": "x"}, "missing_attribute"),
         ("INSERT", {"pk": "seen#29#2#u1#a", "expires_at": Decimal(1), "tok": "t"}, None, "dedupe_marker"),
         ("MODIFY", {"pk": "rate#29#ip#203.0.113.7", "used": Decimal(2)}, {"used": Decimal(1)}, "rate_allowance"),
+        ("INSERT", {"pk": "idem#k-1", "expires_at": Decimal(1), "fp": "f", "ans": "counted"}, None, "idempotency_key"),
+        ("MODIFY", {"pk": "writers#", "last_writer": Decimal(2)}, {"last_writer": Decimal(1)}, "writer_registry"),
     ],
 )
 def test_unexpected_records_name_their_reason(event, new, old, reason):

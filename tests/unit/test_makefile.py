@@ -56,6 +56,14 @@ def test_build_uses_python312_from_path(tmp_path):
     ]
 
 
+def test_the_sam_cli_runs_without_telemetry(tmp_path):
+    sam = 'echo "sam $* (telemetry ${SAM_CLI_TELEMETRY:-on})"'
+    path = stand_ins(tmp_path / "bin", {"python3.12": "exit 0", "sam": sam})
+    result = make("build", path, "-o", "sam", f"SAM={path}/sam")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "sam build --template template.yaml (telemetry 0)"
+
+
 def venv_with_playwright(tmp_path: Path, exit_code: int) -> Path:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

@@ -8,7 +8,7 @@ import json
 from openapi_spec_validator import validate
 
 from shardboard import __version__
-from shardboard.handlers.openapi import document, rendered
+from shardboard.handlers.openapi import GATEWAY_ERROR, ITEM_PATH, document, rendered
 from tests.conftest import ROOT
 
 COMMITTED = ROOT / "docs" / "openapi.json"
@@ -35,13 +35,17 @@ def test_every_error_answer_is_the_one_error_shape():
     api = document()
     error = api["components"]["schemas"]["Error"]
     assert error["required"] == ["message", "code"]
-    assert error["properties"]["code"]["enum"] == ["bad_request", "not_found", "rate_limited", "throttled"]
+    codes = ["bad_request", "not_found", "board_not_allowed", "idempotency_key_reused", "rate_limited", "throttled"]
+    assert error["properties"]["code"]["enum"] == codes
     for path, operations in api["paths"].items():
         for method, operation in operations.items():
             for status, answer in operation["responses"].items():
                 if int(status) >= 400:
                     schema = answer["content"]["application/json"]["schema"]
-                    assert schema == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+                    functions, *gateway = schema.get("anyOf", [schema])
+                    assert functions == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+                    # The one answer API Gateway gives itself: no route for an id that starts with "?"
+                    assert gateway == ([GATEWAY_ERROR] if (method, path, status) == ("get", ITEM_PATH, "404") else [])
 
 
 def test_the_leaderboard_is_the_documented_json():
@@ -50,3 +54,13 @@ def test_the_leaderboard_is_the_documented_json():
     assert schemas["Leaderboard"]["required"] == ["board", "generated_at", "period", "items"]
     assert schemas["RankedItem"]["required"] == ["rank", "id", "views"]
     assert schemas["AllTime"]["properties"]["kind"]["const"] == "all"
+
+
+def test_post_views_documents_the_idempotency_key_and_its_answers():
+    operation = document()["paths"]["/views"]["post"]
+    (header,) = [p for p in operation["parameters"] if p["in"] == "header"]
+    assert header["name"].lower() == "idempotency-key" and not header["required"]
+    assert (header["schema"]["minLength"], header["schema"]["maxLength"]) == (1, 255)
+    assert "422" in operation["responses"] and "Idempotency-Key reused" in operation["responses"]["422"]["description"]
+    for status in ("200", "202"):
+        assert "Idempotent-Replayed" in operation["responses"][status]["headers"]

@@ -59,6 +59,10 @@ class EventBoard:
     def state(self, board: str, item_id: str) -> AggregateState:
         return AggregateState({}, self.counts.get(item_id, 0), False)
 
+    def statuses(self, item_ids: list[str]) -> dict[str, str]:
+        """The items table's (ItemCatalog.statuses): the takedowns of ``take_down`` are in the version's events."""
+        return {}
+
     def write(self, config: Settings, now: str, hidden: frozenset[str] = frozenset()) -> None:
         """A snapshot run: a new ranked version of the visible items when due and changed, and a fresh head."""
         entries = [Entry(id=item, views=views) for item, views in self.counts.items() if item not in hidden]
@@ -69,6 +73,7 @@ class EventBoard:
         previous = self.head.get("rank")
         refresh = refresh_rank_version(self, config, PERIOD, previous, now=now, gather=gather, expires_at=None)
         self.head = {"items": [[e.id, e.views] for e in top(entries, config.top_n)], "generated_at": now}
+        self.head["threshold"] = self.head["items"][-1][1] if len(self.head["items"]) >= config.top_n else 0
         if refresh.block is not None:
             self.head["rank"] = refresh.block
 
@@ -81,6 +86,7 @@ class EventBoard:
         gone = excluded_ids(block["events"])
         visible = [row for page in stored.pages for row in page if row[0] not in gone]
         self.head["items"] = visible[:top_n]
+        self.head["threshold"] = visible[top_n - 1][1] if len(visible) >= top_n else 0
 
 
 def excluded_ids(events: list[list[Any]]) -> set[str]:
@@ -139,7 +145,7 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     count = len(truth)
 
     # Rank: exact among the visible, none for a taken-down item, the percentile of the visible board
-    answers = {a.id: a for a in lookup_ranks(board, config, PERIOD, board.head, sorted(in_version))}
+    answers = {a.id: a for a in lookup_ranks(board, config, PERIOD, board.head, sorted(in_version), catalog=board)}
     for rank, item, views in truth:
         assert (answers[item].rank, answers[item].views) == (rank, views)
         if count < depth:
@@ -159,10 +165,10 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     item = data.draw(st.sampled_from(sorted(in_version)))
     if item in gone:
         with pytest.raises(NotRanked, match=status[item]):
-            around(board, PERIOD, board.head, item, k=k, depth=depth)
+            around(board, PERIOD, board.head, item, k=k, catalog=board)
         return
     position = next(index + 1 for index, (_, one, _) in enumerate(truth) if one == item)
-    answer = around(board, PERIOD, board.head, item, k=k, depth=depth)
+    answer = around(board, PERIOD, board.head, item, k=k, catalog=board)
     first, last = window(position, k, count)
     assert as_tuples(answer.entries) == truth[first - 1 : last]
     assert answer.position == position and answer.entries[answer.above].id == item

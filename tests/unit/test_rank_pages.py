@@ -58,6 +58,11 @@ class VersionBoard:
         self.requests += 1
         return self.head
 
+    def statuses(self, item_ids: list[str]) -> dict[str, str]:
+        """The items table's (ItemCatalog.statuses): nothing is taken down here."""
+        self.requests += 1
+        return {}
+
     def write(self, counts: dict[str, int], config: Settings, now: str) -> None:
         """A snapshot run: a new ranked version when due and changed, and a fresh head."""
         entries = [Entry(id=item, views=views) for item, views in counts.items()]
@@ -68,6 +73,7 @@ class VersionBoard:
         previous = self.head.get("rank") if self.head else None
         refresh = refresh_rank_version(self, config, PERIOD, previous, now=now, gather=gather, expires_at=None)
         head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, config.top_n)], "generated_at": now}
+        head["threshold"] = head["items"][-1][1] if len(head["items"]) >= config.top_n else 0  # T: 0 while short
         if refresh.block is not None:
             head["rank"] = refresh.block
         self.head = head
@@ -125,9 +131,9 @@ def test_around_matches_sorting_with_padding_at_the_top_and_bottom(counts, top_n
     board.requests = 0
     if position is None:
         with pytest.raises(NotRanked, match=f"not in the top {depth}"):
-            around(board, PERIOD, board.head, item, k=k, depth=depth)
+            around(board, PERIOD, board.head, item, k=k, catalog=board)
         return
-    answer = around(board, PERIOD, board.head, item, k=k, depth=depth)
+    answer = around(board, PERIOD, board.head, item, k=k, catalog=board)
     first, last = window(position, k, len(truth))
     assert as_tuples(answer.entries) == truth[first - 1 : last]
     assert len(answer.entries) == min(2 * k + 1, len(truth))
@@ -219,7 +225,7 @@ def test_without_ranked_versions_pages_and_around_come_from_the_head_and_a_curso
     cursor = encode_cursor(Cursor(PERIOD, "rv", 0, 4))
     with pytest.raises(BadInput, match=EXPIRED):
         leaderboard_page(board, config, None, offset="", limit="", cursor=cursor, now=T0)
-    answer = around(board, PERIOD, board.head, "f", k=2, depth=6)
+    answer = around(board, PERIOD, board.head, "f", k=2, catalog=board)
     assert [e.id for e in answer.entries] == ["b", "c", "d", "e", "f"] and (answer.above, answer.below) == (4, 0)
     with pytest.raises(NotRanked, match="not in the top 6"):
-        around(board, PERIOD, board.head, "g", k=2, depth=6)
+        around(board, PERIOD, board.head, "g", k=2, catalog=board)

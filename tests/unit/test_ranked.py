@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_versions import refresh_rank_version
-from shardboard.domain.ranked import approx_rank, percentile, rank_of, zipf_exponent
+from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
 from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.settings import Settings
 
@@ -42,6 +42,11 @@ class CountingBoard:
         self.requests += 1
         return AggregateState({}, self.counts.get(item_id, 0), False)
 
+    def statuses(self, item_ids: list[str]) -> dict[str, str]:
+        """The items table's (ItemCatalog.statuses): nothing is taken down here."""
+        self.requests += 1
+        return {}
+
 
 def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard) -> dict[str, Any]:
     entries = [Entry(id=item, views=views) for item, views in counts.items()]
@@ -52,6 +57,7 @@ def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard
 
     block = refresh_rank_version(board, config, PERIOD, None, now=NOW, gather=gather, expires_at=None).block
     head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, top_n)], "generated_at": NOW}
+    head["threshold"] = head["items"][-1][1] if len(head["items"]) >= top_n else 0  # T: 0 while short of N
     if block is not None:
         head["rank"] = block
     return head
@@ -75,7 +81,7 @@ def test_ranks_match_sorting_within_d_and_are_labelled_approximate_beyond(counts
     head = head_of(counts, top_n, depth, board)
     ordered = [e.id for e in top([Entry(id=i, views=v) for i, v in counts.items()], len(counts))]
     position = {item: index + 1 for index, item in enumerate(ordered)}
-    answers = lookup_ranks(board, config, PERIOD, head, [*counts, "never-viewed"])
+    answers = lookup_ranks(board, config, PERIOD, head, [*counts, "never-viewed"], catalog=board)
     whole = len(counts) < config.rank_depth_of("global")
     for answer in answers[:-1]:
         assert answer.views == counts[answer.id]
@@ -98,13 +104,14 @@ def test_ranks_match_sorting_within_d_and_are_labelled_approximate_beyond(counts
     assert answers[-1].rank is None and answers[-1].source == "none" and answers[-1].views == 0
 
 
-def test_one_id_costs_at_most_two_requests_after_the_head_at_any_depth():
+def test_one_id_costs_at_most_three_requests_after_the_head_at_any_depth():
     counts = {f"i{n}": 1000 - n for n in range(300)}
-    for item, expected in (("i0", 0), ("i150", 1), ("i299", 2)):
+    for item, expected in (("i0", 0), ("i150", 1), ("i299", 3)):
         board = CountingBoard(counts)
         head = head_of(counts, 10, 200, board)
-        lookup_ranks(board, Settings(top_n=10, rank_depth=200), PERIOD, head, [item])
-        assert board.requests == expected  # top N: the head only; within D: one BatchGetItem; past D: + views
+        lookup_ranks(board, Settings(top_n=10, rank_depth=200), PERIOD, head, [item], catalog=board)
+        # top N: the head only; within D: one BatchGetItem of rank shards; past D: + its status and its views
+        assert board.requests == expected
 
 
 def test_rank_under_exclusions_and_the_percentile_edges():
@@ -128,3 +135,10 @@ def test_a_nearly_flat_tail_is_no_fit_and_steep_ratios_never_overflow():
         assert 4 <= approx_rank(1, 3, 6, exponent, of=50) <= 50
     assert approx_rank(0, 3, 6, 1.0, of=50) == 50
     assert approx_rank(2, 0, 6, 1.0) == 1
+
+
+def test_a_delete_in_a_versions_events_is_for_good():
+    # A hide of an item deleted already still reaches the version's events (takedown.rank_event): it stays deleted
+    events = [["delete", "a", 2], ["hide", "a", 2], ["hide", "b", 1], ["unhide", "b"], ["hide", "c", 3]]
+    assert [taken_down(events, item) for item in ("a", "b", "c", "d")] == ["deleted", None, "hidden", None]
+    assert exclusions(events) == [2, 3]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+STARTING = "shardboard serve: starting the engine, the tables, the stream runner and the snapshots..."
 
 
 def shardboard(*arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -46,7 +47,9 @@ def test_a_taken_port_exits_1_before_any_table_is_touched():
         taken.listen()
         port = taken.getsockname()[1]
         result = shardboard("serve", "--port", str(port), AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9")
-    # Then one line says so and what to do
+    # Then, after the line saying it is starting, one line says so and what to do
     assert result.returncode == 1
-    assert result.stderr.startswith(f"shardboard: cannot listen on 127.0.0.1:{port}: ")
-    assert result.stderr.endswith("(--port P, or 0 for a free one)\n")
+    starting, refused = result.stderr.splitlines()
+    assert starting == STARTING
+    assert refused.startswith(f"shardboard: cannot listen on 127.0.0.1:{port}: ")
+    assert refused.endswith("(--port P, or 0 for a free one)")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shardboard.domain.boards import MAX_BOARDS_CEILING, BoardPolicy
 from shardboard.domain.periods import KINDS
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.template import Template
@@ -47,6 +48,9 @@ def deployed_settings(draw: st.DrawFn) -> Settings:
         require_items=draw(st.booleans()),
         page_size=draw(st.integers(1, 100)),
         snapshot_spare=draw(st.integers(0, 1000)),
+        board_policy=BoardPolicy(
+            draw(st.integers(0, MAX_BOARDS_CEILING)), draw(st.sampled_from([None, "cats", "cats|dogs|tag:*"]))
+        ),
     )
 
 

@@ -17,10 +17,12 @@ from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.snapshot import RefreshRun, leaderboard_json, refresh_changed
 from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide, without
+from shardboard.domain.taken_down import TakenDown
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
+from tests.unit.test_taken_down import past_the_listing_limit
 
 
 class World:
@@ -59,7 +61,7 @@ class World:
 
     def refresh(self) -> RefreshRun:
         """The snapshot job as the handler runs it: every gather drops the hidden and the deleted ids."""
-        dropped = self.catalog.hidden() | self.catalog.denied()
+        dropped = TakenDown.read(self.catalog)
         return refresh_changed(self.design.board, self.config, always=self.periods()[:1], hidden=dropped)
 
     def aggregated(self) -> dict[str, int]:
@@ -104,13 +106,20 @@ def item_of(value: int) -> str:
     board_shards=st.integers(1, 3),
     batch_size=st.integers(1, 7),
     depth=st.sampled_from([0, 12]),
+    per_id=st.booleans(),
 )
 def test_hide_and_unhide_keep_every_board_exact_and_full(  # noqa: PLR0917 - one parameter per strategy
-    steps, top_n, spare, board_shards, batch_size, depth
+    steps, top_n, spare, board_shards, batch_size, depth, per_id
 ):
     # Given the pipeline (with or without ranked versions to depth D) and a random interleaving of views, drains,
-    # refreshes, hides and unhides
+    # refreshes, hides and unhides; every reader of the takedowns lists them whole, or (``per_id``: as on a site with
+    # more takedowns than a listing reads) asks about the ids at hand, one marker each
     world = World(top_n, spare, board_shards, batch_size, depth)
+    with past_the_listing_limit(per_id):
+        takedowns_keep_every_board_exact(world, steps, top_n, spare)
+
+
+def takedowns_keep_every_board_exact(world: World, steps, top_n: int, spare: int) -> None:
     for action, value in steps:
         item = item_of(value)
         if action == "view":
@@ -153,12 +162,12 @@ def ranked_reads_skip_the_hidden(world: World) -> None:
             board, config, period, offset="0", limit=str(depth), cursor="", now=head["generated_at"]
         )
         assert [entry.id for entry in page.entries] == [item for item in stored if item not in world.hidden]
-        for answer in lookup_ranks(board, config, period, head, sorted(world.hidden)):
+        for answer in lookup_ranks(board, config, period, head, sorted(world.hidden), catalog=world.catalog):
             assert answer.rank is None
             if answer.id in stored:
                 assert answer.source == "hidden"
                 with pytest.raises(NotRanked, match="hidden"):
-                    around(board, period, head, answer.id, k=2, depth=depth)
+                    around(board, period, head, answer.id, k=2, catalog=world.catalog)
 
 
 def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
@@ -257,26 +266,30 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
     world.design.settle(final=True)
     world.refresh()
     board, config, period = world.design.board, world.config, world.periods()[0]
-    before = lookup_ranks(board, config, period, world.heads()[period], ["i07", "i08"])
+    before = lookup_ranks(board, config, period, world.heads()[period], ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.source) for a in before] == [(8, "ranked"), (9, "ranked")]
     # When it is hidden
     done = hide(world.catalog, board, config, "i07", by="t", reason="spam", at=world.moment)
     # Then the head's ranked version records it where it stood, in the same patch, and every read skips it
     head = world.heads()[period]
     assert head["rank"]["events"] == [["hide", "i07", 8]] and period in done.patched
-    after = lookup_ranks(board, config, period, head, ["i07", "i08"])
+    after = lookup_ranks(board, config, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.source) for a in after] == [(None, "hidden"), (8, "ranked")]
     assert after[1].of == before[1].of - 1
     with pytest.raises(NotRanked, match="hidden"):
-        around(board, period, head, "i07", k=1, depth=12)
-    assert [e.id for e in around(board, period, head, "i08", k=1, depth=12).entries] == ["i06", "i08", "i09"]
+        around(board, period, head, "i07", k=1, catalog=world.catalog)
+    assert [e.id for e in around(board, period, head, "i08", k=1, catalog=world.catalog).entries] == [
+        "i06",
+        "i08",
+        "i09",
+    ]
     _, page = leaderboard_page(board, config, period, offset="5", limit="4", cursor="", now=head["generated_at"])
     assert [(e.rank, e.id) for e in page.entries] == [(6, "i05"), (7, "i06"), (8, "i08"), (9, "i09")]
     # And an unhide puts it back at its exact rank (its counts were kept)
     unhide(world.catalog, board, config, "i07", by="t", reason="appeal", at=world.moment)
     head = world.heads()[period]
     assert head["rank"]["events"] in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
-    restored = lookup_ranks(board, config, period, head, ["i07", "i08"])
+    restored = lookup_ranks(board, config, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.views) for a in restored] == [(before[0].rank, 13), (9, 12)]
 
 
@@ -299,7 +312,7 @@ def test_an_unhide_cut_short_after_its_transaction_is_finished_by_a_repeat():
     for period, head in world.heads().items():
         assert head["items"] == [["a", 5], ["b", 3]]
         assert head["rank"]["events"][-1] == ["unhide", "a"]
-        (answer,) = lookup_ranks(world.design.board, world.config, period, head, ["a"])
+        (answer,) = lookup_ranks(world.design.board, world.config, period, head, ["a"], catalog=world.catalog)
         assert answer.rank == 1
     # And a deleted item cannot be unhidden
     delete(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoCredentialsError
 
 from shardboard.domain.ports import Throttled, ThrottleScope
 
@@ -22,6 +24,18 @@ THROTTLING_CODES = frozenset({"ProvisionedThroughputExceededException", "Throttl
 KEY_RANGE_LIMIT = "KeyRangeThroughputExceeded"
 
 Item = dict[str, Any]
+# The key a local engine is signed with when nothing else is configured; any key signs there, but DynamoDB Local keeps
+# one database per key id and region, so it is the one every `shardboard` command uses (tools/.../local/engine.py).
+LOCAL_ACCESS_KEY = "local"
+
+
+class MissingCredentials(NoCredentialsError):
+    """No AWS credentials for an endpoint that needs them (AWS itself): one line naming what to set."""
+
+    fmt = (
+        "Unable to locate AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+        "for a local engine, export the AWS_ENDPOINT_URL_DYNAMODB line that `shardboard local` prints"
+    )
 
 
 def client_config(max_connections: int = 64) -> Config:
@@ -41,6 +55,30 @@ def dynamodb_client(config: Config | None = None) -> Any:
 
 def streams_client(config: Config | None = None) -> Any:
     return boto3.client("dynamodbstreams", region_name=region(), config=config or client_config())
+
+
+def signed_client(session: Any, service: str, region_name: str, config: Config) -> Any:
+    """``session.client(service)`` signed with the session's credentials or, when it has none and the client's
+    endpoint is on this machine (DynamoDB Local, moto), with the local engine's key; without credentials against
+    AWS, :class:`MissingCredentials` now rather than a traceback from the first request."""
+    if session.get_credentials() is not None:
+        return session.client(service, region_name=region_name, config=config)
+    local_key = {"aws_access_key_id": LOCAL_ACCESS_KEY, "aws_secret_access_key": LOCAL_ACCESS_KEY}
+    client = session.client(service, region_name=region_name, config=config, **local_key)
+    if not is_local(client.meta.endpoint_url):  # botocore resolved it: environment, config file or AWS's own
+        raise MissingCredentials
+    return client
+
+
+def is_local(endpoint_url: str) -> bool:
+    """Whether ``endpoint_url`` is on this machine: localhost or a loopback address."""
+    host = urlsplit(endpoint_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def region() -> str:

@@ -6,9 +6,11 @@ GSIs, items are written at admin rate and read by id (docs/briefs design section
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -21,12 +23,11 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
-    DENY_SETS,
-    HIDDEN_SETS,
     ITEM_ID,
     ITEM_META,
     ITEM_RECORD_SK,
     ITEM_STATUS,
+    MARKER_ORDER_SPACE,
     OP,
     PK,
     REASON,
@@ -34,11 +35,15 @@ from shardboard.adapters.keys import (
     SET_IDS,
     SET_SK,
     SK,
+    TAKEDOWN_PARTITIONS,
     UPDATED_AT,
     audit_sk,
     deny_set_pk,
     hidden_set_pk,
     item_record_pk,
+    marker_item_id,
+    marker_order_of,
+    marker_sk,
 )
 from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
@@ -48,8 +53,10 @@ from shardboard.domain.items import (
     ShardPage,
     created_key,
     created_shard,
+    marker_order,
     set_shard,
 )
+from shardboard.domain.taken_down import TakedownListing
 
 
 def record_key(item_id: str) -> dict[str, Any]:
@@ -77,9 +84,11 @@ def takedown_writes(
     reason: str,
     now: str,
     created: tuple[str, int] | None = None,
+    old_set: bool = False,
 ) -> list[dict[str, Any]]:
-    """The three writes of a hide (or unhide), for one TransactWriteItems: the record's status (conditioned on the
-    previous one, so a repeat writes nothing), the audit row and the hidden set.
+    """The writes of a hide (or unhide), for one TransactWriteItems: the record's status (conditioned on the
+    previous one, so a repeat writes nothing), the audit row and the id's hidden marker put (deleted); ``old_set``:
+    an unhide also takes the id out of the String Set an earlier release put it in.
 
     A hide also takes the record out of the by-created index (newest items never list it); an unhide puts it back
     from ``created`` (its created_at, read first, and the table's created shards), conditioned on that created_at,
@@ -113,19 +122,23 @@ def takedown_writes(
         "ExpressionAttributeValues": values,
     }
     audit = audit_row(item_id, "hide" if hidden else "unhide", by=by, reason=reason, now=now)
-    shard = set_shard(item_id, HIDDEN_SETS)
-    return [
+    writes = [
         {"Update": record},
         {"Put": {"TableName": table, "Item": audit}},
-        set_member(table, hidden_set_pk(shard), item_id, add=hidden),
+        marker_write(table, HIDDEN, item_id, put=hidden),
     ]
+    if old_set and not hidden:
+        writes.append(old_set_delete(table, HIDDEN, item_id))
+    return writes
 
 
-def tombstone_writes(table: str, item_id: str, *, by: str, reason: str, now: str) -> list[dict[str, Any]]:
-    """The four writes of a delete, for one TransactWriteItems: the tombstone (conditioned on not being one
-    already, so a repeat writes nothing; the metadata stays for the audit, the by-created keys go: newest items never
-    list it), the audit row, the id added to its deny set and taken out of its hidden set (a deleted id is denied,
-    no longer merely hidden)."""
+def tombstone_writes(
+    table: str, item_id: str, *, by: str, reason: str, now: str, old_set: bool = False
+) -> list[dict[str, Any]]:
+    """The writes of a delete, for one TransactWriteItems: the tombstone (conditioned on not being one already, so a
+    repeat writes nothing; the metadata stays for the audit, the by-created keys go: newest items never list it), the
+    audit row, the id's deny marker put and its hidden marker deleted (a deleted id is denied, no longer merely
+    hidden); ``old_set``: the id also leaves the hidden String Set an earlier release put it in."""
     names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cs": CREATED_SHARD, "#ck": CREATED_KEY}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":deleted": s_attr(DELETED)}
     record = {
@@ -137,12 +150,15 @@ def tombstone_writes(table: str, item_id: str, *, by: str, reason: str, now: str
         "ExpressionAttributeValues": values,
     }
     audit = audit_row(item_id, "delete", by=by, reason=reason, now=now)
-    return [
+    writes = [
         {"Update": record},
         {"Put": {"TableName": table, "Item": audit}},
-        set_member(table, deny_set_pk(set_shard(item_id, DENY_SETS)), item_id, add=True),
-        set_member(table, hidden_set_pk(set_shard(item_id, HIDDEN_SETS)), item_id, add=False),
+        marker_write(table, DELETED, item_id, put=True),
+        marker_write(table, HIDDEN, item_id, put=False),
     ]
+    if old_set:
+        writes.append(old_set_delete(table, HIDDEN, item_id))
+    return writes
 
 
 def audit_row(item_id: str, op: str, *, by: str, reason: str, now: str) -> dict[str, Any]:
@@ -157,17 +173,87 @@ def audit_row(item_id: str, op: str, *, by: str, reason: str, now: str) -> dict[
     }
 
 
-def set_member(table: str, set_pk: str, item_id: str, *, add: bool) -> dict[str, Any]:
-    """ADD the id to one String Set (creating it) or DELETE it (a String Set left empty disappears)."""
+def partition_pk(status: str, partition: int) -> str:
+    """The partition of a status's markers (and of the String Set an earlier release kept there)."""
+    return hidden_set_pk(partition) if status == HIDDEN else deny_set_pk(partition)
+
+
+def marker_key(status: str, item_id: str) -> dict[str, Any]:
+    """One id's marker of ``status``: a key and nothing else (ids spread over the partitions by a stable hash)."""
+    pk = partition_pk(status, set_shard(item_id, TAKEDOWN_PARTITIONS))
+    return {PK: s_attr(pk), SK: s_attr(marker_sk(marker_order(item_id), item_id))}
+
+
+def marker_write(table: str, status: str, item_id: str, *, put: bool) -> dict[str, Any]:
+    """Put (or delete) one id's marker: its own small item, so no number of takedowns ever fills an item."""
+    key = marker_key(status, item_id)
+    return {"Put": {"TableName": table, "Item": key}} if put else {"Delete": {"TableName": table, "Key": key}}
+
+
+def old_set_key(status: str, item_id: str) -> dict[str, Any]:
+    """The String Set an earlier release kept the id in (one per partition, sk ``set``)."""
+    return {PK: s_attr(partition_pk(status, set_shard(item_id, TAKEDOWN_PARTITIONS))), SK: s_attr(SET_SK)}
+
+
+def old_set_delete(table: str, status: str, item_id: str) -> dict[str, Any]:
+    """DELETE the id from its old String Set (a set left empty loses its attribute; DynamoDB keeps the key, which
+    lists nothing)."""
     return {
         "Update": {
             "TableName": table,
-            "Key": {PK: s_attr(set_pk), SK: s_attr(SET_SK)},
-            "UpdateExpression": f"{'ADD' if add else 'DELETE'} #ids :ids",
+            "Key": old_set_key(status, item_id),
+            "UpdateExpression": "DELETE #ids :ids",
             "ExpressionAttributeNames": {"#ids": SET_IDS},
             "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
         }
     }
+
+
+def old_set_ids(item: Mapping[str, Any]) -> list[str]:
+    return list(item.get(SET_IDS, {}).get("SS", []))
+
+
+def listed_ids(items: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The ids of a partition's items: each marker's, and every id of an earlier release's String Set."""
+    found: set[str] = set()
+    for item in items:
+        sk = item[SK]["S"]
+        found.update(old_set_ids(item) if sk == SET_SK else [marker_item_id(sk)])
+    return found
+
+
+def wire_size(item: Mapping[str, Any]) -> int:
+    """Bytes DynamoDB counts for a takedown partition's item (names and values of its S and SS attributes)."""
+    size = 0
+    for name, value in item.items():
+        texts = value["SS"] if "SS" in value else [value["S"]]
+        size += len(name.encode()) + sum(len(text.encode("utf-8", errors="surrogatepass")) for text in texts)
+    return size
+
+
+def partition_size(items: Sequence[Mapping[str, Any]], complete: bool) -> int | None:
+    """The bytes of a whole partition, from the items of its first page (read in descending key order): exact when
+    that was all of it, else scaled by the share of the hash space the page's markers cover (None: it read none)."""
+    markers = [item for item in items if item[SK]["S"] != SET_SK]
+    old_sets: int = sum(wire_size(item) for item in items if item[SK]["S"] == SET_SK)
+    read: int = sum(wire_size(item) for item in markers)
+    if complete:
+        return old_sets + read
+    if not markers:
+        return None
+    covered: int = MARKER_ORDER_SPACE - min(marker_order_of(item[SK]["S"]) for item in markers)
+    scaled: int = math.ceil(read * MARKER_ORDER_SPACE / covered)
+    return old_sets + scaled
+
+
+def listing_of(pages: Sequence[tuple[Sequence[Mapping[str, Any]], bool]]) -> TakedownListing:
+    """A listing of every partition's first page(s) and whether each was complete."""
+    sizes = [partition_size(items, complete) for items, complete in pages]
+    return TakedownListing(
+        frozenset().union(*(listed_ids(items) for items, _ in pages)),
+        complete=all(complete for _, complete in pages),
+        size=None if None in sizes else sum(size or 0 for size in sizes),
+    )
 
 
 # One UpdateItem creates or replaces: created_at and the by-created keys are set by the first put only, and only on
@@ -196,6 +282,9 @@ UNHIDE_ATTEMPTS = 2
 # BatchGetItem takes at most 100 keys; unprocessed keys (throttling) are asked again this many times, backing off.
 BATCH_GET_KEYS = 100
 BATCH_GET_ATTEMPTS = 8
+# Two takedowns of one id at once (or of ids sharing an old set) cancel each other's transaction (TransactionConflict):
+# tried again this many times, backing off, before the error goes up.
+TRANSACT_ATTEMPTS = 5
 
 # One created-shard's range, newest first (design section 6): BETWEEN is inclusive on both ends.
 NEWEST_CONDITION = "#cs = :cs AND #ck BETWEEN :low AND :high"
@@ -260,19 +349,27 @@ class ItemStore:
 
     def get_many(self, item_ids: Sequence[str]) -> dict[str, ItemRecord]:
         """BatchGetItem, 100 keys a request; unprocessed keys are asked again (backing off), never dropped."""
-        found: dict[str, ItemRecord] = {}
+        # A status-only record (hidden, never put) was never put.
+        return {item[ITEM_ID]["S"]: item_record(item) for item in self._records(item_ids) if ITEM_META in item}
+
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The records' status alone (a projection: the metadata does not travel, though it is read and priced)."""
+        found = self._records(item_ids, {"#id": ITEM_ID, "#st": ITEM_STATUS})
+        return {item[ITEM_ID]["S"]: item[ITEM_STATUS]["S"] for item in found if ITEM_STATUS in item}
+
+    def _records(self, item_ids: Sequence[str], projection: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The records of those ids (each id once, absent ones missing), only the ``projection`` attributes if given:
+        100 keys a BatchGetItem; unprocessed keys are asked again (backing off), never dropped."""
+        found: list[dict[str, Any]] = []
         unique = list(dict.fromkeys(item_ids))
         for start in range(0, len(unique), BATCH_GET_KEYS):
-            request: dict[str, Any] = {
-                self.table: {"Keys": [record_key(i) for i in unique[start : start + BATCH_GET_KEYS]]}
-            }
+            keys: dict[str, Any] = {"Keys": [record_key(i) for i in unique[start : start + BATCH_GET_KEYS]]}
+            if projection:
+                keys |= {"ProjectionExpression": ", ".join(projection), "ExpressionAttributeNames": dict(projection)}
+            request: dict[str, Any] = {self.table: keys}
             for attempt in range(BATCH_GET_ATTEMPTS):
                 response = self.client.batch_get_item(RequestItems=request)
-                found.update(
-                    (item[ITEM_ID]["S"], item_record(item))
-                    for item in response["Responses"].get(self.table, [])
-                    if ITEM_META in item  # a status-only record (hidden, never put) was never put
-                )
+                found.extend(response["Responses"].get(self.table, []))
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -311,46 +408,140 @@ class ItemStore:
             if item is None or item.get(ITEM_STATUS, {}).get("S") != HIDDEN:
                 return False
             created = (item[CREATED_AT]["S"], self.created_shards) if CREATED_AT in item else None
-            writes = takedown_writes(self.table, item_id, False, by=by, reason=reason, now=now, created=created)
+            old_set = self._in_old_set(HIDDEN, item_id)
+            writes = takedown_writes(
+                self.table, item_id, False, by=by, reason=reason, now=now, created=created, old_set=old_set
+            )
             if self._transact(writes):
                 return True
         return False
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
-        return self._transact(tombstone_writes(self.table, item_id, by=by, reason=reason, now=now))
+        old_set = self._in_old_set(HIDDEN, item_id)
+        return self._transact(tombstone_writes(self.table, item_id, by=by, reason=reason, now=now, old_set=old_set))
+
+    def _in_old_set(self, status: str, item_id: str) -> bool:
+        """Whether an earlier release's String Set holds the id (read after the record: an old writer puts both in
+        one transaction). One consistent GetItem: 1 unit once every set is migrated and gone."""
+        response = self.client.get_item(
+            TableName=self.table,
+            Key=old_set_key(status, item_id),
+            ConsistentRead=True,
+            ProjectionExpression="#ids",
+            ExpressionAttributeNames={"#ids": SET_IDS},
+        )
+        return item_id in old_set_ids(response.get("Item") or {})
 
     def _transact(self, writes: list[dict[str, Any]]) -> bool:
-        """True when written; False when the record's condition (the first write) refused, nothing written."""
-        try:
-            self.client.transact_write_items(TransactItems=writes)
-        except ClientError as error:
-            reasons = error.response.get("CancellationReasons") or []
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
-                return False
-            raise
-        return True
+        """True when written; False when the first write's condition refused, nothing written. A transaction that a
+        concurrent one on the same items cancelled (TransactionConflict) is tried again."""
+        attempt = 0
+        while True:
+            try:
+                self.client.transact_write_items(TransactItems=writes)
+                return True
+            except ClientError as error:
+                reasons = error.response.get("CancellationReasons") or []
+                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                    return False
+                attempt += 1
+                if attempt == TRANSACT_ATTEMPTS or not any(r.get("Code") == "TransactionConflict" for r in reasons):
+                    raise
+            time.sleep(min(1.0, 0.05 * 2**attempt))
+
+    def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
+        per_partition = None if limit is None else max(1, math.ceil(limit / TAKEDOWN_PARTITIONS))
+        partitions = [partition_pk(status, partition) for partition in range(TAKEDOWN_PARTITIONS)]
+        with ThreadPoolExecutor(max_workers=TAKEDOWN_PARTITIONS) as pool:
+            pages = list(pool.map(lambda pk: self._list_partition(pk, per_partition, consistent), partitions))
+        return listing_of(pages)
+
+    def _list_partition(self, pk: str, limit: int | None, consistent: bool) -> tuple[list[dict[str, Any]], bool]:
+        """One partition's items, highest sort key first (an earlier release's set, if any, then the markers in
+        hash order): every page, or the first ``limit`` items and whether that was all."""
+        items: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        while True:
+            response = self.client.query(
+                TableName=self.table,
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": PK},
+                ExpressionAttributeValues={":pk": s_attr(pk)},
+                ScanIndexForward=False,
+                ConsistentRead=consistent,
+                **({"Limit": limit} if limit else {}),
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            items += response.get("Items", [])
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return items, True
+            if limit is not None:
+                return items, False
+
+    def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
+        """BatchGetItem of the ids' markers, 100 keys a request; unprocessed keys are asked again, never dropped."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(item_ids))
+        for start in range(0, len(unique), BATCH_GET_KEYS):
+            keys = [marker_key(status, item_id) for item_id in unique[start : start + BATCH_GET_KEYS]]
+            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": consistent}}
+            for attempt in range(BATCH_GET_ATTEMPTS):
+                response = self.client.batch_get_item(RequestItems=request)
+                found.update(marker_item_id(item[SK]["S"]) for item in response["Responses"].get(self.table, []))
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(1.0, 0.05 * 2**attempt))
+            else:
+                raise RuntimeError(f"BatchGetItem left keys unprocessed after {BATCH_GET_ATTEMPTS} attempts")
+        return frozenset(found)
 
     def hidden(self) -> frozenset[str]:
-        return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
+        return self.list_taken_down(HIDDEN).ids
 
     def denied(self, consistent: bool = False) -> frozenset[str]:
-        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)], consistent)
+        return self.list_taken_down(DELETED, consistent=consistent).ids
 
-    def _set_union(self, set_pks: Sequence[str], consistent: bool = False) -> frozenset[str]:
-        """Every id of those String Sets, one BatchGetItem (eventually consistent unless ``consistent``)."""
-        keys = [{PK: s_attr(set_pk), SK: s_attr(SET_SK)} for set_pk in set_pks]
-        found: set[str] = set()
-        request: dict[str, Any] = {
-            self.table: {
-                "Keys": keys,
-                "ProjectionExpression": "#ids",
-                "ExpressionAttributeNames": {"#ids": SET_IDS},
-                "ConsistentRead": consistent,
+    def migrate_takedown_sets(self) -> int:
+        """Each id of an old set: its marker put and the id taken out of the set, in one transaction conditioned on
+        the record still having that status; an id whose status changed (an unhide, a delete raced by an old writer)
+        only leaves the set. Safe while traffic flows and to run twice."""
+        moved = 0
+        for status in (HIDDEN, DELETED):
+            for partition in range(TAKEDOWN_PARTITIONS):
+                key = {PK: s_attr(partition_pk(status, partition)), SK: s_attr(SET_SK)}
+                item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item") or {}
+                for item_id in old_set_ids(item):
+                    moved += self._move_to_marker(status, item_id)
+                self._drop_empty_set(key)
+        return moved
+
+    def _move_to_marker(self, status: str, item_id: str) -> int:
+        check = {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": record_key(item_id),
+                "ConditionExpression": "#st = :st",
+                "ExpressionAttributeNames": {"#st": ITEM_STATUS},
+                "ExpressionAttributeValues": {":st": s_attr(status)},
             }
         }
-        while request:
-            response = self.client.batch_get_item(RequestItems=request)
-            for item in response["Responses"].get(self.table, []):
-                found.update(item.get(SET_IDS, {}).get("SS", []))
-            request = response.get("UnprocessedKeys") or {}
-        return frozenset(found)
+        leave = old_set_delete(self.table, status, item_id)
+        if self._transact([check, marker_write(self.table, status, item_id, put=True), leave]):
+            return 1
+        self._transact([leave])
+        return 0
+
+    def _drop_empty_set(self, key: dict[str, Any]) -> None:
+        """Delete an old set's item once it holds no id (an old writer adding one meanwhile keeps it)."""
+        try:
+            self.client.delete_item(
+                TableName=self.table,
+                Key=key,
+                ConditionExpression="attribute_not_exists(#ids)",
+                ExpressionAttributeNames={"#ids": SET_IDS},
+            )
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                raise

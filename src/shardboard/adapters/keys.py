@@ -78,6 +78,29 @@ def allowance_pk(window: int, kind: str, client: str) -> str:
     return f"{RATE_PREFIX}{window}#{kind}#{client}"
 
 
+# Idempotency keys (docs/honest-counts.md, "Retried writes"): one marker per key beside the counters, outside
+# ``view#`` like the dedupe markers, holding the request's fingerprint and its answer, expiring by the same TTL.
+IDEMPOTENCY_PREFIX = "idem#"
+FINGERPRINT = "fp"
+ANSWER = "ans"
+
+
+def idempotency_pk(key: str) -> str:
+    """The marker of one Idempotency-Key (the key last: whatever it holds, it cannot spell another item's key)."""
+    return f"{IDEMPOTENCY_PREFIX}{key}"
+
+
+# Retry-safe writers (the library's Recorder): an atomic counter hands out writer numbers, and each counter item a
+# writer writes keeps that writer's last sequence in an attribute of its own (never a counter: not ``views``/``b:``).
+WRITERS_PK = "writers#"
+LAST_WRITER = "last_writer"
+WRITER_PREFIX = "w:"
+
+
+def writer_attr(writer: int) -> str:
+    return f"{WRITER_PREFIX}{writer}"
+
+
 def board_counter(board: str) -> str:
     """The base counter attribute of a category board (the global board's is ``views``)."""
     return f"{BOARD_COUNTER_PREFIX}{board}"
@@ -167,7 +190,9 @@ def rank_shard_pk(board: str, kind: str, bucket: str, rv: str, shard: int) -> st
 
 
 # Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
-# audit rows under the item, and the hidden ids in HIDDEN_SETS String Sets (sharded: no item nears 400 KB).
+# audit rows under the item, and one marker item per hidden (deleted) id in the partition hidden#<h> (deny#<h>).
+# Releases before the markers kept the ids in one String Set per partition (sk ``set``), which filled up at 400 KB:
+# readers still honour such a set and `shardboard rebuild` moves its ids to markers.
 ITEM_STATUS = "st"
 REASON = "reason"
 BY = "by"
@@ -192,6 +217,43 @@ DENY_SETS = HIDDEN_SETS
 
 def deny_set_pk(shard: int) -> str:
     return f"deny#{shard}"
+
+
+# A marker's sort key: "id#" sorts before the old set's "set", so a partition read in descending key order meets the
+# old set (if any) first, however many markers follow it. Then a stable hash of the id (fixed width), so markers sort
+# in hash order: any first page of a partition is a fair sample of it, and tells how much of it is left.
+TAKEDOWN_PARTITIONS = HIDDEN_SETS
+MARKER_SK_PREFIX = "id#"
+MARKER_ORDER_DIGITS = 8  # hex digits: a 32-bit hash
+MARKER_ORDER_SPACE = 16**MARKER_ORDER_DIGITS
+
+
+def marker_sk(order: int, item_id: str) -> str:
+    return f"{MARKER_SK_PREFIX}{order:0{MARKER_ORDER_DIGITS}x}#{item_id}"
+
+
+def marker_order_of(sk: str) -> int:
+    return int(sk[len(MARKER_SK_PREFIX) : len(MARKER_SK_PREFIX) + MARKER_ORDER_DIGITS], 16)
+
+
+def marker_item_id(sk: str) -> str:
+    """The id of a marker: its sort key past the fixed-width prefix. The one key read back, because the marker holds
+    nothing else (a second copy of a 512-byte id would double what a listing reads); a fixed width is exact for any
+    id."""
+    return sk[len(MARKER_SK_PREFIX) + MARKER_ORDER_DIGITS + 1 :]
+
+
+# The board registry (domain/boards.py, the Boards policy): in the shards table beside the shard metadata, one item
+# per category board and one count of them; no item_id, so ShardMetadataStore.scan never takes one for an item.
+BOARD_REGISTRY_PREFIX = "board#"
+BOARDS_COUNT_PK = "boards"
+REGISTERED = "registered"  # the count item's number of boards
+REGISTERED_AT = "registered_at"
+BOARD_ORIGIN = "origin"  # "view": created by a writer within the cap; "existing": held views before the registry
+
+
+def board_registry_pk(board: str) -> str:
+    return f"{BOARD_REGISTRY_PREFIX}{board}"
 
 
 # The settings a stack publishes for its clients (adapters/stack_config.py): one item in the board table, outside

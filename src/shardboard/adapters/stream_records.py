@@ -10,12 +10,14 @@ from shardboard.adapters.dynamodb import Item
 from shardboard.adapters.keys import (
     BOARD_COUNTER_PREFIX,
     BUCKET,
+    IDEMPOTENCY_PREFIX,
     ITEM_ID,
     PK,
     RATE_PREFIX,
     SEEN_PREFIX,
     SHARD,
     VIEWS,
+    WRITERS_PK,
     view_pk,
 )
 from shardboard.domain.batch import ViewRecord
@@ -34,6 +36,8 @@ class UnexpectedRecord(ValueError):
 _BESIDE_COUNTERS = {
     SEEN_PREFIX: ("dedupe_marker", "a viewer's dedupe marker, not a counter (the stream filter drops it)"),
     RATE_PREFIX: ("rate_allowance", "a client's rate-limit allowance, not a counter (the stream filter drops it)"),
+    IDEMPOTENCY_PREFIX: ("idempotency_key", "an Idempotency-Key's marker, not a counter (the stream filter drops it)"),
+    WRITERS_PK: ("writer_registry", "the retry-safe writers' registry, not a counter (the stream filter drops it)"),
 }
 
 

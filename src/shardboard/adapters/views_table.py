@@ -22,24 +22,38 @@ from shardboard.adapters.dynamodb import (
     throttling_as_domain,
 )
 from shardboard.adapters.keys import (
+    ANSWER,
     BOARD_COUNTER_PREFIX,
     BUCKET,
     EXPIRES_AT,
+    FINGERPRINT,
     IMPORT_ID,
     ITEM_ID,
+    LAST_WRITER,
     PK,
     RATE_USED,
     SEEN_TOKEN,
     SHARD,
     VIEWS,
+    WRITERS_PK,
     allowance_pk,
     board_counter,
+    idempotency_pk,
     seen_pk,
     view_pk,
+    writer_attr,
 )
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
 from shardboard.domain.dynamic_sharding import retry_delay
+from shardboard.domain.idempotency import (
+    Answer,
+    IdempotencyKeyReused,
+    KeyedOutcome,
+    KeyedRequest,
+    OnceOutcome,
+    OnceWrite,
+)
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.rate_limit import Allowance
@@ -108,27 +122,60 @@ class ViewStore:
 
         A write still throttled after botocore's retries raises ``Throttled`` (it wrote nothing).
         """
-        bucket = self.bucket(bucket)
-        names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
-        adds = ["#views :count"]
-        for position, board in enumerate(boards):
-            names[f"#b{position}"] = board_counter(board)
-            adds.append(f"#b{position} :count")
         with throttling_as_domain():
             response = self.client.update_item(
-                TableName=self.table,
-                Key={PK: s_attr(view_pk(item_id, shard, bucket))},
-                UpdateExpression=f"ADD {', '.join(adds)} SET #item = :item, #shard = :shard, #bucket = :bucket",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={
-                    ":count": n_attr(count),
-                    ":item": s_attr(item_id),
-                    ":shard": n_attr(shard),
-                    ":bucket": s_attr(bucket),
-                },
+                **_counter_update(self.table, item_id, shard, self.bucket(bucket), boards=boards, count=count),
                 ReturnConsumedCapacity="TOTAL",
             )
         return float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 1.0))
+
+    def claim_writer(self) -> int:
+        """A writer number no other writer ever got: ONE ``ADD`` on the registry item, its new value returned. A
+        lost response only skips a number (a retry adds again), so two writers never hold the same one."""
+        with throttling_as_domain():
+            response = self.client.update_item(
+                TableName=self.table,
+                Key={PK: s_attr(WRITERS_PK)},
+                UpdateExpression="ADD #last :one",
+                ExpressionAttributeNames={"#last": LAST_WRITER},
+                ExpressionAttributeValues={":one": n_attr(1)},
+                ReturnValues="UPDATED_NEW",
+            )
+        return int_of(response["Attributes"][LAST_WRITER])
+
+    def add_view_once(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        once: OnceWrite,
+        *,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> OnceOutcome:
+        """``add_view`` as a retry-safe write: the same ONE UpdateItem also sets the writer's attribute ``w:<writer>``
+        to ``once.sequence``, on condition that it is absent or lower. A refusal means this very write was applied
+        by an earlier attempt (docs/honest-counts.md, "Retried writes": the writer never has two writes outstanding
+        on one counter item), so it is an outcome, not an error; botocore's own resend of a write that landed ends
+        here too. Raises Throttled (this attempt wrote nothing)."""
+        update = _counter_update(self.table, item_id, shard, self.bucket(bucket), boards=boards, count=count)
+        update["UpdateExpression"] += ", #w = :seq"
+        update["ExpressionAttributeNames"]["#w"] = writer_attr(once.writer)
+        update["ExpressionAttributeValues"][":seq"] = n_attr(once.sequence)
+        try:
+            response = self.client.update_item(
+                **update,
+                ConditionExpression="attribute_not_exists(#w) OR #w < :seq",
+                ReturnConsumedCapacity="TOTAL",
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return OnceOutcome(applied_now=False, units=_units(error.response, 1.0))
+            scope = throttle_scope(error)
+            if scope is None:
+                raise
+            raise Throttled(scope) from error
+        return OnceOutcome(applied_now=True, units=_units(response, 1.0))
 
     def add_seen_view(
         self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
@@ -140,36 +187,9 @@ class ViewStore:
         nothing. A marker holding ``seen.token`` was put by an earlier attempt of this same view (a lost response
         retried): the view counted then, and counts as counted now. Raises Throttled (nothing written)."""
         bucket = self.bucket(bucket)
-        names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
-        adds = ["#views :count"]
-        for position, board in enumerate(boards):
-            names[f"#b{position}"] = board_counter(board)
-            adds.append(f"#b{position} :count")
-        marker = {PK: s_attr(seen_pk(seen.window, seen.viewer, item_id))}
         transact = [
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": {**marker, EXPIRES_AT: n_attr(seen.expires_at), SEEN_TOKEN: s_attr(seen.token)},
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": PK},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": {PK: s_attr(view_pk(item_id, shard, bucket))},
-                    "UpdateExpression": f"ADD {', '.join(adds)} SET #item = :item, #shard = :shard, #bucket = :bucket",
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": {
-                        ":count": n_attr(1),
-                        ":item": s_attr(item_id),
-                        ":shard": n_attr(shard),
-                        ":bucket": s_attr(bucket),
-                    },
-                }
-            },
+            _seen_put(self.table, item_id, seen),
+            {"Update": _counter_update(self.table, item_id, shard, bucket, boards=boards, count=1)},
         ]
         for attempt in range(MAX_CONFLICT_ATTEMPTS):
             if attempt:
@@ -180,30 +200,113 @@ class ViewStore:
                 # covers every other retry, on any engine, for the whole window.
                 response = self.client.transact_write_items(TransactItems=transact, ReturnConsumedCapacity="TOTAL")
             except ClientError as error:
-                code = error_code(error)
-                if code == "TransactionInProgressException":
+                codes, reasons = _cancellation(error)
+                if codes is None:
                     continue  # our own earlier attempt is still running: ask again, the marker will tell
-                if code != "TransactionCanceledException":
-                    scope = throttle_scope(error)
-                    if scope is None:
-                        raise
-                    raise Throttled(scope) from error
-                reasons = error.response.get("CancellationReasons") or []
-                codes = [str(reason.get("Code") or "None") for reason in reasons]
                 if codes and codes[0] == "ConditionalCheckFailed":
-                    old: Item | None = reasons[0].get("Item")  # type: ignore[assignment]
-                    if old is None:  # an engine that does not return it: read it
-                        old = self.client.get_item(TableName=self.table, Key=marker, ConsistentRead=True).get("Item")
-                    ours = (old or {}).get(SEEN_TOKEN, {}).get("S") == seen.token
-                    return SeenOutcome(counted=ours, units=_units(error.response, 2.0))
-                if any(c in TRANSACTION_THROTTLES for c in codes):
-                    throttled_counter = len(codes) > 1 and codes[1] in TRANSACTION_THROTTLES
-                    raise Throttled(ThrottleScope.PARTITION if throttled_counter else ThrottleScope.TABLE) from error
-                if any(c == "TransactionConflict" for c in codes):
-                    continue
-                raise
+                    return SeenOutcome(counted=self._ours(reasons[0], item_id, seen), units=_units(error.response, 2.0))
+                _raise_unless_conflict(error, codes, counter_position=1)
+                continue
             return SeenOutcome(counted=True, units=_units(response, 4.0))
         raise Throttled(ThrottleScope.TABLE)  # conflicts every time: nothing was written, the caller may retry
+
+    def add_keyed_view(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        keyed: KeyedRequest,
+        *,
+        seen: Seen | None = None,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> KeyedOutcome:
+        """``count`` views of a request that carries an Idempotency-Key: ONE TransactWriteItems puts the key's marker
+        ``idem#<key>`` (its fingerprint, the answer "counted", TTL one retention after now) on condition that no
+        marker holds the key (``attribute_not_exists(pk) OR expires_at < :now``), with ``seen`` the viewer's marker
+        as ``add_seen_view`` does, and adds the views to the counters. All or nothing: however many attempts of one
+        key land at once or late, one transaction creates the marker and the others are refused and read it, so the
+        key counts once. A held key with the same fingerprint is a replay (answered as the first request was);
+        with another, ``IdempotencyKeyReused``. A viewer seen already is a duplicate, and the key then remembers
+        that answer (one conditional PutItem). Raises Throttled (nothing written)."""
+        bucket = self.bucket(bucket)
+        transact = [self._key_put(keyed, Answer.COUNTED)]
+        if seen is not None:
+            transact.append(_seen_put(self.table, item_id, seen))
+        transact.append({"Update": _counter_update(self.table, item_id, shard, bucket, boards=boards, count=count)})
+        for attempt in range(MAX_CONFLICT_ATTEMPTS):
+            if attempt:
+                self.sleep(retry_delay(attempt - 1, self.rng))
+            try:
+                response = self.client.transact_write_items(TransactItems=transact, ReturnConsumedCapacity="TOTAL")
+            except ClientError as error:
+                codes, reasons = _cancellation(error)
+                if codes is None:
+                    continue  # our own earlier attempt is still running: ask again, the marker will tell
+                refused = _units(error.response, 2.0)
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    held = self._held_key(reasons[0], keyed)
+                    if held is None:
+                        continue  # the marker expired and went between the refusal and the read: try again
+                    return _replay(held, keyed, refused)
+                if seen is not None and len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                    if self._ours(reasons[1], item_id, seen):  # an earlier attempt of this request counted
+                        return KeyedOutcome(Answer.COUNTED, replayed=False, units=refused)
+                    return self._remember(keyed, Answer.DUPLICATE, refused)
+                _raise_unless_conflict(error, codes, counter_position=len(transact) - 1)
+                continue
+            return KeyedOutcome(Answer.COUNTED, replayed=False, units=_units(response, 2.0 * len(transact)))
+        raise Throttled(ThrottleScope.TABLE)  # conflicts every time: nothing was written, the caller may retry
+
+    def _key_put(self, keyed: KeyedRequest, answer: Answer) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": {
+                    PK: s_attr(idempotency_pk(keyed.key)),
+                    EXPIRES_AT: n_attr(keyed.expires_at),
+                    FINGERPRINT: s_attr(keyed.fingerprint),
+                    ANSWER: s_attr(answer.value),
+                },
+                "ConditionExpression": "attribute_not_exists(#pk) OR #expires < :now",
+                "ExpressionAttributeNames": {"#pk": PK, "#expires": EXPIRES_AT},
+                "ExpressionAttributeValues": {":now": n_attr(keyed.now)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _remember(self, keyed: KeyedRequest, answer: Answer, units: float) -> KeyedOutcome:
+        """Keep ``answer`` under the key of a request that wrote nothing (a duplicate), so a retry gets it too."""
+        try:
+            response = self.client.put_item(**self._key_put(keyed, answer)["Put"], ReturnConsumedCapacity="TOTAL")
+        except ClientError as error:
+            if error_code(error) != CONDITION_FAILED:
+                scope = throttle_scope(error)
+                if scope is None:
+                    raise
+                raise Throttled(scope) from error
+            # Another attempt of the key got there first (or this one landed and botocore resent it): its answer.
+            held = self._held_key({"Item": error.response.get("Item")}, keyed)
+            if held is None:
+                raise Throttled(ThrottleScope.TABLE) from error  # expired meanwhile: nothing of ours written, retry
+            return _replay(held, keyed, units + _units(error.response, 1.0))
+        return KeyedOutcome(answer, replayed=False, units=units + _units(response, 1.0))
+
+    def _held_key(self, reason: Mapping[str, Any], keyed: KeyedRequest) -> Item | None:
+        """The marker that refused a keyed write (returned with the refusal, or read when an engine does not)."""
+        held: Item | None = reason.get("Item")
+        if held is None:
+            key = {PK: s_attr(idempotency_pk(keyed.key))}
+            held = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+        return held
+
+    def _ours(self, reason: Mapping[str, Any], item_id: str, seen: Seen) -> bool:
+        """Whether the viewer's marker that refused a write holds this view's token (an earlier attempt landed)."""
+        old: Item | None = reason.get("Item")
+        if old is None:  # an engine that does not return it: read it
+            marker = {PK: s_attr(seen_pk(seen.window, seen.viewer, item_id))}
+            old = self.client.get_item(TableName=self.table, Key=marker, ConsistentRead=True).get("Item")
+        return bool((old or {}).get(SEEN_TOKEN, {}).get("S") == seen.token)
 
     def take_allowance(self, allowance: Allowance) -> bool:
         """Add ``allowance.views`` to the client's counter for its window unless that would pass its limit: ONE
@@ -352,6 +455,80 @@ class ViewStore:
             if board == GLOBAL_BOARD:
                 totals[name] = totals.get(name, 0) + views
         return totals
+
+
+def _counter_update(
+    table: str, item_id: str, shard: int, bucket: str, *, boards: Sequence[str], count: int
+) -> dict[str, Any]:
+    """The counter write of a view (UpdateItem parameters, or a transaction's Update): ``ADD`` ``count`` to
+    ``views`` and to each named board's counter on one write shard's item of the anchor bucket."""
+    names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
+    adds = ["#views :count"]
+    for position, board in enumerate(boards):
+        names[f"#b{position}"] = board_counter(board)
+        adds.append(f"#b{position} :count")
+    return {
+        "TableName": table,
+        "Key": {PK: s_attr(view_pk(item_id, shard, bucket))},
+        "UpdateExpression": f"ADD {', '.join(adds)} SET #item = :item, #shard = :shard, #bucket = :bucket",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {
+            ":count": n_attr(count),
+            ":item": s_attr(item_id),
+            ":shard": n_attr(shard),
+            ":bucket": s_attr(bucket),
+        },
+    }
+
+
+def _seen_put(table: str, item_id: str, seen: Seen) -> dict[str, Any]:
+    """A transaction's Put of a viewer's dedupe marker, refused when the marker exists (returned with the refusal)."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {
+                PK: s_attr(seen_pk(seen.window, seen.viewer, item_id)),
+                EXPIRES_AT: n_attr(seen.expires_at),
+                SEEN_TOKEN: s_attr(seen.token),
+            },
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": PK},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def _cancellation(error: ClientError) -> tuple[list[str] | None, list[Mapping[str, Any]]]:
+    """A failed transaction's per-item reasons; None for TransactionInProgress (ask again). Any error other than a
+    cancellation raises: Throttled when it is a throttle, itself otherwise."""
+    code = error_code(error)
+    if code == "TransactionInProgressException":
+        return None, []
+    if code != "TransactionCanceledException":
+        scope = throttle_scope(error)
+        if scope is None:
+            raise error
+        raise Throttled(scope) from error
+    reasons: list[Mapping[str, Any]] = list(error.response.get("CancellationReasons") or [])
+    return [str(reason.get("Code") or "None") for reason in reasons], reasons
+
+
+def _raise_unless_conflict(error: ClientError, codes: Sequence[str], counter_position: int) -> None:
+    """A cancelled transaction that is neither refused by a marker nor in conflict: Throttled (which limit: the
+    counter's partition, or the table) or the error itself. Returns for a conflict, which is tried again."""
+    if any(c in TRANSACTION_THROTTLES for c in codes):
+        throttled_counter = len(codes) > counter_position and codes[counter_position] in TRANSACTION_THROTTLES
+        raise Throttled(ThrottleScope.PARTITION if throttled_counter else ThrottleScope.TABLE) from error
+    if any(c == "TransactionConflict" for c in codes):
+        return
+    raise error
+
+
+def _replay(held: Item, keyed: KeyedRequest, units: float) -> KeyedOutcome:
+    """The answer a held key gives a request: the first request's, when it asked the same thing."""
+    if held.get(FINGERPRINT, {}).get("S") != keyed.fingerprint:
+        raise IdempotencyKeyReused(keyed.key)
+    return KeyedOutcome(Answer(held.get(ANSWER, {}).get("S", Answer.COUNTED.value)), replayed=True, units=units)
 
 
 def _units(response: Mapping[str, Any], default: float) -> float:

@@ -14,7 +14,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,7 +33,7 @@ ADMIT_CACHE_SIZE = 10_000
 DEFAULT_CREATED_SHARDS = 8
 # A hidden item (issue 13 takedowns): it leaves every board and period but keeps counting, so unhide restores it.
 HIDDEN = "hidden"
-DELETED = "deleted"  # a tombstone: the id is in the deny sets and its counts are removed
+DELETED = "deleted"  # a tombstone: the id has a deny marker and its counts are removed
 MAX_REASON_CHARS = 500
 
 
@@ -105,19 +105,21 @@ class ItemAdmission:
 
 
 class DenyCheck:
-    """Admits every id not deleted: the deny sets (``denied()``), read at most once per ``ttl`` seconds per
-    container, so a delete refuses new views within ``ttl`` seconds (the aggregator drops any that slip through)."""
+    """Admits every id not deleted: a view of the deleted ids (``read``: ``taken_down.TakenDown.read`` of DELETED),
+    read afresh at most once per ``ttl`` seconds per container, so a delete refuses new views within ``ttl`` seconds
+    (the aggregator drops any that slip through). While few ids are deleted the view lists them all; past that it
+    asks about each id once per ``ttl`` (one read of its marker)."""
 
     def __init__(
         self,
-        denied: Callable[[], frozenset[str]],
+        read: Callable[[], Container[str]],
         ttl: float = ADMIT_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._denied = denied
+        self._read = read
         self._ttl = ttl
         self._clock = clock
-        self._ids: frozenset[str] = frozenset()
+        self._denied: Container[str] = frozenset()
         self._until = -math.inf
         self._lock = threading.Lock()
 
@@ -125,12 +127,13 @@ class DenyCheck:
         with self._lock:
             now = self._clock()
             if now >= self._until:
-                self._ids, self._until = self._denied(), now + self._ttl
-            return item_id not in self._ids
+                self._denied, self._until = self._read(), now + self._ttl
+            denied = self._denied
+        return item_id not in denied  # outside the lock: a lookup of one id never holds up the container's others
 
 
 def admit_all(*checks: Callable[[str], bool]) -> Callable[[str], bool]:
-    """An id is admitted when every check admits it (the deny sets first: one cached read, no per-id request)."""
+    """An id is admitted when every check admits it (the deny check first: a cached read)."""
     return lambda item_id: all(check(item_id) for check in checks)
 
 
@@ -181,9 +184,15 @@ def created_shard(item_id: str, shards: int = DEFAULT_CREATED_SHARDS) -> str:
 
 
 def set_shard(item_id: str, shards: int) -> int:
-    """Which of the hidden sets holds an id: a stable hash, so the sets fill evenly."""
+    """Which partition holds an id's takedown markers: a stable hash, so the partitions fill evenly."""
     digest = hashlib.blake2b(item_id.encode("utf-8", errors="surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % shards
+
+
+def marker_order(item_id: str) -> int:
+    """Where an id's takedown marker sorts in its partition: a stable 32-bit hash, so markers lie evenly in order."""
+    digest = hashlib.blake2b(item_id.encode("utf-8", errors="surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big")
 
 
 def reason(value: str | None) -> str:

@@ -143,7 +143,7 @@ def _well_formed(key: str) -> bool:
     character would fail at DynamoDB, not here)."""
     created_at, sep, item_id = key.partition("#")
     try:
-        validation.item_id(item_id)
+        validation.lookup_item_id(item_id)
         return bool(sep) and _iso_ms(parse_time(created_at)) == created_at
     except (BadInput, PeriodError, ValueError, OverflowError):
         return False

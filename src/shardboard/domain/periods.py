@@ -3,6 +3,10 @@
 A period is a kind and a bucket: ``("day", "2026-11-23")``, ``("week", "2026-W48")``, ``("month", "2026-11")``,
 ``("hour", "2026-11-23T14")`` and ``("all", "all")``. Bucket ids sort in time order within a kind, so comparing two
 ids of one kind compares the periods. A week is the ISO week (Monday to Monday, week 53 in long years).
+
+Times run from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z, what ``datetime`` holds in UTC: ``parse_time``
+refuses a time whose offset moves it outside, and every function here either answers for every time in the range
+or raises PeriodError (the last periods of 9999 have no end ``datetime`` can hold).
 """
 
 from __future__ import annotations
@@ -18,10 +22,16 @@ HOUR, DAY, WEEK, MONTH = "hour", "day", "week", "month"
 # Finest first: the finest configured kind is the one base counters are keyed by (see ``anchor_kind``).
 KINDS = (HOUR, DAY, WEEK, MONTH)
 DEFAULT_PERIODS = (DAY, WEEK, MONTH)
+# The first instant there is (datetime.min in UTC): the first period of every kind starts here.
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
 
 
 class PeriodError(ValueError):
     """A period kind, bucket or time that is not one we accept."""
+
+
+class OutOfRange(PeriodError):
+    """A time whose UTC offset moves it before 0001-01-01 or after 9999-12-31 (``datetime``'s range)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -65,9 +75,21 @@ def anchor_kind(periods: Iterable[str]) -> str:
     return next((kind for kind in KINDS if kind in configured), ALL)
 
 
+def utc(moment: datetime) -> datetime:
+    """``moment`` in UTC (naive means UTC already), or PeriodError when its offset moves it outside the years
+    1-9999."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise OutOfRange(f"{moment.isoformat()} is outside 0001-01-01..9999-12-31 in UTC") from None
+
+
 def start_of(kind: str, moment: datetime) -> datetime:
-    """The start of the ``kind`` period that ``moment`` falls in (UTC)."""
-    moment = moment.astimezone(UTC)
+    """The start of the ``kind`` period that ``moment`` falls in (UTC). Every period starts within the range:
+    0001-01-01 is a Monday, the first day of an ISO week."""
+    moment = utc(moment)
     if kind == HOUR:
         return moment.replace(minute=0, second=0, microsecond=0)
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -81,15 +103,19 @@ def start_of(kind: str, moment: datetime) -> datetime:
 
 
 def end_of(kind: str, start: datetime) -> datetime:
-    """The end (exclusive) of the ``kind`` period starting at ``start``."""
-    if kind == HOUR:
-        return start + timedelta(hours=1)
-    if kind == DAY:
-        return start + timedelta(days=1)
-    if kind == WEEK:
-        return start + timedelta(days=7)
-    if kind == MONTH:
-        return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+    """The end (exclusive) of the ``kind`` period starting at ``start``; PeriodError for a last period of 9999,
+    whose end is past what ``datetime`` holds."""
+    try:
+        if kind == HOUR:
+            return start + timedelta(hours=1)
+        if kind == DAY:
+            return start + timedelta(days=1)
+        if kind == WEEK:
+            return start + timedelta(days=7)
+        if kind == MONTH:
+            return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+    except OverflowError:
+        raise PeriodError(f"the {kind} starting {iso(start)} ends after 9999-12-31") from None
     raise PeriodError(f"{kind!r} has no end")
 
 
@@ -98,17 +124,19 @@ def bucket_of(kind: str, moment: datetime) -> str:
     if kind == ALL:
         return ALL
     start = start_of(kind, moment)
+    # Formatted by hand: strftime's %Y writes year 1 as "1" on Linux, which neither parses back nor sorts.
     if kind == HOUR:
-        return start.strftime("%Y-%m-%dT%H")
+        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}T{start.hour:02d}"
     if kind == DAY:
-        return start.strftime("%Y-%m-%d")
+        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}"
     if kind == WEEK:
         year, week, _ = start.isocalendar()
         return f"{year:04d}-W{week:02d}"
-    return start.strftime("%Y-%m")
+    return f"{start.year:04d}-{start.month:02d}"
 
 
 def period_of(kind: str, moment: datetime) -> Period:
+    """The ``kind`` period ``moment`` falls in, with its bounds (PeriodError for a last period of 9999)."""
     if kind == ALL:
         return Period(ALL, ALL)
     start = start_of(kind, moment)
@@ -163,7 +191,7 @@ def parse_time(text: str) -> datetime:
         moment = datetime.fromisoformat(text.strip())
     except ValueError as error:
         raise PeriodError(f"{text!r} is not an ISO-8601 date or date-time") from error
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc(moment)
 
 
 def from_epoch(seconds: float) -> datetime:
@@ -175,12 +203,17 @@ def expires_at(kind: str, bucket: str, retention: int) -> int | None:
     of its kind after its end. All time never expires."""
     if kind == ALL:
         return None
-    end = end_of(kind, bucket_start(kind, bucket))
-    if kind == MONTH:
-        months = end.month - 1 + retention
-        end = end.replace(year=end.year + months // 12, month=months % 12 + 1)
-    else:
-        end += {HOUR: timedelta(hours=1), DAY: timedelta(days=1), WEEK: timedelta(days=7)}[kind] * retention
+    start = bucket_start(kind, bucket)
+    try:
+        end = end_of(kind, start)
+        if kind == MONTH:
+            months = end.month - 1 + retention
+            end = end.replace(year=end.year + months // 12, month=months % 12 + 1)
+        else:
+            end += {HOUR: timedelta(hours=1), DAY: timedelta(days=1), WEEK: timedelta(days=7)}[kind] * retention
+    except (PeriodError, OverflowError, ValueError):
+        # Past 9999-12-31 is never: no TTL, rather than a period whose counts cannot be written.
+        return None
     return int(end.timestamp())
 
 
@@ -191,5 +224,7 @@ def retained_buckets(kind: str, moment: datetime, retention: int) -> list[str]:
     start = start_of(kind, moment)
     for _ in range(retention + 1):
         found.append(bucket_of(kind, start))
+        if start == EARLIEST:  # the first period of year 1 has none before it
+            break
         start = start_of(kind, start - timedelta(microseconds=1))
     return found

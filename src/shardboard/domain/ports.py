@@ -13,9 +13,11 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from shardboard.domain.batch import ShardMove
+from shardboard.domain.boards import GLOBAL_BOARD
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord, ShardPage
+    from shardboard.domain.taken_down import TakedownListing
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
@@ -318,6 +320,10 @@ class Board(Protocol):
         """The snapshot, or None before the first one."""
         ...
 
+    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
+        """An item's views on a board all time (eventually consistent), or None when it has none."""
+        ...
+
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
         """Write the snapshot if the stored one is still ``previous_version`` (None: there is none yet)."""
         ...
@@ -397,26 +403,84 @@ class ItemCatalog(Protocol):
         """The records of those ids that were put (eventually consistent, BatchGetItem): absent ids are missing."""
         ...
 
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The takedown status (HIDDEN or DELETED) of those ids that have one, put or not (an item hidden without a
+        put has a status-only record that ``get`` does not return): one eventually consistent BatchGetItem of their
+        records per 100 ids; visible and unknown ids are missing."""
+        ...
+
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:
         """Up to ``limit`` records of one by-created shard with ``low <= created key <= high``, newest first
         (eventually consistent, as every GSI read); ``more`` when the shard may hold older ones in the range."""
         ...
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
-        """Hide (or unhide) the item: its status, an audit row and the hidden set, in one transaction. False, with
-        nothing written, when it is hidden (visible) already."""
-        ...
-
-    def hidden(self) -> frozenset[str]:
-        """Every hidden id (the hidden sets, one batch read)."""
+        """Hide (or unhide) the item: its status, an audit row and its hidden marker (put or deleted), in one
+        transaction. False, with nothing written, when it is hidden (visible) already."""
         ...
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
-        """Delete the item: a tombstone status (its metadata kept for the audit), an audit row, the id in the deny
-        sets and out of the hidden sets, in one transaction. False, with nothing written, when it is deleted already
-        (a repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
+        """Delete the item: a tombstone status (its metadata kept for the audit), an audit row, its deny marker put and
+        its hidden marker deleted, in one transaction. False, with nothing written, when it is deleted already (a
+        repeated delete still sweeps the item's counts: that is what makes a delete resumable)."""
+        ...
+
+    def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
+        """The ids whose takedown status is ``status`` (``HIDDEN`` or ``DELETED``): one Query per partition (in
+        parallel), every page when ``limit`` is None, else at most about ``limit`` markers in all (``complete`` False
+        when a partition holds more). Ids in the String Sets of earlier releases are listed too."""
+        ...
+
+    def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
+        """Those of ``item_ids`` whose status is ``status``, by their markers (one BatchGetItem per 100 ids). Ids
+        only an earlier release's String Set holds are not seen: ``list_taken_down`` lists those."""
+        ...
+
+    def hidden(self) -> frozenset[str]:
+        """Every hidden id (every page of every partition: the tools' reads, not the functions')."""
         ...
 
     def denied(self, consistent: bool = False) -> frozenset[str]:
-        """Every deleted id (the deny sets, one batch read; ``consistent``: strongly consistent)."""
+        """Every deleted id (as ``hidden``; ``consistent``: strongly consistent)."""
+        ...
+
+    def migrate_takedown_sets(self) -> int:
+        """Move the ids of an earlier release's String Sets to markers, each in a transaction conditioned on the
+        record's status (an id whose status changed meanwhile only leaves its set); returns how many moved."""
+        ...
+
+
+class RetrySafeViewCounters(SeenViewCounters, Protocol):
+    """The base table's writes that a retry after a lost response cannot count twice (docs/honest-counts.md,
+    "Retried writes"): keyed requests (``POST /views`` with an Idempotency-Key) and a writer's numbered writes."""
+
+    def add_keyed_view(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        keyed: Any,
+        *,
+        seen: Any = None,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> Any:
+        """Add ``count`` views (as ``add_view``) and the marker of ``keyed`` (a ``domain.idempotency.KeyedRequest``)
+        in one transaction unless the key is held: then nothing is written and the answer is the first request's
+        (``replayed``), or ``IdempotencyKeyReused`` is raised when the key was used by another request. With
+        ``seen`` (a ``domain.dedupe.Seen``) the viewer's marker joins the transaction and a viewer seen already is
+        answered ``DUPLICATE`` (the key remembers that answer too). Returns a ``domain.idempotency.KeyedOutcome``,
+        or raises Throttled (nothing written)."""
+        ...
+
+    def claim_writer(self) -> int:
+        """A writer number no other writer ever got (an atomic counter): the identity of a retry-safe writer."""
+        ...
+
+    def add_view_once(
+        self, item_id: str, shard: int, count: int, once: Any, *, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> Any:
+        """``add_view`` unless the counter item holds ``once.writer``'s sequence ``once.sequence`` or a later one
+        (a ``domain.idempotency.OnceWrite``): then nothing is added (an earlier attempt of this write landed).
+        Returns a ``domain.idempotency.OnceOutcome``, or raises Throttled (nothing written by this attempt)."""
         ...

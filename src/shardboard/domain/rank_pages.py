@@ -23,11 +23,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.ports import Board, PeriodKey
+from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
 from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.ranked import (
     exclusions,
+    head_entries,
     head_ranks,
+    holds_whole_board,
     rank_of,
     taken_down,
     visible_index,
@@ -106,7 +108,7 @@ class Around:
     above: int  # entries shown above the item
     below: int
     position: int  # the item's 1-based position in board order
-    source: str  # "snapshot" (the head alone) or "ranked" (the ranked version)
+    source: str  # "snapshot" (the head alone: it holds the item) or "ranked" (the ranked version)
     as_of: str
 
 
@@ -306,41 +308,68 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
     return first, min(count, first + 2 * k)
 
 
-def around(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, depth: int) -> Around:
-    """The k visible entries above and below ``item`` in board order with exact ranks: from the head alone when
-    its window lies inside the head, else from the ranked version (one rank shard, then the stored pages), skipping
-    the positions its events take out. A hidden or deleted item has no neighbours (NotRanked)."""
-    items: Sequence[Sequence[Any]] = head["items"]
+def around(
+    board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, catalog: ItemCatalog
+) -> Around:
+    """The k visible entries above and below ``item`` in board order with exact ranks: for an item the head holds,
+    from the head (``around_head``); else from the ranked version (one rank shard, then the stored pages), skipping
+    the positions its events take out. A hidden or deleted item has no neighbours (NotRanked, saying so): the
+    version's events say so of an item it holds, the item's record of any other."""
     block = head.get("rank")
     version = Version.current(block) if block is not None else None
     excluded = exclusions(version.events) if version else []
-    positions = {entry[0]: index + 1 for index, entry in enumerate(items)}
-    if item in positions:
-        # The head is the ranking's top only: the window is framed on the whole ranking, and the head answers it
-        # when it lies inside the head (near the top, padding shifts the window down, possibly past the head's end).
-        total = len(items) if version is None else max(len(items), (version.count or 0) - len(excluded))
-        first, last = window(positions[item], k, total)
-        if last <= len(items):
-            ranks = head_ranks(items)
-            entries = [Ranked(ranks[one][0], one, views) for one, views in items[first - 1 : last]]
-            return framed(entries, positions[item], first, "snapshot", head["generated_at"])
-    if version is None or block is None:
-        raise NotRanked(f"item {item!r} is not in the top {len(items)} of this period (no views, or ranked past it)")
-    shard = rank_shard_of(item, version.shards)
-    found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
+    if item in {entry[0] for entry in head_entries(head)}:
+        return around_head(board, period, head, item, k=k)
+    found: dict[str, list[int]] = {}
+    if version is not None:
+        shard = rank_shard_of(item, version.shards)
+        found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
+    taken = taken_down(version.events, item) if version and item in found else None
     if item not in found:
+        taken = catalog.statuses([item]).get(item)
+    if taken:
+        raise NotRanked(f"item {item!r} is {taken}: it has no rank and no neighbours")
+    if version is None or block is None:
+        depth = len(head["items"])
+        raise NotRanked(f"item {item!r} is not in the top {depth} of this period (no views, or ranked past it)")
+    if item not in found:
+        depth = block["depth"]
         raise NotRanked(
             f"item {item!r} is not in the top {depth} of this period (no views, or ranked past the depth D = {depth}); "
             "GET /rank gives its approximate rank"
         )
-    taken = taken_down(version.events, item)
-    if taken:
-        raise NotRanked(f"item {item!r} is {taken}: it has no rank and no neighbours")
     count = version.count or 0
     position = visible_index(found[item][0], excluded)
     first, last = window(position, k, count - len(excluded))
     entries = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
     return framed(entries, position, first, "ranked", block["generated_at"])
+
+
+def around_head(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int) -> Around:
+    """Around-me of an item the head holds, with the head's ranks (those GET /rank and the board give it). The window
+    is framed on the whole ranking; when it passes the head's end it takes the ranked version's entries past it if
+    the version agrees with the head on every entry of the window the head holds (both were gathered alike since),
+    else it stops at the head's end: fewer below, never a rank that contradicts the head."""
+    entries = head_entries(head)
+    ranks = head_ranks(entries)
+    position = next(index for index, entry in enumerate(entries, start=1) if entry[0] == item)
+    held = len(entries)
+    block = head.get("rank")
+    version = Version.current(block) if block is not None else None
+    excluded = exclusions(version.events) if version else []
+    count = (version.count or 0) if version else 0
+    # A head short of N holds the whole visible board; else the board goes on past it (as far as the version knows).
+    short = holds_whole_board(head)
+    first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
+    shown = [Ranked(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
+    if last <= held:
+        return framed(shown, position, first, "snapshot", head["generated_at"])
+    if version is not None and block is not None:
+        ranked = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
+        ids = {entry[0] for entry in entries}
+        if ranked[: len(shown)] == shown and not any(entry.id in ids for entry in ranked[len(shown) :]):
+            return framed(ranked, position, first, "ranked", block["generated_at"])
+    return framed(shown, position, first, "snapshot", head["generated_at"])
 
 
 def framed(entries: list[Ranked], position: int, first: int, source: str, as_of: str) -> Around:

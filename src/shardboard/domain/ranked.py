@@ -4,16 +4,17 @@ Within the depth D of a ranked version the rank is exact: the competition rank (
 position of the first entry with the same views. Beyond D it is a model, labelled approximate: the views of the
 version's ranks D/10..D fitted to Zipf's law (log views = a - s log rank), extrapolated to the item's views.
 
-``of`` is the number of items on the board in the period. It is exact when the ranked version holds fewer than D
-entries (it is then the whole board); a full version knows only that there are at least D, so ``of`` is then
-the same model's rank of an item with one view, labelled ``of_exact: false``.
+``of`` is the number of items on the board in the period, never below a rank answered nor below what the head shows.
+It is exact when the head holds fewer than N (the whole board, as of the head), or the ranked version fewer than D
+entries that the head does not outnumber; a full version knows only that there are at least D, so ``of`` is then the
+same model's rank of an item with one view, labelled ``of_exact: false``.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,13 +30,13 @@ MAX_LOG_RANK = math.log(2**53)  # the largest modelled rank: any board is far sm
 class RankAnswer:
     id: str
     views: int
-    rank: int | None  # exact competition rank; None beyond the depth (or no views)
+    rank: int | None  # exact competition rank; None beyond the depth, taken down, or without views
     percentile: float | None
     of: int
     of_exact: bool
     approximate: bool
-    # "snapshot" (the head's top N), "ranked" (a rank shard), "beyond" (past D), "none" (no views), "hidden" or
-    # "deleted" (taken down since the ranked version was written: no rank)
+    # "snapshot" (the head's top N, or its spares), "ranked" (a rank shard), "beyond" (past D), "none" (no views),
+    # "hidden" or "deleted" (taken down: no rank, whenever it was)
     source: str
     as_of: str
     beyond: int | None = None  # D, when the item is past it
@@ -83,9 +84,12 @@ def excluded_ids(events: Sequence[Sequence[Any]]) -> set[str]:
 
 
 def taken_down(events: Sequence[Sequence[Any]], item: str) -> str | None:
-    """``"hidden"`` or ``"deleted"`` when the events take the item out of the version (the last event of it wins)."""
-    last = next((event[0] for event in reversed(events) if event[1] == item), None)
-    return {"hide": "hidden", "delete": "deleted"}.get(last or "")
+    """``"hidden"`` or ``"deleted"`` when the events take the item out of the version: a delete for good (a hide
+    repeated on a deleted item leaves it deleted), else the last event of it."""
+    kinds = [event[0] for event in events if event[1] == item]
+    if "delete" in kinds:
+        return "deleted"
+    return {"hide": "hidden"}.get(kinds[-1] if kinds else "")
 
 
 def visible_index(position: int, excluded: Sequence[int]) -> int:
@@ -121,6 +125,32 @@ def percentile(rank: float, of: int) -> float:
     if of <= 0:
         return 100.0
     return round(100 * (1 - (min(rank, of) - 1) / of), 4)
+
+
+def head_entries(head: Mapping[str, Any]) -> list[list[Any]]:
+    """The entries of a snapshot head that reads rank from it: its top N, and with a ranked version (D >= N + R) its
+    R spares too, the exact next entries of the same gather (without one, D = N and the spares are past D)."""
+    return [*head["items"], *head.get("spare", [])] if head.get("rank") else list(head["items"])
+
+
+def holds_whole_board(head: Mapping[str, Any]) -> bool:
+    """Whether a snapshot head holds every visible item of its period: it shows fewer than N, so its threshold T (the
+    N-th best views, kept by every gather and takedown patch) is 0. Read from the head itself, so that a reader
+    with another N in its settings (the library's defaults) answers as the API does."""
+    return not head.get("threshold")
+
+
+def head_size(version: tuple[int, bool], head: Mapping[str, Any]) -> tuple[int, bool]:
+    """``of`` and whether it is exact, from the version's (``board_size`` less its exclusions) and the head. The head
+    is never older than the version (it is gathered every run, the version every RankRefreshSeconds): a head short
+    of N holds the whole visible board, so its count is ``of``, exactly; a full one holds ``head_entries`` of a
+    board at least that large."""
+    of, exact = version
+    if holds_whole_board(head):
+        shown = len(head["items"])
+        return (shown, True) if of <= shown else (of, False)
+    held = len(head_entries(head))
+    return max(of, held), exact and of >= held
 
 
 def head_ranks(items: Sequence[Sequence[Any]]) -> dict[str, tuple[int, int]]:

@@ -9,18 +9,22 @@ the larger range.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from shardboard.domain import validation
+from shardboard.domain.boards import BoardGate
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.idempotency import Answer, KeyedRequest, OnceOutcome, OnceWrite
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.periods import ALL, bucket_of
-from shardboard.domain.ports import SeenViewCounters, Throttled, ViewCounters
+from shardboard.domain.ports import RetrySafeViewCounters, SeenViewCounters, Throttled, ViewCounters
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()
@@ -34,6 +38,7 @@ class Recorded:
     views: int
     write_units: float
     duplicate: bool = False  # a viewer's view seen already in its dedupe window: nothing was written
+    replayed: bool = False  # a keyed request's retry: answered as the first request was, nothing written now
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,20 @@ class Where:
     boards: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None) -> Where:
-        return cls(bucket_of(anchor, at or datetime.now(UTC)), validation.boards(list(boards)))
+    def of(
+        cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None, gate: BoardGate | None = None
+    ) -> Where:
+        """Where views recorded ``at`` (None: now) count; ``gate``: the stack's Boards policy (see allowed_boards)."""
+        return cls(bucket_of(anchor, at or datetime.now(UTC)), allowed_boards(list(boards), gate))
+
+
+def allowed_boards(value: object, gate: BoardGate | None) -> tuple[str, ...]:
+    """The category boards a view names (``validation.boards``), admitted by the stack's board policy: every entry
+    point (POST /views, the CLI's record, the library's Recorder) asks here before it writes. A board the policy
+    refuses raises BoardNotAllowed (a BadInput); a new board it allows is registered. None: no policy (tools that
+    build their own boards, benchmarks)."""
+    names = validation.boards(value)
+    return names if gate is None else gate.admit(names)
 
 
 def record_views(
@@ -171,3 +188,92 @@ def add_routed_view(
             router.throttled(item_id, throttled.scope, drawn_from)
             sleep(retry_delay(attempt, rng))
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+_Written = TypeVar("_Written")
+
+
+def record_keyed_view(
+    views: RetrySafeViewCounters,
+    item_id: str,
+    count: int,
+    write_shards: int,
+    keyed: KeyedRequest,
+    *,
+    seen: Seen | None = None,
+    rng: random.Random | None = None,
+    router: ShardRouter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    where: Where = Where(),
+    admit: Callable[[str], bool] | None = None,
+) -> Recorded:
+    """Record ``count`` views of a request carrying an Idempotency-Key (``keyed``), once per key whatever the
+    retries (docs/honest-counts.md, "Retried writes"): the first request of a key counts, a retry of it writes
+    nothing and is answered as the first was (``replayed``); a key used by another request raises
+    ``IdempotencyKeyReused``. With ``seen`` the view also counts once per viewer (a duplicate is remembered under
+    the key as its answer). A throttled attempt is retried on another shard with the same key: if an earlier attempt
+    landed its marker answers. Raises Throttled when every attempt was throttled (nothing written)."""
+    item_id = validation.item_id(item_id)
+    count = validation.view_count(count)
+    if seen is not None:
+        validation.viewer(seen.viewer)
+        validation.viewed_count(count, seen.viewer)
+    admitted(item_id, admit)
+    rng = rng or _RNG
+
+    def write(shard: int) -> Recorded:
+        done = views.add_keyed_view(item_id, shard, count, keyed, seen=seen, bucket=where.bucket, boards=where.boards)
+        duplicate = done.answer is Answer.DUPLICATE
+        return Recorded(item_id, 0 if duplicate else count, done.units, duplicate=duplicate, replayed=done.replayed)
+
+    return _on_a_shard(write, item_id, write_shards, rng=rng, router=router, sleep=sleep)
+
+
+def _on_a_shard(
+    write: Callable[[int], _Written],
+    item_id: str,
+    write_shards: int,
+    *,
+    rng: random.Random,
+    router: ShardRouter | None,
+    sleep: Callable[[float], None],
+) -> _Written:
+    """``write`` on a random shard; with a router, a throttled attempt grows the range and is retried after a
+    jittered back-off (only for writes that a retry on another shard cannot count twice)."""
+    if router is None:
+        return write(rng.randrange(write_shards))
+    for attempt in range(MAX_WRITE_ATTEMPTS):
+        shard, drawn_from = router.pick(item_id)
+        try:
+            return write(shard)
+        except Throttled as throttled:
+            if attempt == MAX_WRITE_ATTEMPTS - 1:
+                raise
+            router.throttled(item_id, throttled.scope, drawn_from)
+            sleep(retry_delay(attempt, rng))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def writer_shard(writer: int, item_id: str, shards: int) -> int:
+    """The write shard a retry-safe writer uses for ``item_id`` while the item has ``shards``: fixed per (writer,
+    item), uniform over writers, so a counter item holds the attributes of about writers / shards writers instead
+    of every writer's (docs/honest-counts.md, "Retried writes")."""
+    digest = hashlib.blake2b(f"{writer}#{item_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def write_views_once(
+    views: RetrySafeViewCounters, item_id: str, count: int, shard: int, once: OnceWrite, *, where: Where = Where()
+) -> OnceOutcome:
+    """The retry-safe counter write of the library's Recorder: ``count`` views of ``item_id`` on ``shard`` in ONE
+    conditional UpdateItem that also records ``once.sequence`` as the writer's last write on that counter item.
+
+    Exactly once, given the writer's discipline (the Recorder keeps it): its writer number is its own, its sequences
+    increase, and it sends a write on a counter item only when its previous write there is known applied; a write
+    whose outcome is unknown (a lost response, a timeout, an error after botocore's retries, a throttle that may
+    follow a landed attempt) is retried unchanged, same shard, count, boards and sequence. Then the writer's
+    attribute on the item is at least ``once.sequence`` exactly when this write was applied, so the condition
+    (absent or lower) admits it once and refuses every later attempt, which reports ``applied_now`` False: counted,
+    not failed. Raises Throttled (this attempt wrote nothing; an earlier one may have: retry it unchanged)."""
+    done: OnceOutcome = views.add_view_once(item_id, shard, count, once, bucket=where.bucket, boards=where.boards)
+    return done

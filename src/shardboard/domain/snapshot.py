@@ -18,6 +18,7 @@ from shardboard.domain.ports import Board, Cursor, ItemCatalog, PeriodKey
 from shardboard.domain.rank_versions import RankRefresh, refresh_rank_version
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top, with_ranks
 from shardboard.domain.sharding import period_shard_value
+from shardboard.domain.taken_down import Dropped, dropped_among
 from shardboard.settings import Settings
 
 
@@ -42,7 +43,7 @@ def gather_layout(
     shards: int,
     previous_hits: Mapping[int, int] | None,
     *,
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
 ) -> Gathered:
     """Exact top N of one period among the *visible* items keyed in one GSI layout (``shards`` board shards).
 
@@ -58,7 +59,8 @@ def gather_layout(
             limit,
             None if first_page else cursors.get(shard),
         )
-        visible = [Entry(id=item, views=views) for item, views in rows if item not in hidden]
+        gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()
+        visible = [Entry(id=item, views=views) for item, views in rows if item not in gone]
         return Page(visible, more=cursors[shard] is not None)
 
     return gather_top_n(top_n, shards, fetch, previous_hits)
@@ -69,7 +71,7 @@ def gather_board(
     settings: Settings,
     previous_hits: Mapping[int, int] | None,
     period: PeriodKey | None = None,
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
     *,
     top_n: int | None = None,
 ) -> Gathered:
@@ -126,7 +128,7 @@ def gather_head(
     settings: Settings,
     period: PeriodKey,
     previous_hits: Mapping[int, int] | None,
-    hidden: frozenset[str],
+    hidden: Dropped,
 ) -> tuple[Gathered, bool]:
     """The head's exact top N+R visible, and whether it is proven exact. With takedowns in play the gather is
     checked against the published T; when it falls short and the period has the deep tier (all time with ranked
@@ -149,7 +151,7 @@ def take_snapshot(
     settings: Settings,
     now: str | None = None,
     period: PeriodKey | None = None,
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
 ) -> SnapshotResult:
@@ -200,7 +202,7 @@ def ranked_version(
     *,
     now: str,
     expires: int | None,
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
 ) -> RankRefresh:
     """The head's ``rank`` block: a new ranked version when one is due (a deep gather to D of the visible items),
     else the previous."""
@@ -225,7 +227,7 @@ def gather_deep_board(
     depth: int,
     previous_hits: Mapping[int, int] | None,
     *,
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
     head: Gathered | None = None,
 ) -> Gathered:
     """The exact top ``depth`` visible of all time with the deep tier (domain/deep_tier.py): the head GSI's exact top
@@ -240,8 +242,9 @@ def gather_deep_board(
         start: Cursor | None = None
         while True:
             rows, start = board.query_deep(period.board, keys[shard], DEEP_PAGE, start)
+            gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()
             for bucket in dict.fromkeys(b for _, b in rows):  # rows come best bucket first
-                yield bucket, [item for item, b in rows if b == bucket and item not in hidden]
+                yield bucket, [item for item, b in rows if b == bucket and item not in gone]
             if start is None:
                 return
 
@@ -307,7 +310,7 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     now: str | None = None,
     parallelism: int = 16,
     always: Iterable[PeriodKey] = (),
-    hidden: frozenset[str] = frozenset(),
+    hidden: Dropped = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
 ) -> RefreshRun:

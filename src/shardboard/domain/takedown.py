@@ -8,7 +8,7 @@ D that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when i
 it at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its
 counts were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
 
-A delete is a hide that also erases: after the tombstone (the id in the deny sets, which every gather and the
+A delete is a hide that also erases: after the tombstone (the id's deny marker, which every gather and the
 aggregator honour) and the same head patch, the item's aggregates and past entries are deleted on every board.
 """
 
@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from shardboard.domain.items import iso_ms
+from shardboard.domain.items import DELETED, HIDDEN, iso_ms
 from shardboard.domain.periods import ALL, expires_at, retained_buckets
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import taken_down
 from shardboard.domain.snapshot import head_digest, take_snapshot
+from shardboard.domain.taken_down import TakenDown
 from shardboard.settings import Settings
 
 # What each event kind leaves the item as in a ranked version (``ranked.taken_down``).
@@ -162,7 +163,7 @@ def hide(
     reason: str,
     at: datetime | None = None,
 ) -> Takedown:
-    """Hide the item: status, audit row and hidden set in one transaction, then patch every head that holds it
+    """Hide the item: status, audit row and hidden marker in one transaction, then patch every head that holds it
     (``at``: the time whose periods are current, now by default)."""
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
@@ -184,14 +185,14 @@ def delete(
     reason: str,
     at: datetime | None = None,
 ) -> Deletion:
-    """Delete the item: tombstone, audit row and deny set in one transaction, then the hide's head patch, then its
+    """Delete the item: tombstone, audit row and deny marker in one transaction, then the hide's head patch, then its
     aggregates and past entries erased on every board. A repeat writes no second tombstone but runs the sweep
     again, so a delete cut short (a crash after the transaction) is finished by running it again: the heads are
     patched before anything is erased, and each board's aggregate, which names the board, goes last."""
     if (
         catalog.get(item_id) is None
         and board.state(settings.board, item_id).views == 0
-        and item_id not in catalog.denied()
+        and item_id not in TakenDown.read(catalog, (DELETED,))
     ):
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
     moment, now = _now(at)
@@ -223,7 +224,7 @@ def unhide(
     changed = catalog.set_hidden(item_id, False, by, reason, now)
     if not changed:
         _check_unhidable(catalog, board, settings, item_id)
-    hidden = (catalog.hidden() - {item_id}) | catalog.denied()
+    hidden = TakenDown.read(catalog, (HIDDEN,)).excluding(item_id) | TakenDown.read(catalog, (DELETED,))
     periods = affected_periods(board, settings, item_id, moment)
 
     def refresh(period: PeriodKey) -> str:
@@ -243,7 +244,7 @@ def _check_unhidable(catalog: ItemCatalog, board: Board, settings: Settings, ite
     one whose transaction kept losing its race, and an id with no views and no record are refused."""
     record = catalog.get(item_id, consistent=True)
     status = record.status if record else None
-    if status == STATUS_AFTER["delete"] or item_id in catalog.denied():
+    if status == STATUS_AFTER["delete"] or item_id in TakenDown.read(catalog, (DELETED,)):
         raise NothingToTakeDown(f"item {item_id!r} is deleted")
     if status == STATUS_AFTER["hide"]:
         raise NothingToTakeDown(f"item {item_id!r} is still hidden: a concurrent put kept winning; try again")
@@ -256,9 +257,9 @@ def _take_off(  # noqa: PLR0917 - one takedown's inputs
 ) -> tuple[list[PeriodKey], list[PeriodKey]]:
     """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete"): the heads patched and those
     gathered again."""
-    # The sets are read eventually consistently: the item itself is excluded whatever the read returns. Gathers
+    # The markers are read eventually consistently: the item itself is dropped whatever the read returns. Gathers
     # drop deleted ids too.
-    hidden = catalog.hidden() | catalog.denied() | {item_id}
+    hidden = TakenDown.read(catalog).including(item_id)
     outcomes = for_each_period(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
     patched = [period for period, outcome in outcomes if outcome == "patched"]
     refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
@@ -271,7 +272,7 @@ def _patch(  # noqa: PLR0917 - one head's inputs
     settings: Settings,
     period: PeriodKey,
     item_id: str,
-    hidden: frozenset[str],
+    hidden: TakenDown,
     kind: str,
 ) -> str:
     """Drop the item from one head and its ranked version: "absent" (in neither), "patched", or "refreshed" (too
@@ -318,7 +319,7 @@ def _record_unhide(board: Board, period: PeriodKey, item_id: str) -> None:
 
 
 def _mark(board: Board, settings: Settings, periods: Sequence[PeriodKey]) -> None:
-    """The next snapshot run re-gathers these periods (a run that read the hidden sets before the hide heals)."""
+    """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
     if periods:
         expiry = {p: expires_at(p.kind, p.bucket, settings.retention(p.kind)) for p in periods}
         board.mark_changed(list(periods), int(time.time()), expiry)

@@ -2,25 +2,82 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import unicodedata
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
 from shardboard.domain.errors import BadInput as BadInput  # noqa: PLC0414 - re-exported as validation.BadInput
-from shardboard.domain.periods import ALL, PeriodError, parse_time
+from shardboard.domain.periods import ALL, PeriodError, parse_time, utc
 from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 MAX_ID_BYTES = 512
 MAX_VIEWER_CHARS = 128
+# Nesting levels a JSON body or import line may have: a view is 2, metadata a few. Far below the depth at which
+# Python's parser, pydantic or json.dumps run out of stack (a RecursionError, a 500).
+MAX_JSON_DEPTH = 32
+# The most digits a JSON integer may have: Python's own limit for int() (sys.int_info.default_max_str_digits).
+MAX_JSON_DIGITS = 4300
+
+
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a renderer shows as nothing unless
+# it supports them, format characters or not (variation selectors, Hangul fillers), and the reserved code points
+# that may be assigned as such. unicodedata does not expose the property (tests check the table against it).
+DEFAULT_IGNORABLE = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+# A symbol (So) drawn as an empty cell: the blank that passes for a space where spaces are refused.
+BRAILLE_BLANK = "\u2800"
+# Categories refused in new ids besides controls: format characters (invisible: zero-width space, bidi overrides),
+# line and paragraph separators, and spaces other than U+0020 (they look like it, or like nothing).
+_LOOK_ALIKE_CATEGORIES = {
+    "Cf": "an invisible format character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Zs": "a space other than U+0020",
+}
 
 
 def item_id(value: Any) -> str:
-    """Return ``value`` if it is a valid item id: a non-empty string of at most 512 UTF-8 bytes, no control chars.
+    """Return ``value`` if it is a valid new item id: a non-empty string of at most 512 UTF-8 bytes, no control
+    characters, and nothing that shows as nothing or as a plain space (so no two ids look the same for want of an
+    invisible character: a taken-down item cannot come back under its look-alike).
 
-    Any other character is allowed (``a#1``, ``x/y.jpg``, ``ünï``, ``a b``): ids are stored as their own attribute
-    and never parsed back out of a key.
+    Any other character is allowed (``a#1``, ``x/y.jpg``, ``ünï``, ``a b``, ``🙂``): ids are stored as their own
+    attribute and never parsed back out of a key. Views, puts and imports take this rule; reads and takedowns take
+    :func:`lookup_item_id`, so an id stored before this rule can still be read, hidden and deleted.
     """
+    checked = lookup_item_id(value)
+    for position, char in enumerate(checked):
+        what = _look_alike(char)
+        if what:
+            name = unicodedata.name(char, "")
+            shown = f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
+            raise BadInput(f"id contains {what} ({shown}) at position {position}: it would look like another id")
+    return checked
+
+
+def lookup_item_id(value: Any) -> str:
+    """Return ``value`` if it may name a stored item (a read, a hide, an unhide, a delete): :func:`item_id`'s rule
+    without the refusal of look-alike characters, which ids written before that rule may hold."""
     if not isinstance(value, str):
         raise BadInput(f"id must be a string, got {type(value).__name__}")
     if value == "":
@@ -32,6 +89,21 @@ def item_id(value: Any) -> str:
         if unicodedata.category(char) in ("Cc", "Cs"):
             raise BadInput(f"id contains a control character (U+{ord(char):04X}) at position {position}")
     return value
+
+
+def _look_alike(char: str) -> str | None:
+    """What ``char`` is when a new id may not hold it (None: it may)."""
+    if char == " ":
+        return None
+    what = _LOOK_ALIKE_CATEGORIES.get(unicodedata.category(char))
+    if what:
+        return what
+    code = ord(char)
+    if any(low <= code <= high for low, high in DEFAULT_IGNORABLE):
+        return "an invisible character"
+    if char == BRAILLE_BLANK:
+        return "a blank character"
+    return None
 
 
 def view_count(value: Any) -> int:
@@ -114,6 +186,54 @@ def view_request(body: Any) -> ViewRequest:
     return ViewRequest(name, viewed_count(count, who), names, who)
 
 
+def json_value(text: str, what: str) -> Any:
+    """``text`` parsed as JSON (json.JSONDecodeError when it is not JSON, for the caller to word), refusing with
+    BadInput, naming ``what``, the JSON the rules cannot take: NaN and Infinity (not JSON), an integer of more than
+    4,300 digits and nesting deeper than 32 levels (either would raise in Python and answer 500)."""
+    try:
+        value = json.loads(
+            text,
+            parse_int=functools.partial(_json_int, what),
+            parse_constant=functools.partial(_json_constant, what),
+        )
+    except RecursionError:
+        raise BadInput(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if _json_depth(value) > MAX_JSON_DEPTH:
+        raise BadInput(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def json_kind(value: Any) -> str:
+    """The JSON name of a parsed value's type, for a message (``got array``)."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {dict: "object", list: "array", str: "string", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _json_int(what: str, digits: str) -> int:
+    count = len(digits.lstrip("-"))
+    if count > MAX_JSON_DIGITS:
+        raise BadInput(f"{what} holds a number of {count} digits; the most is {MAX_JSON_DIGITS}")
+    return int(digits)
+
+
+def _json_constant(what: str, name: str) -> Any:
+    raise BadInput(f"{what} is not valid JSON: {name} is not a JSON value")
+
+
+def _json_depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar 0, ``{}`` 1), counted without recursion; stops past the maximum."""
+    deepest, pending = 0, [(value, 1)]
+    while pending and deepest <= MAX_JSON_DEPTH:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def period_kind(value: str | None, configured: tuple[str, ...]) -> str:
     """The ``period`` query parameter: ``all`` (the default) or a configured kind."""
     if value in (None, "", ALL):
@@ -124,14 +244,20 @@ def period_kind(value: str | None, configured: tuple[str, ...]) -> str:
     return value
 
 
-def moment(value: str | None) -> datetime | None:
-    """The ``at`` query parameter: an ISO-8601 date or date-time (UTC unless it says otherwise); None: now."""
+def moment(value: str | datetime | None) -> datetime | None:
+    """The ``at`` of a read: an ISO-8601 date or date-time (UTC unless it says otherwise), or a datetime (the
+    library's; naive means UTC); None: now. In UTC it must fall in the years 1-9999, what a datetime holds: an offset
+    can move ``0001-01-01T00:00:00+01:00`` before the first instant."""
     if value is None or value == "":
         return None
     try:
-        return parse_time(value)
+        return utc(value) if isinstance(value, datetime) else parse_time(value)
     except PeriodError:
-        raise BadInput(f"at must be an ISO-8601 date or date-time like 2026-11-23, got {_shown(value)}") from None
+        shown = value.isoformat() if isinstance(value, datetime) else value
+        raise BadInput(
+            f"at must be an ISO-8601 date or date-time from 0001-01-01 to 9999-12-31 in UTC, like 2026-11-23,"
+            f" got {_shown(shown)}"
+        ) from None
 
 
 def limit_of(value: str, maximum: int, name: str) -> int:

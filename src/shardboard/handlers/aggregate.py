@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -49,10 +49,10 @@ class AggregatingProcessor(BatchProcessor):
         board: Callable[[], Board] = board_store,
         config: Callable[[], Settings] = settings,
         clock: Callable[[], float] = time.time,
-        denied: Callable[[bool], frozenset[str]] = denied_ids,
+        denied: Callable[[Collection[str], bool], frozenset[str]] = denied_ids,
     ) -> None:
         """``board``/``config``/``clock``/``denied`` default to the function's own; the benchmark passes its
-        in-memory store and virtual clock."""
+        in-memory store and virtual clock. ``denied(ids, consistent)``: those of the ids that are deleted."""
         super().__init__(event_type=EventType.DynamoDBStreams)
         self.board = board
         self.config = config
@@ -65,7 +65,8 @@ class AggregatingProcessor(BatchProcessor):
         for raw in self.records:
             record = cast(DynamoDBRecord, self._to_batch_type(raw, self.event_type))
             read.append((record, in_anchor(self.handler(record=record), anchor, record)))
-        read = not_deleted(read, self.denied(False) if any(views for _, views in read) else frozenset())
+        viewed = {views[0].item_id for _, views in read if views}
+        read = not_deleted(read, self.denied(viewed, False) if viewed else frozenset())
         self.skipped = sum(views is None for _, views in read)
         self.outcome = self.apply_views([view for _, views in read if views for view in views])
         results = []
@@ -102,20 +103,20 @@ class AggregatingProcessor(BatchProcessor):
 
     def erase_deleted(self, outcome: BatchOutcome) -> None:
         """Erase what this batch wrote for items deleted while it ran. A delete's own erase may have come before
-        these writes (the deny sets read before them missed its tombstone); a strongly consistent read after them
+        these writes (the deny read before them missed its tombstone); a strongly consistent read after them
         closes the race: an id denied by now is erased here, and an id not yet denied is erased by its delete,
         whose erase comes after its tombstone, hence after these writes."""
         written = {(key[0], key[1]) for key in outcome.items}
-        denied = self.denied(True) if written else frozenset()
+        denied = self.denied({item_id for _, item_id in written}, True) if written else frozenset()
         for board, item_id in sorted(pair for pair in written if pair[1] in denied):
             periods = [period for period in outcome.changed if period.board == board]
             erased = self.board().erase(board, item_id, periods)
             logger.warning("deleted while written", extra={"board": board, "item_id": item_id, "erased": erased})
 
     def not_deleted_deltas(self, deltas: dict[DeltaKey, ItemDelta]) -> dict[DeltaKey, ItemDelta]:
-        """A window's deltas without those of items deleted while it was open (the deny sets read again at its
-        close): counters folded in before a delete's sweep would otherwise recreate the item's aggregate."""
-        denied = self.denied(False) if deltas else frozenset()
+        """A window's deltas without those of items deleted while it was open (asked again at its close): counters
+        folded in before a delete's sweep would otherwise recreate the item's aggregate."""
+        denied = self.denied({key[1] for key in deltas}, False) if deltas else frozenset()
         gone = {key for key in deltas if key[1] in denied}
         for key in gone:
             logger.warning("window delta skipped", extra={"reason": "deleted", "detail": f"{key[1]!r} is deleted"})
@@ -141,7 +142,7 @@ def in_anchor(views: list[ViewRecord] | None, anchor: str, record: DynamoDBRecor
 def not_deleted(
     read: list[tuple[DynamoDBRecord, list[ViewRecord] | None]], denied: frozenset[str]
 ) -> list[tuple[DynamoDBRecord, list[ViewRecord] | None]]:
-    """Skip the counters of deleted items (the deny sets, read once per batch): a counter written before a delete's
+    """Skip the counters of deleted items (the batch's ids asked once per batch): a counter written before a delete's
     tombstone and delivered after its sweep must never recreate the item's aggregate. Skipped, never failed: the
     batch goes on and nothing is retried."""
     if not denied:

@@ -1,10 +1,11 @@
 """One shape for every HTTP error the functions answer: ``{"message": str, "code": str}`` (shardboard.schema.Error).
 
 Each API function calls :func:`answer_errors` on its resolver once; its routes then just raise: the domain's
-``BadInput`` (400 bad_request), Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404
-not_found, also for an unknown route), the domain's
-``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After. Powertools' request
-validation errors become 400s with the same one-line reasons the domain's rules give.
+``BadInput`` (400 bad_request) and ``BoardNotAllowed`` (422 board_not_allowed: a board the Boards policy refuses),
+Powertools' ``NotFoundError`` and the domain's ``UnknownItem`` (RequireItems) (404 not_found, also for an unknown
+route), the domain's ``RateLimited`` (429 rate_limited) and ``Throttled`` (503 throttled), both with Retry-After, and
+``IdempotencyKeyReused`` (422 idempotency_key_reused). Powertools' request validation errors become 400s with the
+same one-line reasons the domain's rules give.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.metrics import MetricUnit
 
+from shardboard.domain.boards import BoardNotAllowed
+from shardboard.domain.idempotency import IdempotencyKeyReused
 from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rank_pages import NotRanked
@@ -25,6 +28,7 @@ from shardboard.domain.takedown import NothingToTakeDown
 from shardboard.domain.validation import BadInput
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
+from shardboard.services.reading import NoItem, NoSnapshot
 
 # Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
 RETRY_AFTER_SECONDS = 1
@@ -49,13 +53,17 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
 
     # Called, not used as decorators: Powertools' decorator is untyped.
     app.exception_handler(BadInput)(bad_input)
+    app.exception_handler(BoardNotAllowed)(board_not_allowed)
     app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(UnknownItem)(unknown_item)
     app.exception_handler(NothingToTakeDown)(nothing_to_take_down)
     app.exception_handler(NotRanked)(not_ranked)
+    app.exception_handler(NoSnapshot)(nothing_there)
+    app.exception_handler(NoItem)(nothing_there)
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
+    app.exception_handler(IdempotencyKeyReused)(key_reused)
 
 
 def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
@@ -64,9 +72,20 @@ def bad_input(refused: BadInput) -> Response[dict[str, Any]]:
     return error("bad_request", str(refused))
 
 
+def board_not_allowed(refused: BoardNotAllowed) -> Response[dict[str, Any]]:
+    """A board the Boards policy refuses: well-formed, but this stack does not take it; nothing was written."""
+    metrics.add_metric(name="BoardsRefused", unit=MetricUnit.Count, value=1)
+    return error("board_not_allowed", str(refused))
+
+
 def not_found(missing: NotFoundError) -> Response[dict[str, Any]]:
     # Powertools raises a bare NotFoundError for a route it does not know.
     return error("not_found", str(missing.msg or "Not found"))
+
+
+def nothing_there(missing: NoSnapshot | NoItem) -> Response[dict[str, Any]]:
+    """A read of a period without a snapshot, or of an id with no views and no record."""
+    return error("not_found", str(missing))
 
 
 def not_ranked(missing: NotRanked) -> Response[dict[str, Any]]:
@@ -99,6 +118,12 @@ def rate_limited(refused: RateLimited) -> Response[dict[str, Any]]:
     logger.info("views rate limited", extra={"limit": allowance.kind, "per_minute": allowance.limit})
     message = f"rate limited: more than {allowance.limit} views per {allowance.kind} per minute; no views were recorded"
     return error("rate_limited", message, headers={"Retry-After": str(allowance.retry_after)})
+
+
+def key_reused(refused: IdempotencyKeyReused) -> Response[dict[str, Any]]:
+    """An Idempotency-Key sent again with another request (the payment APIs' 422): nothing was written."""
+    metrics.add_metric(name="IdempotencyKeysReused", unit=MetricUnit.Count, value=1)
+    return error("idempotency_key_reused", str(refused))
 
 
 def first_reason(errors: Sequence[Any], body: str | None) -> str:

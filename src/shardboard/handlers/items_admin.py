@@ -22,7 +22,7 @@ from shardboard.handlers.observability import log_metrics, logger, metrics, trac
 from shardboard.handlers.wiring import board_store, item_store, settings
 from shardboard.schema import ItemDeleted, ItemMeta, ItemPut, TakedownDone
 
-app = APIGatewayHttpResolver(enable_validation=True)
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
 answer_errors(app)
 
 
@@ -66,7 +66,7 @@ def delete_item() -> ItemDeleted:
 def takedown_request() -> tuple[str, str]:
     """The id and the optional reason, both from the raw query string; BadInput before anything is read."""
     raw = app.current_event.raw_query_string
-    return validation.item_id(routes.query_value(raw, "id")), reason(routes.optional_query_value(raw, "reason"))
+    return validation.lookup_item_id(routes.query_value(raw, "id")), reason(routes.optional_query_value(raw, "reason"))
 
 
 def audited(op: str, done: takedown.Takedown, why: str) -> dict[str, Any]:

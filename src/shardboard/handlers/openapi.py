@@ -19,7 +19,7 @@ DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
     "token with JwtWriteScope (WriteAuth=jwt); with PublicViews=true it needs nothing. Reads are public and "
     'cacheable. Every error the functions answer is {"message", "code"}; API Gateway\'s own refusals (401, 403, '
-    '429) carry {"message"} only.'
+    '429, and 404 for a path no route takes) carry {"message"} only.'
 )
 # The template's own names and kinds (template.yaml, HttpApi DefinitionBody components.securitySchemes).
 SECURITY_SCHEMES: dict[str, SecurityScheme] = {
@@ -59,7 +59,17 @@ QUERY_ID = {
     "'?' included.",
     "schema": {"type": "string", "minLength": 1},
 }
+# API Gateway's own refusals (no route, 401, 403, 429) carry a message only.
+GATEWAY_ERROR = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
 QUERY_ID_PATHS = ("/item", "/item/hide", "/item/unhide")
+PERIOD_PARAMETERS = [
+    {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
+    for name, text in (
+        ("board", "Board name, at most once (default: the global board)."),
+        ("period", "all (the default) or one of the stack's Periods, at most once."),
+        ("at", "ISO-8601 date or date-time in the period (default: now), at most once."),
+    )
+]
 # GET /rank reads all of its parameters from rawQueryString (ids repeat).
 RANK_PARAMETERS = [
     {
@@ -71,14 +81,19 @@ RANK_PARAMETERS = [
         "style": "form",
         "explode": True,
     },
-    *(
-        {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
-        for name, text in (
-            ("board", "Board name, at most once (default: the global board)."),
-            ("period", "all (the default) or one of the stack's Periods, at most once."),
-            ("at", "ISO-8601 date or date-time in the period (default: now), at most once."),
-        )
-    ),
+    *PERIOD_PARAMETERS,
+]
+# GET /around too (the id is any id); without them in the document the fuzzer sent it nothing but bare requests.
+AROUND_PARAMETERS = [
+    QUERY_ID,
+    {
+        "name": "k",
+        "in": "query",
+        "required": False,
+        "description": "Entries above and below the item, 1 to 50 (default 5), at most once.",
+        "schema": {"type": "string"},
+    },
+    *PERIOD_PARAMETERS,
 ]
 QUERY_REASON = {
     "name": "reason",
@@ -102,18 +117,25 @@ def document() -> dict[str, Any]:
     paths = api["paths"]
     item = paths.pop(routes.ITEM_ROUTE)
     item["get"]["parameters"] = [ITEM_ID, *item["get"].get("parameters", [])]
+    # An id that starts with "?" leaves no id in the routed path: API Gateway's 404, not the function's (routes.py).
+    not_found = item["get"]["responses"]["404"]["content"]["application/json"]
+    not_found["schema"] = {"anyOf": [not_found["schema"], GATEWAY_ERROR]}
     paths[ITEM_PATH] = item
     for path in QUERY_ID_PATHS:
         for operation in paths[path].values():
             operation["parameters"] = [QUERY_ID, *operation.get("parameters", [])]
     paths["/rank"]["get"]["parameters"] = RANK_PARAMETERS
+    paths["/around"]["get"]["parameters"] = AROUND_PARAMETERS
     for path in REASON_PATHS:
         for operation in paths[path].values():
             operation["parameters"].append(QUERY_REASON)
     paths["/item"]["delete"]["parameters"].append(QUERY_REASON)
     for operation in (op for path in paths.values() for op in path.values()):
-        # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request.
-        operation["responses"].pop("422", None)
+        # Powertools documents its validation errors as 422s; http_errors answers them as 400 bad_request. A route's
+        # own 422 (POST /views: a board the Boards policy refuses, an Idempotency-Key reused) answers with the Error
+        # model and stays.
+        if "HTTPValidationError" in json.dumps(operation["responses"].get("422", {})):
+            operation["responses"].pop("422")
         # A 304 has no body (Powertools gives every response without content the route's model).
         operation["responses"].get("304", {}).pop("content", None)
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):

@@ -4,35 +4,23 @@ items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Que
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
 limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``."""
 
-from datetime import UTC, datetime
+import hashlib
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from shardboard.domain import newest, validation
-from shardboard.domain.ports import PeriodKey, Snapshot
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import (
-    around,
-    around_document,
-    leaderboard_page,
-    page_document,
-    parse_k,
-    walk_cursor,
-)
-from shardboard.domain.ranked import MAX_RANK_IDS
-from shardboard.domain.snapshot import not_found, period_at
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
 from shardboard.schema import AroundMe, Item, Leaderboard, NewestPage, Ranks
-from shardboard.settings import Settings
+from shardboard.services import reading
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -61,112 +49,92 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
     offset: OffsetQuery = "",
     cursor: WalkQuery = "",
 ) -> Response[Leaderboard | None]:  # None: 304 Not Modified
-    config = settings()
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
-    name = validation.board_name(board or config.board)
-    kind = validation.period_kind(period, config.periods)
-    moment = validation.moment(at)
     if offset or cursor:
-        named = period_at(name, kind, moment) if (board or period or at or not cursor) else None
-        return ranked_page(named, offset, limit, cursor)
-    count = validation.limit(limit, config.top_n_of(name))
-    wanted = period_at(name, kind, moment)
-    snapshot = board_store().get_snapshot(wanted)
-    if snapshot is None:
-        raise NotFoundError(not_found(wanted))
-    # The snapshot changes at most once per refresh, so caches may keep it that long.
-    etag = f'"{snapshot["version"]}-{count}"'
-    headers = {"Cache-Control": f"public, max-age={config.refresh_seconds}", "ETag": etag}
-    if app.current_event.headers.get("if-none-match") == etag:
+        metrics.add_metric(name="LeaderboardPageReads", unit=MetricUnit.Count, value=1)
+        page = reading.page(reads(), board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
+        return cached(page)
+    top = reading.top(reads(), board=board, period=period, at=at, limit=limit)
+    # The snapshot's version and the limit name this answer: a 304 needs no document built.
+    etag = f'"{top.head["version"]}-{top.limit}"'
+    headers = cache_headers(etag)
+    if not_modified(etag):
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
         return Response(304, headers=headers)
-    document = Leaderboard.of_snapshot(snapshot, count)
-    document.walk = walk_cursor(snapshot, wanted, config)
-    return Response(200, "application/json", document, headers=headers)
+    return Response(200, "application/json", top.document, headers=headers)
 
 
-def ranked_page(named: PeriodKey | None, offset: str, limit: str, cursor: str) -> Response[Leaderboard | None]:
-    """A page of a ranked version: the head and one BatchGetItem of its stored pages (a retired version's cursor:
-    one rank shard more)."""
-    metrics.add_metric(name="LeaderboardPageReads", unit=MetricUnit.Count, value=1)
-    now = datetime.now(UTC).isoformat()
-    head, page = leaderboard_page(board_store(), settings(), named, offset=offset, limit=limit, cursor=cursor, now=now)
-    if head is None:
-        raise NotFoundError(not_found(named or PeriodKey(settings().board, "all", "all")))
-    return Response(200, "application/json", Leaderboard.model_validate(page_document(head, page)))
+def cache_headers(etag: str) -> dict[str, str]:
+    # Reads follow the snapshot job: what they answer changes about once per refresh, so caches may keep it that long.
+    return {"Cache-Control": f"public, max-age={settings().refresh_seconds}", "ETag": etag}
+
+
+def not_modified(etag: str) -> bool:
+    """If-None-Match holds ``etag`` (weakly compared, as RFC 9110 compares it there) or is ``*``."""
+    sent = app.current_event.headers.get("if-none-match") or ""
+    held = {tag.strip().removeprefix("W/") for tag in sent.split(",")}
+    return etag in held or "*" in held
+
+
+def cached(document: BaseModel) -> Response[Any]:
+    """A read's 200 with its cache headers, the ETag a hash of its content; a 304 when If-None-Match holds it."""
+    etag = '"' + hashlib.sha256(document.model_dump_json().encode()).hexdigest()[:32] + '"'
+    if not_modified(etag):
+        return Response(304, headers=cache_headers(etag))
+    return Response(200, "application/json", document, headers=cache_headers(etag))
 
 
 @app.get("/around", **routes.GET_AROUND)
 @tracer.capture_method
-def get_around() -> AroundMe:
+def get_around() -> Response[AroundMe | None]:
     # Read from the raw query string like GET /rank: the id is any id, and a repeated name is refused.
-    config = settings()
     raw = app.current_event.raw_query_string
     query = routes.query_values(raw)
-    item = validation.item_id(routes.query_value(raw, "id"))
-    k = parse_k(routes.once(query, "k"))
-    wanted, snapshot = queried_snapshot(query, config, "AroundReads")
-    answer = around(board_store(), wanted, snapshot, item, k=k, depth=config.rank_depth_of(wanted.board))
-    return AroundMe.model_validate(around_document(snapshot, item, answer))
+    metrics.add_metric(name="AroundReads", unit=MetricUnit.Count, value=1)
+    answer = reading.neighbours(reads(), routes.query_value(raw, "id"), k=routes.once(query, "k"), **named(query))
+    return cached(answer.document())
 
 
 # A regex route: ids may contain "/" (images/001.jpg), which a <param> segment would not match. The OpenAPI
 # document names it /items/{id} (shardboard.handlers.openapi), as the template names it /items/{id+}.
 @app.get(routes.ITEM_ROUTE, **routes.GET_ITEM)
 @tracer.capture_method
-def get_item() -> Item:
+def get_item() -> Response[Item | None]:
     # API Gateway hands the path decoded (pathParameters and rawPath alike): decoding it again would read the id
     # "a%41" as "aA".
     event = app.current_event
     raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
-    return read_item(validation.item_id(raw))
+    metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
+    return cached(reading.item(reads(), raw))
 
 
 @app.get("/item", **routes.GET_ITEM_BY_QUERY)
 @tracer.capture_method
-def get_item_by_query() -> Item:
+def get_item_by_query() -> Response[Item | None]:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
-    return read_item(validation.item_id(routes.query_value(app.current_event.raw_query_string, "id")))
+    metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
+    return cached(reading.item(reads(), routes.query_value(app.current_event.raw_query_string, "id")))
 
 
 @app.get("/rank", **routes.GET_RANK)
 @tracer.capture_method
-def get_rank() -> Ranks:
+def get_rank() -> Response[Ranks | None]:
     # Every parameter is read from the raw query string: ids repeat (id=a&id=b), and API Gateway's parsed
     # parameters would join them with commas (routes.query_value).
-    config = settings()
     query = routes.query_values(app.current_event.raw_query_string)
-    ids = [validation.item_id(value) for value in query.get("id", [])]
-    if not ids:
+    metrics.add_metric(name="RankReads", unit=MetricUnit.Count, value=1)
+    if not query.get("id"):
         raise validation.BadInput("missing query parameter: id")
-    if len(ids) > MAX_RANK_IDS:
-        raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
-    wanted, snapshot = queried_snapshot(query, config, "RankReads")
-    answers = lookup_ranks(board_store(), config, wanted, snapshot, ids)
-    period = snapshot.get("period") or {"kind": "all"}
-    return Ranks.model_validate({"board": wanted.board, "period": period, "ranks": [a.as_json() for a in answers]})
+    return cached(reading.ranks(reads(), query["id"], **named(query)).document())
 
 
-def queried_snapshot(query: dict[str, list[str]], config: Settings, metric: str) -> tuple[PeriodKey, Snapshot]:
-    """The period that ``board``, ``period`` and ``at`` (each at most once) name, and its snapshot (404 without)."""
-    name = validation.board_name(routes.once(query, "board") or config.board)
-    kind = validation.period_kind(routes.once(query, "period"), config.periods)
-    wanted = period_at(name, kind, validation.moment(routes.once(query, "at")))
-    metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
-    snapshot = board_store().get_snapshot(wanted)
-    if snapshot is None:
-        raise NotFoundError(not_found(wanted))
-    return wanted, snapshot
+def named(query: dict[str, list[str]]) -> dict[str, str]:
+    """The ``board``, ``period`` and ``at`` of a raw query string, each at most once (empty: the default)."""
+    return {name: routes.once(query, name) for name in ("board", "period", "at")}
 
 
-def read_item(item_id: str) -> Item:
-    """The item's record (if it was put) and its all-time views: two GetItems, one per table."""
-    metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
-    views = board_store().aggregate_views(item_id)
-    record = item_store().get(item_id)
-    if views is None and record is None:
-        raise NotFoundError(f"no views recorded for item {item_id!r} and it was never created")
-    return Item.of(item_id, views, record)
+def reads() -> reading.BoardReads:
+    return reading.BoardReads(board_store(), item_store(), settings())
 
 
 # A literal route: "/items" never matches the regex route above, which needs at least one character after "/items/".
@@ -177,7 +145,7 @@ def get_newest_items(
     created_before: BeforeQuery = "",
     limit: PageLimitQuery = "",
     cursor: CursorQuery = "",
-) -> NewestPage:
+) -> Response[NewestPage | None]:
     # Repeated names arrive joined with commas (queryStringParameters): no time, limit or cursor holds a comma, so
     # the rules refuse them. Everything, the cursor included, is checked before the first read.
     wanted = newest.window(created_after, created_before)
@@ -185,7 +153,7 @@ def get_newest_items(
     metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
     catalog = item_store()
     page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, count, cursor or None)
-    return NewestPage.of(page.items, page.cursor)
+    return cached(NewestPage.of(page.items, page.cursor))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -15,44 +15,85 @@ is written (counted in the RateLimitedViews metric).
 
 With RequireItems, a view of an id never created with ``PUT /item`` is answered 404 ``{"message", "code":
 "not_found"}`` and nothing is written (counted in the UnknownItemViews metric).
+
+A board the stack's ``Boards`` policy refuses (outside its pattern, or a new board past its maximum) is answered 422
+``{"message", "code": "board_not_allowed"}`` and nothing is written (counted in the BoardsRefused metric).
+
+With an ``Idempotency-Key`` header (1-255 printable ASCII characters; anything else is a 400), the request counts
+once per key within 24 hours of the key's first use (docs/honest-counts.md, "Retried writes"): its views and the
+key's marker are one transaction, a retry with the same key writes nothing and is answered as the first request was
+(same status and body, ``Idempotent-Replayed: true``), and the same key with another id, count, boards or viewer is
+answered 422 ``{"message", "code": "idempotency_key_reused"}`` (nothing written).
 """
 
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BeforeValidator, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from shardboard.domain.dedupe import Seen
+from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, KeyedRequest, fingerprint, idempotency_key
 from shardboard.domain.rate_limit import RateLimited, allowances, within
-from shardboard.domain.recording import Where, admitted, record_seen_view, record_views
+from shardboard.domain.recording import Recorded, Where, admitted, record_keyed_view, record_seen_view, record_views
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import item_admission, settings, shard_router, view_store
+from shardboard.handlers.wiring import board_gate, item_admission, settings, shard_router, view_store
 from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
 
-app = APIGatewayHttpResolver(enable_validation=True)
+# The request header of a retry-safe POST /views (docs/honest-counts.md, "Retried writes"); absent: no key.
+IdempotencyKey = Annotated[
+    Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS, pattern="^[ -~]+$")]
+    | SkipJsonSchema[None],
+    BeforeValidator(idempotency_key),
+    Header(
+        alias="Idempotency-Key",
+        description="1-255 printable ASCII characters (a UUID per logical request): within 24 hours of its first "
+        "use, the key counts once whatever the retries, and a retry is answered as the first request was; the same "
+        "key with another request is a 422.",
+        examples=["3f2a1c9e-8d4b-4b7a-9c1e-2f6d8a0b5e71"],
+    ),
+]
+
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
 answer_errors(app)
 
 
 @app.post("/views", **routes.POST_VIEWS)
 @tracer.capture_method
-def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorded | ViewSeen]:
+def post_views(
+    request: Annotated[ViewRequest, Body()], key: IdempotencyKey = None
+) -> Response[ViewsRecorded | ViewSeen]:
     item_id, count, boards, viewer = request.as_domain()
     config = settings()
-    where = Where.of(config.anchor, boards)
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
     source_ip = app.current_event.request_context.http.source_ip
     # RequireItems: an id never created is refused (404) before a rate-limit allowance is even taken.
     admit = item_admission()
     admitted(item_id, admit)
+    # Boards: a board the policy refuses is a 422 (a new one it allows is registered), before any allowance.
+    where = Where.of(config.anchor, boards, gate=board_gate())
     # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
         with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
-            if viewer is None:
+            if key is not None:
+                recorded = record_keyed_view(
+                    view_store(),
+                    item_id,
+                    count,
+                    config.write_shards,
+                    KeyedRequest.of(key, fingerprint(item_id, count, where.boards, viewer)),
+                    seen=None if viewer is None else Seen.of(viewer, config.dedupe_window_seconds),
+                    router=shard_router(),
+                    where=where,
+                    admit=admit,
+                )
+            elif viewer is None:
                 recorded = record_views(
                     view_store(),
                     item_id,
@@ -76,15 +117,25 @@ def post_views(request: Annotated[ViewRequest, Body()]) -> Response[ViewsRecorde
     except RateLimited:
         metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)
         raise
-    metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=recorded.views)
-    body = ViewsRecorded(id=recorded.item_id, recorded=recorded.views, boards=[config.board, *where.boards])
-    if viewer is None:
-        return Response(202, "application/json", body)
-    answer = ViewSeen(**body.model_dump(), duplicate=recorded.duplicate)
+    return answer(recorded, viewer is not None, [config.board, *where.boards])
+
+
+def answer(recorded: Recorded, viewed: bool, boards: list[str]) -> Response[ViewsRecorded | ViewSeen]:
+    """202 with what was recorded; with a viewer, 200 for a duplicate. A keyed retry gets the first request's
+    answer, marked ``Idempotent-Replayed`` (its views were counted then, not now)."""
+    headers = {"Idempotent-Replayed": "true"} if recorded.replayed else None
+    metrics.add_metric(name="ViewsRecorded", unit=MetricUnit.Count, value=0 if recorded.replayed else recorded.views)
+    if recorded.replayed:
+        metrics.add_metric(name="IdempotentReplays", unit=MetricUnit.Count, value=1)
+    body = ViewsRecorded(id=recorded.item_id, recorded=recorded.views, boards=boards)
+    if not viewed:
+        return Response(202, "application/json", body, headers=headers)
+    seen = ViewSeen(**body.model_dump(), duplicate=recorded.duplicate)
     if recorded.duplicate:
-        metrics.add_metric(name="DuplicateViews", unit=MetricUnit.Count, value=1)
-        return Response(200, "application/json", answer)
-    return Response(202, "application/json", answer)
+        if not recorded.replayed:
+            metrics.add_metric(name="DuplicateViews", unit=MetricUnit.Count, value=1)
+        return Response(200, "application/json", seen, headers=headers)
+    return Response(202, "application/json", seen, headers=headers)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

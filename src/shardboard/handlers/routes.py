@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
+from shardboard.domain import validation
 from shardboard.domain.validation import BadInput
 from shardboard.schema import (
     AroundMe,
@@ -45,22 +46,49 @@ def _json(model: Any, description: str, headers: dict[str, Any] | None = None) -
 
 
 _BAD_REQUEST = _json(Error, "Bad input (code bad_request): the message names the rule; nothing was written.")
+# Every read is public and cacheable for one refresh interval (SnapshotSchedule), with an ETag for If-None-Match.
 _CACHE_HEADERS = {
     "Cache-Control": {"description": "public, max-age=<refresh seconds>", "schema": {"type": "string"}},
-    "ETag": {"description": "Snapshot version and limit; send it back in If-None-Match.", "schema": {"type": "string"}},
+    "ETag": {
+        "description": "Names this answer (the top N: snapshot version and limit; any other read: a hash of its "
+        "content); send it back in If-None-Match.",
+        "schema": {"type": "string"},
+    },
+}
+_NOT_MODIFIED = {"description": "Not modified (If-None-Match matched the ETag).", "headers": _CACHE_HEADERS}
+
+_REPLAYED = {
+    "Idempotent-Replayed": {
+        "description": "true when the answer is a replay: the Idempotency-Key was used before (nothing was written "
+        "now; the body and status are the first request's).",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
 }
 
 POST_VIEWS: dict[str, Any] = {
     "summary": "Record views of one item",
     "description": "One counter write on the global board and every board named: 202 means every view counted, "
-    "any error means none did, so a retry cannot double count. The body is read as JSON whatever its "
-    "Content-Type (navigator.sendBeacon sends text/plain).",
+    "any error means none did. The body is read as JSON whatever its Content-Type (navigator.sendBeacon sends "
+    "text/plain). A response can still be lost after the views counted (a timeout, a cut connection): send an "
+    "Idempotency-Key (1-255 printable ASCII characters, e.g. a UUID per logical request) and retry with the same "
+    "key: within 24 hours of its first use the key counts once, however many retries arrive, at once or late, and "
+    "each retry is answered as the first request was (Idempotent-Replayed: true); the same key with another id, "
+    "count, boards or viewer is a 422. Keys are global to the stack: make them unguessable.",
     "operation_id": "recordViews",
     "security": WRITE_SECURITY,
     "responses": {
-        202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false)."),
-        200: _json(ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true)."),
+        202: _json(ViewsRecorded, "Recorded (with a viewer: the ViewSeen shape, duplicate false).", _REPLAYED),
+        200: _json(
+            ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true).", _REPLAYED
+        ),
         400: _BAD_REQUEST,
+        422: _json(
+            Error,
+            "Board not allowed (code board_not_allowed): the stack's Boards policy refuses a board named (outside its "
+            "pattern, or a new board past its maximum); or Idempotency-Key reused (code idempotency_key_reused): the "
+            "key was used in the last 24 hours by a request with another id, count, boards or viewer. Nothing was "
+            "recorded.",
+        ),
         429: _json(
             Error,
             "Rate limited (code rate_limited; PublicViews only): the client used its per-IP or per-viewer allowance "
@@ -69,7 +97,8 @@ POST_VIEWS: dict[str, Any] = {
         ),
         503: _json(
             Error,
-            "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds.",
+            "Throttled (code throttled): nothing was recorded; retry after Retry-After seconds (with the same "
+            "Idempotency-Key, if the request had one).",
             {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
         ),
     },
@@ -85,8 +114,8 @@ GET_LEADERBOARD: dict[str, Any] = {
     "operation_id": "getLeaderboard",
     "security": PUBLIC,
     "responses": {
-        200: _json(Leaderboard, "The snapshot, best first.", _CACHE_HEADERS),
-        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        200: _json(Leaderboard, "The snapshot (or the page), best first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
     },
@@ -98,9 +127,15 @@ GET_ITEM: dict[str, Any] = {
     "operation_id": "getItem",
     "security": PUBLIC,
     "responses": {
-        200: _json(Item, "The item's views."),
+        200: _json(Item, "The item's views.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
-        404: _json(Error, "No views recorded for the item (code not_found)."),
+        404: _json(
+            Error,
+            "No views recorded for the item (code not_found). An id that starts with '?' reaches no route (API Gateway "
+            "routes on the decoded path, cut at its first '?'): API Gateway's own 404, with a message only. GET "
+            "/item?id= takes any id.",
+        ),
     },
 }
 
@@ -113,7 +148,8 @@ GET_ITEM_BY_QUERY: dict[str, Any] = {
     "operation_id": "getItemByQuery",
     "security": PUBLIC,
     "responses": {
-        200: _json(Item, "The item."),
+        200: _json(Item, "The item.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "Never created and no views recorded (code not_found)."),
     },
@@ -127,7 +163,8 @@ GET_NEWEST_ITEMS: dict[str, Any] = {
     "operation_id": "getNewestItems",
     "security": PUBLIC,
     "responses": {
-        200: _json(NewestPage, "One page, newest first."),
+        200: _json(NewestPage, "One page, newest first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
     },
 }
@@ -136,12 +173,14 @@ GET_RANK: dict[str, Any] = {
     "summary": "Rank and percentile of items in a period",
     "description": "Ids travel in the query string, percent-encoded: several as a repeated id= (at most 100); board, "
     "period and at at most once each. Within the snapshot's top N one GetItem; within the ranked version's depth D "
-    "one more BatchGetItem of rank shards (exact competition rank); past D one more read for the views, and the "
-    'rank is null with "beyond": D and a modelled, approximate percentile.',
+    "one more BatchGetItem of rank shards (exact competition rank); past D one BatchGetItem of the items table (a "
+    'hidden or deleted item answers so) and one more read for the views, and the rank is null with "beyond": D and '
+    "a modelled, approximate percentile.",
     "operation_id": "getRank",
     "security": PUBLIC,
     "responses": {
-        200: _json(Ranks, "One answer per id, in the order asked."),
+        200: _json(Ranks, "One answer per id, in the order asked.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
         404: _json(Error, "No snapshot (code not_found): an unknown board, or a period without views."),
     },
@@ -150,15 +189,18 @@ GET_RANK: dict[str, Any] = {
 GET_AROUND: dict[str, Any] = {
     "summary": "An item's neighbours in a period",
     "description": "The k (1 to 50, default 5) entries above and below the item, 2k + 1 in all, shifted at the top "
-    "and bottom (above and below say how many), in board order with exact competition ranks. From the snapshot "
-    "alone when the item is well inside its top N, else the snapshot, one rank shard and one BatchGetItem of 1-2 "
-    "pages of the ranked version. " + _ID_QUERY,
+    "and bottom (above and below say how many), in board order with exact competition ranks, the ones GET /rank "
+    "gives. From the snapshot alone when it holds the item (continued from the ranked version only where both agree), "
+    "else the snapshot, one rank shard and one BatchGetItem of 1-2 pages of the ranked version. " + _ID_QUERY,
     "operation_id": "getAround",
     "security": PUBLIC,
     "responses": {
-        200: _json(AroundMe, "The neighbours, best first."),
+        200: _json(AroundMe, "The neighbours, best first.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
         400: _BAD_REQUEST,
-        404: _json(Error, "No snapshot, or the item is not in the ranked top D (code not_found, with the reason)."),
+        404: _json(
+            Error, "No snapshot, or the item is not in the ranked top D or is taken down (code not_found, the reason)."
+        ),
     },
 }
 
@@ -213,7 +255,7 @@ UNHIDE_ITEM: dict[str, Any] = {
 
 DELETE_ITEM: dict[str, Any] = {
     "summary": "Delete an item's counts everywhere (admin)",
-    "description": "A tombstone (the item's metadata kept for the audit) and the id in the deny sets, then every "
+    "description": "A tombstone (the item's metadata kept for the audit) and the id's deny marker, then every "
     "snapshot that holds it patched at once as a hide does, then its aggregates and past period entries deleted on "
     "every board. Later views of it are refused (POST /views answers 404 not_found within 10 s) and never counted. "
     "Deleting it again runs the sweep again (changed false): that finishes a delete cut short. Optional reason (at "
@@ -283,6 +325,17 @@ def json_request(event: dict[str, Any]) -> dict[str, Any]:
         raw = base64.b64decode(event["body"])
         request.update(body=raw.decode("utf-8", errors="surrogateescape"), isBase64Encoded=False)
     return request
+
+
+def json_body(text: str) -> dict[str, Any]:
+    """The body of a route that takes one (the resolver's ``json_body_deserializer``): a JSON object, or BadInput
+    (400) before any model sees it. Powertools would hand a model a JSON array's first element (its rule for form
+    fields), and an integer of over 4,300 digits or deep nesting would raise in parsing (a 500); text that is not
+    JSON raises json.JSONDecodeError, which Powertools answers as invalid JSON."""
+    value = validation.json_value(text, "body")
+    if not isinstance(value, dict):
+        raise BadInput(f"body must be a JSON object, got {validation.json_kind(value)}")
+    return value
 
 
 # GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/"); "s" because API Gateway

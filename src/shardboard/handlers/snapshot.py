@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.snapshot import refresh_changed
+from shardboard.domain.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
 
@@ -25,10 +26,11 @@ from shardboard.handlers.wiring import board_store, item_store, settings
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     config = settings()
-    # The hidden and the deleted ids, read once per run: every gather drops both (issue 13 takedowns; a deleted
-    # item's aggregates may outlive its tombstone until its delete has swept them).
+    # The hidden and the deleted ids, one view per run: every gather drops both (issue 13 takedowns; a deleted
+    # item's aggregates may outlive its tombstone until its delete has swept them). Listed while few, else each
+    # candidate a gather meets is looked up once per run.
     items = item_store()
-    dropped = items.hidden() | items.denied()
+    dropped = TakenDown.read(items)
     run = refresh_changed(
         board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=dropped, catalog=items
     )

@@ -8,63 +8,18 @@ no caller has to write the environment or reach into a cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from functools import cached_property
+from collections.abc import Callable, Collection
 from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
-from shardboard.domain.items import DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.boards import BoardGate
+from shardboard.domain.dynamic_sharding import ShardRouter
+from shardboard.domain.taken_down import deleted_among
+from shardboard.services.stores import Container
 from shardboard.settings import Settings
-
-
-class Container:
-    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
-
-    def __init__(self, settings: Settings, dynamodb: Any) -> None:
-        self.settings = settings
-        self.dynamodb = dynamodb
-
-    @classmethod
-    def from_env(cls) -> Container:
-        """What a Lambda container builds: settings from its environment, the default client."""
-        return cls(Settings.from_env(), dynamodb_client())
-
-    @cached_property
-    def views(self) -> ViewStore:
-        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor)
-
-    @cached_property
-    def board(self) -> BoardStore:
-        return BoardStore(self.dynamodb, self.settings.board_table)
-
-    @cached_property
-    def shard_metadata(self) -> ShardMetadataStore:
-        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
-
-    @cached_property
-    def items(self) -> ItemStore:
-        return ItemStore(self.dynamodb, self.settings.items_table)
-
-    @cached_property
-    def admission(self) -> Callable[[str], bool]:
-        """Which viewed ids are counted (its caches live as long as the container): not deleted (the deny sets,
-        read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
-        not_deleted = DenyCheck(self.items.denied)
-        if not self.settings.require_items:
-            return not_deleted
-        return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
-
-    @cached_property
-    def router(self) -> ShardRouter | None:
-        """The writers' shard-count cache (dynamic sharding), or None when it is off."""
-        policy = ShardPolicy.of(self.settings)
-        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
-
 
 _current: Container | None = None
 _lock = threading.Lock()
@@ -111,13 +66,17 @@ def item_store() -> ItemStore:
     return container().items
 
 
-def denied_ids(consistent: bool = False) -> frozenset[str]:
-    """The deleted ids (the deny sets), read afresh: the aggregator asks before and after each batch's writes."""
-    return container().items.denied(consistent)
+def denied_ids(item_ids: Collection[str], consistent: bool = False) -> frozenset[str]:
+    """Those of ``item_ids`` that are deleted, read afresh: the aggregator asks before and after each batch's writes."""
+    return deleted_among(container().items, item_ids, consistent)
 
 
 def item_admission() -> Callable[[str], bool]:
     return container().admission
+
+
+def board_gate() -> BoardGate:
+    return container().boards
 
 
 def shard_router() -> ShardRouter | None:

@@ -24,6 +24,7 @@ from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.recording import Where, record_views
 from shardboard.domain.snapshot import refresh_changed
+from shardboard.domain.taken_down import deleted_among
 from shardboard.handlers.aggregate import AggregatingProcessor, aggregate, read_view
 from shardboard.settings import Settings
 from shardboard_tools.bench.workload import Workload
@@ -168,10 +169,13 @@ class ShardboardDesign:
         self.function_concurrency = Settings().write_concurrency
         self.views = MemoryViewStore(emulator, self.settings.views_table)
         self.board = MemoryBoardStore(emulator, self.settings.board_table)
-        # The deny sets (deleted items), read once per batch as the deployed function does, and priced.
+        # The deleted ids among a batch's, asked before and after its writes as the deployed function does, and priced.
         self.items = MemoryItemStore(emulator, self.settings.items_table)
         self.processor = AggregatingProcessor(
-            lambda: self.board, lambda: self.settings, self._epoch, denied=self.items.denied
+            lambda: self.board,
+            lambda: self.settings,
+            self._epoch,
+            denied=lambda item_ids, consistent: deleted_among(self.items, item_ids, consistent),
         )
         self.rng = random.Random(workload.seed)
         self.cpu_seconds = 0.0

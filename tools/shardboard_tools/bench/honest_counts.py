@@ -9,6 +9,10 @@ to fresh in-memory base tables priced by the capacity emulator, through the real
 * ``public``: the same in public mode: each view first takes its IP's and its viewer's allowance (``allowances``,
   ``within``) at the template's default limits; a few scraping clients go over them.
 
+Then the same views without viewers through four writers whose writes lose their response at random after they
+landed, retried by whoever sent them (``honest_counts_retries``): ``POST /views`` without and with an
+Idempotency-Key, the library's Recorder with plain and with retry-safe writes.
+
 Only the base table is priced: the aggregator reads one stream record per counted view whichever run wrote it
 (markers and allowance counters are filtered out before it), so its cost per counted view is the designs
 scenario's. Exactness is checked against a model of the rules written here, not the domain's code: the counted
@@ -27,11 +31,14 @@ from typing import Any
 from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, Seen
 from shardboard.domain.rate_limit import RateLimited, RateLimits, allowances, within
 from shardboard.domain.recording import record_seen_view, record_views
+from shardboard_tools.bench.honest_counts_retries import RETRY_RUNS, run_retries
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryViewStore
 
 PLAIN, VIEWER, PUBLIC = "plain", "viewer", "public"
+# Every run's name, as the progress bars show them (the retried writes' runs are prefixed: their plain is another).
+RUNS = (PLAIN, VIEWER, PUBLIC, *(f"retries {name}" for name in RETRY_RUNS))
 COUNTED, DUPLICATE, REFUSED_IP, REFUSED_VIEWER = "counted", "duplicate", "refused by IP", "refused by viewer"
 OUTCOMES = (COUNTED, DUPLICATE, REFUSED_IP, REFUSED_VIEWER)
 ORDINARY = "viewer-"  # the viewers that are not scrapers
@@ -52,6 +59,9 @@ class HonestWorkload:
     # template.yaml's defaults, ViewsPerIpPerMinute and ViewsPerViewerPerMinute
     limits: RateLimits = field(default_factory=lambda: RateLimits(per_ip=120, per_viewer=30))
     seed: int = 145
+    # Retried writes: the share of writes whose response is lost after they landed, and the library's flush interval
+    lost_response_share: float = 0.01
+    flush_interval: float = 1.0
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "base": self.base.as_json(), "limits": asdict(self.limits)}
@@ -197,9 +207,19 @@ def run_honest_counts(
                 on_progress(name, position)
         truth = [COUNTED] * len(offered) if name == PLAIN else expected(workload, offered, limited=name == PUBLIC)
         runs[name] = run.result(offered, truth)
+    retries = run_retries(
+        [(view.at, view.item) for view in offered],
+        loss=workload.lost_response_share,
+        flush_interval=workload.flush_interval,
+        write_shards=workload.base.write_shards,
+        seed=workload.seed,
+        start_epoch=workload.base.start_epoch,
+        on_progress=None if on_progress is None else lambda name, done: on_progress(f"retries {name}", done),
+    )
     return {
         "scenario": "honest-counts",
         "workload": workload.as_json(),
         "runs": runs,
         "rate_windows": len({int(view.at // workload.limits.window_seconds) for view in offered}),
+        "retries": retries,
     }

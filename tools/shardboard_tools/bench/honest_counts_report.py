@@ -7,9 +7,12 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
 from shardboard_tools.bench.honest_counts import COUNTED, DUPLICATE, OUTCOMES, PLAIN, PUBLIC, VIEWER
+from shardboard_tools.bench.honest_counts_retries import KEYED, RECORDER, RECORDER_SAFE
+from shardboard_tools.bench.honest_counts_retries import PLAIN as RETRIED_PLAIN
 from shardboard_tools.bench.sections import Section
 
 SECTION = Section("honest-counts")
@@ -40,7 +43,30 @@ ROWS: tuple[Row, ...] = (
 )
 
 
-def table(result: dict[str, Any]) -> Table:
+RETRY_TITLES = {
+    RETRIED_PLAIN: "POST /views",
+    KEYED: "POST /views, Idempotency-Key",
+    RECORDER: "Recorder, retry_safe=False",
+    RECORDER_SAFE: "Recorder (retry-safe)",
+}
+
+
+def _optional(key: str, form: str) -> Callable[[dict[str, Any]], str]:
+    return lambda run: "-" if run.get(key) is None else format(run[key], form)
+
+
+RETRY_ROWS: tuple[Row, ...] = (
+    ("base-table write units per view", lambda run: f"{run['base_write_units_per_view']:.3f}"),
+    ("write units per request (first attempt)", _optional("units_per_request", "g")),
+    ("write units per counter write (retries included)", _optional("base_write_units_per_write", ".3f")),
+    ("lost responses (landed, then lost)", lambda run: f"{run['lost_responses']:,}"),
+    ("retries recognised as applied", _optional("replayed_writes", ",")),
+    ("views counted twice", lambda run: f"{run['over_counted_views']:,}"),
+    ("counted views exact (base table = views offered)", lambda run: "yes" if run["exact_base"] else "NO"),
+)
+
+
+def table(result: dict[str, Any]) -> Group:
     base = result["workload"]["base"]
     shown = Table(title=f"honest-counts: {base['views']:,} Zipf views at {base['views_per_s']:,.0f}/s")
     shown.add_column("figure")
@@ -48,7 +74,14 @@ def table(result: dict[str, Any]) -> Table:
         shown.add_column(TITLES[name], justify="right")
     for label, show in ROWS:
         shown.add_row(label, *(show(run) for run in result["runs"].values()))
-    return shown
+    retries = result["retries"]
+    retried = Table(title=f"retried writes: {retries['lost_response_share']:.0%} of responses lost after the write")
+    retried.add_column("figure")
+    for name in retries["runs"]:
+        retried.add_column(RETRY_TITLES[name], justify="right")
+    for label, show in RETRY_ROWS:
+        retried.add_row(label, *(show(run) for run in retries["runs"].values()))
+    return Group(shown, retried)
 
 
 def section(result: dict[str, Any], command: str) -> str:
@@ -103,10 +136,55 @@ def section(result: dict[str, Any], command: str) -> str:
             "emulator's pricing of DynamoDB's rules (items under 1 KB, transactions twice per item, failed "
             "conditions charged), not a measurement on AWS."
         ),
+        "",
+        *_retries(result),
         END,
         "",
     ]
     return "\n".join(lines)
+
+
+def _retries(result: dict[str, Any]) -> list[str]:
+    """The retried writes' part of the section (docs/honest-counts.md, "Retried writes")."""
+    retries = result["retries"]
+    runs = retries["runs"]
+    plain, keyed, recorder, safe = runs[RETRIED_PLAIN], runs[KEYED], runs[RECORDER], runs[RECORDER_SAFE]
+    lines = [
+        "### Retried writes: cost per view with and without retry safety",
+        "",
+        *_wrapped(
+            f"The same {plain['views']:,} views without viewers, through four writers whose writes lose their "
+            f"response after they landed, {retries['lost_response_share']:.0%} of them at random (a timeout after "
+            "DynamoDB applied the write, as its caller sees it), each retried by whoever sent it: an HTTP client "
+            "posting again until it hears an answer (`record_views`, and `record_keyed_view` with a fresh "
+            "Idempotency-Key per view, the same key on every retry), and the library's `Recorder` flushed every "
+            f"{retries['flush_interval']:g} s of virtual time (plain ADDs with `retry_safe=False`, and the default "
+            "retry-safe writes), whose next flush retries what it did not hear back about. Write units include "
+            "every attempt, lost ones and retries."
+        ),
+        "",
+        "| figure | " + " | ".join(RETRY_TITLES[name] for name in runs) + " |",
+        "|---|" + "---:|" * len(runs),
+    ]
+    lines += [f"| {label} | " + " | ".join(show(run) for run in runs.values()) + " |" for label, show in RETRY_ROWS]
+    lines += [
+        "",
+        *_wrapped(
+            "Without retry safety the views of every lost response count twice: "
+            f"{plain['over_counted_views']:,} views too many for POST /views, "
+            f"{recorder['over_counted_views']:,} for the Recorder (a coalesced write carries several views). An "
+            "Idempotency-Key makes each request one transaction of the key's marker and the counter, "
+            f"{keyed['units_per_request']:g} write units instead of {plain['units_per_request']:g} "
+            f"({keyed['base_write_units_per_view']:.3f} per view with its retries, 2 units each), exact: "
+            f"{keyed['replayed_writes']:,} requests were answered from their key's marker. The Recorder's "
+            f"retry-safe writes cost what its plain ones do, {safe['base_write_units_per_write']:.3f} units per "
+            f"counter write against {recorder['base_write_units_per_write']:.3f} (one conditional UpdateItem; a "
+            "refused retry is charged one unit, and each recorder claims its writer number once), "
+            f"{safe['base_write_units_per_view']:.3f} per view, exact: {safe['replayed_writes']:,} retries were "
+            "refused by their counter's condition and reported written."
+        ),
+    ]
+    return lines
 
 
 def _refused(run: dict[str, Any]) -> float:

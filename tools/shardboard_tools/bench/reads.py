@@ -147,7 +147,7 @@ def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
         item = truth[position - 1][0]
         requests, units = usage.requests, usage.units("read")
         head = design.board.get_snapshot(period) or {}
-        [answer] = lookup_ranks(design.board, design.settings, period, head, [item])
+        [answer] = lookup_ranks(design.board, design.settings, period, head, [item], catalog=design.items)
         shown = f"rank {answer.rank:,}" if answer.rank else f"beyond {answer.beyond:,}, ~{answer.approximate_rank:,}"
         priced.append(
             {
@@ -185,7 +185,7 @@ def price_around(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[
 
         def read(item: str = truth[position - 1][0]) -> str:
             head = design.board.get_snapshot(period) or {}
-            answer = around(design.board, period, head, item, k=5, depth=depth)
+            answer = around(design.board, period, head, item, k=5, catalog=design.items)
             return f"{len(answer.entries)} entries ({answer.above} above, {answer.below} below), {answer.source}"
 
         requests, units, answer = priced_read(design, read)

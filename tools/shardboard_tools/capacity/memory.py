@@ -35,8 +35,20 @@ from shardboard.adapters.board_table import (
     snapshot_item,
 )
 from shardboard.adapters.dynamodb import Item, throttling_as_domain
-from shardboard.adapters.items_table import ItemStore, item_record, put_values, takedown_writes, tombstone_writes
+from shardboard.adapters.items_table import (
+    ItemStore,
+    item_record,
+    listing_of,
+    marker_key,
+    old_set_ids,
+    old_set_key,
+    partition_pk,
+    put_values,
+    takedown_writes,
+    tombstone_writes,
+)
 from shardboard.adapters.keys import (
+    ANSWER,
     APPLIED_PREFIX,
     BOARD,
     BOARD_COUNTER_PREFIX,
@@ -58,16 +70,16 @@ from shardboard.adapters.keys import (
     DEEP_BUCKET,
     DEEP_KEY,
     DEEP_THRESHOLD,
-    DENY_SETS,
     DIRTY,
     EXPIRES_AT,
-    HIDDEN_SETS,
+    FINGERPRINT,
     IMPORT_ID,
     ITEM_ID,
     ITEM_META,
     ITEM_RECORD_SK,
     ITEM_STATUS,
     LAST_UPDATED,
+    LAST_WRITER,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
     PERIOD_KIND,
@@ -89,16 +101,17 @@ from shardboard.adapters.keys import (
     SHARD_HISTORY,
     SK,
     SOURCE_VIEWS,
+    TAKEDOWN_PARTITIONS,
     UPDATED_AT,
     VIEWS,
+    WRITERS_PK,
     aggregate_pk,
     allowance_pk,
     applied_attr,
     board_counter,
     count_attr,
-    deny_set_pk,
     entry_pk,
-    hidden_set_pk,
+    idempotency_pk,
     index_key_attr,
     index_name,
     item_record_pk,
@@ -109,6 +122,7 @@ from shardboard.adapters.keys import (
     snapshot_pk,
     threshold_pk,
     view_pk,
+    writer_attr,
 )
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
 from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet, ViewStore, counter_attribute
@@ -116,8 +130,17 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
+from shardboard.domain.idempotency import (
+    Answer,
+    IdempotencyKeyReused,
+    KeyedOutcome,
+    KeyedRequest,
+    OnceOutcome,
+    OnceWrite,
+)
 from shardboard.domain.items import (
     DEFAULT_CREATED_SHARDS,
+    DELETED,
     HIDDEN,
     ItemRecord,
     ShardPage,
@@ -140,6 +163,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
 )
 from shardboard.domain.rate_limit import Allowance
+from shardboard.domain.taken_down import TakedownListing
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units
@@ -214,10 +238,12 @@ class MemoryTable:
         self.items: dict[str, Item] = {}
         self.lock = threading.RLock()
 
-    def write(self, operation: str, pk: str, new: Item | None) -> Item | None:
-        """Replace item ``pk`` by ``new`` (None deletes) after the emulator admits the write; returns the old item."""
+    def write(self, operation: str, pk: str, new: Item | None, partition: str | None = None) -> Item | None:
+        """Replace item ``pk`` by ``new`` (None deletes) after the emulator admits the write; returns the old item.
+        ``partition``: the partition key value charged when ``pk`` also holds a sort key (the items table)."""
         old = self.items.get(pk)
-        self.emulator.admit(operation, self.schema.write_charges({self.schema.hash_key: {"S": pk}}, old, new))
+        key = {self.schema.hash_key: {"S": partition or pk}}
+        self.emulator.admit(operation, self.schema.write_charges(key, old, new))
         if new is None:
             self.items.pop(pk, None)
         else:
@@ -230,11 +256,10 @@ class MemoryTable:
         self.emulator.admit(operation, self.schema.write_charges({self.schema.hash_key: {"S": pk}}, old, old))
         return old
 
-    def read(self, operation: str, pk: str, consistent: bool) -> Item | None:
+    def read(self, operation: str, pk: str, consistent: bool, partition: str | None = None) -> Item | None:
         item = self.items.get(pk)
-        self.emulator.admit(
-            operation, [Charge(self.schema.name, self.schema.name, pk, "read", read_units(item_size(item), consistent))]
-        )
+        units = read_units(item_size(item), consistent)
+        self.emulator.admit(operation, [Charge(self.schema.name, self.schema.name, partition or pk, "read", units)])
         return item
 
     def scan(self) -> list[Item]:
@@ -279,14 +304,117 @@ class MemoryViewStore:
         pk = view_pk(item_id, shard, bucket)
         with self.data.lock:
             old = self.data.items.get(pk)
-            new = dict(old or {})
-            new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
-            for attribute in (VIEWS, *(board_counter(board) for board in boards)):
-                new[attribute] = {"N": str(_number(new, attribute) + count)}
+            new = _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)
             with throttling_as_domain():
                 self.data.write("UpdateItem", pk, new)
             self._emit(pk, old, new)
         return float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units)
+
+    def claim_writer(self) -> int:
+        """``ViewStore.claim_writer``: ``ADD last_writer :1`` on the registry item, its new value."""
+        with self.data.lock:
+            old = self.data.items.get(WRITERS_PK)
+            new: Item = {PK: {"S": WRITERS_PK}, LAST_WRITER: {"N": str(_number(old or {}, LAST_WRITER) + 1)}}
+            with throttling_as_domain():
+                self.data.write("UpdateItem", WRITERS_PK, new)
+            self._emit(WRITERS_PK, old, new)
+        return int(new[LAST_WRITER]["N"])
+
+    def add_view_once(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        once: OnceWrite,
+        *,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> OnceOutcome:
+        """``ViewStore.add_view_once``: ``add_view`` plus ``SET w:<writer> = :seq`` if the writer's attribute is absent
+        or lower; otherwise nothing changes (the refusal is charged: a failed condition consumes write units)."""
+        bucket = self.bucket(bucket)
+        pk = view_pk(item_id, shard, bucket)
+        attribute = writer_attr(once.writer)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is not None and attribute in old and int(old[attribute]["N"]) >= once.sequence:
+                with throttling_as_domain():
+                    self.data.refuse("UpdateItem", pk)
+                return OnceOutcome(False, float(self.data.schema.write_charges({PK: {"S": pk}}, old, old)[0].units))
+            new = _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)
+            new[attribute] = {"N": str(once.sequence)}
+            with throttling_as_domain():
+                self.data.write("UpdateItem", pk, new)
+            self._emit(pk, old, new)
+        return OnceOutcome(True, float(self.data.schema.write_charges({PK: {"S": pk}}, old, new)[0].units))
+
+    def add_keyed_view(
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        keyed: KeyedRequest,
+        *,
+        seen: Seen | None = None,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> KeyedOutcome:
+        """``ViewStore.add_keyed_view``: one TransactWriteItems putting the key's marker (unless a marker holds the
+        key: absent or expired before ``keyed.now``), with ``seen`` the viewer's marker, and adding ``count`` to the
+        counters, all or nothing at twice the units of each item. A held key is a replay (its marker's check
+        charged, doubled) or IdempotencyKeyReused; a viewer seen already is a duplicate whose answer is then kept
+        under the key (one PutItem). Throttling raises Throttled and changes nothing."""
+        bucket = self.bucket(bucket)
+        key_pk = idempotency_pk(keyed.key)
+        pk = view_pk(item_id, shard, bucket)
+        with self.data.lock:
+            held = self.data.items.get(key_pk)
+            if held is not None and _number(held, EXPIRES_AT) >= keyed.now:
+                units = self._refused_transaction(key_pk, held)
+                if held.get(FINGERPRINT, {}).get("S") != keyed.fingerprint:
+                    raise IdempotencyKeyReused(keyed.key)
+                return KeyedOutcome(Answer(held[ANSWER]["S"]), replayed=True, units=units)
+            writes: list[tuple[str, Item | None, Item]] = [(key_pk, held, _key_marker(keyed, Answer.COUNTED))]
+            if seen is not None:
+                marker_pk = seen_pk(seen.window, seen.viewer, item_id)
+                existing = self.data.items.get(marker_pk)
+                if existing is not None:
+                    units = self._refused_transaction(marker_pk, existing)
+                    if existing.get(SEEN_TOKEN, {}).get("S") == seen.token:
+                        return KeyedOutcome(Answer.COUNTED, replayed=False, units=units)
+                    duplicate = _key_marker(keyed, Answer.DUPLICATE)
+                    with throttling_as_domain():
+                        self.data.write("PutItem", key_pk, duplicate)
+                    self._emit(key_pk, held, duplicate)
+                    charge = self.data.schema.write_charges({PK: {"S": key_pk}}, held, duplicate)[0].units
+                    return KeyedOutcome(Answer.DUPLICATE, replayed=False, units=units + float(charge))
+                marker: Item = {
+                    PK: {"S": marker_pk},
+                    EXPIRES_AT: {"N": str(seen.expires_at)},
+                    SEEN_TOKEN: {"S": seen.token},
+                }
+                writes.append((marker_pk, None, marker))
+            old = self.data.items.get(pk)
+            writes.append((pk, old, _counted(old, pk, item_id, shard, bucket, boards=boards, count=count)))
+            charges = [
+                dataclasses.replace(charge, units=charge.units * 2)
+                for key, before, after in writes
+                for charge in self.data.schema.write_charges({PK: {"S": key}}, before, after)
+            ]
+            with throttling_as_domain():
+                self.data.emulator.admit("TransactWriteItems", charges)
+            for key, before, after in writes:
+                self.data.items[key] = after
+                self._emit(key, before, after)
+        return KeyedOutcome(Answer.COUNTED, replayed=False, units=float(sum(charge.units for charge in charges)))
+
+    def _refused_transaction(self, pk: str, existing: Item) -> float:
+        """A transaction refused by the condition on ``pk``: its check charged at the transactional rate."""
+        charges = self.data.schema.write_charges({PK: {"S": pk}}, existing, existing)
+        doubled = [dataclasses.replace(charge, units=charge.units * 2) for charge in charges]
+        with throttling_as_domain():
+            self.data.emulator.admit("TransactWriteItems", doubled)
+        return float(sum(charge.units for charge in doubled))
 
     def add_seen_view(
         self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
@@ -1000,6 +1128,26 @@ def _moves_hold(item: Mapping[str, Any], moves: Sequence[ShardMove]) -> bool:
     return all(_applied(item, m.shard) == (m.expected or None) for m in moves)
 
 
+def _counted(
+    old: Item | None, pk: str, item_id: str, shard: int, bucket: str, *, boards: Sequence[str], count: int
+) -> Item:
+    """A counter item after ``ADD count`` to ``views`` and each board's counter (``SET`` of its key attributes)."""
+    new = dict(old or {})
+    new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
+    for attribute in (VIEWS, *(board_counter(board) for board in boards)):
+        new[attribute] = {"N": str(_number(new, attribute) + count)}
+    return new
+
+
+def _key_marker(keyed: KeyedRequest, answer: Answer) -> Item:
+    return {
+        PK: {"S": idempotency_pk(keyed.key)},
+        EXPIRES_AT: {"N": str(keyed.expires_at)},
+        FINGERPRINT: {"S": keyed.fingerprint},
+        ANSWER: {"S": answer.value},
+    }
+
+
 def _number(item: Mapping[str, Any], attribute: str) -> int:
     value = item.get(attribute)
     return int(value["N"]) if value else 0
@@ -1093,13 +1241,16 @@ def items_schema(table: str) -> TableSchema:
 
 class MemoryItemStore:
     """The items table in memory (the ItemCatalog port): the adapter's UpdateItem (``if_not_exists`` on the
-    creation attributes, ``ADD rev``) applied in Python, every request priced."""
+    creation attributes, ``ADD rev``) and transactions applied in Python, every request priced. The takedown markers
+    (and an earlier release's String Sets) live under ``<pk>\0<sk>`` with each partition's sort keys kept in order,
+    so a listing reads them as the adapter's Query does."""
 
     def __init__(
         self, emulator: CapacityEmulator, table: str = "memory-items", created_shards: int = DEFAULT_CREATED_SHARDS
     ) -> None:
         self.data = MemoryTable(items_schema(table), emulator)
         self.created_shards = created_shards
+        self._sort_keys: dict[str, list[str]] = {}  # partition -> its markers' (and old set's) sort keys, ascending
 
     def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
         pk = item_record_pk(item_id)
@@ -1130,8 +1281,7 @@ class MemoryItemStore:
         return None if item is None or ITEM_META not in item else item_record(item)
 
     def set_hidden(self, item_id: str, hidden: bool, by: str, reason: str, now: str) -> bool:
-        """The adapter's three transactional writes (takedown_writes), applied in Python under the table's lock."""
-        status, audit, member = takedown_writes(self.data.schema.name, item_id, hidden, by=by, reason=reason, now=now)
+        """The adapter's transactional writes (takedown_writes), applied in Python under the table's lock."""
         pk = item_record_pk(item_id)
         with self.data.lock:
             old = self.data.items.get(pk)
@@ -1140,6 +1290,11 @@ class MemoryItemStore:
             if status_now != (None if hidden else HIDDEN):
                 self.data.refuse("TransactWriteItems", pk)
                 return False
+            old_set = not hidden and self._in_old_set(HIDDEN, item_id)
+            table = self.data.schema.name
+            status, audit, *others = takedown_writes(
+                table, item_id, hidden, by=by, reason=reason, now=now, old_set=old_set
+            )
             values = status["Update"]["ExpressionAttributeValues"]
             record = {k: v for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items() if k != ITEM_STATUS}
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
@@ -1153,17 +1308,18 @@ class MemoryItemStore:
                 record[CREATED_SHARD] = {"S": created_shard(item_id, self.created_shards)}
                 record[CREATED_KEY] = {"S": created_key(created_at, item_id)}
             self.data.write("TransactWriteItems", pk, record)
-            row = audit["Put"]["Item"]
-            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
-            set_pk = member["Update"]["Key"][PK]["S"]
-            self._member(set_pk, item_id, add=hidden)
+            self._put_audit(audit)
+            for write in others:
+                self._apply(write)
         return True
 
     def set_deleted(self, item_id: str, by: str, reason: str, now: str) -> bool:
-        """The adapter's four transactional writes (tombstone_writes), applied in Python under the table's lock."""
-        status, audit, deny, hidden = tombstone_writes(self.data.schema.name, item_id, by=by, reason=reason, now=now)
+        """The adapter's transactional writes (tombstone_writes), applied in Python under the table's lock."""
         pk = item_record_pk(item_id)
         with self.data.lock:
+            old_set = self._in_old_set(HIDDEN, item_id)
+            table = self.data.schema.name
+            status, audit, *others = tombstone_writes(table, item_id, by=by, reason=reason, now=now, old_set=old_set)
             old = self.data.items.get(pk)
             values = status["Update"]["ExpressionAttributeValues"]
             if (old or {}).get(ITEM_STATUS) == values[":deleted"]:
@@ -1175,35 +1331,131 @@ class MemoryItemStore:
             for key in (CREATED_SHARD, CREATED_KEY):  # out of the by-created index
                 record.pop(key, None)
             self.data.write("TransactWriteItems", pk, record)
-            row = audit["Put"]["Item"]
-            self.data.write("TransactWriteItems", f"audit\0{pk}\0{row[SK]['S']}", row)
-            self._member(deny["Update"]["Key"][PK]["S"], item_id, add=True)
-            self._member(hidden["Update"]["Key"][PK]["S"], item_id, add=False)
+            self._put_audit(audit)
+            for write in others:
+                self._apply(write)
         return True
 
-    def _member(self, set_pk: str, item_id: str, *, add: bool) -> None:
-        """ADD to or DELETE from one String Set, as DynamoDB does (an empty set disappears); under the lock."""
-        ids = set((self.data.items.get(set_pk) or {}).get(SET_IDS, {}).get("SS", []))
-        ids = ids | {item_id} if add else ids - {item_id}
-        self.data.write(
-            "TransactWriteItems",
-            set_pk,
-            {PK: {"S": set_pk}, SK: {"S": SET_SK}, SET_IDS: {"SS": sorted(ids)}} if ids else None,
-        )
+    def _put_audit(self, audit: Mapping[str, Any]) -> None:
+        row = audit["Put"]["Item"]
+        self.data.write("TransactWriteItems", f"audit\0{row[PK]['S']}\0{row[SK]['S']}", row, row[PK]["S"])
 
-    def hidden(self) -> frozenset[str]:
-        return self._set_union([hidden_set_pk(shard) for shard in range(HIDDEN_SETS)])
+    def _apply(self, write: Mapping[str, Any]) -> None:
+        """One of the adapter's marker writes (Put, Delete) or old-set DELETEs, under the lock."""
+        if "Put" in write:
+            item = write["Put"]["Item"]
+            self._store(item[PK]["S"], item[SK]["S"], dict(item))
+        elif "Delete" in write:
+            key = write["Delete"]["Key"]
+            self._store(key[PK]["S"], key[SK]["S"], None)
+        else:  # DELETE ids from an old String Set: emptied, DynamoDB keeps the key alone
+            update = write["Update"]
+            pk, sk = update["Key"][PK]["S"], update["Key"][SK]["S"]
+            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{sk}") or {}))
+            ids -= set(update["ExpressionAttributeValues"][":ids"]["SS"])
+            self._store(pk, sk, {**update["Key"], **({SET_IDS: {"SS": sorted(ids)}} if ids else {})})
 
-    def denied(self, consistent: bool = False) -> frozenset[str]:
-        return self._set_union([deny_set_pk(shard) for shard in range(DENY_SETS)], consistent)
+    def _store(self, pk: str, sk: str, item: Item | None) -> None:
+        """Write (None: delete) the item ``pk``/``sk`` of a takedown partition, keeping its sort keys in order."""
+        self.data.write("TransactWriteItems", f"{pk}\0{sk}", item, pk)
+        keys = self._sort_keys.setdefault(pk, [])
+        at = bisect.bisect_left(keys, sk)
+        present = at < len(keys) and keys[at] == sk
+        if item is not None and not present:
+            keys.insert(at, sk)
+        elif item is None and present:
+            del keys[at]
 
-    def _set_union(self, set_pks: list[str], consistent: bool = False) -> frozenset[str]:
+    def as_old_release(self, status: str, item_id: str) -> None:
+        """Turn a takedown into what an earlier release wrote for it: the id in its status's String Set rather than a
+        marker (the upgrade tests plant it, as raw writes do on DynamoDB)."""
+        key = marker_key(status, item_id)
+        old_set = old_set_key(status, item_id)
+        pk = old_set[PK]["S"]
+        with self.data.lock:
+            self._store(pk, key[SK]["S"], None)
+            ids = set(old_set_ids(self.data.items.get(f"{pk}\0{SET_SK}") or {})) | {item_id}
+            self._store(pk, SET_SK, {**old_set, SET_IDS: {"SS": sorted(ids)}})
+
+    def _in_old_set(self, status: str, item_id: str) -> bool:
+        """The adapter's consistent GetItem of the id's old set, under the lock."""
+        key = old_set_key(status, item_id)
+        pk = key[PK]["S"]
+        item = self.data.read("GetItem", f"{pk}\0{key[SK]['S']}", consistent=True, partition=pk)
+        return item_id in old_set_ids(item or {})
+
+    def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
+        """The adapter's Query of each partition, highest sort key first, ``limit`` split over the partitions; each
+        page (1 MB, or the limit) priced by its items' total size."""
+        per_partition = None if limit is None else max(1, math.ceil(limit / TAKEDOWN_PARTITIONS))
+        pages: list[tuple[list[Item], bool]] = []
+        with self.data.lock:
+            for partition in range(TAKEDOWN_PARTITIONS):
+                pk = partition_pk(status, partition)
+                keys = list(reversed(self._sort_keys.get(pk, [])))
+                read = keys if per_partition is None else keys[:per_partition]
+                items = [self.data.items[f"{pk}\0{sk}"] for sk in read]
+                self._charge_query(pk, [item_size(item) for item in items], consistent)
+                pages.append((items, len(read) == len(keys)))
+        return listing_of(pages)
+
+    def _charge_query(self, pk: str, sizes: Sequence[int], consistent: bool) -> None:
+        """A Query's pages of up to 1 MB, each priced by its total size (an empty partition: one empty page)."""
+        page: list[int] = []
+        pages: list[list[int]] = []
+        for size in sizes:
+            page.append(size)
+            if sum(page) >= PAGE_BYTES:
+                pages.append(page)
+                page = []
+        if page or not pages:
+            pages.append(page)
+        for sizes_of_page in pages:
+            units = query_units(sizes_of_page, consistent)
+            self.data.emulator.admit("Query", [Charge(self.data.schema.name, self.data.schema.name, pk, "read", units)])
+
+    def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
+        """The adapter's BatchGetItem of the ids' markers: each key priced as a read of its item (or of nothing)."""
         found: set[str] = set()
         with self.data.lock:
-            for set_pk in set_pks:
-                item = self.data.read("BatchGetItem", set_pk, consistent)
-                found.update((item or {}).get(SET_IDS, {}).get("SS", []))
+            for item_id in dict.fromkeys(item_ids):
+                key = marker_key(status, item_id)
+                pk = key[PK]["S"]
+                if self.data.read("BatchGetItem", f"{pk}\0{key[SK]['S']}", consistent, partition=pk) is not None:
+                    found.add(item_id)
         return frozenset(found)
+
+    def hidden(self) -> frozenset[str]:
+        return self.list_taken_down(HIDDEN).ids
+
+    def denied(self, consistent: bool = False) -> frozenset[str]:
+        return self.list_taken_down(DELETED, consistent=consistent).ids
+
+    def migrate_takedown_sets(self) -> int:
+        """The adapter's migration: each old set's ids to markers (if the record still has the status), then the
+        emptied set's item deleted."""
+        moved = 0
+        with self.data.lock:
+            for status in (HIDDEN, DELETED):
+                for partition in range(TAKEDOWN_PARTITIONS):
+                    pk = partition_pk(status, partition)
+                    item = self.data.read("GetItem", f"{pk}\0{SET_SK}", consistent=True, partition=pk)
+                    for item_id in old_set_ids(item or {}):
+                        record = self.data.items.get(item_record_pk(item_id)) or {}
+                        if record.get(ITEM_STATUS, {}).get("S") == status:
+                            self._apply({"Put": {"Item": marker_key(status, item_id)}})
+                            moved += 1
+                        self._apply(
+                            {
+                                "Update": {
+                                    "Key": {PK: {"S": pk}, SK: {"S": SET_SK}},
+                                    "ExpressionAttributeValues": {":ids": {"SS": [item_id]}},
+                                }
+                            }
+                        )
+                    if item is not None:
+                        self._store(pk, SET_SK, None)
+        return moved
 
     def audit_rows(self, item_id: str) -> list[Item]:
         """The item's audit rows in the order they were written (tests read who hid it and why)."""
@@ -1219,6 +1471,16 @@ class MemoryItemStore:
                 item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
                 if item is not None and ITEM_META in item:  # a status-only record (hidden, never put) was never put
                     found[item_id] = item_record(item)
+        return found
+
+    def statuses(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The adapter's BatchGetItem of the records' status: each key priced as an eventually consistent read."""
+        found: dict[str, str] = {}
+        with self.data.lock:
+            for item_id in dict.fromkeys(item_ids):
+                item = self.data.read("BatchGetItem", item_record_pk(item_id), consistent=False)
+                if item is not None and ITEM_STATUS in item:
+                    found[item_id] = item[ITEM_STATUS]["S"]
         return found
 
     def newest(self, shard: str, low: str, high: str, limit: int) -> ShardPage:

@@ -120,7 +120,8 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "(docs/benchmarks-boards.md); many-boards: one snapshot run over 1,000 changed boards "
     "(docs/boards-and-periods.md); library: the client library's coalesced writes against one write per view, "
     "4 processes, 1 s and 5 s flushes (docs/benchmarks.md, Client library); honest-counts: base-table write units "
-    "per view without viewer, with viewer (duplicates) and in public mode (rate limits) (docs/benchmarks.md); "
+    "per view without viewer, with viewer (duplicates) and in public mode (rate limits), and with and without "
+    "retry safety (Idempotency-Key, the Recorder's retry-safe writes) under lost responses (docs/benchmarks.md); "
     "reads: ranked versions at D = N and D = 10,000 side by side (write units per view) and the cost of rank "
     "lookups (docs/benchmarks.md, Ranked versions); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
@@ -227,14 +228,14 @@ def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json
 
 
 def run_honest_counts_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
-    """``--scenario honest-counts``: base-table write units per view without viewer, with it, and rate-limited."""
-    from shardboard_tools.bench.honest_counts import HonestWorkload, run_honest_counts
+    """``--scenario honest-counts``: base-table write units per view without viewer, with it, rate-limited, and with
+    and without retry safety under lost responses."""
+    from shardboard_tools.bench.honest_counts import RUNS, HonestWorkload, run_honest_counts
     from shardboard_tools.bench.honest_counts_report import SECTION, section, table
 
     workload = HonestWorkload(base=dataclasses.replace(HonestWorkload().base, **given(ctx, SIZES)))
     screen = Console(stderr=True) if as_json else Console()
-    runs = ("plain", "viewer", "public")
-    result = with_progress(runs, workload.base.views, lambda on_progress: run_honest_counts(workload, on_progress))
+    result = with_progress(RUNS, workload.base.views, lambda on_progress: run_honest_counts(workload, on_progress))
     screen.print(table(result))
     if out is not None:
         SECTION.write(out / "benchmarks.md", section(result, command_line(ctx)))

@@ -1,4 +1,8 @@
-"""What every ``shardboard`` command shares: the runtime, one-line errors and the console."""
+"""What every ``shardboard`` command shares: the runtime, one-line errors and the console.
+
+Imported by the command group itself, so it stays light: the runtime (boto3, the handlers, template.yaml) is
+imported and built by the first command that asks for it.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,21 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import NoReturn
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
-from shardboard.adapters.stack_config import read_published
 from shardboard.domain import validation
 from shardboard.domain.items import UnknownItem
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
-from shardboard_tools.local.runtime import Runtime
-from shardboard_tools.template import TemplateError
+from shardboard_tools.local.engine import LOCAL_CREDENTIALS
+
+if TYPE_CHECKING:
+    from shardboard_tools.local.runtime import Runtime
 
 console = Console()
 errors = Console(stderr=True)
@@ -41,13 +48,22 @@ def one_line_errors() -> Iterator[None]:
     """Turn expected failures into one line on stderr instead of a traceback (bad input exits 2)."""
     try:
         yield
-    except (validation.BadInput, UnknownItem, TemplateError, ConfigError) as error:
-        fail(str(error), 2)
     except ClientError as error:
         info = error.response.get("Error", {})
         fail(f"DynamoDB said {info.get('Code')}: {info.get('Message')}")
     except BotoCoreError as error:
         fail(f"cannot reach DynamoDB: {error}{_endpoint_hint()}")
+    except Exception as error:
+        if not isinstance(error, _bad_input()):
+            raise
+        fail(str(error), 2)
+
+
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The errors that mean the input was wrong; template.yaml's is imported on demand (its module loads boto3)."""
+    from shardboard_tools.template import TemplateError
+
+    return (validation.BadInput, UnknownItem, TemplateError, ConfigError)
 
 
 def _endpoint_hint() -> str:
@@ -61,14 +77,29 @@ def _endpoint_hint() -> str:
     )
 
 
+@dataclass(frozen=True)
+class RuntimeSource:
+    """What the ``shardboard`` group's options name: the template, its overrides and the stack."""
+
+    template_path: Path | None
+    parameters: Mapping[str, str]
+    stack: str
+
+
 def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
-    """The Runtime the ``shardboard`` group built from template.yaml, ``-p`` and the environment.
+    """The Runtime of this invocation, built from template.yaml, ``-p`` and the environment on the first call.
 
     With ``published`` (every command against an existing stack) its settings are then the ones the stack published
     at its deploy or `shardboard init` (one GetItem, the first time a command asks), except those a ``-p`` or an
     environment variable sets. Commands that make a stack of their own in a fresh engine (demo, serve) pass False.
     """
+    from shardboard_tools.local.runtime import Runtime
+
     root = ctx.find_root()
+    if isinstance(root.obj, RuntimeSource):
+        source = root.obj
+        with one_line_errors():
+            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack)
     rt = root.obj
     assert isinstance(rt, Runtime)
     if published and not root.meta.get(_PUBLISHED_READ):
@@ -85,6 +116,8 @@ def stack_settings(rt: Runtime, parameters: Mapping[str, str]) -> Settings:
     """``rt``'s settings under what its stack published; the template's (with a one-line warning on stderr) when the
     stack published nothing. A stack whose tables do not exist yet (before `init`) is not warned about: the command
     creates them, or fails on them with DynamoDB's own error."""
+    from shardboard.adapters.stack_config import read_published
+
     lookup = read_published(rt.dynamodb, rt.settings.board_table)
     if lookup.published is None:
         if not lookup.table_missing:
@@ -97,3 +130,14 @@ def stack_settings(rt: Runtime, parameters: Mapping[str, str]) -> Settings:
 def warn(reason: str) -> None:
     """One line on stderr; the command goes on."""
     errors.print(f"shardboard: warning: {reason}", markup=False, highlight=False, soft_wrap=True)
+
+
+def use_local_credentials_if_needed() -> None:
+    """Pointed at an endpoint of its own with no credentials in the environment, sign with the local engine's.
+
+    DynamoDB Local keeps one database per access key id and region: every command uses the same ones, as the
+    library does against a local endpoint (``shardboard.adapters.dynamodb.LOCAL_ACCESS_KEY``).
+    """
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+            os.environ.setdefault(name, LOCAL_CREDENTIALS[name])

@@ -145,6 +145,8 @@ def local_command(port: int) -> None:
     def announce(notice: str) -> None:
         errors.print(notice, markup=False)
 
+    # DynamoDB Local takes seconds to answer: say so at once (stderr: stdout carries only the line to paste).
+    click.echo("shardboard local: starting DynamoDB Local on 127.0.0.1...", err=True)
     try:
         engine = start_engine(port=port or None, adopt_endpoint=False, announce=announce)
     except EngineError as error:

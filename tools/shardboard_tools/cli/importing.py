@@ -48,6 +48,17 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
         parsed = importing.parse_lines(lines, rt.settings.anchor, on_line=lambda _: bar.advance(task))
     if parsed.bad and not skip_bad:
         fail(parsed.refusal(), 2)
+    # Boards: new boards take the room left under the cap in file order; a line naming a board the policy refuses
+    # is a bad line too. Nothing is registered before the import is known to go ahead.
+    gate = rt.stores().boards
+    with one_line_errors():
+        refused = gate.refusals(parsed.boards)
+        if refused:
+            parsed = importing.parse_lines(lines, rt.settings.anchor, refused=refused)
+            if not skip_bad:
+                fail(parsed.refusal(), 2)
+        for board in parsed.boards:
+            gate.admit((board,))
     for bad in parsed.bad:
         errors.print(f"shardboard: skipped {bad}", markup=False, highlight=False, soft_wrap=True)
     identity = importing.import_id(parsed.counters)

@@ -57,7 +57,7 @@ def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
     """Show ITEM's metadata and its exact all-time views on the global board."""
     rt = runtime(ctx)
     with one_line_errors():
-        item_id = validation.item_id(item_id)
+        item_id = validation.lookup_item_id(item_id)
         views = rt.board.aggregate_views(item_id)
         record = rt.items.get(item_id)
     if views is None and record is None:
@@ -108,7 +108,7 @@ def delete(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
 def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operation: takedown.Operation) -> None:
     rt = runtime(ctx)
     with one_line_errors():
-        checked, why = validation.item_id(item_id), reason(why)
+        checked, why = validation.lookup_item_id(item_id), reason(why)
         try:
             done = operation(rt.items, rt.board, rt.settings, checked, by=caller(), reason=why)
         except takedown.NothingToTakeDown as missing:

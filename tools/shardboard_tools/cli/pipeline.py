@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
-from typing import Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -14,24 +15,16 @@ from rich.table import Table
 from shardboard.domain import validation
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     MAX_AROUND_K,
     NotRanked,
-    around,
-    around_document,
-    leaderboard_page,
-    page_document,
-    parse_k,
-    walk_cursor,
 )
-from shardboard.domain.ranked import MAX_RANK_IDS
 from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
-from shardboard.domain.snapshot import not_found, period_at
-from shardboard.schema import AroundMe, Leaderboard, RankedItem, Ranks, VerifyReport
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
-from shardboard_tools.operations.verification import verify
+
+if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the commands that use them
+    from shardboard.schema import RankedItem
 
 
 @click.command()
@@ -61,7 +54,8 @@ def init(ctx: click.Context) -> None:
     "boards",
     multiple=True,
     metavar="NAME",
-    help="A category board the views also count on (repeatable, at most 8; the global board is implied).",
+    help="A category board the views also count on (repeatable, at most 8; the global board is implied; the"
+    " stack's Boards policy decides which boards may be created).",
 )
 @click.option(
     "--viewer",
@@ -81,11 +75,13 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple
             validation.item_id(item)
         validation.view_count(count)
         validation.viewed_count(count, validation.viewer(viewer))
-        where = Where.of(rt.settings.anchor, boards)
+        validation.boards(list(boards))
         # RequireItems (-p RequireItems=true): every ITEM must have been created, or nothing is written.
-        admit = rt.stores().admission
+        stores = rt.stores()
         for item in items:
-            admitted(item, admit)
+            admitted(item, stores.admission)
+        # Boards (-p Boards=...): a board the policy refuses exits 2; a new one it allows is registered.
+        where = Where.of(rt.settings.anchor, boards, gate=stores.boards)
 
         def one(item: str) -> Recorded:
             if viewer is None:
@@ -188,40 +184,35 @@ def top(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does; with
     --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
+
     rt = runtime(ctx)
-    with one_line_errors():
-        name = validation.board_name(board or rt.settings.board)
-        kind = validation.period_kind(period or "", rt.settings.periods)
-        key = period_at(name, kind, validation.moment(at))
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        key = reading.period_named(rt.settings, board, period, at)
         if offset is not None or cursor is not None:
-            named = key if (board or period or at or cursor is None) else None
-            head, page = leaderboard_page(
-                rt.board,
-                rt.settings,
-                named,
-                offset=offset or "",
-                limit="" if limit is None else str(limit),
-                cursor=cursor or "",
-                now=datetime.now(UTC).isoformat(),
-            )
-            stored = head
+            document = reading.page(reads, board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         else:
-            count = validation.limit(None if limit is None else str(limit), rt.settings.top_n_of(name))
-            stored = rt.board.get_snapshot(key)
-    if stored is None:
-        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    if offset is not None or cursor is not None:
-        document = Leaderboard.model_validate(page_document(stored, page))
-    else:
-        document = Leaderboard.of_snapshot(dict(stored), count)  # GET /leaderboard's model (shardboard.schema)
-        document.walk = walk_cursor(stored, key, rt.settings)
+            document = reading.top(reads, board=board, period=period, at=at, limit=limit).document
     if as_json:
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
-    shown = "all time" if kind == "all" else f"{kind} {key.bucket}"
+    shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
     following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
     caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
     console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
+
+
+@contextmanager
+def no_snapshot_hint() -> Iterator[None]:
+    """A period without a snapshot: exit 1 with what to run."""
+    from shardboard.services import reading
+
+    try:
+        yield
+    except reading.NoSnapshot as missing:
+        fail(f"{missing}: record views, then run `shardboard snapshot`")
 
 
 def ranked_table(title: str, caption: str, items: list[RankedItem]) -> Table:
@@ -249,26 +240,21 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """ITEM's neighbours in a period, as GET /around answers: the k entries above and below it, 2k + 1 in all,
     shifted at the top and bottom, with exact ranks."""
+
     rt = runtime(ctx)
-    with one_line_errors():
-        wanted = validation.item_id(item)
-        depth_k = parse_k(k or "")
-        name = validation.board_name(board or rt.settings.board)
-        kind = validation.period_kind(period, rt.settings.periods)
-        key = period_at(name, kind, validation.moment(at))
-        stored = rt.board.get_snapshot(key)
-    if stored is None:
-        fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-    try:
-        answer = around(rt.board, key, stored, wanted, k=depth_k, depth=rt.settings.rank_depth_of(name))
-    except NotRanked as missing:
-        fail(str(missing))
-    document = AroundMe.model_validate(around_document(stored, wanted, answer))
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        try:
+            document = reading.neighbours(reads, item, k=k, board=board, period=period, at=at).document()
+        except NotRanked as missing:
+            fail(str(missing))
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
     caption = f"{document.above} above, {document.below} below · {document.source} · {document.as_of}"
-    console.print(ranked_table(f"around {wanted} (#{document.position})", caption, document.items))
+    console.print(ranked_table(f"around {item} (#{document.position})", caption, document.items))
 
 
 @click.command()
@@ -285,24 +271,18 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 ) -> None:
     """Rank and percentile of each ITEM (at most 100) in a period, as GET /rank answers: exact within the ranked
     version's depth D, approximate past it."""
+
     rt = runtime(ctx)
-    with one_line_errors():
-        ids = [validation.item_id(item) for item in items]
-        if len(ids) > MAX_RANK_IDS:
-            raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(ids)}")
-        name = validation.board_name(board or rt.settings.board)
-        key = period_at(name, validation.period_kind(period, rt.settings.periods), validation.moment(at))
-        stored = rt.board.get_snapshot(key)
-        if stored is None:
-            fail(f"{not_found(key)}: record views, then run `shardboard snapshot`")
-        answers = lookup_ranks(rt.board, rt.settings, key, stored, ids)
-    document = Ranks.model_validate(
-        {"board": name, "period": stored.get("period") or {"kind": ALL}, "ranks": [a.as_json() for a in answers]}
-    )
+    from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
+
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    with one_line_errors(), no_snapshot_hint():
+        key = reading.period_named(rt.settings, board, period, at)
+        document = reading.ranks(reads, items, board=board, period=period, at=at).document()
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"{name} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
+    table = Table(title=f"{key.board} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
     for column in ("id", "views", "rank", "percentile", "of", "source"):
         table.add_column(column, justify="left" if column in ("id", "source") else "right")
     for one in document.ranks:
@@ -320,11 +300,14 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 @click.pass_context
 def boards(ctx: click.Context, as_json: bool) -> None:
-    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh."""
+    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, and how
+    many category boards the registry holds under the Boards policy's maximum."""
     rt = runtime(ctx)
     with one_line_errors():
         statuses = [s for s in rt.board.periods() if s.period.kind == "all"]
         layouts = {s.period.board: rt.board.get_board_state(s.period.board) for s in statuses}
+        policy = rt.settings.board_policy
+        registry = {"registered": rt.stores().boards.registry.count(), "max": policy.max_boards, "policy": str(policy)}
     rows = [
         {
             "board": s.period.board,
@@ -338,9 +321,12 @@ def boards(ctx: click.Context, as_json: bool) -> None:
         for s in sorted(statuses, key=lambda s: s.period.board)
     ]
     if as_json:
-        click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods)}, indent=2))
+        click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods), "registry": registry}, indent=2))
         return
-    table = Table(title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}")
+    table = Table(
+        title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}",
+        caption=f"category boards registered: {registry['registered']} of {policy.max_boards} (Boards {policy})",
+    )
     for column in ("board", "GSI shards", "N", "threshold", "last change", "last refresh"):
         table.add_column(column, justify="right" if column in ("GSI shards", "N", "threshold") else "left")
     for row in rows:
@@ -357,6 +343,9 @@ def _iso(epoch: int) -> str | None:
 @click.pass_context
 def verify_command(ctx: click.Context, as_json: bool) -> None:
     """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
+    from shardboard.schema import VerifyReport
+    from shardboard_tools.operations.verification import verify
+
     rt = runtime(ctx)
     with one_line_errors():
         report = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())

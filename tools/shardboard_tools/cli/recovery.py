@@ -34,10 +34,14 @@ def rebuild(ctx: click.Context, segments: int) -> None:
 
     For recovery after an outage longer than the stream's 24-hour retention, or a lost leaderboard table. Safe while
     traffic flows (the aggregator's own compare-and-set) and safe to run twice, so an interrupted rebuild is resumed
-    by running it again.
+    by running it again. It first moves the hidden and deleted ids an earlier release kept in String Sets to their
+    own markers (docs/deploy.md, "Upgrading": takedown markers).
     """
     rt = runtime(ctx)
     with one_line_errors():
+        moved = rt.items.migrate_takedown_sets()
+        if moved:
+            console.print(f"takedowns: {moved} id(s) moved from the sets of an earlier release to markers")
         progress = recovery.RebuildProgress.fresh(segments)
         columns = [TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TextColumn("items"), TimeElapsedColumn()]
         with Progress(*columns, console=console, transient=True) as bar:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 import sys
 import time
@@ -47,6 +49,8 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
     # Read before the engine sets its own: the credentials a client in this environment signs with.
     authorizer, accepted = _authorizer(rt, auth, jwks)
     _stop_on_sigterm()
+    # The engine, the tables and the runner take seconds: say so at once (stdout keeps the one line with the URL).
+    click.echo("shardboard serve: starting the engine, the tables, the stream runner and the snapshots...", err=True)
     with one_line_errors():
         try:
             with (
@@ -64,6 +68,20 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
             fail(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error} (--port P, or 0 for a free one)")
         except KeyboardInterrupt:
             pass
+    _leave()
+
+
+def _leave() -> None:
+    """Exit now that the server, the pipeline and the engine are stopped (Ctrl-C, SIGTERM).
+
+    A worker thread still inside a DynamoDB call (a snapshot's parallel queries on a hung endpoint) would hold a normal
+    exit until botocore gives up, minutes later: concurrent.futures joins its workers at interpreter exit. What it was
+    doing is cut off as Lambda's timeout cuts an invocation, and redone by the next run.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
 
 
 def _authorizer(rt: Runtime, auth: str, jwks: Path | None) -> tuple[Authorizer | None, str]:

@@ -8,11 +8,12 @@ is public for GET and needs the chosen authentication for any other method.
   credentials of the environment ``serve`` started in, that botocore's signer reproduces from the request as it
   arrived (method, path, query, signed headers, SHA-256 of the body), dated within 5 minutes. Anything else is
   403 ``{"message": "Forbidden"}``, as API Gateway answers.
-- **jwt**: ``Authorization: Bearer <JWT>`` (or the bare token), RSA-signed by a key of the issuer's JWKS (``--jwks
-  FILE``, else discovered from ``<issuer>/.well-known/openid-configuration`` as API Gateway does), ``iss`` = the
-  issuer, ``aud`` (or ``client_id`` when there is no ``aud``) one of the audiences, ``exp`` in the future, ``nbf``
-  and ``iat`` in the past: else 401 ``{"message": "Unauthorized"}``. A valid token with none of the route's scopes
-  (``scope`` or ``scp`` claim) is 403 ``{"message": "Forbidden"}``.
+- **jwt**: ``Authorization: Bearer <JWT>`` (or the bare token), RSA-signed by an RSA key of the issuer's JWKS
+  (``--jwks FILE``, else discovered from ``<issuer>/.well-known/openid-configuration`` as API Gateway does), ``iss``
+  = the issuer, ``aud`` (or ``client_id`` when there is no ``aud``: a string or a list of strings) one of the
+  audiences, ``exp`` in the future, ``nbf`` and ``iat`` in the past: else 401 ``{"message": "Unauthorized"}``, as is
+  any token PyJWT cannot read. A valid token with none of the route's scopes (``scope`` or ``scp`` claim) is 403
+  ``{"message": "Forbidden"}``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ RSA_ALGORITHMS = ("RS256", "RS384", "RS512")
 
 
 def unauthorized(reason: str) -> Reply:
-    challenge = f'Bearer scope="" error="invalid_token" error_description="{reason}"'
+    # The reason may quote the token: kept to printable ASCII without quotes, so it stays one header value.
+    description = re.sub(r'[^ -~]|["\\]', "?", reason)[:200]
+    challenge = f'Bearer scope="" error="invalid_token" error_description="{description}"'
     return Reply.json(401, {"message": "Unauthorized"}, {"www-authenticate": challenge})
 
 
@@ -65,6 +68,13 @@ class SigV4Check:
     clock: Callable[[], float] = time.time
 
     def verify(self, request: Request) -> bool:
+        """Whether the request carries this server's valid signature; anything unreadable in it is a refusal."""
+        try:
+            return self._verify(request)
+        except Exception:  # a request is anyone's input (a Host botocore cannot parse): refused, never a 500
+            return False
+
+    def _verify(self, request: Request) -> bool:
         signed = self._signed(request)
         if signed is None:
             return False
@@ -151,12 +161,14 @@ class JwtCheck:
             return "no token"
         try:
             claims = self._verified(token)
-        except jwt.PyJWTError as error:
-            return f"the token is not valid: {error}"
+        except Exception as error:  # a token is anyone's input: whatever breaks PyJWT on it is a 401, never a 500
+            return f"the token is not valid: {error}" if isinstance(error, jwt.PyJWTError) else "the token is not valid"
         if isinstance(claims, str):
             return claims
         if not self._audience_ok(claims):
             return "the token does not have a valid audience"
+        if token_scopes(claims) is None:
+            return "the token's scope is neither a string nor a list of strings"
         return claims
 
     def _verified(self, token: str) -> dict[str, Any] | str:
@@ -168,7 +180,7 @@ class JwtCheck:
             return "the token is not signed with an RSA algorithm"
         key = self._key(str(header.get("kid")))
         if key is None:
-            return "the token's kid is not a key of the issuer"
+            return "the token's kid is not an RSA key of the issuer"
         claims: dict[str, Any] = jwt.decode(
             token,
             key,
@@ -185,13 +197,17 @@ class JwtCheck:
             found = self.keys.get_signing_key(kid) if isinstance(self.keys, jwt.PyJWKClient) else self.keys[kid]
         except (KeyError, jwt.PyJWKClientError):
             return None
-        return found.key
+        # A JWKS may also hold EC or symmetric keys: only an RSA one can check an RSA signature.
+        return found.key if found.key_type == "RSA" else None
 
     def _audience_ok(self, claims: Mapping[str, Any]) -> bool:
-        # API Gateway reads client_id only when the token has no aud (Cognito access tokens).
+        # API Gateway reads client_id only when the token has no aud (Cognito access tokens). An audience is a
+        # string (RFC 7519): a number or an object is no audience, even one that prints as a configured one.
         audience = claims.get("aud", claims.get("client_id"))
-        given = [audience] if isinstance(audience, str) else list(audience or [])
-        return any(str(a) in self.audiences for a in given)
+        given = [audience] if isinstance(audience, str) else audience
+        if not isinstance(given, list) or not all(isinstance(a, str) for a in given):
+            return False
+        return any(a in self.audiences for a in given)
 
 
 def bearer_token(request: Request) -> str:
@@ -200,12 +216,16 @@ def bearer_token(request: Request) -> str:
     return value[len("bearer ") :].strip() if value[: len("bearer ")].lower() == "bearer " else value
 
 
-def token_scopes(claims: Mapping[str, Any]) -> list[str]:
-    """``scope`` (space-separated) or ``scp`` (a list or a string)."""
+def token_scopes(claims: Mapping[str, Any]) -> list[str] | None:
+    """``scope`` (space-separated) or ``scp`` (a list or a string); None when it is neither (a malformed token)."""
     scopes = claims.get("scope", claims.get("scp"))
+    if scopes is None:
+        return []
     if isinstance(scopes, str):
         return scopes.split()
-    return [str(s) for s in scopes or []]
+    if isinstance(scopes, list) and all(isinstance(scope, str) for scope in scopes):
+        return scopes
+    return None
 
 
 def discover_jwks_uri(issuer: str) -> str:
@@ -239,7 +259,7 @@ class TemplateAuthorizer:
         claims = self.jwt.claims(request)
         if isinstance(claims, str):
             return Refused(unauthorized(claims))
-        held = token_scopes(claims)
+        held = token_scopes(claims) or []
         if scopes and not set(scopes) & set(held):
             return Refused(FORBIDDEN)
         return Allowed({"jwt": {"claims": {k: _claim(v) for k, v in claims.items()}, "scopes": held or None}})

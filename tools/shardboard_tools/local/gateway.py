@@ -15,7 +15,10 @@ API Gateway's rules (docs: "Routing API requests" of HTTP APIs):
   ``application/javascript`` content types; any other body (``curl -d``'s form type, no type) arrives base64-encoded
   with ``isBase64Encoded`` true;
 - a function that raises answers 500 ``{"message": "Internal Server Error"}``; a function's answer without a
-  ``statusCode`` is a 200 JSON body (the 2.0 format's inference).
+  ``statusCode`` is a 200 JSON body (the 2.0 format's inference);
+- the functions take one event at a time, concurrent requests queue for their turn: a handler keeps the event it
+  answers in process-wide state (Powertools' resolvers share ``BaseRouter.current_event``, a class attribute, and
+  each keeps its route in an instance dict), which a Lambda execution environment never shares between two events.
 
 Who may call a route is an :class:`Authorizer`'s decision (local/authorizers.py). Routes that are not deployed
 (the leaderboard page, an OpenAPI document) are added with :meth:`Gateway.add_local_route`.
@@ -29,6 +32,7 @@ import importlib
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +50,8 @@ log = logging.getLogger(__name__)
 TEXT_TYPES = ("application/json", "application/xml", "application/javascript")
 DEFAULT_ROUTE = "$default"
 ACCOUNT_ID = "000000000000"
+# One for the process, as the state it guards is (the module docstring says why).
+_ONE_EVENT_AT_A_TIME = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,7 @@ class Gateway:
         self.authorizer: Authorizer = authorizer or OpenAccess()
         self._handlers = dict(handlers or {})
         self._local: dict[tuple[str, str], LocalResponder] = {}
+        self._imported = threading.Lock()
 
     @classmethod
     def from_template(cls, template: Template, authorizer: Authorizer | None = None) -> Gateway:
@@ -265,18 +272,21 @@ class Gateway:
             return decision.refusal
         event = http_api_event(request, route.key, parameters, decision.context)
         try:
-            answer = self.handler(route.handler)(event, LocalContext(function_name=route.function))
+            handler = self.handler(route.handler)
+            with _ONE_EVENT_AT_A_TIME:
+                answer = handler(event, LocalContext(function_name=route.function))
+            return reply_of(answer)
         except Exception:  # the function failed: API Gateway answers 500 and the log tells why
             log.exception("function failed", extra={"route": route.key, "function": route.function})
             return INTERNAL_ERROR
-        return reply_of(answer)
 
     def handler(self, dotted: str) -> Handler:
         """The function behind a template ``Handler`` value, imported once."""
-        if dotted not in self._handlers:
-            module, _, name = dotted.rpartition(".")
-            self._handlers[dotted] = getattr(importlib.import_module(module), name)
-        return self._handlers[dotted]
+        with self._imported:
+            if dotted not in self._handlers:
+                module, _, name = dotted.rpartition(".")
+                self._handlers[dotted] = getattr(importlib.import_module(module), name)
+            return self._handlers[dotted]
 
 
 def http_api_event(

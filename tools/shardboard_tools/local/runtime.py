@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,17 +15,11 @@ from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
+from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
 from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.template import Template
-
-# DynamoDB Local and moto accept any credentials; boto3 only needs some to sign requests.
-_LOCAL_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "local",
-    "AWS_SECRET_ACCESS_KEY": "local",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @dataclass
@@ -58,9 +51,9 @@ class Runtime:
     def streams(self) -> Any:
         return streams_client()
 
-    def stores(self) -> wiring.Container:
+    def stores(self) -> Container:
         """The stores over this runtime's client, built as the functions build theirs (from the current settings)."""
-        return wiring.Container(self.settings, self.dynamodb)
+        return Container(self.settings, self.dynamodb)
 
     @property
     def views(self) -> ViewStore:
@@ -89,7 +82,7 @@ class Runtime:
         The functions get a client of their own, as in their own container: faults a test injects into the
         functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
         """
-        wiring.use(wiring.Container(self.settings, dynamodb_client()))
+        wiring.use(Container(self.settings, dynamodb_client()))
         # Lambda gets the metrics namespace from the template (Shardboard/<stack>); so do local handlers.
         namespace = self.template.function_environment().get("POWERTOOLS_METRICS_NAMESPACE")
         if observability.metrics.namespace is None and namespace:
@@ -97,10 +90,3 @@ class Runtime:
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
         return handler(event, LocalContext())
-
-
-def use_local_credentials_if_needed() -> None:
-    """Pointed at a local endpoint with no credentials configured, sign with dummy ones."""
-    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL"):
-        for name, value in _LOCAL_CREDENTIALS.items():
-            os.environ.setdefault(name, value)

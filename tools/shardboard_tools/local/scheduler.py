@@ -61,10 +61,15 @@ class Scheduler:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """No further runs; wait for the one in flight, at most ``timeout`` seconds (None: for as long as it takes).
+
+        A run still going after that is cut off with the (daemon) thread, as Lambda's timeout cuts an invocation; the
+        next run redoes its work.
+        """
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(timeout)
 
     def run_now(self) -> dict[str, Any]:
         """One invocation, as the schedule would make it; returns the handler's summary."""

@@ -8,7 +8,8 @@ review; so a ``POST /views`` shows on ``GET /leaderboard`` one refresh later.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,10 @@ from shardboard_tools.template import create_tables
 
 # A hook for routes the deployed API does not serve (e.g. GET /openapi.json): called with the gateway before start.
 LocalRoutes = Callable[[Gateway], None]
+# How long stopping waits for a stream batch or a scheduled run in flight (a snapshot under a backlog takes minutes):
+# then they are cut off as Lambda's timeout cuts an invocation, and the next run redoes their work exactly
+# (checkpoints advance only after a batch, the aggregator is exactly-once under replays).
+STOP_GRACE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,16 +72,24 @@ def serving(
         )
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
         follower.start()
-        stack.callback(follower.join)
-        stack.callback(runner.stop)
         refresh = Scheduler(snapshot.handler, options.refresh_seconds).start()
-        stack.callback(refresh.stop)
         review = Scheduler(shard_review.handler, float(review_every), function_name="ShardReviewFunction").start()
-        stack.callback(review.stop)
+        stack.callback(stop_pipeline, runner, follower, (refresh, review))
         try:
             yield server.start()
         finally:
             server.stop()  # first: no request reaches a pipeline being stopped
+
+
+def stop_pipeline(runner: StreamRunner, follower: threading.Thread, schedules: Sequence[Scheduler]) -> None:
+    """Stop the stream runner and the schedules, waiting at most STOP_GRACE_SECONDS in all for the work in flight."""
+    runner.stop()
+    for schedule in schedules:
+        schedule.stop(timeout=0)  # every one told first, so they wind down together
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for schedule in schedules:
+        schedule.stop(timeout=max(0.0, deadline - time.monotonic()))
+    follower.join(max(0.0, deadline - time.monotonic()))
 
 
 def describe(server: LocalApiServer, engine: str, options: ServeOptions, auth: str) -> str:

@@ -7,6 +7,9 @@ validation, caching headers, ETag). Listens on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import logging
+import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -14,10 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
-from shardboard_tools.local.gateway import Gateway, Reply, Request, template_routes
+from shardboard_tools.local.gateway import INTERNAL_ERROR, Gateway, Reply, Request, template_routes
 from shardboard_tools.template import Template
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+log = logging.getLogger(__name__)
 PAGE_ROUTES = ("/", "/index.html")
 # Methods the server reads; API Gateway answers each (404 when no route has it).
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -29,6 +33,19 @@ def index_html() -> bytes:
 
 def page(_request: Request) -> Reply:
     return Reply(200, {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}, index_html())
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    """A thread per connection, none of which keeps the process alive; socketserver's listen backlog of 5 reset
+    connections a frontend's burst of parallel requests opened while the accept loop was busy."""
+
+    daemon_threads = True
+    request_queue_size = socket.SOMAXCONN
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the client left before its answer (a timeout, a reload): nothing went wrong here
+        super().handle_error(request, client_address)
 
 
 class LocalApiServer:
@@ -43,8 +60,8 @@ class LocalApiServer:
             gateway.add_local_route("GET", path, page)
         self.refresh_seconds = refresh_seconds
         self.requests = 0
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._request_class())
-        self.httpd.daemon_threads = True
+        self._counting = threading.Lock()
+        self.httpd = LoopbackServer(("127.0.0.1", port), self._request_class())
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="local-api", daemon=True)
 
     @property
@@ -64,8 +81,13 @@ class LocalApiServer:
         self.httpd.server_close()
 
     def handle(self, request: Request) -> Reply:
-        self.requests += 1
-        reply = self.gateway.handle(request)
+        with self._counting:
+            self.requests += 1
+        try:
+            reply = self.gateway.handle(request)
+        except Exception:  # a fault of this server (an authorizer, a local route): a 500, never a dropped connection
+            log.exception("request failed", extra={"method": request.method, "target": request.target})
+            reply = INTERNAL_ERROR
         return Reply(reply.status, self._cache_headers(reply.headers), reply.body, reply.cookies)
 
     def respond(

@@ -35,7 +35,7 @@ from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.periods import PeriodError, bucket_of, parse_time
+from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
 from shardboard.domain.ports import Throttled
 
 # Import write shards: IMPORT_SHARD_BASE + (hash + probe) % IMPORT_SHARDS, far above any writer's shard
@@ -79,6 +79,7 @@ class Parsed:
     views: int = 0  # views of the good lines
     counters: Counters = field(default_factory=dict)
     bad: list[BadLine] = field(default_factory=list)
+    boards: dict[str, None] = field(default_factory=dict)  # the category boards of the good lines, in file order
 
     @property
     def good_lines(self) -> int:
@@ -94,9 +95,9 @@ class Parsed:
 def parse_line(text: str, anchor: str, now: datetime) -> tuple[str, str, int, tuple[str, ...]]:
     """One line as (item id, anchor bucket, count, category boards), or raise BadInput."""
     try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise validation.BadInput(f"not JSON ({error.args[0].split(':')[0]})") from None
+        value = validation.json_value(text, "the line")
+    except json.JSONDecodeError as error:
+        raise validation.BadInput(f"not JSON ({error.msg})") from None
     if not isinstance(value, dict):
         raise validation.BadInput(f"expected a JSON object, got {type(value).__name__}")
     unknown = sorted(set(value) - FIELDS)
@@ -112,10 +113,12 @@ def parse_line(text: str, anchor: str, now: datetime) -> tuple[str, str, int, tu
 
 
 def _moment(value: Any, now: datetime) -> datetime:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     try:
         moment = parse_time(value)
+    except OutOfRange:  # an offset moved it past year 1 or 9999: far outside 1970..now either way
+        raise validation.BadInput(f"time {shown} is not from 1970 to now in UTC") from None
     except PeriodError:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise validation.BadInput(f"time must be an ISO-8601 date or date-time, got {shown}") from None
     if moment < EPOCH:
         raise validation.BadInput(f"time {moment.isoformat()} is before 1970")
@@ -125,11 +128,16 @@ def _moment(value: Any, now: datetime) -> datetime:
 
 
 def parse_lines(
-    lines: Iterable[bytes], anchor: str, now: datetime | None = None, on_line: Callable[[int], None] | None = None
+    lines: Iterable[bytes],
+    anchor: str,
+    now: datetime | None = None,
+    on_line: Callable[[int], None] | None = None,
+    refused: Mapping[str, str] | None = None,
 ) -> Parsed:
     """Read every line (bytes, as split on newlines; blank lines are skipped), aggregating the good ones.
 
-    ``on_line(bytes)`` is called after each line (a progress bar's advance). A bad line adds nothing.
+    ``on_line(bytes)`` is called after each line (a progress bar's advance). A bad line adds nothing. ``refused``:
+    boards the stack's Boards policy refuses, with why (``BoardGate.refusals``): a line naming one is bad.
     """
     now = now or datetime.now(UTC)
     parsed = Parsed()
@@ -141,6 +149,9 @@ def parse_lines(
         parsed.lines += 1
         try:
             item, bucket, count, boards = parse_line(raw.decode("utf-8"), anchor, now)
+            refusal = next((refused[board] for board in boards if board in refused), None) if refused else None
+            if refusal is not None:
+                raise validation.BadInput(refusal)
             counts = parsed.counters.get((item, bucket), {})
             if len(set(counts) | set(boards)) > MAX_BOARDS_PER_COUNTER + 1:
                 raise validation.BadInput(
@@ -153,6 +164,7 @@ def parse_lines(
             parsed.bad.append(BadLine(number, str(error)))
             continue
         parsed.views += count
+        parsed.boards.update(dict.fromkeys(boards))
         for board in (GLOBAL_BOARD, *boards):
             counts[board] = counts.get(board, 0) + count
         parsed.counters[(item, bucket)] = counts

@@ -5,8 +5,11 @@ Nothing of shardboard's own code is patched: faults enter where they enter in pr
 * **On a client** (:class:`ClientFaults`): throttling answered by "DynamoDB" before the request is sent (botocore's
   retry mode retries it, as it would a real one) or raised to the caller as if retries ran out; connect and read
   timeouts before sending (retried); a lost response *after* a write landed (the caller sees a ReadTimeoutError);
-  a write that landed and is sent again (the SDK's own at-least-once retry); a conditional-check race (an identical
-  write from "another invocation" lands just before ours).
+  a write that landed and is sent again (the SDK's own at-least-once retry); a connection cut after the write was
+  forwarded (it lands, botocore sees a ReadTimeoutError and sends it again: a proxy that drops the connection); a
+  conditional-check race (an identical write from "another invocation" lands just before ours).
+* **On a store**: ``shardboard_tools.capacity.lost_responses`` (an in-memory port whose writes land and then raise:
+  the benchmark's and the property tests' lost responses, without a network).
 * **On a process** (:class:`KillSwitch`): the function dies after its n-th landed write on its client; every call
   after that fails.
 * **On the event source** (:class:`FaultyFunction`): a kill before any write, between two writes of one batch or
@@ -70,6 +73,9 @@ class FaultRates:
     resent: float = 0.0  # the write landed and botocore sends it again (writes only)
     race: float = 0.0  # an identical conditional write from another invocation lands first (UpdateItem)
     transaction_refused: float = 0.0  # TransactWriteItems cancelled (conflict, throttled item) before it is sent
+    # The write lands and the connection is cut before its response (writes only; needs a competitor): botocore's
+    # retry mode sees a ReadTimeoutError and sends the same request again. Once per call.
+    cut_after_send: float = 0.0
 
 
 @dataclass
@@ -87,6 +93,7 @@ class ClientFaults:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._calls = threading.local()  # the parameters of the call in progress on this thread (cut_after_send)
         self._service = self.client.meta.service_model.service_id.hyphenize()
         self._hooks: list[tuple[str, Callable[..., Any]]] = []
 
@@ -102,6 +109,9 @@ class ClientFaults:
             self._hooks.append((name, hook))
         events.register_first(f"needs-retry.{self._service}", self._resend)
         self._hooks.append((f"needs-retry.{self._service}", self._resend))
+        # First: before moto's in-process backend (itself a before-send handler) or the HTTP send applies it.
+        events.register_first(f"before-send.{self._service}", self._cut_after_send)
+        self._hooks.append((f"before-send.{self._service}", self._cut_after_send))
         return self
 
     def uninstall(self) -> None:
@@ -127,6 +137,8 @@ class ClientFaults:
 
     def _race(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         operation = model.name
+        cut = operation in WRITES and self.rates.cut_after_send > 0 and self._matches(operation, params)
+        self._calls.pending = (operation, copy.deepcopy(params)) if cut else None
         if operation != "UpdateItem" or "ConditionExpression" not in params or not self._matches(operation, params):
             return
         if self.competitor is not None and self._roll(self.rates.race, "race"):
@@ -147,6 +159,21 @@ class ClientFaults:
             self.rates.transaction_refused, "transaction_refused", model.name
         ):
             raise cancelled_transaction(_transact_items(params), self.rng)
+
+    def _cut_after_send(self, request: Any, **_: Any) -> None:
+        """Registered first: the write lands through the competitor (its own connection, on the same engine) and this
+        attempt fails as a cut connection does, before anything else sends it; botocore then retries it."""
+        pending = getattr(self._calls, "pending", None)
+        if pending is None or _operation_of(request) != pending[0]:
+            return
+        self._calls.pending = None  # once per call: the retry goes through
+        operation, params = pending
+        if self.competitor is not None and self._roll(self.rates.cut_after_send, "cut_after_send", operation):
+            try:
+                getattr(self.competitor, _snake(operation))(**params)
+            except ClientError:
+                return  # the write did not land (refused, throttled): no cut, the attempt goes on as usual
+            raise ReadTimeoutError(endpoint_url="injected: the write landed, the connection was cut")
 
     def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         operation = _operation_of(request)
@@ -170,6 +197,11 @@ class ClientFaults:
         if landed and write and self._roll(self.rates.resent, "resent", operation.name):
             return 0.0  # "retry now": botocore sends the write that already landed once more
         return None
+
+
+def _snake(operation: str) -> str:
+    """A client method's name from its operation's (``UpdateItem`` -> ``update_item``)."""
+    return "".join(f"_{char.lower()}" if char.isupper() else char for char in operation).lstrip("_")
 
 
 def cancelled_transaction(items: int, rng: random.Random) -> ClientError:

@@ -1,0 +1,206 @@
+"""Reading a board: the use cases behind ``GET /leaderboard``, ``/rank`` and ``/around``, the CLI's ``top``, ``rank``
+and ``around`` and the library's :class:`~shardboard.client.Leaderboard`.
+
+Each entry point parses its own input, calls one function here and shapes the answer; every input rule (board,
+period, time, limit, ids, k) is checked here once, through :mod:`shardboard.domain.validation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from shardboard.domain import validation
+from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.rank_lookup import lookup_ranks
+from shardboard.domain.rank_pages import (
+    Around,
+    around,
+    around_document,
+    leaderboard_page,
+    page_document,
+    parse_k,
+    walk_cursor,
+)
+from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
+from shardboard.domain.snapshot import not_found, period_at
+from shardboard.schema import AroundMe, Item, Leaderboard, Ranks
+from shardboard.settings import Settings
+
+
+class NoSnapshot(LookupError):
+    """The period has no snapshot (HTTP 404): no views yet, the snapshot job has not run since, or it expired."""
+
+    def __init__(self, period: PeriodKey) -> None:
+        super().__init__(not_found(period))
+        self.period = period
+
+
+class NoItem(LookupError):
+    """An id with no views and no record (HTTP 404)."""
+
+
+@dataclass(frozen=True)
+class BoardReads:
+    """What a read needs: the board table's port, the items' (the takedown status of an id the ranking does not
+    hold) and the stack's settings (its boards' N and D, its periods)."""
+
+    board: Board
+    items: ItemCatalog
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class Top:
+    """A board's top entries: the period read, its head (for the ETag) and the document GET /leaderboard answers."""
+
+    period: PeriodKey
+    head: Snapshot
+    limit: int  # the entries asked for (the board's N by default)
+    document: Leaderboard
+
+
+Moment = datetime | str | None
+
+
+def period_named(settings: Settings, board: str | None, period: str | None, at: Moment) -> PeriodKey:
+    """The period that ``board`` (None or empty: the global board), ``period`` (``all`` or a configured kind) and
+    ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: now) name."""
+    name = validation.board_name(board or settings.board)
+    kind = validation.period_kind(period or "", settings.periods)
+    if not (at is None or isinstance(at, (str, datetime))):
+        raise validation.BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
+    return period_at(name, kind, validation.moment(at))
+
+
+def head_of(reads: BoardReads, period: PeriodKey) -> Snapshot:
+    """The period's snapshot head (one GetItem), or NoSnapshot."""
+    head = reads.board.get_snapshot(period)
+    if head is None:
+        raise NoSnapshot(period)
+    return head
+
+
+def top(
+    reads: BoardReads,
+    *,
+    board: str | None = None,
+    period: str | None = None,
+    at: Moment = None,
+    limit: int | str | None = None,
+) -> Top:
+    """The first ``limit`` entries (None: the board's N) of the period's snapshot: one GetItem."""
+    wanted = period_named(reads.settings, board, period, at)
+    count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
+    head = head_of(reads, wanted)
+    document = Leaderboard.of_snapshot(dict(head), count)
+    document.walk = walk_cursor(head, wanted, reads.settings)
+    return Top(wanted, head, count, document)
+
+
+def page(
+    reads: BoardReads,
+    *,
+    board: str | None = None,
+    period: str | None = None,
+    at: Moment = None,
+    offset: int | str | None = None,
+    limit: int | str | None = None,
+    cursor: str | None = None,
+) -> Leaderboard:
+    """A page of the period's ranked version from ``offset``, or the next page of the version ``cursor`` pins (a
+    cursor alone names its own period): the head and one BatchGetItem of the stored pages."""
+    named = None if (cursor and not (board or period or at)) else period_named(reads.settings, board, period, at)
+    now = datetime.now(UTC).isoformat()
+    head, found = leaderboard_page(
+        reads.board, reads.settings, named, offset=_text(offset), limit=_text(limit), cursor=cursor or "", now=now
+    )
+    if head is None:
+        raise NoSnapshot(named or PeriodKey(reads.settings.board, "all", "all"))
+    return Leaderboard.model_validate(page_document(head, found))
+
+
+@dataclass(frozen=True)
+class RankAnswers:
+    """Ranks of some ids in a period, in the order asked."""
+
+    period: PeriodKey
+    head: Snapshot
+    answers: list[RankAnswer]
+
+    def document(self) -> Ranks:
+        """What GET /rank answers."""
+        shown = self.head.get("period") or {"kind": "all"}
+        ranks = [answer.as_json() for answer in self.answers]
+        return Ranks.model_validate({"board": self.period.board, "period": shown, "ranks": ranks})
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """An item's neighbours in a period."""
+
+    period: PeriodKey
+    head: Snapshot
+    item_id: str
+    around: Around
+
+    def document(self) -> AroundMe:
+        """What GET /around answers."""
+        return AroundMe.model_validate(around_document(self.head, self.item_id, self.around))
+
+
+def ranks(
+    reads: BoardReads, ids: Sequence[str], *, board: str | None = None, period: str | None = None, at: Moment = None
+) -> RankAnswers:
+    """Each id's rank (1 to MAX_RANK_IDS ids, in the order given): exact within the ranked depth D, approximate
+    past it; the snapshot (one GetItem) and, past the head, its ranked version."""
+    if isinstance(ids, str):
+        raise validation.BadInput("ids must be a sequence of ids, not one string")
+    checked = [validation.lookup_item_id(one) for one in ids]
+    if not checked:
+        raise validation.BadInput(f"between 1 and {MAX_RANK_IDS} ids per request, got 0")
+    if len(checked) > MAX_RANK_IDS:
+        raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(checked)}")
+    wanted = period_named(reads.settings, board, period, at)
+    head = head_of(reads, wanted)
+    answers = lookup_ranks(reads.board, reads.settings, wanted, head, checked, catalog=reads.items)
+    return RankAnswers(wanted, head, answers)
+
+
+def neighbours(
+    reads: BoardReads,
+    item_id: str,
+    *,
+    k: int | str | None = None,
+    board: str | None = None,
+    period: str | None = None,
+    at: Moment = None,
+) -> Neighbourhood:
+    """The ``k`` entries above and below ``item_id`` with exact ranks (NotRanked past the depth D)."""
+    item = validation.lookup_item_id(item_id)
+    depth_k = parse_k(_text(k))
+    wanted = period_named(reads.settings, board, period, at)
+    head = head_of(reads, wanted)
+    answer = around(reads.board, wanted, head, item, k=depth_k, catalog=reads.items)
+    return Neighbourhood(wanted, head, item, answer)
+
+
+def item(reads: BoardReads, item_id: str) -> Item:
+    """The item's record (if it was put) and its all-time views: two GetItems, one per table (NoItem without)."""
+    checked = validation.lookup_item_id(item_id)
+    views = reads.board.aggregate_views(checked)
+    record = reads.items.get(checked)
+    if views is None and record is None:
+        raise NoItem(f"no views recorded for item {checked!r} and it was never created")
+    return Item.of(checked, views, record)
+
+
+def _text(value: int | str | None) -> str:
+    """A whole number as the query string carries it ("" when absent), so the library, the CLI and HTTP share the
+    text rules of :mod:`shardboard.domain.validation` (a bool or a float is refused as any other non-number)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise validation.BadInput(f"expected a whole number, got {value!r}")
+    return str(value)

@@ -1,0 +1,71 @@
+"""The stack's stores, built once from its settings and one DynamoDB client: the bundle of ports the use cases run
+over. The Lambda functions keep one per container (``shardboard.handlers.wiring``); the library and the CLI build
+their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from shardboard.adapters.board_registry import BoardRegistryStore
+from shardboard.adapters.board_table import BoardStore
+from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.items_table import ItemStore
+from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.boards import BoardGate
+from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.domain.items import DELETED, DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.taken_down import TakenDown
+from shardboard.settings import Settings
+
+
+class Container:
+    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
+
+    def __init__(self, settings: Settings, dynamodb: Any) -> None:
+        self.settings = settings
+        self.dynamodb = dynamodb
+
+    @classmethod
+    def from_env(cls) -> Container:
+        """What a Lambda container builds: settings from its environment, the default client."""
+        return cls(Settings.from_env(), dynamodb_client())
+
+    @cached_property
+    def views(self) -> ViewStore:
+        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor)
+
+    @cached_property
+    def board(self) -> BoardStore:
+        return BoardStore(self.dynamodb, self.settings.board_table)
+
+    @cached_property
+    def shard_metadata(self) -> ShardMetadataStore:
+        return ShardMetadataStore(self.dynamodb, self.settings.shards_table)
+
+    @cached_property
+    def items(self) -> ItemStore:
+        return ItemStore(self.dynamodb, self.settings.items_table)
+
+    @cached_property
+    def admission(self) -> Callable[[str], bool]:
+        """Which viewed ids are counted (its caches live as long as the container): not deleted (a view of the
+        deleted ids, read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
+        not_deleted = DenyCheck(lambda: TakenDown.read(self.items, (DELETED,)))
+        if not self.settings.require_items:
+            return not_deleted
+        return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
+
+    @cached_property
+    def boards(self) -> BoardGate:
+        """The Boards policy with its registry (the shards table); the boards it saw registered live as long as it."""
+        registry = BoardRegistryStore(self.dynamodb, self.settings.shards_table, self.settings.board_table)
+        return BoardGate(self.settings.board_policy, registry)
+
+    @cached_property
+    def router(self) -> ShardRouter | None:
+        """The writers' shard-count cache (dynamic sharding), or None when it is off."""
+        policy = ShardPolicy.of(self.settings)
+        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
