@@ -185,3 +185,29 @@ def test_a_stack_upgraded_from_the_string_sets_honours_them_until_rebuild_moves_
     assert top(cli) == [["b", 3]]
     assert cli("item", "unhide", "a#1").exit_code == 0
     assert top(cli)[0] == ["a#1", 5]
+
+
+def test_the_snapshot_job_repairs_a_ban_wave_by_itself(cli):  # noqa: F811
+    # Given the ban wave above: the top three of N = 1 with no spares hidden, a newcomer below T never keyed
+    params = ["-p", "TopN=1", "-p", "SnapshotSpare=0", "-p", "RankDepth=0", "-p", "Periods=day"]
+    assert cli(*params, "init").exit_code == 0
+    for item, views in (("a", 9), ("b", 8), ("c", 7), ("d", 3)):
+        assert cli(*params, "record", item, "-n", str(views)).exit_code == 0
+    assert cli(*params, "process", "--drain").exit_code == 0
+    assert cli(*params, "snapshot").exit_code == 0
+    assert cli(*params, "record", "new", "-n", "5").exit_code == 0
+    assert cli(*params, "process", "--drain").exit_code == 0
+    for item in ("a", "b", "c"):
+        assert cli(*params, "item", "hide", item, "--reason", "ban wave").exit_code == 0
+    assert top(cli) == [["d", 3]]
+    # When the scheduled job runs next, and no operator does anything
+    result = cli(*params, "snapshot")
+    # Then its own repair lowered T, keyed the newcomer and gathered both heads again: exact and proven
+    assert result.exit_code == 0, result.output
+    assert "repair: 2 head(s) not proven exact repaired (refill)" in result.output
+    assert "still not proven" not in result.output
+    assert top(cli) == [["new", 5]]
+    assert "snapshots: 2 of 2 match" in cli(*params, "verify").output
+    assert json.loads(cli(*params, "verify", "--json").output)["refill_needed"] == []
+    # And the operator's command finds nothing left to do
+    assert "refill: every period is proven" in cli(*params, "refill").output

@@ -49,6 +49,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
         ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
         ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
+        ("dynamodb:Scan", "BoardTable"),  # scan_counts: the repair of an unproven head (services/refill.py)
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
         ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination

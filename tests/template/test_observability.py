@@ -97,7 +97,7 @@ def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
 
 
 def test_an_unproven_snapshot_alarms_on_the_first_one(alarms):
-    # More takedowns above T than spares need `shardboard refill`: the job's first unproven head is the signal.
+    # What the job's own repair cannot fix needs `shardboard refill`: its first unrepaired head is the signal.
     alarm = find(alarms, NAMESPACE, "UnprovenSnapshots", service="shardboard")
     assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
     assert alarm["TreatMissingData"] == "notBreaching"

@@ -159,6 +159,13 @@ def snapshot(ctx: click.Context) -> None:
         written = sum(one["written"] for one in periods)
         read = sum(one["items_read"] for one in periods)
         console.print(f"{board}: {kinds} refreshed ({written} written, {read} items read)", markup=False)
+    # The job's own refill of heads it could not prove exact (more takedowns above T than spares).
+    if summary.get("repaired"):
+        console.print(f"repair: {summary['repaired']} head(s) not proven exact repaired (refill)", markup=False)
+    if summary.get("unproven"):
+        console.print(
+            f"repair: {summary['unproven']} head(s) still not proven exact: run `shardboard refill`", markup=False
+        )
 
 
 @click.command()
