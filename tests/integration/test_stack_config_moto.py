@@ -20,6 +20,7 @@ from moto import mock_aws
 from shardboard import Leaderboard, Recorder
 from shardboard.adapters.keys import PK, STACK_CONFIG_PK
 from shardboard.adapters.stack_config import publish, read_published
+from shardboard.domain.boards import BoardNotAllowed
 from shardboard.domain.periods import bucket_of, bucket_start, coarser_bucket
 from shardboard.handlers import stack_config, wiring
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
@@ -142,6 +143,21 @@ def test_done_when_a_recorder_built_with_only_the_stack_lands_views_exactly_in_i
     functions.snapshot()
     # Then the keys used the stack's 7 write shards and its hour and day boards hold exactly those views
     assert_exactly_in_the_hour_and_day_boards(STACK, functions.views.scan_counters_all())
+
+
+def test_the_recorder_enforces_the_board_policy_the_stack_published(moto):
+    # Given a stack whose Boards policy allows only the cats board (the template's default: any 1,000 boards)
+    assert cli("--stack", STACK, "-p", "Boards=max=5 pattern=cats", "init").exit_code == 0
+    assert published_item()["settings"]["M"]["BOARDS"] == {"S": "max=5 pattern=cats"}
+    # When a Recorder given only the stack records views on cats and on dogs
+    with Recorder(stack=STACK, flush_interval=None) as recorder:
+        assert str(recorder.settings.board_policy) == "max=5 pattern=cats"
+        recorder.record("a", boards=["cats"])
+        # Then dogs is refused as the stack's functions refuse it (422 board_not_allowed), and nothing is buffered
+        with pytest.raises(BoardNotAllowed):
+            recorder.record("a", boards=["dogs"])
+        flushed = recorder.flush()
+        assert (flushed.views, flushed.failed_views) == (1, 0)
 
 
 def test_the_published_settings_are_read_once_per_client_and_settings_override_them(moto):
