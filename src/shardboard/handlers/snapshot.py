@@ -21,7 +21,7 @@ from shardboard.domain.snapshot import refresh_changed
 from shardboard.domain.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.services.refill import repair_unproven
+from shardboard.services.refill import Repair, repair_unproven
 
 # Time the function keeps after a repair's scans to log and publish its metrics (the Timeout is 60 s).
 REPAIR_MARGIN_SECONDS = 5.0
@@ -47,9 +47,14 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
     unproven = sorted(period for period, result in run.results.items() if not result.proven)
     deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
-    repair = repair_unproven(board_store(), config, unproven, dropped=dropped, catalog=items, deadline=deadline)
-    metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=len(unproven) - len(repair.unrepaired))
-    metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(repair.unrepaired))
+    # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
+    repair = Repair([], unproven, "the repair failed: see the function's error")
+    try:
+        repair = repair_unproven(board_store(), config, unproven, dropped=dropped, catalog=items, deadline=deadline)
+    finally:
+        repaired = len(unproven) - len(repair.unrepaired)
+        metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=repaired)
+        metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(repair.unrepaired))
     for done in repair.repaired:
         logger.info(
             "sparse index repaired: more takedowns above the index threshold than spares",
@@ -76,7 +81,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         "written": run.written,
         "items_read": run.items_read,
         "failed": len(run.failures),
-        "repaired": len(unproven) - len(repair.unrepaired),
+        "repaired": repaired,
         "unproven": len(repair.unrepaired),
         "refreshed": [
             {
