@@ -54,18 +54,18 @@ each counter's absolute values exactly once whatever the stream replays. tests/e
 recording process with SIGKILL between and during flushes and checks both.
 
 **Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
-``<stack>-shards``). The other settings are the template's defaults; a stack deployed with other ``WriteShards``,
-``MaxWriteShards`` or ``Periods`` needs the same values here, ``settings=Settings.for_stack("prod",
-write_shards=40, periods=("hour", "day"))``: base counters are keyed by the finest period, so the writer must know
-it; so does a ``Boards`` policy other than the default (``board_policy=BoardPolicy.parse("max=100")``). The writer
-needs ``dynamodb:UpdateItem`` on the views table (its counters and the writers' registry), ``GetItem``,
-``UpdateItem`` and ``BatchGetItem`` on the shards table (dynamic sharding, and the board registry: a new board is
-registered once), ``BatchGetItem`` on the board table (asked only for boards the cap refuses, to learn boards older
-than the policy); a reader ``GetItem`` on the board table, and for ranks and around-me ``BatchGetItem`` on the board
-table and the items table (the takedown status of an id the ranking does not hold). With ``require_items=True`` in
-the settings (the stack's ``RequireItems``), ``record`` raises ``UnknownItem`` for an id never created with ``PUT
-/item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the writer then needs
-``GetItem`` on the items table).
+``<stack>-shards``), and the client reads the settings that stack published at its deploy (``WriteShards``,
+``Periods``, ``TopN``, ``Boards``...: one GetItem of the board table at construction, adapters/stack_config.py), so
+it keys its writes and enforces the board policy as the stack's functions do. ``settings=Settings.for_stack("prod",
+write_shards=40)`` overrides them; a stack deployed by an older version publishes nothing and gets the template's
+defaults with a warning. The writer needs ``dynamodb:UpdateItem`` on the views table (its counters and the writers'
+registry), ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards table (dynamic sharding, and the board
+registry: a new board is registered once), ``GetItem`` on the board table (the settings) and ``BatchGetItem`` on it
+(asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the board
+table, and for ranks and around-me ``BatchGetItem`` on the board table and the items table (the takedown status of
+an id the ranking does not hold). With the stack's ``RequireItems``, ``record`` raises ``UnknownItem`` for an id
+never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
+writer then needs ``GetItem`` on the items table).
 
 **Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
@@ -96,6 +96,7 @@ import boto3
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
 from shardboard.adapters.items_table import ItemStore
+from shardboard.adapters.stack_config import read_published
 from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.dedupe import Seen
@@ -253,6 +254,22 @@ def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
     return signed_client(session, "dynamodb", session.region_name or region(), client_config(max(workers, 10)))
 
 
+def _stack_settings(client: Any, stack: str) -> Settings:
+    """The settings ``stack`` published at its deploy (or `shardboard init`): one GetItem, read once per client. A
+    stack that published none (deployed by an older version), or a caller that may not read them, gets the
+    template's defaults and a one-line warning, as before stacks described themselves."""
+    defaults = Settings.for_stack(stack)
+    lookup = read_published(client, defaults.board_table)
+    if lookup.published is None:
+        log.warning(
+            "stack %s: %s; using the template's defaults (settings=Settings.for_stack(...) gives others)",
+            stack,
+            lookup.why_not,
+        )
+        return defaults
+    return defaults.with_published(lookup.published.variables)
+
+
 class Recorder:
     """Record views from a Python application: buffered, coalesced per key, flushed in the background.
 
@@ -277,8 +294,8 @@ class Recorder:
         ``flush_interval``: seconds between background flushes (None: no timed flush; the buffer is flushed when
         it holds ``max_pending`` keys, by ``flush()`` and by ``close()``: for an application, or a simulation,
         that keeps its own schedule). ``max_pending``: the most distinct (item, boards, bucket) keys held.
-        ``settings``: the stack's settings when its parameters differ from the template's defaults (it names the
-        tables itself; ``Settings.for_stack`` builds one). ``workers``: writes in parallel. ``clock``: the time a
+        ``settings``: settings to use instead of those the stack published (it names the tables itself;
+        ``Settings.for_stack`` builds one). ``workers``: writes in parallel. ``clock``: the time a
         ``record`` call counts its views at (its period bucket, a viewer's dedupe window); the wall clock unless
         a simulation drives virtual time. ``stores``: where the writes go instead of the stack's tables through
         ``session`` (the benchmark's in-memory tables). ``retry_safe``: each counter write is conditional on the
@@ -290,18 +307,19 @@ class Recorder:
             raise ValueError(f"max_pending must be a whole number >= 1, got {max_pending!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-        self.settings = settings or Settings.for_stack(stack)
         self.flush_interval = None if flush_interval is None else float(flush_interval)
         self.max_pending = max_pending
         self.retry_safe = bool(retry_safe)
         self._clock = clock
         if stores is None:
             self.client: Any = _dynamodb(session, workers)
+            self.settings = settings or _stack_settings(self.client, stack)
             # The collaborators the API function builds (the same stores, the same shard router), on this client.
             container = Container(self.settings, self.client)
             stores = Stores(container.views, container.router, container.admission, container.boards)
         else:
             self.client = None
+            self.settings = settings or Settings.for_stack(stack)
         self._views, self._router, self._admit = stores.views, stores.router, stores.admit
         self._boards = stores.boards or BoardGate(self.settings.board_policy, InProcessBoards())
         self._lock = threading.Lock()
@@ -623,9 +641,9 @@ class Leaderboard:
 
     def __init__(self, session: Any = None, stack: str = DEFAULT_STACK, *, settings: Settings | None = None) -> None:
         """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables. ``settings``:
-        the stack's settings when its ``Periods`` differ from the template's (it names the tables itself)."""
-        self.settings = settings or Settings.for_stack(stack)
+        settings to use instead of those the stack published (it names the tables itself)."""
         self.client = _dynamodb(session)
+        self.settings = settings or _stack_settings(self.client, stack)
         self._reads = reading.BoardReads(
             BoardStore(self.client, self.settings.board_table),
             ItemStore(self.client, self.settings.items_table),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,37 @@ MAX_VIEWS_PER_REQUEST = 1000
 DEFAULT_STACK = "shardboard"
 # A CloudFormation stack name: a letter, then letters, digits and hyphens, at most 128 characters.
 STACK_NAME = re.compile(r"[A-Za-z][-A-Za-z0-9]{0,127}")
+
+
+# What a stack publishes for its clients (adapters/stack_config.py), by the environment variable the template gives
+# its functions: everything a writer or reader must agree on with them. The table names are left out (a client
+# derives them from the stack name), and so is WRITE_CONCURRENCY (each process's own tuning, not a contract).
+PUBLISHED_VARIABLES: dict[str, str] = {
+    "WRITE_SHARDS": "write_shards",
+    "MAX_WRITE_SHARDS": "max_write_shards",
+    "SHARD_COOLDOWN_SECONDS": "shard_cooldown_seconds",
+    "BOARD_SHARDS": "board_shards",
+    "TOP_N": "top_n",
+    "CATEGORY_TOP_N": "category_top_n",
+    "BOARDS": "board_policy",
+    "RANK_DEPTH": "rank_depth",
+    "CATEGORY_RANK_DEPTH": "category_rank_depth",
+    "RANK_REFRESH_SECONDS": "rank_refresh_seconds",
+    "CURSOR_TTL_SECONDS": "cursor_ttl_seconds",
+    "PERIODS": "periods",
+    "RETENTION_HOURS": "retention_hours",
+    "RETENTION_DAYS": "retention_days",
+    "RETENTION_WEEKS": "retention_weeks",
+    "RETENTION_MONTHS": "retention_months",
+    "SNAPSHOT_SCHEDULE": "schedule",
+    "SPARSE_INDEX": "sparse_index",
+    "DEDUPE_WINDOW": "dedupe_window_seconds",
+    "VIEWS_PER_IP_PER_MINUTE": "views_per_ip_per_minute",
+    "VIEWS_PER_VIEWER_PER_MINUTE": "views_per_viewer_per_minute",
+    "REQUIRE_ITEMS": "require_items",
+    "PAGE_SIZE": "page_size",
+    "SNAPSHOT_SPARE": "snapshot_spare",
+}
 
 
 def table_name(stack: str, table: str) -> str:
@@ -184,6 +215,26 @@ class Settings:
             raise ConfigError(f"stack must be a CloudFormation stack name (a letter, then [-A-Za-z0-9]), got {stack!r}")
         tables = {f"{table}_table": table_name(stack, table) for table in ("views", "board", "shards", "items")}
         return cls(**{**tables, **changes})
+
+    def published_variables(self) -> dict[str, str]:
+        """What a stack with these settings publishes: :data:`PUBLISHED_VARIABLES`, written as the template writes
+        them, so :meth:`with_published` (``from_env``) reads back exactly these settings."""
+
+        def text(value: object) -> str:
+            if isinstance(value, bool):
+                return str(value).lower()
+            if isinstance(value, tuple):
+                return ",".join(value)
+            return str(value)
+
+        return {name: text(getattr(self, field)) for name, field in PUBLISHED_VARIABLES.items()}
+
+    def with_published(self, variables: Mapping[str, str], keep: Collection[str] = ()) -> Settings:
+        """These settings with what a stack published (its functions' variables) in place of the template's
+        defaults; variables named in ``keep`` (a caller's explicit ``-p``) and the table names stay as they are.
+        A variable this version does not know (from a newer stack) is ignored; a malformed one raises ConfigError."""
+        chosen = {name: value for name, value in variables.items() if name in PUBLISHED_VARIABLES and name not in keep}
+        return Settings.from_env(chosen, defaults=self)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, defaults: Settings | None = None) -> Settings:

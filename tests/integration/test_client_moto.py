@@ -475,9 +475,12 @@ def test_the_buffer_is_flushed_at_interpreter_exit(tmp_path):
             mock_aws().start()
             from shardboard_tools.local.runtime import Runtime
             from shardboard_tools.template import create_tables
+            from shardboard.adapters.stack_config import publish
 
             runtime = Runtime.from_template(Path({str(ROOT / "template.yaml")!r}))
             create_tables(runtime.dynamodb, runtime.template)
+            settings = runtime.settings.published_variables()  # as a deploy publishes them
+            publish(runtime.dynamodb, runtime.settings.board_table, settings, by="test")
             table = runtime.settings.views_table
 
             def report():  # a plain scan: no thread pool at exit

@@ -9,6 +9,12 @@ import json
 import boto3
 
 from shardboard.adapters.items_table import marker_key, old_set_key
+from shardboard.handlers import snapshot
+from shardboard.settings import DEFAULT_STACK
+from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.scheduler import scheduled_event
+from tests.conftest import ROOT
 from tests.integration.test_cli import cli  # noqa: F401 - the fixture
 from tests.integration.test_items_cli import items_written
 
@@ -185,3 +191,52 @@ def test_a_stack_upgraded_from_the_string_sets_honours_them_until_rebuild_moves_
     assert top(cli) == [["b", 3]]
     assert cli("item", "unhide", "a#1").exit_code == 0
     assert top(cli)[0] == ["a#1", 5]
+
+
+BAN_WAVE = ["-p", "TopN=1", "-p", "SnapshotSpare=0", "-p", "RankDepth=0", "-p", "Periods=day"]
+
+
+def ban_wave(cli) -> None:  # noqa: F811
+    """The ban wave above: the top three of N = 1 with no spares hidden, a newcomer below T never keyed."""
+    assert cli(*BAN_WAVE, "init").exit_code == 0
+    for item, views in (("a", 9), ("b", 8), ("c", 7), ("d", 3)):
+        assert cli(*BAN_WAVE, "record", item, "-n", str(views)).exit_code == 0
+    assert cli(*BAN_WAVE, "process", "--drain").exit_code == 0
+    assert cli(*BAN_WAVE, "snapshot").exit_code == 0
+    assert cli(*BAN_WAVE, "record", "new", "-n", "5").exit_code == 0
+    assert cli(*BAN_WAVE, "process", "--drain").exit_code == 0
+    for item in ("a", "b", "c"):
+        assert cli(*BAN_WAVE, "item", "hide", item, "--reason", "ban wave").exit_code == 0
+    assert top(cli) == [["d", 3]]
+
+
+def test_the_snapshot_job_repairs_a_ban_wave_by_itself(cli):  # noqa: F811
+    # Given the ban wave
+    ban_wave(cli)
+    params = BAN_WAVE
+    # When the scheduled job runs next, and no operator does anything
+    result = cli(*params, "snapshot")
+    # Then its own repair lowered T, keyed the newcomer and gathered both heads again: exact and proven
+    assert result.exit_code == 0, result.output
+    assert "repair: 2 head(s) not proven exact repaired (refill)" in result.output
+    assert "still not proven" not in result.output
+    assert top(cli) == [["new", 5]]
+    assert "snapshots: 2 of 2 match" in cli(*params, "verify").output
+    assert json.loads(cli(*params, "verify", "--json").output)["refill_needed"] == []
+    # And the operator's command finds nothing left to do
+    assert "refill: every period is proven" in cli(*params, "refill").output
+
+
+def test_a_job_without_time_for_the_repair_leaves_its_heads_to_the_alarm(cli):  # noqa: F811
+    # Given the ban wave, and the snapshot function invoked with 1 s left (less than the repair's 5 s margin)
+    ban_wave(cli)
+    parameters = dict(value.split("=", 1) for value in BAN_WAVE[1::2])
+    functions = Runtime.from_template(ROOT / "template.yaml", parameters, DEFAULT_STACK)
+    functions.export_to_handlers()
+    summary = snapshot.handler(scheduled_event(), LocalContext(timeout_seconds=1.0))
+    # Then both heads are counted unproven (the UnprovenSnapshots metric the alarm watches), nothing was repaired
+    assert (summary["repaired"], summary["unproven"]) == (0, 2)
+    assert top(cli) == [["d", 3]]
+    # And the operator's refill, the same repair without a deadline, puts the newcomer on the board
+    assert "refill: 2 period(s) repaired" in cli(*BAN_WAVE, "refill").output
+    assert top(cli) == [["new", 5]]

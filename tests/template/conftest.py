@@ -20,6 +20,10 @@ FUNCTIONS = (
     "ReadApiFunction",
     "ItemsAdminFunction",
 )
+# Where the functions' metrics go, and so where the alarms and the dashboard look: one namespace per stack.
+NAMESPACE = {"Fn::Sub": "Shardboard/${AWS::StackName}"}
+# Functions CloudFormation runs during a deploy (custom resources): a failure fails the deploy; no alarm watches them.
+DEPLOY_FUNCTIONS = ("StackConfigFunction",)
 
 
 class NoManagedPolicyNames:
@@ -60,3 +64,14 @@ def parameter(template: dict[str, Any], ref: Any) -> dict[str, Any]:
     """The declaration of the parameter a property ``{"Ref": name}`` points at (fails if it is not a parameter)."""
     assert isinstance(ref, dict) and set(ref) == {"Ref"}, f"expected a parameter reference, got {ref!r}"
     return dict(template["Parameters"][ref["Ref"]])
+
+
+def fixed(template: dict[str, Any], node: Any) -> Any:
+    """What a property gets unless a deployment says otherwise: the Default of the parameter it ``!Ref``s, or the
+    value the template fixes (``!FindInMap``; in a mapping keyed by a parameter, the row of its default)."""
+    if isinstance(node, dict) and set(node) == {"Ref"}:
+        return parameter(template, node)["Default"]
+    assert isinstance(node, dict) and set(node) == {"Fn::FindInMap"}, f"expected a parameter or a fixed value: {node!r}"
+    mapping, top, name = node["Fn::FindInMap"]
+    row = fixed(template, top) if isinstance(top, dict) else top
+    return template["Mappings"][mapping][row][name]

@@ -25,7 +25,7 @@ CHOICES = [
     pytest.param({"WriteAuth": "iam", "PublicViews": "true"}, id="iam-public"),
     pytest.param({"WriteAuth": "jwt", "PublicViews": "true"}, id="jwt-public"),
 ]
-JWT = {"JwtIssuer": ISSUER, "JwtAudience": "app-client-1,app-client-2"}
+JWT = {"Jwt": f"{ISSUER} app-client-1,app-client-2"}
 
 
 def deployed(rendered: dict[str, Any], **overrides: str) -> dict[str, Any]:
@@ -105,8 +105,9 @@ def test_iam_is_sigv4_and_the_default(rendered, sam_template):
 @pytest.mark.parametrize("public", ["false", "true"])
 def test_the_jwt_authorizer_exists_only_with_jwt_and_takes_issuer_and_audience_from_the_parameters(rendered, public):
     assert "ViewsJwt" not in schemes(deployed(rendered, WriteAuth="iam", PublicViews=public))
-    stack = deployed(rendered, WriteAuth="jwt", PublicViews=public, JwtWriteScope="shardboard/views.write")
-    # Kept with PublicViews too: the item admin routes (issue 13) will need it with JwtAdminScope.
+    scopes = "shardboard/views.write shardboard/items.admin"
+    stack = deployed(rendered, WriteAuth="jwt", PublicViews=public, Jwt=f"{JWT['Jwt']} {scopes}")
+    # Kept with PublicViews too: the item admin routes need it with the admin scope.
     assert schemes(stack)["ViewsJwt"] == {
         "type": "oauth2",
         "x-amazon-apigateway-authorizer": {
@@ -117,23 +118,39 @@ def test_the_jwt_authorizer_exists_only_with_jwt_and_takes_issuer_and_audience_f
     }
     if public == "false":
         assert routes(stack)["POST /views"] == [{"ViewsJwt": ["shardboard/views.write"]}]
+    assert routes(stack)["PUT /item"] == [{"ViewsJwt": ["shardboard/items.admin"]}]
 
 
-def test_the_admin_scope_is_declared_for_the_admin_routes(sam_template):
-    assert sam_template["Parameters"]["JwtAdminScope"]["Default"] == "items:admin"
-    Template.load(TEMPLATE, overrides={"JwtAdminScope": "shardboard/items.admin"})
-    with pytest.raises(ValueError, match="JwtAdminScope"):
-        Template.load(TEMPLATE, overrides={"JwtAdminScope": "two scopes"})  # one scope token, no spaces or quotes
+def test_jwt_takes_the_parameters_it_replaced():
+    # Given the four parameters of earlier versions, as scripts and tests still pass them to the local runtime
+    old = {"JwtIssuer": ISSUER, "JwtAudience": "app-client-1,app-client-2", "JwtWriteScope": "shardboard/views.write"}
+    loaded = Template.load(TEMPLATE, overrides={"WriteAuth": "jwt", **old})
+    assert loaded.parameters["Jwt"] == f"{ISSUER} app-client-1,app-client-2 shardboard/views.write items:admin"
+    # Then every parameter is what Jwt given as such makes it: the same stack
+    new = {"Jwt": f"{JWT['Jwt']} shardboard/views.write items:admin"}
+    assert loaded.parameters == Template.load(TEMPLATE, overrides={"WriteAuth": "jwt", **new}).parameters
+    # ... also when a template is built by hand from parameters that name them (`serve --auth`, tests)
+    by_hand = Template(loaded.body, {**Template.load(TEMPLATE).parameters, "WriteAuth": "jwt", **old})
+    assert by_hand.parameters == loaded.parameters
+
+
+@pytest.mark.parametrize(
+    "jwt",
+    [
+        "http://insecure.example.com app-client-1",  # an issuer is an https URL
+        ISSUER,  # at least one audience
+        f"{ISSUER} app-client-1 only-one-scope",  # both scopes or neither
+        f'{ISSUER} app-client-1 "quoted" items:admin',  # a scope is one token without quotes
+    ],
+)
+def test_a_malformed_jwt_is_refused_saying_what_it_must_be(jwt):
+    with pytest.raises(ValueError, match="parameter Jwt must be"):
+        Template.load(TEMPLATE, overrides={"WriteAuth": "jwt", "Jwt": jwt})
 
 
 @pytest.mark.parametrize(
     ("overrides", "failing"),
-    [
-        ({"WriteAuth": "jwt", "JwtAudience": "app-client-1"}, ["JwtIssuer"]),
-        ({"WriteAuth": "jwt", "JwtIssuer": ISSUER}, ["JwtAudience"]),
-        ({"WriteAuth": "jwt", **JWT}, []),
-        ({"WriteAuth": "iam"}, []),
-    ],
+    [({"WriteAuth": "jwt"}, ["Jwt"]), ({"WriteAuth": "jwt", **JWT}, []), ({"WriteAuth": "iam"}, [])],
 )
 def test_jwt_refuses_to_deploy_without_issuer_and_audience(sam_template, overrides, failing):
     # The template's Rules, decided as CloudFormation decides them before it creates anything.
@@ -142,12 +159,7 @@ def test_jwt_refuses_to_deploy_without_issuer_and_audience(sam_template, overrid
     for rule in sam_template["Rules"].values():
         if template.resolve(rule["RuleCondition"]):
             failed += [a["AssertDescription"] for a in rule["Assertions"] if not template.resolve(a["Assert"])]
-    assert [next(name for name in ("JwtIssuer", "JwtAudience") if name in text) for text in failed] == failing
-
-
-def test_an_issuer_must_be_an_https_url(sam_template):
-    with pytest.raises(ValueError, match="JwtIssuer"):
-        Template.load(TEMPLATE, overrides={"JwtIssuer": "http://insecure.example.com"})
+    assert [text.split(" needs ")[1].split(" ")[0] for text in failed] == failing
 
 
 @pytest.mark.parametrize("choice", CHOICES)
@@ -200,7 +212,7 @@ def test_the_items_admin_policy_may_invoke_the_item_admin_routes_only(rendered):
 def test_cfn_lint_is_clean_for_every_other_choice(choice):
     """cfn-lint takes no parameter values: lint a copy whose defaults are the choice (the default is test_lint's)."""
     text = TEMPLATE.read_text(encoding="utf-8")
-    for name, value in {**choice, "JwtIssuer": ISSUER, "JwtAudience": "app-client-1"}.items():
+    for name, value in {**choice, "Jwt": f"{ISSUER} app-client-1"}.items():
         text, count = re.subn(rf"(\n  {name}:\n    Type: \w+\n    Default: )[^\n]*", rf'\g<1>"{value}"', text, count=1)
         assert count == 1, name
     assert [str(match) for match in lint(text, config=SERVERLESS_RULES)] == []

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shardboard_tools.template import Template
-from tests.template.conftest import of_type, parameter
+from tests.template.conftest import fixed, of_type
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,9 @@ def test_every_table_has_point_in_time_recovery_and_encryption(tables):
 def test_every_table_survives_stack_deletion_and_has_deletion_protection(sam_template, tables):
     for name, table in tables.items():
         assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain", name
-        protection = parameter(sam_template, table["Properties"]["DeletionProtectionEnabled"])
-        assert protection["Default"] == "true", name
+        protection = table["Properties"]["DeletionProtectionEnabled"]
+        assert protection == {"Fn::FindInMap": ["Stages", {"Ref": "Stage"}, "DeletionProtection"]}, name
+        assert fixed(sam_template, protection) == "true", name  # prod, the default stage
 
 
 def test_the_base_table_streams_both_images(tables):

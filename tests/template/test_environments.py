@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shardboard_tools.template import Template
-from tests.template.conftest import ROOT
+from tests.template.conftest import ROOT, fixed
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +33,19 @@ def test_each_environment_deploys_with_review_and_lints_on_validate(samconfig, e
 
 
 @pytest.mark.parametrize("env", ["default", "prod"])
-def test_each_environments_parameters_are_accepted_by_the_template(samconfig, env):
-    # Template.load refuses unknown names and values CloudFormation would refuse
+def test_each_environments_parameters_are_accepted_by_the_template(samconfig, env, sam_template):
+    # CloudFormation refuses a name the template does not declare (a value it fixes is not a parameter) ...
+    assert set(overrides(samconfig, env)) <= set(sam_template["Parameters"])
+    # ... and Template.load refuses values CloudFormation would refuse
     Template.load(overrides=overrides(samconfig, env))
 
 
 def test_dev_and_prod_are_separate_stacks_with_separate_metrics(samconfig):
     dev, prod = overrides(samconfig, "default"), overrides(samconfig, "prod")
     stacks = {samconfig[env]["global"]["parameters"]["stack_name"] for env in ("default", "prod")}
-    assert len(stacks) == 2
-    assert dev["MetricsNamespace"] != prod["MetricsNamespace"]
-    assert prod["DeletionProtection"] == "true"
+    assert len(stacks) == 2  # and so two metrics namespaces, Shardboard/<stack name>
+    assert (dev["Stage"], prod["Stage"]) == ("dev", "prod")
+    assert Template.load(overrides=prod).parameters["DeletionProtection"] == "true"
 
 
 def test_outputs_give_the_api_url_table_names_and_stream(rendered):
@@ -63,6 +65,6 @@ def test_every_parameter_is_documented_in_the_deploy_guide(sam_template):
 def test_the_http_api_is_throttled_and_access_logged(resources, sam_template):
     (stage,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
     for limit in ("ThrottlingBurstLimit", "ThrottlingRateLimit"):
-        assert sam_template["Parameters"][stage["DefaultRouteSettings"][limit]["Ref"]]["Default"] > 0
+        assert fixed(sam_template, stage["DefaultRouteSettings"][limit]) > 0
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
     assert '"status":"$context.status"' in stage["AccessLogSettings"]["Format"]

@@ -13,7 +13,7 @@ from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.template import Template
 from tests.conftest import load_event
-from tests.template.conftest import of_type, parameter
+from tests.template.conftest import fixed, of_type, parameter
 
 # DynamoDB Streams keep records 24 hours: a record-age limit beyond that means none.
 STREAM_RETENTION_SECONDS = 86_400
@@ -32,23 +32,24 @@ def patterns(stream_mapping: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_retries_are_bounded_by_count_and_by_record_age(sam_template, stream_mapping):
-    retries = parameter(sam_template, stream_mapping["MaximumRetryAttempts"])
-    age = parameter(sam_template, stream_mapping["MaximumRecordAgeInSeconds"])
-    # -1 (Lambda's default) means "until the record expires": the parameters cannot express it.
-    assert 0 <= retries["MinValue"] <= retries["Default"] <= retries["MaxValue"] <= 10_000
-    assert 60 <= age["MinValue"] <= age["Default"] <= age["MaxValue"] <= STREAM_RETENTION_SECONDS
+    retries = fixed(sam_template, stream_mapping["MaximumRetryAttempts"])
+    age = fixed(sam_template, stream_mapping["MaximumRecordAgeInSeconds"])
+    # -1 (Lambda's default) means "until the record expires": never that.
+    assert 0 <= retries <= 10_000
+    assert 60 <= age <= STREAM_RETENTION_SECONDS
 
 
 def test_partial_failures_are_reported_and_failing_batches_bisected(sam_template, stream_mapping):
     assert stream_mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    bisect = parameter(sam_template, stream_mapping["BisectBatchOnFunctionError"])
-    assert bisect["Default"] == "true" and set(bisect["AllowedValues"]) == {"true", "false"}
+    assert fixed(sam_template, stream_mapping["BisectBatchOnFunctionError"]) == "true"
 
 
-def test_batching_is_tuned_by_parameters(sam_template, stream_mapping):
-    for setting in ("BatchSize", "MaximumBatchingWindowInSeconds", "ParallelizationFactor"):
-        declared = parameter(sam_template, stream_mapping[setting])
-        assert declared["Type"] == "Number" and declared["MinValue"] <= declared["Default"] <= declared["MaxValue"]
+@pytest.mark.parametrize(
+    ("setting", "low", "high"),
+    [("BatchSize", 1, 10_000), ("MaximumBatchingWindowInSeconds", 0, 300), ("ParallelizationFactor", 1, 10)],
+)
+def test_batching_is_within_lambdas_bounds(sam_template, stream_mapping, setting, low, high):
+    assert low <= fixed(sam_template, stream_mapping[setting]) <= high
     assert stream_mapping["MetricsConfig"] == {"Metrics": ["EventCount"]}
 
 
@@ -82,9 +83,9 @@ def test_failed_snapshot_refreshes_are_kept_in_an_encrypted_queue(resources):
 def test_the_shard_review_is_its_own_scheduled_function_never_retried(resources, sam_template):
     # Its own rule on its own schedule parameter: a failing review cannot fail or delay a snapshot refresh
     rule = resources["ShardReviewFunctionReview"]["Properties"]
-    assert rule["ScheduleExpression"] == {"Ref": "ShardReviewSchedule"}
+    assert rule["ScheduleExpression"] == {"Fn::FindInMap": ["Tuning", "Writes", "ShardReviewSchedule"]}
     assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": ["ShardReviewFunction", "Arn"]}
-    assert parameter(sam_template, rule["ScheduleExpression"])["Default"] == "rate(1 minute)"
+    assert fixed(sam_template, rule["ScheduleExpression"]) == "rate(1 minute)"
     # A retry would run after the next tick's review and measure nothing new: a failure is counted, not retried
     invoke = resources["ShardReviewFunctionEventInvokeConfig"]["Properties"]
     assert (invoke["MaximumRetryAttempts"], invoke["MaximumEventAgeInSeconds"]) == (0, 60)

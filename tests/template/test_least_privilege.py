@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.template.conftest import FUNCTIONS, of_type
+from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, of_type
 
 # What store.py calls for each function, as (action, resource) with resources named by logical id.
 EXPECTED_GRANTS = {
@@ -49,6 +49,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
         ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
         ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
+        ("dynamodb:Scan", "BoardTable"),  # scan_counts: the repair of an unproven head (services/refill.py)
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
         ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
@@ -86,6 +87,9 @@ EXPECTED_GRANTS = {
         ("dynamodb:Query", "BoardTable/index/by-change"),  # periods: the boards the item may be on
         ("dynamodb:Query", "BoardTable/index/by-deep"),  # a head gathered again may write an all-time ranked
         ("dynamodb:BatchGetItem", "BoardTable"),  # version: the deep gather (query_deep, all_time_views)
+    },
+    "StackConfigFunction": {
+        ("dynamodb:PutItem", "BoardTable"),  # stack_config.publish: the stack's settings item, at each deploy
     },
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"  # its own log streams
@@ -147,14 +151,14 @@ def test_no_policy_grants_a_wildcard_action_or_resource(resources):
                 assert "*" not in resource_name(resource), f"{owner} grants on {resource_name(resource)}"
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", FUNCTIONS + DEPLOY_FUNCTIONS)
 def test_each_function_may_make_exactly_the_calls_its_code_makes(resources, function):
     role = resources[f"{function}Role"]
     assert resources[function]["Properties"]["Role"] == {"Fn::GetAtt": [f"{function}Role", "Arn"]}
     assert role_grants(role) == EXPECTED_GRANTS[function]
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("function", FUNCTIONS + DEPLOY_FUNCTIONS)
 def test_managed_policies_are_only_the_lambda_execution_ones(resources, function):
     managed = set(resources[f"{function}Role"]["Properties"]["ManagedPolicyArns"])
     expected = {BASIC, XRAY} | ({STREAM_READ} if function == "AggregatorFunction" else set())

@@ -12,9 +12,11 @@ from unittest import mock
 import pytest
 
 from shardboard_tools.local.runtime import Runtime
-from tests.template.conftest import FUNCTIONS, ROOT, of_type, parameter
+from shardboard_tools.template import Template, TemplateError
+from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, NAMESPACE, ROOT, fixed, of_type
 
-TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}
+TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTarget"}]}
+ON_CALL = "arn:aws:sns:us-east-1:123456789012:on-call"
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +46,39 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_on_recovery(alarms):
         assert "docs/operations.md" in alarm["AlarmDescription"], name
 
 
-def test_a_topic_is_created_only_when_none_is_given(resources, rendered):
-    assert rendered["Conditions"]["CreateAlarmTopic"] == {"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}
+@pytest.mark.parametrize(
+    ("given", "topic_created", "subscribed", "notified"),
+    [
+        ({}, True, False, "AlarmTopic"),
+        ({"AlarmTarget": "oncall@example.com"}, True, True, "AlarmTopic"),
+        ({"AlarmTarget": ON_CALL}, False, False, ON_CALL),
+        # the parameters AlarmTarget replaced, as scripts and samconfig files of earlier versions pass them
+        ({"AlarmEmail": "oncall@example.com"}, True, True, "AlarmTopic"),
+        ({"AlarmTopicArn": ON_CALL, "AlarmEmail": "oncall@example.com"}, False, False, ON_CALL),
+    ],
+)
+def test_a_topic_is_created_unless_one_is_given_and_an_address_is_subscribed(
+    resources, given, topic_created, subscribed, notified
+):
+    template = Template.load(ROOT / "template.yaml", given)
     assert resources["AlarmTopic"]["Condition"] == "CreateAlarmTopic"
     assert resources["AlarmEmailSubscription"]["Condition"] == "SubscribeAlarmEmail"
+    decided = (template.condition("CreateAlarmTopic"), template.condition("SubscribeAlarmEmail"))
+    assert decided == (topic_created, subscribed)
+    action = template.select(resources["AggregatorErrorsAlarm"]["Properties"]["AlarmActions"][0])
+    assert action == ({"Ref": "AlarmTopic"} if notified == "AlarmTopic" else notified)
+
+
+@pytest.mark.parametrize("target", ["arn:aws:sns:us-east-1:12:short", "not an address", "arn:x@example.com"])
+def test_an_alarm_target_that_is_neither_a_topic_nor_an_address_is_refused(target):
+    with pytest.raises(TemplateError, match="AlarmTarget"):
+        Template.load(ROOT / "template.yaml", {"AlarmTarget": target})
 
 
 def test_stream_lag_alarm(sam_template, alarms):
     alarm = find(alarms, "AWS/Lambda", "IteratorAge", FunctionName={"Ref": "AggregatorFunction"})
     assert alarm["Statistic"] == "Maximum"
-    assert parameter(sam_template, alarm["Threshold"])["Default"] > 0
+    assert fixed(sam_template, alarm["Threshold"]) > 0
 
 
 @pytest.mark.parametrize("queue", ["StreamFailureQueue", "SnapshotFailureQueue"])
@@ -65,15 +90,15 @@ def test_dead_letter_queue_depth_alarms(alarms, queue):
 
 def test_skipped_stream_records_alarm_fires_on_the_first_one(alarms):
     # The FilterCriteria keep every record that is not a counter from the aggregator: a skipped one is a fault.
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "RecordsSkipped", service="shardboard")
+    alarm = find(alarms, NAMESPACE, "RecordsSkipped", service="shardboard")
     assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Sum", 300, 1)
     assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
 
 
 def test_an_unproven_snapshot_alarms_on_the_first_one(alarms):
-    # More takedowns above T than spares need `shardboard refill`: the job's first unproven head is the signal.
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "UnprovenSnapshots", service="shardboard")
+    # What the job's own repair cannot fix needs `shardboard refill`: its first unrepaired head is the signal.
+    alarm = find(alarms, NAMESPACE, "UnprovenSnapshots", service="shardboard")
     assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
     assert alarm["TreatMissingData"] == "notBreaching"
 
@@ -112,12 +137,14 @@ def test_index_write_throttling_alarm(alarms):
     find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName={"Ref": "ViewsTable"})
 
 
-def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms):
-    alarm = find(alarms, {"Ref": "MetricsNamespace"}, "SnapshotRefreshes", service="shardboard")
+def test_snapshot_staleness_alarm_fires_when_refreshes_stop(alarms, sam_template):
+    alarm = find(alarms, NAMESPACE, "SnapshotRefreshes", service="shardboard")
     # A job that stopped emits nothing: missing data must count as stale.
     assert alarm["TreatMissingData"] == "breaching"
     assert alarm["ComparisonOperator"] == "LessThanThreshold" and alarm["Threshold"] == 1
-    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == {"Ref": "SnapshotStalenessMinutes"}
+    staleness = {"Fn::FindInMap": ["Stages", {"Ref": "Stage"}, "SnapshotStalenessMinutes"]}
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] == staleness
+    assert fixed(sam_template, staleness) == 10  # prod, the default stage
 
 
 def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline, capsys):
@@ -140,13 +167,14 @@ def test_the_snapshot_job_emits_the_metric_the_staleness_alarm_watches(pipeline,
 
 def test_functions_get_the_namespace_parameter_tracing_and_logs_with_retention(resources):
     log_groups = of_type(resources, "AWS::Logs::LogGroup").values()
-    for function in FUNCTIONS:
+    for function in FUNCTIONS + DEPLOY_FUNCTIONS:
         properties = resources[function]["Properties"]
-        assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == {"Ref": "MetricsNamespace"}
+        assert properties["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == NAMESPACE
         assert properties["TracingConfig"] == {"Mode": "Active"}
         names = [g["Properties"].get("LogGroupName") for g in log_groups]
         assert {"Fn::Sub": f"/aws/lambda/${{{function}}}"} in names
-    assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in log_groups)
+    retention = {"Fn::FindInMap": ["Stages", {"Ref": "Stage"}, "LogRetentionDays"]}
+    assert all(g["Properties"]["RetentionInDays"] == retention for g in log_groups)
 
 
 def test_the_handlers_take_the_namespace_from_the_environment():
@@ -162,18 +190,18 @@ def test_local_runs_export_the_templates_namespace(monkeypatch):
         # Given handlers imported without a namespace in the environment (a terminal, not Lambda)
         del os.environ["POWERTOOLS_METRICS_NAMESPACE"]
         monkeypatch.setattr(observability.metrics, "namespace", None)
-        # When the local runtime hands its settings to the handlers
-        Runtime.from_template(ROOT / "template.yaml", {"MetricsNamespace": "ShardboardLocal"}).export_to_handlers()
-        # Then they use the template's namespace, as a deployed function would, and the environment is untouched
-        assert observability.metrics.namespace == "ShardboardLocal"
+        # When the local runtime of stack local-1 hands its settings to the handlers
+        Runtime.from_template(ROOT / "template.yaml", stack="local-1").export_to_handlers()
+        # Then they use the stack's namespace, as a deployed function would, and the environment is untouched
+        assert observability.metrics.namespace == "Shardboard/local-1"
         assert "POWERTOOLS_METRICS_NAMESPACE" not in os.environ
 
 
 def test_the_dashboard_is_valid_json_over_existing_resources(resources, sam_template):
     (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
-    body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
     names = set(re.findall(r"\$\{([^}]+)\}", body))
-    known = set(resources) | set(sam_template["Parameters"]) | {"AWS::Region"}
+    known = set(resources) | set(sam_template["Parameters"]) | set(variables) | {"AWS::Region"}
     assert {name.split(".")[0] for name in names} <= known
     widgets = json.loads(re.sub(r"\$\{[^}]+\}", "0", body))["widgets"]
     (alarm_widget,) = [w for w in widgets if w["type"] == "alarm"]

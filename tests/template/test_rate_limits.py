@@ -1,4 +1,4 @@
-"""Rate limits of public views in the template (docs/honest-counts.md "Rate limits"): the parameters and their
+"""Rate limits of public views in the template (docs/honest-counts.md "Rate limits"): the fixed limits and their
 bounds, the functions' environment (the limits only with PublicViews), the RateLimitedViews alarm and dashboard, and
 the record function's policy (the allowance is an UpdateItem on the views table: nothing added)."""
 
@@ -11,24 +11,22 @@ import pytest
 
 from shardboard.domain.rate_limit import RateLimits
 from shardboard_tools.template import Template, TemplateError
-from tests.template.conftest import TEMPLATE, of_type, parameter
+from tests.template.conftest import NAMESPACE, TEMPLATE, fixed, of_type
 from tests.template.test_auth import CHOICES, deployed
 
 LIMITS = ("ViewsPerIpPerMinute", "ViewsPerViewerPerMinute")
 
 
-def test_the_limit_parameters_have_defaults_and_bounds(sam_template):
-    parameters = sam_template["Parameters"]
-    assert (parameters["ViewsPerIpPerMinute"]["Default"], parameters["ViewsPerViewerPerMinute"]["Default"]) == (120, 30)
+def test_the_limits_are_fixed_and_a_local_run_may_set_them(sam_template):
+    views = sam_template["Mappings"]["Tuning"]["Views"]
+    assert (views["ViewsPerIpPerMinute"], views["ViewsPerViewerPerMinute"]) == (120, 30)
     for name in LIMITS:
-        assert parameters[name]["Type"] == "Number" and parameters[name]["MinValue"] == 0  # 0 = off
-        assert "PublicViews only" in parameters[name]["Description"]
-        Template.load(TEMPLATE, overrides={name: "0"})
+        assert Template.load(TEMPLATE, overrides={name: "0"}).parameters[name] == "0"  # 0 = off
         with pytest.raises(TemplateError, match=name):
             Template.load(TEMPLATE, overrides={name: "-1"})
         with pytest.raises(TemplateError, match=name):
             Template.load(TEMPLATE, overrides={name: "many"})
-    assert parameters["RateLimitedViewsAlarmThreshold"]["MinValue"] == 1
+    assert sam_template["Mappings"]["Tuning"]["Alarms"]["RateLimitedViewsAlarmThreshold"] >= 1
 
 
 @pytest.mark.parametrize("choice", CHOICES)
@@ -49,8 +47,8 @@ def test_the_functions_get_the_limits_only_with_public_views(rendered, choice):
 def test_the_rate_limited_views_alarm_follows_the_duplicate_views_alarm(resources, sam_template):
     alarms = {name: r["Properties"] for name, r in of_type(resources, "AWS::CloudWatch::Alarm").items()}
     alarm, model = alarms["RateLimitedViewsAlarm"], alarms["DuplicateViewsAlarm"]
-    assert (alarm["MetricName"], alarm["Namespace"]) == ("RateLimitedViews", {"Ref": "MetricsNamespace"})
-    assert parameter(sam_template, alarm["Threshold"])["Default"] == 1000
+    assert (alarm["MetricName"], alarm["Namespace"]) == ("RateLimitedViews", NAMESPACE)
+    assert fixed(sam_template, alarm["Threshold"]) == 1000
     same = ("Dimensions", "Statistic", "Period", "EvaluationPeriods", "ComparisonOperator", "TreatMissingData")
     assert {k: alarm[k] for k in (*same, "AlarmActions", "OKActions")} == {
         k: model[k] for k in (*same, "AlarmActions", "OKActions")
@@ -59,7 +57,7 @@ def test_the_rate_limited_views_alarm_follows_the_duplicate_views_alarm(resource
 
 
 def test_the_dashboard_shows_the_alarm_and_the_metric(sam_template):
-    body = sam_template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body, _ = sam_template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     assert "${RateLimitedViewsAlarm.Arn}" in body
     assert re.search(r'"RateLimitedViews", "service", "shardboard"', body)
     json.loads(re.sub(r"\$\{[^}]+\}", "0", body))  # still valid JSON with the substitutions made

@@ -1,5 +1,6 @@
 """The library on a machine without AWS credentials: a local endpoint signs with the local engine's key, AWS refuses
-at once in one line naming what to set. Only clients are built here: no request is sent."""
+at once in one line naming what to set. Only clients are built here: no request is sent (the clients are given their
+settings, so they do not read the stack's published ones)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from shardboard import Leaderboard, Recorder
 from shardboard.adapters.dynamodb import LOCAL_ACCESS_KEY, MissingCredentials, is_local
+from shardboard.settings import Settings
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS
 
 NAMES_WHAT_TO_SET = (
@@ -50,8 +52,8 @@ def test_a_local_endpoint_without_credentials_signs_with_the_local_engines_key(n
     # Given no credentials and the endpoint `shardboard local` prints
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
     # When a reader and a recorder are built
-    board = Leaderboard(boto3.Session())
-    recorder = Recorder(boto3.Session(), flush_interval=None)
+    board = Leaderboard(boto3.Session(), settings=Settings())
+    recorder = Recorder(boto3.Session(), flush_interval=None, settings=Settings())
     try:
         # Then both sign with the key every `shardboard` command uses (DynamoDB Local keeps a database per key id)
         assert signing_key(board.client) == signing_key(recorder.client) == LOCAL_ACCESS_KEY
@@ -65,7 +67,7 @@ def test_configured_credentials_are_used_on_a_local_endpoint_too(no_credentials,
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDMINE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    assert signing_key(Leaderboard(boto3.Session()).client) == "AKIDMINE"
+    assert signing_key(Leaderboard(boto3.Session(), settings=Settings()).client) == "AKIDMINE"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """More takedowns above a period's sparse-index threshold than it has spares (issue 13, "boards full"): the snapshot
-job proves each head exact or says it is not, all time falls back on the deep tier, and `refill` repairs the rest.
+job proves each head exact or says it is not, all time falls back on the deep tier, and the refill (the job's own
+repair, and `shardboard refill`) repairs the rest.
 The real pipeline on the in-memory stores; the truth is the views recorded."""
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +15,8 @@ from shardboard.domain.periods import ALL, DAY
 from shardboard.domain.ranking import Entry
 from shardboard.domain.snapshot import proven_exact, take_snapshot
 from shardboard.domain.takedown import delete, hide, unhide
+from shardboard.domain.taken_down import TakenDown
+from shardboard.services.refill import repair_unproven
 from shardboard_tools.operations.refill import refill, short_periods
 from shardboard_tools.operations.verification import stored_counts, verify
 from tests.unit.test_takedowns import World
@@ -160,3 +164,43 @@ def test_after_refill_every_head_is_the_exact_top_of_the_visible_counts(rounds, 
         dropped = world.catalog.hidden() | world.catalog.denied()
         proven = take_snapshot(world.design.board, world.config, None, period, dropped).proven
         assert proven or not world.counts
+
+
+def test_the_jobs_repair_fixes_the_heads_it_could_not_prove():
+    # Given the ban wave and a refresh that cannot prove the day's head
+    world = banned_world(depth=0)
+    day = next(p for p in world.periods() if p.kind == DAY)
+    dropped = TakenDown.read(world.catalog)
+    assert not take_snapshot(world.design.board, world.config, None, day, dropped).proven
+    # When the job's repair runs for it, with time to spare
+    repair = repair_unproven(
+        world.design.board, world.config, [day], dropped=dropped, catalog=world.catalog, deadline=time.monotonic() + 60
+    )
+    # Then nothing is left unproven, and every period of the board (all time too) holds its exact visible top
+    assert repair.unrepaired == [] and repair.why_not == ""
+    assert {r.period for r in repair.repaired} == set(world.periods()) and all(r.proven for r in repair.repaired)
+    for head in world.heads().values():
+        assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+
+
+def test_a_repair_out_of_time_leaves_the_head_unproven_for_the_alarm_and_changes_nothing():
+    # Given the ban wave, and a job with no time left for two scans of the board table
+    world = banned_world(depth=0)
+    day = next(p for p in world.periods() if p.kind == DAY)
+    before = world.design.board.thresholds([day], consistent=True)[day].threshold
+    # When the repair runs past its deadline
+    repair = repair_unproven(
+        world.design.board,
+        world.config,
+        [day],
+        dropped=TakenDown.read(world.catalog),
+        catalog=world.catalog,
+        deadline=time.monotonic() - 1,
+    )
+    # Then the day stays unproven (what UnprovenSnapshots counts), with the reason, and T is untouched
+    assert repair.unrepaired == [day] and "time" in repair.why_not and repair.repaired == []
+    assert world.design.board.thresholds([day], consistent=True)[day].threshold == before
+    # And `shardboard refill`, without a deadline, repairs it
+    assert {r.period for r in refill(world.design.board, world.config, world.catalog.hidden(), frozenset())} == set(
+        world.periods()
+    )

@@ -27,9 +27,7 @@ def shardboard(*arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_jwt_without_issuer_and_audience_exits_2_naming_the_parameters():
     result = shardboard("serve", "--auth", "jwt")
     assert result.returncode == 2
-    assert result.stderr == (
-        "shardboard: --auth jwt needs the issuer and audience: -p JwtIssuer=https://... -p JwtAudience=ID\n"
-    )
+    assert result.stderr == ("shardboard: --auth jwt needs the issuer and audience: -p 'Jwt=https://... AUDIENCE'\n")
 
 
 def test_jwt_with_a_jwks_file_that_is_not_a_jwks_exits_2(tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,12 @@ _CREATE_TABLE_KEYS = (
 PACKAGED_TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 
 
+# Parameters of earlier versions that no value replaces, and why (docs/deploy.md "Upgrading: parameters").
+RETIRED = {
+    "MetricsNamespace": "the functions' metrics go to Shardboard/<stack name>, one namespace per stack",
+}
+
+
 class TemplateError(ValueError):
     """template.yaml could not be read or uses an intrinsic this resolver does not know."""
 
@@ -55,6 +61,10 @@ class Template:
     parameters: dict[str, str]
     stack: str = DEFAULT_STACK
 
+    def __post_init__(self) -> None:
+        # Parameters built by hand (tests, `serve --auth`) may still use the names of earlier versions.
+        object.__setattr__(self, "parameters", _renamed(self.parameters, self.body.get("Parameters", {})))
+
     @classmethod
     def load(
         cls, path: Path | None = None, overrides: Mapping[str, str] | None = None, stack: str = DEFAULT_STACK
@@ -65,12 +75,20 @@ class Template:
         except (OSError, ValueError) as error:
             raise TemplateError(f"cannot read {path}: {error}") from error
         declared = body.get("Parameters", {})
-        unknown = set(overrides or {}) - set(declared)
+        given = {name: str(value) for name, value in (overrides or {}).items()}
+        for name in set(given) & set(RETIRED) - set(declared):
+            raise TemplateError(f"parameter {name} is no more: {RETIRED[name]}")
+        given = _renamed(given, declared)
+        unknown = set(given) - set(declared) - set(_fixed_names(body))
         if unknown:
             raise TemplateError(f"unknown template parameter(s): {', '.join(sorted(unknown))}")
         parameters = {name: str(spec.get("Default", "")) for name, spec in declared.items()}
-        for name, value in (overrides or {}).items():
-            parameters[name] = _checked(name, str(value), declared[name])
+        for name, value in given.items():
+            if name in declared:
+                parameters[name] = _checked(name, value, declared[name])
+        # The values the template fixes (its Mappings, per the chosen parameters); a -p of one sets it for a local run.
+        for name, value in _fixed_values(body, parameters).items():
+            parameters[name] = _checked_fixed(name, given[name], value) if name in given else value
         return cls(body, parameters, stack)
 
     # -- intrinsic functions
@@ -91,6 +109,9 @@ class Template:
                 "Fn::Not": lambda conditions: not self._truth(conditions[0]),
                 "Condition": self.condition,
                 "Fn::Join": lambda value: str(value[0]).join(str(part) for part in self.resolve(value[1])),
+                "Fn::FindInMap": self._find_in_map,
+                "Fn::Select": lambda value: self.resolve(value[1])[int(self.resolve(value[0]))],
+                "Fn::Split": lambda value: str(self.resolve(value[1])).split(str(value[0])),
             }
             if key in intrinsics:
                 return intrinsics[key](value)
@@ -98,6 +119,16 @@ class Template:
                 raise TemplateError(f"{key} is not supported in table properties")
         resolved = {k: self.resolve(v) for k, v in node.items()}
         return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+    def _find_in_map(self, value: list[Any]) -> str:
+        """A fixed value: a local -p of its name if one was given (it is in ``parameters``), else the Mappings'."""
+        mapping, top, name = (str(self.resolve(part)) for part in value)
+        if name in self.parameters and name not in self.body.get("Parameters", {}):
+            return self.parameters[name]
+        try:
+            return str(self.body["Mappings"][mapping][top][name])
+        except KeyError:
+            raise TemplateError(f"!FindInMap [{mapping}, {top}, {name}]: no such value") from None
 
     def _if(self, value: list[Any]) -> Any:
         condition, when_true, when_false = value
@@ -121,6 +152,8 @@ class Template:
                 return self.select(when_true if self.condition(condition) else when_false)
             if key == "Ref" and (value == "AWS::NoValue" or value in self.parameters):
                 return self._ref(value)
+            if key in {"Fn::FindInMap", "Fn::Select", "Fn::Split"}:  # only ever of parameters and mappings here
+                return self.resolve(node)
         return {k: v for k, v in ((k, self.select(v)) for k, v in node.items()) if v is not _NO_VALUE}
 
     def _equals(self, value: list[Any]) -> bool:
@@ -182,18 +215,104 @@ class Template:
     def function_environment(self, function: str = "AggregatorFunction") -> dict[str, str]:
         """The environment Lambda gives ``function``: the Globals' variables plus its own, resolved."""
 
-        def variables(node: Mapping[str, Any] | None) -> Mapping[str, Any]:
-            return dict((node or {}).get("Environment", {}).get("Variables", {}))
-
         merged = {
-            **variables(self.body.get("Globals", {}).get("Function")),
-            **variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
+            **_variables(self.body.get("Globals", {}).get("Function")),
+            **_variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
         }
         return {name: str(self.resolve(value)) for name, value in merged.items()}
+
+    def variables_of(self, parameters: Collection[str], function: str = "AggregatorFunction") -> set[str]:
+        """The environment variables of ``function`` whose value depends on any of ``parameters`` (directly, through
+        ``!Sub`` or through a condition): the settings a ``-p`` given on the command line decides."""
+        wanted = set(parameters)
+        environment = {
+            **_variables(self.body.get("Globals", {}).get("Function")),
+            **_variables(self.body.get("Resources", {}).get(function, {}).get("Properties")),
+        }
+        return {name for name, value in environment.items() if self._references(value) & wanted}
+
+    def _references(self, node: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+        """Every name ``node`` refers to: ``!Ref``s, ``${}`` of ``!Sub`` and, through conditions, theirs."""
+        if isinstance(node, list):
+            return set().union(*(self._references(n, seen) for n in node)) if node else set()
+        if isinstance(node, str) or not isinstance(node, dict):
+            return set()
+        found: set[str] = set()
+        for key, value in node.items():
+            if key == "Ref":
+                found.add(str(value))
+            elif key == "Fn::Sub":
+                text, local = (value, {}) if isinstance(value, str) else (value[0], value[1])
+                found |= set(re.findall(r"\$\{([^}!.]+)\}", text)) - set(local)
+                found |= self._references(local, seen)
+            elif key == "Condition" and isinstance(value, str) and value not in seen:
+                found |= self._references(self.body.get("Conditions", {}).get(value), seen | {value})
+            elif key == "Fn::If":
+                found |= self._references({"Condition": value[0]}, seen) | self._references(value[1:], seen)
+            elif key == "Fn::FindInMap":  # a fixed value is decided by its own name, and by the key that picks it
+                found |= {str(value[2])} | self._references(value[1], seen)
+            else:
+                found |= self._references(value, seen)
+        return found
 
     def settings(self, function: str = "AggregatorFunction", **changes: Any) -> Settings:
         """Settings as the deployed function sees them: read from the environment the template gives it."""
         return replace(Settings.from_env(self.function_environment(function)), **changes)
+
+
+def _variables(node: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``Environment.Variables`` of a function's properties (or of the Globals' ``Function``)."""
+    return dict((node or {}).get("Environment", {}).get("Variables", {}))
+
+
+def _renamed(given: Mapping[str, str], declared: Mapping[str, Any]) -> dict[str, str]:
+    """Parameters of earlier versions that one parameter now holds, given as that parameter: scripts, tests and
+    docs that pass the old names keep working on the local runtime (CloudFormation knows only the new ones)."""
+    renamed = dict(given)
+    # AlarmTopicArn and AlarmEmail -> AlarmTarget: the topic, else the address (a topic always won over an address).
+    topic, email = renamed.pop("AlarmTopicArn", ""), renamed.pop("AlarmEmail", "")
+    if "AlarmTarget" in declared and (topic or email) and not renamed.get("AlarmTarget"):
+        renamed["AlarmTarget"] = topic or email
+    # JwtIssuer, JwtAudience, JwtWriteScope and JwtAdminScope -> Jwt: "<issuer> <audiences> <write> <admin>".
+    parts = {name: renamed.pop(name) for name in _JWT_PARTS if name in renamed}
+    if "Jwt" in declared and (parts.get("JwtIssuer") or parts.get("JwtAudience")) and not renamed.get("Jwt"):
+        renamed["Jwt"] = " ".join(parts.get(name, default) for name, default in _JWT_PARTS.items())
+    return renamed
+
+
+# The parameters Jwt holds, in its order, with what each defaulted to.
+_JWT_PARTS = {"JwtIssuer": "", "JwtAudience": "", "JwtWriteScope": "views:write", "JwtAdminScope": "items:admin"}
+
+
+def _fixed_names(body: Mapping[str, Any]) -> set[str]:
+    """Every name of a value the template fixes in its Mappings (any top-level key)."""
+    return {name for table in body.get("Mappings", {}).values() for row in table.values() for name in row}
+
+
+def _fixed_values(body: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, str]:
+    """The values the template's Mappings fix: a mapping named after a parameter in the plural (``Stages`` for
+    ``Stage``) gives the row of that parameter's value; any other (``Tuning``) gives every row, its groups being for
+    the reader only."""
+    values: dict[str, str] = {}
+    for mapping, table in body.get("Mappings", {}).items():
+        key = mapping.removesuffix("s")
+        rows = [table[parameters[key]]] if key in parameters else list(table.values())
+        for row in rows:
+            for name, value in row.items():
+                if name in values:
+                    raise TemplateError(f"Mappings name {name} twice: a -p of it would be ambiguous")
+                values[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return values
+
+
+def _checked_fixed(name: str, value: str, fixed: str) -> str:
+    """A local -p of a fixed value: of the same kind as the template's (true/false, a whole number, or any text);
+    what the settings then refuse (a malformed schedule, a zero N) they refuse with their own message."""
+    if fixed in {"true", "false"} and value not in {"true", "false"}:
+        raise TemplateError(f"parameter {name} must be one of true, false, got {value!r}")
+    if fixed.isdigit() and not value.isdigit():
+        raise TemplateError(f"parameter {name} must be a whole number, got {value!r}")
+    return value
 
 
 def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
@@ -211,7 +330,8 @@ def _checked(name: str, value: str, spec: Mapping[str, Any]) -> str:
         raise TemplateError(f"parameter {name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     pattern = spec.get("AllowedPattern")
     if pattern and not re.fullmatch(pattern, value):
-        raise TemplateError(f"parameter {name} must match {pattern}, got {value!r}")
+        constraint = spec.get("ConstraintDescription") or f"must match {pattern}"
+        raise TemplateError(f"parameter {name} {constraint}, got {value!r}")
     return value
 
 

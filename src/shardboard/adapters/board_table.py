@@ -447,10 +447,11 @@ class BoardStore:
         item = self._get(aggregate_pk(board, item_id), consistent=False)
         return None if item is None else int_of(item.get(VIEWS))
 
-    def scan_counts(self, segments: int = 4) -> list[Item]:
-        """Every aggregate and past entry (for `verify`): a parallel scan of the table."""
+    def scan_counts(self, segments: int = 4, deadline: float | None = None) -> list[Item]:
+        """Every aggregate and past entry (for `verify` and the refill): a parallel scan of the table, which raises
+        ScanDeadline when still reading at ``deadline`` (``time.monotonic()``)."""
         found: list[Item] = []
-        for part in parallel_scan(self.client, self.table, segments, None, None):
+        for part in parallel_scan(self.client, self.table, segments, None, None, deadline):
             found.extend(item for item in part if ITEM_ID in item)
         return found
 
@@ -618,8 +619,8 @@ class BoardStore:
         )
 
     def lower_threshold(self, period: PeriodKey, threshold: int) -> bool:
-        """Lower a published T: the one way down, for `shardboard refill` (tools/shardboard_tools/operations/refill.py),
-        which then keys every item the lower T admits."""
+        """Lower a published T: the one way down, for the refill (services/refill.py: the snapshot job's repair and
+        `shardboard refill`), which then keys every item the lower T admits."""
         return self._conditional_update(
             threshold_pk(*period),
             "SET #t = :t",

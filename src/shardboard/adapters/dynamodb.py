@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -132,10 +133,20 @@ def int_of(attribute: Mapping[str, str] | None) -> int:
     return int(attribute["N"]) if attribute else 0
 
 
-def parallel_scan(
-    client: Any, table: str, segments: int, projection: str | None, names: Mapping[str, str] | None
+class ScanDeadline(TimeoutError):
+    """A scan given a deadline (a function's remaining time) had not finished by then."""
+
+
+def parallel_scan(  # noqa: PLR0917 - callers name the scan by position, the deadline is optional
+    client: Any,
+    table: str,
+    segments: int,
+    projection: str | None,
+    names: Mapping[str, str] | None,
+    deadline: float | None = None,
 ) -> Iterator[list[Item]]:
-    """Yield pages of a segmented scan, the segments read in parallel threads (whole items without a projection)."""
+    """Yield pages of a segmented scan, the segments read in parallel threads (whole items without a projection).
+    With ``deadline`` (a ``time.monotonic()`` value) a segment still reading at that time raises ScanDeadline."""
 
     def scan_segment(segment: int) -> list[Item]:
         items: list[Item] = []
@@ -149,6 +160,8 @@ def parallel_scan(
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = dict(names or {})
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise ScanDeadline(f"scan of {table} not finished by its deadline")
             response = client.scan(**kwargs)
             items.extend(response.get("Items", []))
             if "LastEvaluatedKey" not in response:

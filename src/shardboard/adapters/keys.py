@@ -254,3 +254,12 @@ BOARD_ORIGIN = "origin"  # "view": created by a writer within the cap; "existing
 
 def board_registry_pk(board: str) -> str:
     return f"{BOARD_REGISTRY_PREFIX}{board}"
+
+
+# The settings a stack publishes for its clients (adapters/stack_config.py): one item in the board table, outside
+# every other prefix and without item_id, so no scan, gather or rebuild ever takes it for a count.
+STACK_CONFIG_PK = "stack#config"
+PUBLISHED_SETTINGS = "settings"
+PUBLISHED_FORMAT = "format"
+PUBLISHED_AT = "published_at"
+PUBLISHED_BY = "published_by"

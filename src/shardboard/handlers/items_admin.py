@@ -1,4 +1,4 @@
-"""HTTP API, admin (WriteAuth: SigV4 or a JWT with JwtAdminScope): ``PUT /item?id=<id>`` with a JSON object body
+"""HTTP API, admin (WriteAuth: SigV4 or a JWT with Jwt's admin scope): ``PUT /item?id=<id>`` with a JSON object body
 creates or replaces the item's metadata; ``POST /item/hide?id=&reason=`` and ``POST /item/unhide?id=`` take an item
 off every board and period and put it back; ``DELETE /item?id=&reason=`` erases its counts everywhere (issue 13).
 Ids travel in the query string so that any id, ``?`` included, can be named.

@@ -37,7 +37,7 @@ def tracing_enabled() -> bool:
 
 
 logger = Logger(service="shardboard")
-# No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, the template's MetricsNamespace parameter.
+# No namespace here: Powertools reads POWERTOOLS_METRICS_NAMESPACE, Shardboard/<stack name> in the template.
 metrics = Metrics(service="shardboard")
 tracer: Tracer | Untraced = Tracer(service="shardboard") if tracing_enabled() else Untraced()
 

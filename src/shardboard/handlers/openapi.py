@@ -17,7 +17,7 @@ from shardboard.handlers import items_admin, read_api, record_views, routes
 
 DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
-    "token with JwtWriteScope (WriteAuth=jwt); with PublicViews=true it needs nothing. Reads are public and "
+    "token with Jwt's write scope (WriteAuth=jwt); with PublicViews=true it needs nothing. Reads are public and "
     'cacheable. Every error the functions answer is {"message", "code"}; API Gateway\'s own refusals (401, 403, '
     '429, and 404 for a path no route takes) carry {"message"} only.'
 )
@@ -34,7 +34,8 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
     ),
     routes.JWT: HTTPBearer(
         bearerFormat="JWT",
-        description="An access token from the stack's JwtIssuer, for JwtAudience, with JwtWriteScope: WriteAuth=jwt.",
+        description="An access token of the issuer the stack's Jwt names, for one of its audiences, with its write "
+        "scope: WriteAuth=jwt.",
     ),
 }
 # OpenAPI cannot say "the rest of the path" (the template's greedy /items/{id+}); the function matches it with a

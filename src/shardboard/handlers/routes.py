@@ -28,11 +28,11 @@ from shardboard.schema import (
 )
 
 # The template's security scheme names (template.yaml, HttpApi DefinitionBody): POST /views takes one of them, as
-# WriteAuth says (iam: SigV4, jwt: a bearer token with JwtWriteScope); PublicViews=true drops it. Reads: none.
+# WriteAuth says (iam: SigV4, jwt: a bearer token with the write scope of Jwt); PublicViews=true drops it. Reads: none.
 SIGV4 = "AWS_IAM"
 JWT = "ViewsJwt"
 WRITE_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
-# The item admin routes (issue 13): the same mechanism as WriteAuth says, with JwtAdminScope; PublicViews never
+# The item admin routes (issue 13): the same mechanism as WriteAuth says, with the admin scope of Jwt; PublicViews never
 # opens them.
 ADMIN_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
 PUBLIC: list[dict[str, list[str]]] = []
@@ -208,7 +208,7 @@ PUT_ITEM: dict[str, Any] = {
     "summary": "Create or replace an item's metadata (admin)",
     "description": "The body (a JSON object of at most 2 KB) replaces the item's metadata; the first put sets "
     "created_at. Every snapshot that carries the item's metadata gets the new document before the answer. "
-    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
+    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with Jwt's admin scope (WriteAuth=jwt). "
     "The body is read as JSON whatever its Content-Type. " + _ID_QUERY,
     "operation_id": "putItem",
     "security": ADMIN_SECURITY,
@@ -220,7 +220,7 @@ PUT_ITEM: dict[str, Any] = {
 
 
 _TAKEDOWN_AUTH = (
-    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with JwtAdminScope (WriteAuth=jwt). "
+    "SigV4 (WriteAuth=iam, the ItemsAdminPolicyArn output) or a JWT with Jwt's admin scope (WriteAuth=jwt). "
     "Logged with who (the caller) and why (reason) in the item's audit rows and an ItemAudit log line. "
 )
 

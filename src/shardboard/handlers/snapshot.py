@@ -1,11 +1,14 @@
-"""Scheduled handler: refresh the snapshot of every board and period whose counts changed (in parallel).
+"""Scheduled handler: refresh the snapshot of every board and period whose counts changed (in parallel), then repair
+the sparse index of any period it could not prove exact (more takedowns above T than spares: services/refill.py).
 
-Only that: the dynamic-sharding shrink review is its own function (handlers/shard_review.py), so its failures never
-fail or delay a refresh.
+The repair runs after the refresh has written its heads, only when a head was not proven, within the function's
+remaining time; what it cannot fix is counted in UnprovenSnapshots (the alarm). The dynamic-sharding shrink review
+is its own function (handlers/shard_review.py), so its failures never fail or delay a refresh.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -18,6 +21,10 @@ from shardboard.domain.snapshot import refresh_changed
 from shardboard.domain.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.services.refill import Repair, repair_unproven
+
+# Time the function keeps after a repair's scans to log and publish its metrics (the Timeout is 60 s).
+REPAIR_MARGIN_SECONDS = 5.0
 
 
 @logger.inject_lambda_context
@@ -39,11 +46,30 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
     metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
     unproven = sorted(period for period, result in run.results.items() if not result.proven)
-    metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(unproven))
-    for period in unproven:
+    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
+    # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
+    repair = Repair([], unproven, "the repair failed: see the function's error")
+    try:
+        repair = repair_unproven(board_store(), config, unproven, dropped=dropped, catalog=items, deadline=deadline)
+    finally:
+        repaired = len(unproven) - len(repair.unrepaired)
+        metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=repaired)
+        metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(repair.unrepaired))
+    for done in repair.repaired:
+        logger.info(
+            "sparse index repaired: more takedowns above the index threshold than spares",
+            extra={
+                **done.period._asdict(),
+                "threshold_was": done.threshold_was,
+                "threshold": done.threshold,
+                "keyed": done.keyed,
+                "proven": done.proven,
+            },
+        )
+    for period in repair.unrepaired:
         logger.warning(
-            "snapshot not proven exact: more takedowns above the index threshold than spares; run `shardboard refill`",
-            extra=period._asdict(),
+            "snapshot not proven exact and not repaired; run `shardboard refill`",
+            extra={**period._asdict(), "why": repair.why_not or "still not proven after the repair"},
         )
     for period, error in run.failures.items():
         logger.error(
@@ -55,6 +81,8 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         "written": run.written,
         "items_read": run.items_read,
         "failed": len(run.failures),
+        "repaired": repaired,
+        "unproven": len(repair.unrepaired),
         "refreshed": [
             {
                 **period._asdict(),

@@ -34,7 +34,7 @@ from shardboard.adapters.board_table import (
     snapshot_from_item,
     snapshot_item,
 )
-from shardboard.adapters.dynamodb import Item, throttling_as_domain
+from shardboard.adapters.dynamodb import Item, ScanDeadline, throttling_as_domain
 from shardboard.adapters.items_table import (
     ItemStore,
     item_record,
@@ -822,7 +822,9 @@ class MemoryBoardStore:
         return None if item is None else int(item[VIEWS]["N"])
 
     @metered
-    def scan_counts(self, segments: int = 4) -> list[Item]:
+    def scan_counts(self, segments: int = 4, deadline: float | None = None) -> list[Item]:
+        if deadline is not None and time.monotonic() > deadline:  # as BoardStore's paged scan would, at its first page
+            raise ScanDeadline("scan of the in-memory board table not finished by its deadline")
         with self.data.lock:
             return [item for item in self.data.scan() if ITEM_ID in item]
 

@@ -51,7 +51,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         'Backfill views from FILE (JSON Lines; - reads stdin), one object a line: {"id": "images/1.jpg", '
         '"time": "2026-11-23T14:05:00Z", "count": 1, "boards": ["cats"]}.',
     ),
-    "init": ("pipeline:init", "Create the tables of template.yaml (idempotent)."),
+    "init": (
+        "pipeline:init",
+        "Create the tables of template.yaml and publish the stack's settings, as a deploy does (idempotent: a re-run "
+        "keeps the published settings a -p does not change).",
+    ),
     "item": ("items:item", "Create, replace and read items (their metadata and views)."),
     "items": (
         "items:items",

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from shardboard.domain import validation
 from shardboard.domain.items import UnknownItem
-from shardboard.settings import ConfigError
+from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS
 
 if TYPE_CHECKING:
@@ -86,8 +86,13 @@ class RuntimeSource:
     stack: str
 
 
-def runtime(ctx: click.Context) -> Runtime:
-    """The Runtime of this invocation, built from template.yaml and the environment on the first call."""
+def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
+    """The Runtime of this invocation, built from template.yaml, ``-p`` and the environment on the first call.
+
+    With ``published`` (every command against an existing stack) its settings are then the ones the stack published
+    at its deploy or `shardboard init` (one GetItem, the first time a command asks), except those a ``-p`` or an
+    environment variable sets. Commands that make a stack of their own in a fresh engine (demo, serve) pass False.
+    """
     from shardboard_tools.local.runtime import Runtime
 
     root = ctx.find_root()
@@ -95,8 +100,36 @@ def runtime(ctx: click.Context) -> Runtime:
         source = root.obj
         with one_line_errors():
             root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack)
-    assert isinstance(root.obj, Runtime)
-    return root.obj
+    rt = root.obj
+    assert isinstance(rt, Runtime)
+    if published and not root.meta.get(_PUBLISHED_READ):
+        root.meta[_PUBLISHED_READ] = True
+        with one_line_errors():
+            rt.settings = stack_settings(rt, root.meta.get("parameters") or {})
+    return rt
+
+
+_PUBLISHED_READ = "shardboard.published_settings_read"
+
+
+def stack_settings(rt: Runtime, parameters: Mapping[str, str]) -> Settings:
+    """``rt``'s settings under what its stack published; the template's (with a one-line warning on stderr) when the
+    stack published nothing. A stack whose tables do not exist yet (before `init`) is not warned about: the command
+    creates them, or fails on them with DynamoDB's own error."""
+    from shardboard.adapters.stack_config import read_published
+
+    lookup = read_published(rt.dynamodb, rt.settings.board_table)
+    if lookup.published is None:
+        if not lookup.table_missing:
+            warn(f"stack {rt.template.stack}: {lookup.why_not}; using the template's settings and -p")
+        return rt.settings
+    explicit = rt.template.variables_of(parameters) | {name for name in os.environ if name in PUBLISHED_VARIABLES}
+    return rt.settings.with_published(lookup.published.variables, keep=explicit)
+
+
+def warn(reason: str) -> None:
+    """One line on stderr; the command goes on."""
+    errors.print(f"shardboard: warning: {reason}", markup=False, highlight=False, soft_wrap=True)
 
 
 def use_local_credentials_if_needed() -> None:

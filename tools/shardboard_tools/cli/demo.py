@@ -50,7 +50,7 @@ def demo(  # noqa: PLR0917 - one parameter per click option
     from shardboard_tools.local.loadgen import LoadSpec
     from shardboard_tools.local.stream_runner import default_state_dir
 
-    rt = runtime(ctx)
+    rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
     spec = LoadSpec(
         items=items,
         zipf_exponent=zipf,

@@ -30,15 +30,20 @@ if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the 
 @click.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create the tables of template.yaml (idempotent)."""
+    """Create the tables of template.yaml and publish the stack's settings, as a deploy does (idempotent: a re-run
+    keeps the published settings a -p does not change)."""
+    from shardboard.adapters.stack_config import publish
     from shardboard_tools.template import create_tables
 
     rt = runtime(ctx)
     with one_line_errors():
         created = create_tables(rt.dynamodb, rt.template)
+        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard init")
     for name in rt.template.create_table_requests().values():
         state = "created" if name["TableName"] in created else "exists"
         console.print(f"{name['TableName']}: {state}")
+    periods = ", ".join(("all", *rt.settings.periods))
+    console.print(f"settings: published (write shards {rt.settings.write_shards}; periods {periods})")
 
 
 @click.command()
@@ -154,6 +159,13 @@ def snapshot(ctx: click.Context) -> None:
         written = sum(one["written"] for one in periods)
         read = sum(one["items_read"] for one in periods)
         console.print(f"{board}: {kinds} refreshed ({written} written, {read} items read)", markup=False)
+    # The job's own refill of heads it could not prove exact (more takedowns above T than spares).
+    if summary.get("repaired"):
+        console.print(f"repair: {summary['repaired']} head(s) not proven exact repaired (refill)", markup=False)
+    if summary.get("unproven"):
+        console.print(
+            f"repair: {summary['unproven']} head(s) still not proven exact: run `shardboard refill`", markup=False
+        )
 
 
 @click.command()

@@ -101,7 +101,8 @@ def refill(ctx: click.Context, boards: tuple[str, ...]) -> None:
 
     Lowers the threshold T of each period whose best visible items are not all at or above it, keys every item the
     lower T admits, and gathers those heads again (docs/sparse-index.md, "Takedowns"). Two scans of the board table;
-    safe while traffic flows and to run twice.
+    safe while traffic flows and to run twice. The snapshot job runs the same repair by itself; this is for what it
+    could not finish (docs/operations.md).
     """
     rt = runtime(ctx)
     with one_line_errors():
@@ -112,7 +113,8 @@ def refill(ctx: click.Context, boards: tuple[str, ...]) -> None:
         period = done.period
         where = period.board if period.kind == "all" else f"{period.board} {period.kind} {period.bucket}"
         console.print(
-            f"{where}: threshold {done.threshold_was} -> {done.threshold}, {done.keyed} item(s) keyed, head gathered",
+            f"{where}: threshold {done.threshold_was} -> {done.threshold}, {done.keyed} item(s) keyed, head gathered"
+            + ("" if done.proven else " (still not proven exact: run `shardboard verify`)"),
             markup=False,
         )
     console.print(f"refill: {len(repaired)} period(s) repaired" if repaired else "refill: every period is proven")

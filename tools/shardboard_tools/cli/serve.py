@@ -30,7 +30,7 @@ DEFAULT_PORT = 3000
     type=click.Choice(["none", "iam", "jwt"]),
     default="none",
     show_default=True,
-    help="Refuse what the deployed API refuses with WriteAuth=iam (SigV4) or jwt (-p JwtIssuer=.. -p JwtAudience=..).",
+    help="Refuse what the deployed API refuses with WriteAuth=iam (SigV4) or jwt (-p 'Jwt=https://.. AUDIENCE').",
 )
 @click.option(
     "--jwks",
@@ -44,7 +44,7 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
     from shardboard_tools.local.serve import ServeOptions, describe, serving
     from shardboard_tools.local.stream_runner import default_state_dir
 
-    rt = runtime(ctx)
+    rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
     options = ServeOptions(port=port, refresh_seconds=refresh, state_dir=default_state_dir())
     # Read before the engine sets its own: the credentials a client in this environment signs with.
     authorizer, accepted = _authorizer(rt, auth, jwks)
@@ -112,7 +112,7 @@ def _jwt_configuration(template: Template) -> tuple[str, list[str]]:
             config = authorizer.get("jwtConfiguration") or {}
             issuer, audiences = str(config.get("issuer") or ""), [str(a) for a in config.get("audience") or [] if a]
             if not issuer or not audiences:
-                fail("--auth jwt needs the issuer and audience: -p JwtIssuer=https://... -p JwtAudience=ID", 2)
+                fail("--auth jwt needs the issuer and audience: -p 'Jwt=https://... AUDIENCE'", 2)
             return issuer, audiences
     return fail("template.yaml has no JWT authorizer for --auth jwt", 2)
 

@@ -83,9 +83,10 @@ class Runtime:
         functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
         """
         wiring.use(Container(self.settings, dynamodb_client()))
-        # Lambda gets the metrics namespace from the template's MetricsNamespace parameter; so do local handlers.
-        if observability.metrics.namespace is None and self.template.parameters.get("MetricsNamespace"):
-            observability.metrics.namespace = self.template.parameters["MetricsNamespace"]
+        # Lambda gets the metrics namespace from the template (Shardboard/<stack>); so do local handlers.
+        namespace = self.template.function_environment().get("POWERTOOLS_METRICS_NAMESPACE")
+        if observability.metrics.namespace is None and namespace:
+            observability.metrics.namespace = namespace
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
         return handler(event, LocalContext())

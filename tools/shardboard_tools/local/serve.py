@@ -14,6 +14,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from shardboard.adapters.stack_config import publish
 from shardboard.handlers.openapi import document
 from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -59,6 +60,7 @@ def serving(
         server = LocalApiServer(gateway, options.port, options.refresh_seconds)  # binds now: a taken port fails first
         stack.callback(server.stop)
         create_tables(rt.dynamodb, rt.template)
+        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard serve")
         rt.export_to_handlers()
         runner = StreamRunner(
             rt.dynamodb,

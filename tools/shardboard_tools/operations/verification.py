@@ -7,23 +7,21 @@ aggregator skips them) and are reported as leftovers, which do not make the repo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from shardboard.adapters.board_table import BoardStore, aggregate_state
-from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
+from shardboard.adapters.board_counts import Counts, Stored, stored_counts
+from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.deep_tier import deep_tier_on
 from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import BoardState, PeriodKey
+from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
-from shardboard.domain.snapshot import gather_depth
+from shardboard.domain.refill import holding_threshold, reserve
 from shardboard.settings import Settings
 
-# Counts per period: period -> item -> views.
-Counts = dict[PeriodKey, dict[str, int]]
+# Where the refill and this check share them (the names stay importable from here).
+__all__ = ["Counts", "Difference", "Report", "Stored", "holding_threshold", "reserve", "stored_counts", "verify"]
 
 
 @dataclass(frozen=True)
@@ -81,76 +79,11 @@ def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = froz
     return counts, leftovers
 
 
-@dataclass
-class Stored:
-    """The board table's counts per period, which items carry each period's index key, and which counts an
-    aggregate holds (its current periods; the rest are past entries)."""
-
-    counts: Counts
-    keyed: dict[PeriodKey, set[str]]
-    current: set[tuple[PeriodKey, str]]
-
-
 def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
     """Every period's counts as the board table holds them (an aggregate for its current periods, past entries
     for the others), and which items carry each period's index key."""
     found = stored_counts(board, settings)
     return found.counts, found.keyed
-
-
-def stored_counts(board: BoardStore, settings: Settings) -> Stored:
-    """What :func:`stored` returns, and which counts an aggregate holds (one scan of the board table)."""
-    counts: Counts = defaultdict(dict)
-    keyed: dict[PeriodKey, set[str]] = defaultdict(set)
-    current: set[tuple[PeriodKey, str]] = set()
-    rows = board.scan_counts()
-    for row in rows:  # aggregates first: they hold their current periods even when an entry was archived already
-        item, owner = row[ITEM_ID]["S"], row.get("board", {}).get("S")
-        if owner is None or row[PK]["S"] != aggregate_pk(owner, item):
-            continue
-        state = aggregate_state(row)
-        for kind in (*settings.periods, ALL):
-            if kind != ALL and state.bucket is None:
-                continue
-            period = PeriodKey(owner, kind, coarser_bucket(kind, settings.anchor, state.bucket or ALL))
-            counts[period][item] = state.count(kind)
-            current.add((period, item))
-            if index_key_attr(kind) in row:
-                keyed[period].add(item)
-    for row in rows:
-        if PERIOD_KIND not in row or BUCKET not in row:
-            continue
-        kind, item = row[PERIOD_KIND]["S"], row[ITEM_ID]["S"]
-        period = PeriodKey(row["board"]["S"], kind, row[BUCKET]["S"])
-        if (period, item) in current:
-            continue
-        counts[period][item] = int(row[count_attr(kind)]["N"]) if count_attr(kind) in row else 0
-        if index_key_attr(kind) in row:
-            keyed[period].add(item)
-    return Stored(counts, keyed, current)
-
-
-def reserve(settings: Settings, period: PeriodKey, state: BoardState | None) -> tuple[int, int]:
-    """The threshold a period's best visible items must stay at or above, and how many of them: T and D with ranked
-    versions (their gather reads the top D of the index), T and N + R without; all time with the deep tier, T_D and
-    D (the deep tier keys every aggregate down to T_D, and a short head gather falls back on it)."""
-    if state is None:
-        return 0, 0
-    if deep_tier_on(settings, period):
-        return state.deep_threshold, settings.rank_depth_of(period.board)
-    if settings.ranked_versions(period.board):
-        return state.threshold, settings.rank_depth_of(period.board)
-    return state.threshold, gather_depth(settings, period.board)
-
-
-def holding_threshold(counts: Mapping[str, int], published: int, depth: int, dropped: frozenset[str]) -> int | None:
-    """The T that holds a period's best ``depth`` visible items, when the published T does not (more takedowns above
-    it than spares: docs/sparse-index.md, "Takedowns"); None when it does. 0 when fewer are visible."""
-    if published <= 0:
-        return None
-    best = top((Entry(id=i, views=v) for i, v in counts.items() if v > 0 and i not in dropped), depth)
-    holds = best[-1].views if len(best) >= depth else 0
-    return holds if holds < published else None
 
 
 def verify(

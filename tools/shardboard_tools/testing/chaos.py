@@ -386,7 +386,7 @@ class Chaos:
             rt = self.rt
             self.report.redriven = redrive(rt.views, rt.board, rt.streams, rt.settings, letters, denied=rt.items.denied)
         self._snapshot()
-        # What an operator does on UnprovenSnapshotsAlarm (more takedowns above T than spares); a no-op otherwise.
+        # What an operator does on UnprovenSnapshotsAlarm (what the job's own repair left); a no-op otherwise.
         rt = self.rt
         self.report.refilled = refill(rt.board, rt.settings, rt.items.hidden(), rt.items.denied(), catalog=rt.items)
         if self.report.refilled:
