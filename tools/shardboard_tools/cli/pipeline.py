@@ -5,21 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from shardboard.domain import validation
-from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.rank_pages import (
     MAX_AROUND_K,
     NotRanked,
 )
-from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 
@@ -63,31 +59,15 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple
     """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
     write shard, in today's anchor bucket. With --viewer, one transaction per ITEM that also puts the viewer's
     dedupe marker (docs/honest-counts.md)."""
+    from shardboard.services import recording
+
     rt = runtime(ctx)
     with one_line_errors():
-        # Validate everything first: bad input writes nothing.
-        for item in items:
-            validation.item_id(item)
-        validation.view_count(count)
-        validation.viewed_count(count, validation.viewer(viewer))
-        validation.boards(list(boards))
-        # RequireItems (-p RequireItems=true): every ITEM must have been created, or nothing is written.
-        stores = rt.stores()
-        for item in items:
-            admitted(item, stores.admission)
-        # Boards (-p Boards=...): a board the policy refuses exits 2; a new one it allows is registered.
-        where = Where.of(rt.settings.anchor, boards, gate=stores.boards)
-
-        def one(item: str) -> Recorded:
-            if viewer is None:
-                return record_views(rt.views, item, count, rt.settings.write_shards, router=rt.router, where=where)
-            seen = Seen.of(viewer, rt.settings.dedupe_window_seconds)
-            return record_seen_view(rt.views, item, rt.settings.write_shards, seen, router=rt.router, where=where)
-
-        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(pool.map(one, items))
+        # Every ITEM passes every rule (RequireItems and the Boards policy included) before the first write.
+        done = recording.record_each(recording.ViewWrites.of(rt.stores()), items, count, list(boards), viewer)
+    results = done.recorded
     units = sum(r.write_units for r in results)
-    on = ", ".join((rt.settings.board, *where.boards))
+    on = ", ".join(done.boards)
     recorded = sum(r.views for r in results)
     duplicates = sum(r.duplicate for r in results)
     line = f"recorded {recorded} views of {len(items)} item(s) on {on} ({units:g} write units)"
