@@ -319,11 +319,11 @@ def _iso(epoch: int) -> str | None:
 def verify_command(ctx: click.Context, as_json: bool) -> None:
     """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
     from shardboard.schema import VerifyReport
-    from shardboard_tools.operations.verification import verify
+    from shardboard_tools.operations.verification import verify_stack
 
     rt = runtime(ctx)
     with one_line_errors():
-        report = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())
+        report = verify_stack(rt.stores())
     if as_json:
         document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))

@@ -20,6 +20,7 @@ from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import BoardState, PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.snapshot import gather_depth
+from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
 # Counts per period: period -> item -> views.
@@ -151,6 +152,12 @@ def holding_threshold(counts: Mapping[str, int], published: int, depth: int, dro
     best = top((Entry(id=i, views=v) for i, v in counts.items() if v > 0 and i not in dropped), depth)
     holds = best[-1].views if len(best) >= depth else 0
     return holds if holds < published else None
+
+
+def verify_stack(stores: Container) -> Report:
+    """The operator's check of a whole stack (``shardboard verify``, the chaos run): every board and period, with
+    the hidden and deleted ids read from its items table first."""
+    return verify(stores.views, stores.board, stores.settings, stores.items.hidden(), stores.items.denied())
 
 
 def verify(
