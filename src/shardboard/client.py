@@ -96,13 +96,12 @@ import boto3
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
 from shardboard.adapters.items_table import ItemStore
-from shardboard.adapters.stack_config import read_published
 from shardboard.domain import items, validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.dedupe import Seen
 from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
 from shardboard.domain.idempotency import OnceWrite
-from shardboard.domain.periods import ALL, Period, bucket_of, parse_time, period_from_bucket
+from shardboard.domain.periods import ALL, Period, parse_time, period_from_bucket
 from shardboard.domain.ports import RetrySafeViewCounters, Throttled
 from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
 from shardboard.domain.ranked import RankAnswer
@@ -110,15 +109,14 @@ from shardboard.domain.ranking import RankedEntry
 from shardboard.domain.recording import (
     MAX_WRITE_ATTEMPTS,
     Where,
-    admitted,
-    allowed_boards,
     record_seen_view,
     write_views,
     write_views_once,
     writer_shard,
 )
-from shardboard.services import reading
+from shardboard.services import reading, recording
 from shardboard.services.reading import NoSnapshot
+from shardboard.services.stack import published_settings
 from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 
@@ -258,16 +256,14 @@ def _stack_settings(client: Any, stack: str) -> Settings:
     """The settings ``stack`` published at its deploy (or `shardboard init`): one GetItem, read once per client. A
     stack that published none (deployed by an older version), or a caller that may not read them, gets the
     template's defaults and a one-line warning, as before stacks described themselves."""
-    defaults = Settings.for_stack(stack)
-    lookup = read_published(client, defaults.board_table)
+    settings, lookup = published_settings(client, Settings.for_stack(stack))
     if lookup.published is None:
         log.warning(
             "stack %s: %s; using the template's defaults (settings=Settings.for_stack(...) gives others)",
             stack,
             lookup.why_not,
         )
-        return defaults
-    return defaults.with_published(lookup.published.variables)
+    return settings
 
 
 class Recorder:
@@ -320,8 +316,9 @@ class Recorder:
         else:
             self.client = None
             self.settings = settings or Settings.for_stack(stack)
-        self._views, self._router, self._admit = stores.views, stores.router, stores.admit
-        self._boards = stores.boards or BoardGate(self.settings.board_policy, InProcessBoards())
+        self._views, self._router = stores.views, stores.router
+        gate = stores.boards or BoardGate(self.settings.board_policy, InProcessBoards())
+        self._admission = recording.Admission(stores.admit, gate)
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # notified when a flush ends or the recorder closes
         self._pending: dict[_Key, int] = {}
@@ -350,16 +347,16 @@ class Recorder:
         ``viewer`` (1-128 printable characters; ``count`` must then be 1): the view counts once per viewer, item and
         dedupe window, in its own write (not coalesced); see the module's documentation.
         """
-        item_id = validation.item_id(item_id)
-        count = validation.view_count(count)
-        who = validation.viewer(viewer)
-        validation.viewed_count(count, who)
-        names = validation.boards(tuple(boards) if isinstance(boards, set | frozenset) else boards)
-        admitted(item_id, self._admit)  # RequireItems: an id never created raises UnknownItem, nothing buffered
-        names = allowed_boards(names, self._boards)  # Boards: a board refused raises BoardNotAllowed (a BadInput)
         now = self._clock()
+        # The API's rules, RequireItems (UnknownItem) and the Boards policy (BoardNotAllowed, a BadInput): a refused
+        # call buffers nothing.
+        names = tuple(boards) if isinstance(boards, set | frozenset) else boards
+        accepted = recording.accept(
+            self._admission, self.settings.anchor, [item_id], count, boards=names, viewer=viewer, at=now
+        )
+        item_id, count, who = accepted.item_ids[0], accepted.count, accepted.viewer
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
-        key: _Key = (item_id, bucket_of(self.settings.anchor, now), tuple(sorted(names)), seen)
+        key: _Key = (item_id, accepted.where.bucket, tuple(sorted(accepted.where.boards)), seen)
         with self._lock:
             while key not in self._pending and self._held() >= self.max_pending and not self._retrying(key):
                 if self._closed:

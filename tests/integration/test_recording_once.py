@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Sequence
@@ -103,8 +104,9 @@ def test_post_views_throttled_answers_503_and_writes_nothing(pipeline, monkeypat
     from shardboard.handlers import record_views as function
 
     # Given a base table that throttles every write and no dynamic sharding to react
-    monkeypatch.setattr(function, "view_store", lambda: Throttling(None, pipeline.settings.views_table))
-    monkeypatch.setattr(function, "shard_router", lambda: None)
+    writes = function.writes
+    throttling = Throttling(None, pipeline.settings.views_table)
+    monkeypatch.setattr(function, "writes", lambda: dataclasses.replace(writes(), views=throttling, router=None))
     event = load_event("record_views_post.json")
     # When a request for 3 views arrives
     response = pipeline.runtime.invoke(function.handler, event)

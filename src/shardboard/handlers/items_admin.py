@@ -14,13 +14,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import republish, takedown, validation
-from shardboard.domain.items import reason
+from shardboard.domain import takedown
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.handlers.wiring import container
 from shardboard.schema import ItemDeleted, ItemMeta, ItemPut, TakedownDone
+from shardboard.services import items
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
 answer_errors(app)
@@ -30,10 +30,10 @@ answer_errors(app)
 @tracer.capture_method
 def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
     # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
-    item_id = validation.item_id(routes.query_value(app.current_event.raw_query_string, "id"))
-    record, patched = republish.put_item(item_store(), board_store(), settings(), item_id, document.stored())
+    raw_id = routes.query_value(app.current_event.raw_query_string, "id")
+    record, patched = items.put(edits(), raw_id, document.root)
     # Who changed what, for CloudWatch Logs Insights (the audit rows of the items table come with takedowns).
-    audit = {"op": "put", "item_id": item_id, "by": caller(), "rev": record.rev, "patched": len(patched)}
+    audit = {"op": "put", "item_id": record.item_id, "by": caller(), "rev": record.rev, "patched": len(patched)}
     logger.info("ItemAudit", extra=audit)
     metrics.add_metric(name="ItemPuts", unit=MetricUnit.Count, value=1)
     return ItemPut.of(record)
@@ -43,7 +43,7 @@ def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
 @tracer.capture_method
 def hide_item() -> TakedownDone:
     item_id, why = takedown_request()
-    done = takedown.hide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    done = items.hide(edits(), item_id, by=caller(), reason=why)
     return TakedownDone.model_validate(audited("hide", done, why))
 
 
@@ -51,7 +51,7 @@ def hide_item() -> TakedownDone:
 @tracer.capture_method
 def unhide_item() -> TakedownDone:
     item_id, why = takedown_request()
-    done = takedown.unhide(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    done = items.unhide(edits(), item_id, by=caller(), reason=why)
     return TakedownDone.model_validate(audited("unhide", done, why))
 
 
@@ -59,14 +59,18 @@ def unhide_item() -> TakedownDone:
 @tracer.capture_method
 def delete_item() -> ItemDeleted:
     item_id, why = takedown_request()
-    done = takedown.delete(item_store(), board_store(), settings(), item_id, by=caller(), reason=why)
+    done = items.delete(edits(), item_id, by=caller(), reason=why)
     return ItemDeleted.model_validate(audited("delete", done, why))
 
 
 def takedown_request() -> tuple[str, str]:
-    """The id and the optional reason, both from the raw query string; BadInput before anything is read."""
+    """The id and the optional reason, both from the raw query string (the service checks them)."""
     raw = app.current_event.raw_query_string
-    return validation.lookup_item_id(routes.query_value(raw, "id")), reason(routes.optional_query_value(raw, "reason"))
+    return routes.query_value(raw, "id"), routes.optional_query_value(raw, "reason") or ""
+
+
+def edits() -> items.ItemEdits:
+    return items.ItemEdits.of(container())
 
 
 def audited(op: str, done: takedown.Takedown, why: str) -> dict[str, Any]:

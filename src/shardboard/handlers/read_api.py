@@ -20,7 +20,7 @@ from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
 from shardboard.schema import AroundMe, Item, Leaderboard, NewestPage, Ranks
-from shardboard.services import reading
+from shardboard.services import items, reading
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -147,12 +147,9 @@ def get_newest_items(
     cursor: CursorQuery = "",
 ) -> Response[NewestPage | None]:
     # Repeated names arrive joined with commas (queryStringParameters): no time, limit or cursor holds a comma, so
-    # the rules refuse them. Everything, the cursor included, is checked before the first read.
-    wanted = newest.window(created_after, created_before)
-    count = validation.limit(limit, newest.MAX_NEWEST_LIMIT)
+    # the rules refuse them.
+    page = items.newest_page(item_store(), created_after, created_before, limit, cursor)
     metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
-    catalog = item_store()
-    page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, count, cursor or None)
     return cached(NewestPage.of(page.items, page.cursor))
 
 

@@ -36,15 +36,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, KeyedRequest, fingerprint, idempotency_key
-from shardboard.domain.rate_limit import RateLimited, allowances, within
-from shardboard.domain.recording import Recorded, Where, admitted, record_keyed_view, record_seen_view, record_views
+from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, idempotency_key
+from shardboard.domain.rate_limit import RateLimited
+from shardboard.domain.recording import Recorded
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_gate, item_admission, settings, shard_router, view_store
+from shardboard.handlers.wiring import container
 from shardboard.schema import ViewRequest, ViewSeen, ViewsRecorded
+from shardboard.services import recording
 
 # The request header of a retry-safe POST /views (docs/honest-counts.md, "Retried writes"); absent: no key.
 IdempotencyKey = Annotated[
@@ -70,54 +70,19 @@ def post_views(
     request: Annotated[ViewRequest, Body()], key: IdempotencyKey = None
 ) -> Response[ViewsRecorded | ViewSeen]:
     item_id, count, boards, viewer = request.as_domain()
-    config = settings()
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
-    source_ip = app.current_event.request_context.http.source_ip
-    # RequireItems: an id never created is refused (404) before a rate-limit allowance is even taken.
-    admit = item_admission()
-    admitted(item_id, admit)
-    # Boards: a board the policy refuses is a 422 (a new one it allows is registered), before any allowance.
-    where = Where.of(config.anchor, boards, gate=board_gate())
+    caller = recording.PublicCaller(app.current_event.request_context.http.source_ip)
     # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
-        with within(view_store(), allowances(config.rate_limits, source_ip, viewer, count)):
-            if key is not None:
-                recorded = record_keyed_view(
-                    view_store(),
-                    item_id,
-                    count,
-                    config.write_shards,
-                    KeyedRequest.of(key, fingerprint(item_id, count, where.boards, viewer)),
-                    seen=None if viewer is None else Seen.of(viewer, config.dedupe_window_seconds),
-                    router=shard_router(),
-                    where=where,
-                    admit=admit,
-                )
-            elif viewer is None:
-                recorded = record_views(
-                    view_store(),
-                    item_id,
-                    count,
-                    config.write_shards,
-                    router=shard_router(),
-                    where=where,
-                    admit=admit,
-                )
-            else:
-                seen = Seen.of(viewer, config.dedupe_window_seconds)
-                recorded = record_seen_view(
-                    view_store(),
-                    item_id,
-                    config.write_shards,
-                    seen,
-                    router=shard_router(),
-                    where=where,
-                    admit=admit,
-                )
+        done = recording.record(writes(), item_id, count, boards, viewer, key=key, caller=caller)
     except RateLimited:
         metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)
         raise
-    return answer(recorded, viewer is not None, [config.board, *where.boards])
+    return answer(done.recorded[0], viewer is not None, done.boards)
+
+
+def writes() -> recording.ViewWrites:
+    return recording.ViewWrites.of(container())
 
 
 def answer(recorded: Recorded, viewed: bool, boards: list[str]) -> Response[ViewsRecorded | ViewSeen]:

@@ -7,16 +7,15 @@ Lambda's Errors metric counts a failed review (ShardReviewErrorsAlarm); the next
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.dynamic_sharding import ShardPolicy, review_all
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, settings, shard_metadata_store
+from shardboard.handlers.wiring import container
+from shardboard.services import sharding
 
 
 @logger.inject_lambda_context
@@ -24,10 +23,7 @@ from shardboard.handlers.wiring import board_store, settings, shard_metadata_sto
 @log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    policy = ShardPolicy.of(settings())
-    outcomes = []
-    if policy.enabled:  # with MaxWriteShards = WriteShards no item ever grows: nothing to review
-        outcomes = review_all(shard_metadata_store(), board_store().aggregate_views, int(time.time()), policy)
+    outcomes = sharding.review(sharding.ShardReview.of(container()))
     shrunk = [o for o in outcomes if o.shrunk_to is not None]
     metrics.add_metric(name="ShardItemsReviewed", unit=MetricUnit.Count, value=len(outcomes))
     metrics.add_metric(name="WriteShardShrinks", unit=MetricUnit.Count, value=len(shrunk))

@@ -8,15 +8,11 @@ no caller has to write the environment or reach into a cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.items_table import ItemStore
-from shardboard.adapters.shards_table import ShardMetadataStore
-from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.boards import BoardGate
-from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.taken_down import deleted_among
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -50,16 +46,8 @@ def client() -> Any:
     return container().dynamodb
 
 
-def view_store() -> ViewStore:
-    return container().views
-
-
 def board_store() -> BoardStore:
     return container().board
-
-
-def shard_metadata_store() -> ShardMetadataStore:
-    return container().shard_metadata
 
 
 def item_store() -> ItemStore:
@@ -69,15 +57,3 @@ def item_store() -> ItemStore:
 def denied_ids(item_ids: Collection[str], consistent: bool = False) -> frozenset[str]:
     """Those of ``item_ids`` that are deleted, read afresh: the aggregator asks before and after each batch's writes."""
     return deleted_among(container().items, item_ids, consistent)
-
-
-def item_admission() -> Callable[[str], bool]:
-    return container().admission
-
-
-def board_gate() -> BoardGate:
-    return container().boards
-
-
-def shard_router() -> ShardRouter | None:
-    return container().router

@@ -116,15 +116,13 @@ def stack_settings(rt: Runtime, parameters: Mapping[str, str]) -> Settings:
     """``rt``'s settings under what its stack published; the template's (with a one-line warning on stderr) when the
     stack published nothing. A stack whose tables do not exist yet (before `init`) is not warned about: the command
     creates them, or fails on them with DynamoDB's own error."""
-    from shardboard.adapters.stack_config import read_published
+    from shardboard.services.stack import published_settings
 
-    lookup = read_published(rt.dynamodb, rt.settings.board_table)
-    if lookup.published is None:
-        if not lookup.table_missing:
-            warn(f"stack {rt.template.stack}: {lookup.why_not}; using the template's settings and -p")
-        return rt.settings
     explicit = rt.template.variables_of(parameters) | {name for name in os.environ if name in PUBLISHED_VARIABLES}
-    return rt.settings.with_published(lookup.published.variables, keep=explicit)
+    settings, lookup = published_settings(rt.dynamodb, rt.settings, keep=explicit)
+    if lookup.published is None and not lookup.table_missing:
+        warn(f"stack {rt.template.stack}: {lookup.why_not}; using the template's settings and -p")
+    return settings
 
 
 def warn(reason: str) -> None:

@@ -43,22 +43,18 @@ def import_views(ctx: click.Context, source: BinaryIO, skip_bad: bool, workers: 
         lines.pop()
     screen = Console(stderr=True)
     quiet = not screen.is_terminal  # a pipe or a log gets the summary lines only
-    with Progress(*COLUMNS, console=screen, transient=True, disable=quiet) as bar:
+    # Every line, and the Boards policy, before the first write: by default any bad line imports nothing.
+    refusal = ""
+    with one_line_errors(), Progress(*COLUMNS, console=screen, transient=True, disable=quiet) as bar:
         task = bar.add_task("validating lines", total=len(lines))
-        parsed = importing.parse_lines(lines, rt.settings.anchor, on_line=lambda _: bar.advance(task))
-    if parsed.bad and not skip_bad:
-        fail(parsed.refusal(), 2)
-    # Boards: new boards take the room left under the cap in file order; a line naming a board the policy refuses
-    # is a bad line too. Nothing is registered before the import is known to go ahead.
-    gate = rt.stores().boards
-    with one_line_errors():
-        refused = gate.refusals(parsed.boards)
-        if refused:
-            parsed = importing.parse_lines(lines, rt.settings.anchor, refused=refused)
-            if not skip_bad:
-                fail(parsed.refusal(), 2)
-        for board in parsed.boards:
-            gate.admit((board,))
+        try:
+            parsed = importing.prepare(
+                lines, rt.settings.anchor, rt.stores().boards, skip_bad=skip_bad, on_line=lambda _: bar.advance(task)
+            )
+        except importing.ImportRefused as refused:
+            refusal = str(refused)  # said once the bar is gone
+    if refusal:
+        fail(refusal, 2)
     for bad in parsed.bad:
         errors.print(f"shardboard: skipped {bad}", markup=False, highlight=False, soft_wrap=True)
     identity = importing.import_id(parsed.counters)

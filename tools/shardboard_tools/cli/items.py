@@ -7,16 +7,15 @@ from __future__ import annotations
 import getpass
 import json
 import os
-from typing import Any
 
 import boto3
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shardboard.domain import newest, takedown, validation
-from shardboard.domain.items import ItemRecord, meta_text, reason
-from shardboard.domain.republish import put_item
-from shardboard.schema import Item, ItemPut, NewestPage
+from shardboard.domain import takedown
+from shardboard.schema import ItemPut, NewestPage
+from shardboard.services import items as service
+from shardboard.services import reading
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
 
@@ -40,8 +39,7 @@ def put(ctx: click.Context, item_id: str, document: str, as_json: bool) -> None:
     """Create ITEM with this metadata, or replace its metadata (created_at is kept). Bad input writes nothing."""
     rt = runtime(ctx)
     with one_line_errors():
-        checked = (validation.item_id(item_id), meta_text(document))
-        record, _ = put_item(rt.items, rt.board, rt.settings, *checked)  # (heads carrying its document: patched)
+        record, _ = service.put(service.ItemEdits.of(rt.stores()), item_id, document)  # (heads patched)
     if as_json:
         click.echo(json.dumps(ItemPut.of(record).model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
@@ -56,13 +54,12 @@ def put(ctx: click.Context, item_id: str, document: str, as_json: bool) -> None:
 def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
     """Show ITEM's metadata and its exact all-time views on the global board."""
     rt = runtime(ctx)
+    stores = rt.stores()
     with one_line_errors():
-        item_id = validation.lookup_item_id(item_id)
-        views = rt.board.aggregate_views(item_id)
-        record = rt.items.get(item_id)
-    if views is None and record is None:
-        fail(f"no views recorded for item {item_id!r} and it was never created")
-    answer = Item.of(item_id, views, record)
+        try:
+            answer = reading.item(reading.BoardReads(stores.board, stores.items, stores.settings), item_id)
+        except reading.NoItem as missing:
+            fail(str(missing))
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
@@ -81,7 +78,7 @@ def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
 @click.pass_context
 def hide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
     """Take ITEM off every board and period now (its snapshots are patched); its views go on counting."""
-    _takedown(ctx, item_id, why, as_json, takedown.hide)
+    _takedown(ctx, item_id, why, as_json, "hide")
 
 
 @item.command("unhide")
@@ -91,7 +88,7 @@ def hide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
 @click.pass_context
 def unhide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
     """Put a hidden ITEM back on its boards with its exact counts (its snapshots are gathered again now)."""
-    _takedown(ctx, item_id, why, as_json, takedown.unhide)
+    _takedown(ctx, item_id, why, as_json, "unhide")
 
 
 @item.command("delete")
@@ -102,15 +99,15 @@ def unhide(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
 def delete(ctx: click.Context, item_id: str, why: str, as_json: bool) -> None:
     """Erase ITEM's counts on every board and period now; later views of it are refused. Run it again to finish a
     delete that was cut short."""
-    _takedown(ctx, item_id, why, as_json, takedown.delete)
+    _takedown(ctx, item_id, why, as_json, "delete")
 
 
-def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operation: takedown.Operation) -> None:
+def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operation: str) -> None:
     rt = runtime(ctx)
+    run = {"hide": service.hide, "unhide": service.unhide, "delete": service.delete}[operation]
     with one_line_errors():
-        checked, why = validation.lookup_item_id(item_id), reason(why)
         try:
-            done = operation(rt.items, rt.board, rt.settings, checked, by=caller(), reason=why)
+            done = run(service.ItemEdits.of(rt.stores()), item_id, by=caller(), reason=why)
         except takedown.NothingToTakeDown as missing:
             fail(str(missing))
     if as_json:
@@ -155,9 +152,8 @@ def items(ctx: click.Context, since: str, until: str, most: str, as_json: bool) 
     """The items created in [--since, --until), newest first, exact across the by-created shards."""
     rt = runtime(ctx)
     with one_line_errors():
-        wanted = newest.window(since, until, names=("--since", "--until"))
-        count = validation.limit(most, 1_000_000)
-        found, cursor = walk(rt.items, wanted, count)
+        walked = service.newest_walk(rt.items, since, until, most, names=("--since", "--until"))
+    found, cursor = walked.items, walked.cursor
     if as_json:
         click.echo(json.dumps(NewestPage.of(found, cursor).as_json(), ensure_ascii=False, indent=2))
         return
@@ -167,20 +163,6 @@ def items(ctx: click.Context, since: str, until: str, most: str, as_json: bool) 
         console.print(shown, markup=False, highlight=False)
     more = " (more: raise -n)" if cursor else ""
     console.print(f"{len(found)} item(s){more}", markup=False, highlight=False)
-
-
-def walk(catalog: Any, wanted: newest.Window, most: int) -> tuple[list[ItemRecord], str | None]:
-    """Pages of GET /items (up to 100 each) until ``most`` items or the end: the items and the cursor after them."""
-    found: list[ItemRecord] = []
-    cursor: str | None = None
-    while len(found) < most:
-        size = min(newest.MAX_NEWEST_LIMIT, most - len(found))
-        page = newest.newest_items(catalog.newest, catalog.created_shards, wanted, size, cursor)
-        found += page.items
-        cursor = page.cursor
-        if cursor is None:
-            break
-    return found, cursor
 
 
 COMMANDS = [item, items]

@@ -5,21 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
-from shardboard.domain import validation
-from shardboard.domain.dedupe import Seen
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.rank_pages import (
     MAX_AROUND_K,
     NotRanked,
 )
-from shardboard.domain.recording import Recorded, Where, admitted, record_seen_view, record_views
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 
@@ -32,13 +28,13 @@ if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the 
 def init(ctx: click.Context) -> None:
     """Create the tables of template.yaml and publish the stack's settings, as a deploy does (idempotent: a re-run
     keeps the published settings a -p does not change)."""
-    from shardboard.adapters.stack_config import publish
+    from shardboard.services.stack import publish_settings
     from shardboard_tools.template import create_tables
 
     rt = runtime(ctx)
     with one_line_errors():
         created = create_tables(rt.dynamodb, rt.template)
-        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard init")
+        publish_settings(rt.dynamodb, rt.settings, by="shardboard init")
     for name in rt.template.create_table_requests().values():
         state = "created" if name["TableName"] in created else "exists"
         console.print(f"{name['TableName']}: {state}")
@@ -68,31 +64,15 @@ def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple
     """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
     write shard, in today's anchor bucket. With --viewer, one transaction per ITEM that also puts the viewer's
     dedupe marker (docs/honest-counts.md)."""
+    from shardboard.services import recording
+
     rt = runtime(ctx)
     with one_line_errors():
-        # Validate everything first: bad input writes nothing.
-        for item in items:
-            validation.item_id(item)
-        validation.view_count(count)
-        validation.viewed_count(count, validation.viewer(viewer))
-        validation.boards(list(boards))
-        # RequireItems (-p RequireItems=true): every ITEM must have been created, or nothing is written.
-        stores = rt.stores()
-        for item in items:
-            admitted(item, stores.admission)
-        # Boards (-p Boards=...): a board the policy refuses exits 2; a new one it allows is registered.
-        where = Where.of(rt.settings.anchor, boards, gate=stores.boards)
-
-        def one(item: str) -> Recorded:
-            if viewer is None:
-                return record_views(rt.views, item, count, rt.settings.write_shards, router=rt.router, where=where)
-            seen = Seen.of(viewer, rt.settings.dedupe_window_seconds)
-            return record_seen_view(rt.views, item, rt.settings.write_shards, seen, router=rt.router, where=where)
-
-        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            results = list(pool.map(one, items))
+        # Every ITEM passes every rule (RequireItems and the Boards policy included) before the first write.
+        done = recording.record_each(recording.ViewWrites.of(rt.stores()), items, count, list(boards), viewer)
+    results = done.recorded
     units = sum(r.write_units for r in results)
-    on = ", ".join((rt.settings.board, *where.boards))
+    on = ", ".join(done.boards)
     recorded = sum(r.views for r in results)
     duplicates = sum(r.duplicate for r in results)
     line = f"recorded {recorded} views of {len(items)} item(s) on {on} ({units:g} write units)"
@@ -351,11 +331,11 @@ def _iso(epoch: int) -> str | None:
 def verify_command(ctx: click.Context, as_json: bool) -> None:
     """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
     from shardboard.schema import VerifyReport
-    from shardboard_tools.operations.verification import verify
+    from shardboard_tools.operations.verification import verify_stack
 
     rt = runtime(ctx)
     with one_line_errors():
-        report = verify(rt.views, rt.board, rt.settings, rt.items.hidden(), rt.items.denied())
+        report = verify_stack(rt.stores())
     if as_json:
         document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))

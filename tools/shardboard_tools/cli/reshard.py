@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +10,8 @@ import click
 from rich.table import Table
 
 from shardboard.domain import validation
-from shardboard.domain.dynamic_sharding import ShardPolicy, readable_shards, review_all
+from shardboard.domain.dynamic_sharding import ShardPolicy, readable_shards
+from shardboard.services import sharding
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.operations import resharding
 from shardboard_tools.template import Template
@@ -75,7 +75,7 @@ def shards(ctx: click.Context, review: bool, as_json: bool) -> None:
     policy = ShardPolicy.of(rt.settings)
     with one_line_errors():
         if review:
-            for outcome in review_all(rt.shard_metadata, rt.board.aggregate_views, int(time.time()), policy):
+            for outcome in sharding.review(sharding.ShardReview.of(rt.stores()), even_when_off=True):
                 if outcome.shrunk_to is not None:
                     console.print(f"{outcome.item_id!r}: shrunk to {outcome.shrunk_to}", markup=False)
         grown = sorted(rt.shard_metadata.scan(), key=lambda m: (-m.number_of_shards, m.item_id))

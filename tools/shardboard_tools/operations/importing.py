@@ -25,7 +25,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet
 from shardboard.domain import validation
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, BoardGate
 from shardboard.domain.dynamic_sharding import retry_delay
 from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
 from shardboard.domain.ports import Throttled
@@ -171,6 +171,41 @@ def parse_lines(
     return parsed
 
 
+class ImportRefused(Exception):
+    """A file with bad lines, imported without ``skip_bad``: nothing is imported and no board registered."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        super().__init__(parsed.refusal())
+        self.parsed = parsed
+
+
+def prepare(
+    lines: Sequence[bytes],
+    anchor: str,
+    gate: BoardGate | None,
+    *,
+    skip_bad: bool = False,
+    on_line: Callable[[int], None] | None = None,
+) -> Parsed:
+    """Every rule of an import, checked before its first write: each line (``parse_lines``), then the Boards
+    policy (``gate``; None: any board): new boards take the room left under its cap in file order, and a line
+    naming a board it refuses is a bad line too. Without ``skip_bad`` any bad line raises ImportRefused; the boards
+    of the lines kept are registered only once the import is known to go ahead."""
+    parsed = parse_lines(lines, anchor, on_line=on_line)
+    if parsed.bad and not skip_bad:
+        raise ImportRefused(parsed)
+    if gate is None:
+        return parsed
+    refused = gate.refusals(parsed.boards)
+    if refused:
+        parsed = parse_lines(lines, anchor, refused=refused)
+        if not skip_bad:
+            raise ImportRefused(parsed)
+    for board in parsed.boards:
+        gate.admit((board,))
+    return parsed
+
+
 def import_id(counters: Mapping[tuple[str, str], Mapping[str, int]]) -> str:
     """The import's identity: SHA-256 of its counters in a canonical order (hex)."""
     digest = hashlib.sha256()
@@ -289,12 +324,14 @@ __all__ = [
     "WRITTEN",
     "BadLine",
     "ImportConflict",
+    "ImportRefused",
     "Imported",
     "Parsed",
     "import_id",
     "import_shard",
     "parse_line",
     "parse_lines",
+    "prepare",
     "run_import",
     "summary",
     "write_counter",

@@ -18,6 +18,7 @@ from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.refill import holding_threshold, reserve
+from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
 # Where the refill and this check share them (the names stay importable from here).
@@ -84,6 +85,12 @@ def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKe
     for the others), and which items carry each period's index key."""
     found = stored_counts(board, settings)
     return found.counts, found.keyed
+
+
+def verify_stack(stores: Container) -> Report:
+    """The operator's check of a whole stack (``shardboard verify``, the chaos run): every board and period, with
+    the hidden and deleted ids read from its items table first."""
+    return verify(stores.views, stores.board, stores.settings, stores.items.hidden(), stores.items.denied())
 
 
 def verify(
