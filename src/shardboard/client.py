@@ -67,7 +67,7 @@ an id the ranking does not hold). With the stack's ``RequireItems``, ``record`` 
 never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
 writer then needs ``GetItem`` on the items table).
 
-**Viewers.** ``record(item, viewer="u-42")`` (issue 14 item 5, docs/honest-counts.md) counts the view once per
+**Viewers.** ``record(item, viewer="u-42")`` (docs/honest-counts.md) counts the view once per
 viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
 never coalesced: it is its own write, one TransactWriteItems that puts the viewer's marker and adds 1 to the counter,
 or writes nothing when the marker exists (a duplicate: :attr:`RecorderStats.duplicate_views`). Its window is the

@@ -353,7 +353,7 @@ class NewestPage(BaseModel):
 
 
 class TakedownDone(BaseModel):
-    """``POST /item/hide`` and ``POST /item/unhide`` answered 200 (issue 13 takedowns)."""
+    """``POST /item/hide`` and ``POST /item/unhide`` answered 200."""
 
     id: str
     status: Literal["hidden", "visible"]
@@ -363,7 +363,7 @@ class TakedownDone(BaseModel):
 
 
 class ItemDeleted(BaseModel):
-    """``DELETE /item`` answered 200 (issue 13 takedowns)."""
+    """``DELETE /item`` answered 200."""
 
     id: str
     status: Literal["deleted"]

@@ -1,4 +1,4 @@
-"""The items table (issue 13): ``pk=item#<id>``, ``sk=meta`` holds an item's metadata record.
+"""The items table: ``pk=item#<id>``, ``sk=meta`` holds an item's metadata record.
 
 Its own table rather than rows of the board table: the board table takes the aggregator's write rate and has six
 GSIs, items are written at admin rate and read by id (docs/briefs design section 1).

@@ -156,7 +156,7 @@ REVIEWED_AT = "reviewed_at"
 QUIET_SINCE = "quiet_since"
 
 
-# The items table (issue 13): key pk + sk; the record is sk "meta" under item#<id>, keys built here and never parsed.
+# The items table: key pk + sk; the record is sk "meta" under item#<id>, keys built here and never parsed.
 SK = "sk"
 ITEM_RECORD_SK = "meta"
 ITEM_META = "meta"
@@ -189,7 +189,7 @@ def rank_shard_pk(board: str, kind: str, bucket: str, rv: str, shard: int) -> st
     return f"{RANK_SHARD_PREFIX}{board}#{kind}#{bucket}#{rv}#{shard}"
 
 
-# Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
+# Takedowns (docs/proposals/items-and-ranks.md section 2): the record's status and who set it and why,
 # audit rows under the item, and one marker item per hidden (deleted) id in the partition hidden#<h> (deny#<h>).
 # Releases before the markers kept the ids in one String Set per partition (sk ``set``), which filled up at 400 KB:
 # readers still honour such a set and `shardboard rebuild` moves its ids to markers.

@@ -1,4 +1,4 @@
-"""Honest counts (issue 14 item 5): a view that names a ``viewer`` counts at most once per (viewer, item, window).
+"""Honest counts: a view that names a ``viewer`` counts at most once per (viewer, item, window).
 
 Windows are fixed: window ``w`` holds the times ``w * seconds <= t < (w + 1) * seconds`` (UTC epoch seconds), so
 the question "did this viewer already count this item in this window?" has one exact answer, kept in one marker item

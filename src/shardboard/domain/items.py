@@ -1,4 +1,4 @@
-"""Items (issue 13): a small JSON document per item id, created once and replaced by later puts.
+"""Items: a small JSON document per item id, created once and replaced by later puts.
 
 ``meta`` is the rule every entry point applies to a document (HTTP body, CLI ``--meta``, library): a JSON object
 of at most 2,048 UTF-8 bytes once re-serialised compactly, with an optional ``title`` (<= 200 characters) and
@@ -31,7 +31,7 @@ ADMIT_TTL_SECONDS = 10.0
 ADMIT_CACHE_SIZE = 10_000
 # The by-created index spreads creates over this many partition values (design section 6: ~2,600 creates/s at 8).
 DEFAULT_CREATED_SHARDS = 8
-# A hidden item (issue 13 takedowns): it leaves every board and period but keeps counting, so unhide restores it.
+# A hidden item: it leaves every board and period but keeps counting, so unhide restores it.
 HIDDEN = "hidden"
 DELETED = "deleted"  # a tombstone: the id has a deny marker and its counts are removed
 MAX_REASON_CHARS = 500

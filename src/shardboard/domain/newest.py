@@ -1,4 +1,5 @@
-"""Newest items (issue 13, design section 6): an exact, newest-first walk of the items created in a time window.
+"""Newest items: an exact, newest-first walk of the items created in a time window (docs/proposals/items-and-ranks.md
+section 6).
 
 Items are spread over K created-shards (``c#<j>``, ``items.created_shard``) of the by-created index, each one sorted
 by its range key ``<created_at>#<id>`` (``items.created_key``: unique, so the order is total). A page asks every

@@ -1,4 +1,4 @@
-"""Pages of a ranked version with a pinned cursor, and around-me (issue 13; docs/proposals/items-and-ranks.md
+"""Pages of a ranked version with a pinned cursor, and around-me (docs/proposals/items-and-ranks.md
 sections 4 and 5). Reads only: versions are written by domain/rank_versions.py.
 
 A page reads the head (it names the current version and the retired ones still readable) and one BatchGetItem of

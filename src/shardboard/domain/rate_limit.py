@@ -1,4 +1,4 @@
-"""Rate limits of public views (issue 14 item 5, docs/honest-counts.md "Rate limits"): with ``PublicViews`` a client
+"""Rate limits of public views (docs/honest-counts.md "Rate limits"): with ``PublicViews`` a client
 (a source IP, and the viewer when one is named) may record at most so many views per fixed one-minute window.
 
 API Gateway HTTP APIs throttle a route for all clients together only, so the limit lives here: one allowance counter

@@ -1,4 +1,4 @@
-"""Takedowns (issue 13, docs/proposals/items-and-ranks.md section 2): hide, unhide and delete an item.
+"""Takedowns (docs/proposals/items-and-ranks.md section 2): hide, unhide and delete an item.
 
 A hidden item keeps its aggregates, index keys and counting (the aggregator never looks at its status); every gather
 drops it (``snapshot.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps

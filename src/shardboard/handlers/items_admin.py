@@ -1,6 +1,6 @@
 """HTTP API, admin (WriteAuth: SigV4 or a JWT with Jwt's admin scope): ``PUT /item?id=<id>`` with a JSON object body
 creates or replaces the item's metadata; ``POST /item/hide?id=&reason=`` and ``POST /item/unhide?id=`` take an item
-off every board and period and put it back; ``DELETE /item?id=&reason=`` erases its counts everywhere (issue 13).
+off every board and period and put it back; ``DELETE /item?id=&reason=`` erases its counts everywhere.
 Ids travel in the query string so that any id, ``?`` included, can be named.
 
 Bad input (an id or a document the domain refuses) answers 400 and writes nothing.

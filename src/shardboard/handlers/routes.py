@@ -32,7 +32,7 @@ from shardboard.schema import (
 SIGV4 = "AWS_IAM"
 JWT = "ViewsJwt"
 WRITE_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
-# The item admin routes (issue 13): the same mechanism as WriteAuth says, with the admin scope of Jwt; PublicViews never
+# The item admin routes: the same mechanism as WriteAuth says, with the admin scope of Jwt; PublicViews never
 # opens them.
 ADMIN_SECURITY: list[dict[str, list[str]]] = [{SIGV4: []}, {JWT: []}]
 PUBLIC: list[dict[str, list[str]]] = []

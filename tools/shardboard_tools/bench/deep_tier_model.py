@@ -1,4 +1,4 @@
-"""A window-level cost model of the deep tier (issue 13, docs/proposals/items-and-ranks.md section 3, third lever),
+"""A window-level cost model of the deep tier (docs/proposals/items-and-ranks.md section 3, third lever),
 before building it: ``python -m shardboard_tools.bench.deep_tier_model``.
 
 It replays the reads benchmark's workload (``bench.workload.Workload``: the same 400,000 views) one aggregation window

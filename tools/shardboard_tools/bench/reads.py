@@ -1,4 +1,4 @@
-"""``shardboard bench --scenario reads``: what ranked versions (issue 13, docs/proposals/items-and-ranks.md section 3)
+"""``shardboard bench --scenario reads``: what ranked versions (docs/proposals/items-and-ranks.md section 3)
 cost in writes, and what a rank lookup costs in reads.
 
 The benchmark's workload (``bench.workload.Workload``: 100,000 items, Zipf 1.0, 400,000 views, N = 1,000) is driven
@@ -34,7 +34,7 @@ from shardboard_tools.capacity.memory import MemoryBoardStore
 
 INDEX = "memory-board/by-views"
 DEEP_INDEX = "memory-board/by-deep"
-# The extra write units per view that keeping D ranked may add (issue 13 "Costs").
+# The extra write units per view that keeping D ranked may add (docs/proposals/items-and-ranks.md section 8).
 EXTRA_TARGET = 0.15
 
 

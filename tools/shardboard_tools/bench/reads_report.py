@@ -70,7 +70,7 @@ def section(result: dict[str, Any], command: str) -> str:
     runs, base = result["runs"], result["workload"]["base"]
     lines = [
         SECTION.start,
-        "## Ranked versions and rank lookups (issue 13)",
+        "## Ranked versions and rank lookups",
         "",
         *_wrapped(
             f"Made by `{command}` (virtual time on the capacity emulator). The benchmark's workload "

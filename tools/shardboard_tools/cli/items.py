@@ -1,4 +1,4 @@
-"""Item commands (issue 13): ``shardboard item put ITEM --meta JSON``, ``shardboard item get ITEM [--json]``,
+"""Item commands: ``shardboard item put ITEM --meta JSON``, ``shardboard item get ITEM [--json]``,
 ``shardboard item hide ITEM [--reason TEXT]``, ``shardboard item unhide ITEM`` and ``shardboard items --since T1
 [--until T2] [-n L] [--json]`` (the newest items, as GET /items walks them)."""
 

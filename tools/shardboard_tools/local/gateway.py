@@ -76,7 +76,7 @@ class Request:
     @property
     def path(self) -> str:
         """The decoded path: what API Gateway routes on and hands to the function. Like API Gateway (live captures,
-        docs/briefs issue 13 design section 7), it ends at a decoded ``?``: an id holding ``?`` cannot travel in a
+        docs/proposals/items-and-ranks.md section 7), it ends at a decoded ``?``: an id holding ``?`` cannot travel in a
         path, which is why the item routes take ids in the query string."""
         return unquote(urlsplit(self.target).path).split("?", 1)[0]
 

@@ -47,7 +47,7 @@ class Report:
     snapshot_exact: bool | None = None  # the global board's all-time snapshot equals the top N of the truth
     snapshots_checked: int = 0
     snapshots_inexact: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
-    hidden: int = 0  # hidden items (issue 13 takedowns): left out of every snapshot's truth
+    hidden: int = 0  # hidden items: left out of every snapshot's truth
     deleted: int = 0  # deleted items: left out of the truth altogether
     deleted_leftovers: int = 0  # base counters of deleted items still in the views table (never counted again)
     # Periods with more takedowns above their index threshold than spares: `shardboard refill` repairs them.
