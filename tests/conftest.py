@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -162,6 +163,24 @@ def _moto_writes_are_atomic() -> Iterator[None]:
             *("get_item", "batch_get_item", "transact_get_items", "query", "scan"),
         ):
             patch.setattr(DynamoDBBackend, name, _atomic(getattr(DynamoDBBackend, name)))
+        yield
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_template(text: str) -> Any:
+    from cfn_flip import load_yaml
+
+    return load_yaml(text)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _template_parsed_once() -> Iterator[None]:
+    """Nearly every test builds a Runtime from template.yaml, and parsing it (pure-Python YAML) cost ~0.3 s each time,
+    more than creating its tables on moto: parse each text once per session, and give every caller its own copy."""
+    import shardboard_tools.template as template_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(template_module, "load_yaml", lambda text: copy.deepcopy(_parsed_template(text)))
         yield
 
 
