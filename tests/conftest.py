@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -55,6 +56,18 @@ from shardboard_tools.local.streams import (
     shards_parents_first,
 )
 from shardboard_tools.template import create_tables
+
+# Property tests: `make test` runs the "ci" profile, each property at the size it needs; `make chaos` (and a nightly
+# run) the "thorough" one, ten times as many examples. SHARDBOARD_HYPOTHESIS_PROFILE (or --hypothesis-profile) picks.
+settings.register_profile("ci", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("SHARDBOARD_HYPOTHESIS_PROFILE", "ci"))
+
+
+def examples(ci: int) -> int:
+    """A property's example count: ``ci`` under the ci profile, scaled with the loaded profile's ``max_examples``
+    (ten times under thorough). Read when the test module is collected, after the profile is loaded."""
+    return max(1, ci * settings.default.max_examples // 100)
 
 
 def load_event(name: str) -> dict[str, Any]:

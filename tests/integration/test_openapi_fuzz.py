@@ -21,7 +21,7 @@ from shardboard.handlers.openapi import document
 from shardboard_tools.local.gateway import Gateway
 from shardboard_tools.local.wsgi_api import WsgiGateway
 from shardboard_tools.template import Template
-from tests.conftest import ROOT
+from tests.conftest import ROOT, examples
 
 SCHEMA = schemathesis.openapi.from_dict(document())
 APP = WsgiGateway(Gateway.from_template(Template.load(ROOT / "template.yaml")))
@@ -79,7 +79,7 @@ def fuzzed(operation_id: str) -> Callable[..., None]:
 
     @SCHEMA.include(operation_id=operation_id).parametrize()
     @settings(
-        max_examples=50,
+        max_examples=examples(20),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
     )

@@ -15,6 +15,7 @@ from shardboard.domain.snapshot import proven_exact, take_snapshot
 from shardboard.domain.takedown import delete, hide, unhide
 from shardboard_tools.operations.refill import refill, short_periods
 from shardboard_tools.operations.verification import stored_counts, verify
+from tests.conftest import examples
 from tests.unit.test_takedowns import World
 
 TOP_N, SPARE = 2, 1
@@ -117,7 +118,7 @@ def test_an_unhide_after_a_refill_finds_the_item_in_the_index():
         assert head["items"] == world.best_visible(TOP_N)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rounds=st.lists(
         st.tuples(
