@@ -45,6 +45,7 @@ for _name in (
     os.environ.pop(_name, None)
 
 from shardboard.domain.recording import Where, record_views
+from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -203,6 +204,14 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
 
 
+def build_pipeline(stack: str = DEFAULT_STACK, **parameters: str) -> Pipeline:
+    """Tables from template.yaml on the current endpoint (moto inside ``mock_aws``), handed to the functions."""
+    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, write_concurrency=4)
+    create_tables(runtime.dynamodb, runtime.template)
+    runtime.export_to_handlers()
+    return Pipeline(runtime)
+
+
 @pytest.fixture
 def make_pipeline() -> Iterator[Any]:
     """Build a pipeline on moto from template.yaml with parameter overrides, e.g. ``make_pipeline(TopN="3")``."""
@@ -211,14 +220,7 @@ def make_pipeline() -> Iterator[Any]:
     from shardboard.handlers import wiring
 
     with mock_aws():
-
-        def build(**parameters: str) -> Pipeline:
-            runtime = Runtime.from_template(ROOT / "template.yaml", parameters, write_concurrency=4)
-            create_tables(runtime.dynamodb, runtime.template)
-            runtime.export_to_handlers()
-            return Pipeline(runtime)
-
-        yield build
+        yield build_pipeline
     wiring.use(None)  # the next test's functions build their own collaborators
 
 
