@@ -54,46 +54,48 @@ def http_event(case: HttpCase):
     return event
 
 
-@pytest.fixture(scope="module")
-def boards() -> Iterator[Callable[[tuple[tuple[str, str], ...]], Pipeline]]:
-    """A board of 10 holding views and a snapshot, on moto, for each set of template parameters the catalogue names:
-    built once per module run and shared by its rows, since a bad request writes nothing (each row asserts it)."""
-    from shardboard.handlers import record_views, wiring
+class TestBadHttpRequest:
+    """The HTTP rows share a board per set of template parameters: a bad request writes nothing (each row asserts it
+    on every table). Class scope: the next rows (stream, CLI) get tables of their own, not these."""
 
-    built: dict[tuple[tuple[str, str], ...], Pipeline] = {}
+    @pytest.fixture(scope="class")
+    def boards(self) -> Iterator[Callable[[tuple[tuple[str, str], ...]], Pipeline]]:
+        """A board of 10 holding views and a snapshot, on moto, built the first time a row names its parameters."""
+        from shardboard.handlers import record_views, wiring
 
-    def board(parameters: tuple[tuple[str, str], ...]) -> Pipeline:
-        if parameters not in built:
-            pipeline = build_pipeline(f"bad-input-{len(built)}", TopN="10", **dict(parameters))
-            pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
-            pipeline.aggregate(pipeline.stream_records())
-            pipeline.snapshot()
-            built[parameters] = pipeline
-        built[parameters].runtime.export_to_handlers()
-        return built[parameters]
+        built: dict[tuple[tuple[str, str], ...], Pipeline] = {}
 
-    with mock_aws():
-        yield board
-    wiring.use(None)
+        def board(parameters: tuple[tuple[str, str], ...]) -> Pipeline:
+            if parameters not in built:
+                pipeline = build_pipeline(f"bad-input-{len(built)}", TopN="10", **dict(parameters))
+                pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
+                pipeline.aggregate(pipeline.stream_records())
+                pipeline.snapshot()
+                built[parameters] = pipeline
+            built[parameters].runtime.export_to_handlers()
+            return built[parameters]
 
+        with mock_aws():
+            yield board
+        wiring.use(None)
 
-@pytest.mark.parametrize("case", HTTP, ids=[c.what for c in HTTP])
-def test_bad_http_request(boards, case):
-    from shardboard.handlers import items_admin, read_api, record_views
+    @pytest.mark.parametrize("case", HTTP, ids=[c.what for c in HTTP])
+    def test_bad_http_request(self, boards, case):
+        from shardboard.handlers import items_admin, read_api, record_views
 
-    # Given a board of 10 holding views and a snapshot
-    pipeline = boards(case.parameters)
-    before = table_items(pipeline)
-    # When the bad request arrives
-    handlers = {"POST": record_views.handler, "PUT": items_admin.handler, "DELETE": items_admin.handler}
-    handler = items_admin.handler if case.path.startswith("/item/") else handlers.get(case.method, read_api.handler)
-    response = pipeline.runtime.invoke(handler, http_event(case))
-    # Then it gets the documented status and message, and nothing is written
-    assert response["statusCode"] == case.status
-    answer = json.loads(response["body"])
-    assert set(answer) == {"message", "code"} and answer["code"] == case.code
-    assert case.message in answer["message"]
-    assert table_items(pipeline) == before
+        # Given a board of 10 holding views and a snapshot
+        pipeline = boards(case.parameters)
+        before = table_items(pipeline)
+        # When the bad request arrives
+        handlers = {"POST": record_views.handler, "PUT": items_admin.handler, "DELETE": items_admin.handler}
+        handler = items_admin.handler if case.path.startswith("/item/") else handlers.get(case.method, read_api.handler)
+        response = pipeline.runtime.invoke(handler, http_event(case))
+        # Then it gets the documented status and message, and nothing is written
+        assert response["statusCode"] == case.status
+        answer = json.loads(response["body"])
+        assert set(answer) == {"message", "code"} and answer["code"] == case.code
+        assert case.message in answer["message"]
+        assert table_items(pipeline) == before
 
 
 def stream_record(case: StreamCase):
