@@ -62,16 +62,17 @@ browser: install ## Chromium for the page test: found on PATH, else apt-get (~11
 demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and print the report
 	$(BIN)/shardboard demo
 
-# Tests run in parallel (pytest-xdist): every DynamoDB Local test gets its engine on a free port and tables of its
-# own, so workers never share one; tests marked xdist_group stay on one worker (--dist loadgroup). Each worker's JVM
-# takes ~250 MB, hence the cap on `auto`.
+# Tests run in parallel (pytest-xdist): each worker starts one DynamoDB Local on a free port for its session and every
+# test gets tables of its own, so workers never share one; tests marked xdist_group stay on one worker (--dist
+# loadgroup). Each worker's JVM takes ~250 MB, hence the cap on `auto`.
 PYTEST_PARALLEL := -n $(or $(WORKERS),auto) --maxprocesses 4 --dist loadgroup
 
 unit: install ## Fast tests only: unit and moto, no DynamoDB Local, no slow tier
 	$(BIN)/pytest tests/unit tests/integration -q -m "not slow" $(PYTEST_PARALLEL)
 
-test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests
-	$(BIN)/pytest -q $(PYTEST_PARALLEL)
+# The slow tier (chaos, soak, scenario and benchmark-figure runs: -m slow) is `make chaos`'s, not `make test`'s.
+test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests but the slow tier
+	$(BIN)/pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
 	$(BIN)/ruff check src tools tests
@@ -94,8 +95,10 @@ build: sam ## sam build (no container: the Lambda runtime's python3.12 from pyen
 bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 	$(BIN)/shardboard bench
 
-chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one; prints its seed)
+# The long tier: a seeded chaos run, then the slow tests and every property test at the thorough profile's size.
+chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one), the slow tier, thorough properties
 	$(BIN)/shardboard chaos $(if $(SEED),--seed $(SEED))
+	SHARDBOARD_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -q -m "slow or hypothesis" $(PYTEST_PARALLEL)
 
 openapi: install ## Regenerate docs/openapi.json from the API functions' routes and models
 	$(BIN)/python -m shardboard.handlers.openapi > docs/openapi.json

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -43,6 +45,7 @@ for _name in (
     os.environ.pop(_name, None)
 
 from shardboard.domain.recording import Where, record_views
+from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -54,6 +57,18 @@ from shardboard_tools.local.streams import (
     shards_parents_first,
 )
 from shardboard_tools.template import create_tables
+
+# Property tests: `make test` runs the "ci" profile, each property at the size it needs; `make chaos` (and a nightly
+# run) the "thorough" one, ten times as many examples. SHARDBOARD_HYPOTHESIS_PROFILE (or --hypothesis-profile) picks.
+settings.register_profile("ci", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("SHARDBOARD_HYPOTHESIS_PROFILE", "ci"))
+
+
+def examples(ci: int) -> int:
+    """A property's example count: ``ci`` under the ci profile, scaled with the loaded profile's ``max_examples``
+    (ten times under thorough). Read when the test module is collected, after the profile is loaded."""
+    return max(1, ci * settings.default.max_examples // 100)
 
 
 def load_event(name: str) -> dict[str, Any]:
@@ -165,10 +180,36 @@ def _moto_writes_are_atomic() -> Iterator[None]:
         yield
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed_template(text: str) -> Any:
+    from cfn_flip import load_yaml
+
+    return load_yaml(text)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _template_parsed_once() -> Iterator[None]:
+    """Nearly every test builds a Runtime from template.yaml, and parsing it (pure-Python YAML) cost ~0.3 s each time,
+    more than creating its tables on moto: parse each text once per session, and give every caller its own copy."""
+    import shardboard_tools.template as template_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(template_module, "load_yaml", lambda text: copy.deepcopy(_parsed_template(text)))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The local runner's checkpoints and dead letters go to the test's own directory, never to ./.shardboard."""
     monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
+
+
+def build_pipeline(stack: str = DEFAULT_STACK, **parameters: str) -> Pipeline:
+    """Tables from template.yaml on the current endpoint (moto inside ``mock_aws``), handed to the functions."""
+    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, write_concurrency=4)
+    create_tables(runtime.dynamodb, runtime.template)
+    runtime.export_to_handlers()
+    return Pipeline(runtime)
 
 
 @pytest.fixture
@@ -179,14 +220,7 @@ def make_pipeline() -> Iterator[Any]:
     from shardboard.handlers import wiring
 
     with mock_aws():
-
-        def build(**parameters: str) -> Pipeline:
-            runtime = Runtime.from_template(ROOT / "template.yaml", parameters, write_concurrency=4)
-            create_tables(runtime.dynamodb, runtime.template)
-            runtime.export_to_handlers()
-            return Pipeline(runtime)
-
-        yield build
+        yield build_pipeline
     wiring.use(None)  # the next test's functions build their own collaborators
 
 

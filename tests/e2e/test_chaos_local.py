@@ -1,5 +1,5 @@
-"""On DynamoDB Local (whose conditional writes are atomic, unlike moto's): the shortened chaos run, concurrency, and
-a rebuild while traffic flows."""
+"""On DynamoDB Local (whose conditional writes are atomic, unlike moto's): the shortened chaos runs (the slow tier,
+which `make chaos` runs), concurrency, and a rebuild while traffic flows."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from shardboard_tools.testing.faults import Container
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow  # a chaos run of minutes: `make chaos`
 def test_shortened_chaos_run_ends_exact_and_absorbs_the_replays_of_killed_batches(make_local, tmp_path):
     # Given the chaos board on DynamoDB Local and seed 7's fault schedule (its first round kills between writes)
     rt = make_local(**CHAOS_PARAMETERS)
@@ -32,6 +33,7 @@ def test_shortened_chaos_run_ends_exact_and_absorbs_the_replays_of_killed_batche
     assert report.faults["kill_between"] > 0 and report.totals.replays_absorbed > 0
 
 
+@pytest.mark.slow  # a chaos run of minutes: `make chaos`
 def test_shortened_chaos_run_under_tumbling_windows_ends_exact(make_local, tmp_path):
     # Given the chaos board with the aggregator on 2 s tumbling windows (one write per item per window)
     rt = make_local(**CHAOS_PARAMETERS)
@@ -45,6 +47,7 @@ def test_shortened_chaos_run_under_tumbling_windows_ends_exact(make_local, tmp_p
     assert report.totals.invocations > 0 and report.runner.retries > 0
 
 
+@pytest.mark.slow  # a chaos run of minutes: `make chaos`
 def test_chaos_with_takedowns_every_round_ends_exact_with_hidden_items_on_no_board(make_local, tmp_path):
     # Given the chaos board, and an operator hiding items of the top (unhiding some) and deleting one in every round
     rt = make_local(**CHAOS_PARAMETERS)

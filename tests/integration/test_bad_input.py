@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
@@ -13,7 +14,7 @@ from moto import mock_aws
 
 from shardboard_tools.cli import main
 from tests.bad_input_catalogue import CLI, CLI_FILES, HTTP, STREAM, CliCase, HttpCase, StreamCase, render
-from tests.conftest import ROOT, load_event
+from tests.conftest import ROOT, Pipeline, build_pipeline, load_event
 
 GOOD = json.dumps({"id": "ok", "count": 2})
 
@@ -53,26 +54,48 @@ def http_event(case: HttpCase):
     return event
 
 
-@pytest.mark.parametrize("case", HTTP, ids=[c.what for c in HTTP])
-def test_bad_http_request(make_pipeline, case):
-    from shardboard.handlers import items_admin, read_api, record_views
+class TestBadHttpRequest:
+    """The HTTP rows share a board per set of template parameters: a bad request writes nothing (each row asserts it
+    on every table). Class scope: the next rows (stream, CLI) get tables of their own, not these."""
 
-    # Given a board of 10 holding views and a snapshot
-    pipeline = make_pipeline(TopN="10", **dict(case.parameters))
-    pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
-    pipeline.aggregate(pipeline.stream_records())
-    pipeline.snapshot()
-    before = table_items(pipeline)
-    # When the bad request arrives
-    handlers = {"POST": record_views.handler, "PUT": items_admin.handler, "DELETE": items_admin.handler}
-    handler = items_admin.handler if case.path.startswith("/item/") else handlers.get(case.method, read_api.handler)
-    response = pipeline.runtime.invoke(handler, http_event(case))
-    # Then it gets the documented status and message, and nothing is written
-    assert response["statusCode"] == case.status
-    answer = json.loads(response["body"])
-    assert set(answer) == {"message", "code"} and answer["code"] == case.code
-    assert case.message in answer["message"]
-    assert table_items(pipeline) == before
+    @pytest.fixture(scope="class")
+    def boards(self) -> Iterator[Callable[[tuple[tuple[str, str], ...]], Pipeline]]:
+        """A board of 10 holding views and a snapshot, on moto, built the first time a row names its parameters."""
+        from shardboard.handlers import record_views, wiring
+
+        built: dict[tuple[tuple[str, str], ...], Pipeline] = {}
+
+        def board(parameters: tuple[tuple[str, str], ...]) -> Pipeline:
+            if parameters not in built:
+                pipeline = build_pipeline(f"bad-input-{len(built)}", TopN="10", **dict(parameters))
+                pipeline.runtime.invoke(record_views.handler, http_event(HttpCase("", "POST", "/views", body=GOOD)))
+                pipeline.aggregate(pipeline.stream_records())
+                pipeline.snapshot()
+                built[parameters] = pipeline
+            built[parameters].runtime.export_to_handlers()
+            return built[parameters]
+
+        with mock_aws():
+            yield board
+        wiring.use(None)
+
+    @pytest.mark.parametrize("case", HTTP, ids=[c.what for c in HTTP])
+    def test_bad_http_request(self, boards, case):
+        from shardboard.handlers import items_admin, read_api, record_views
+
+        # Given a board of 10 holding views and a snapshot
+        pipeline = boards(case.parameters)
+        before = table_items(pipeline)
+        # When the bad request arrives
+        handlers = {"POST": record_views.handler, "PUT": items_admin.handler, "DELETE": items_admin.handler}
+        handler = items_admin.handler if case.path.startswith("/item/") else handlers.get(case.method, read_api.handler)
+        response = pipeline.runtime.invoke(handler, http_event(case))
+        # Then it gets the documented status and message, and nothing is written
+        assert response["statusCode"] == case.status
+        answer = json.loads(response["body"])
+        assert set(answer) == {"message", "code"} and answer["code"] == case.code
+        assert case.message in answer["message"]
+        assert table_items(pipeline) == before
 
 
 def stream_record(case: StreamCase):

@@ -22,7 +22,7 @@ from shardboard.domain.recording import Where, record_views
 from shardboard.handlers import wiring
 from shardboard_tools.capacity.units import item_size
 from shardboard_tools.cli import main
-from tests.conftest import load_event
+from tests.conftest import examples, load_event
 
 
 def post(pipeline, body):
@@ -131,7 +131,7 @@ def stack(make_pipeline):
     return make_pipeline(WriteShards="2", MaxWriteShards="2")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.sampled_from(POLICIES),
     st.lists(

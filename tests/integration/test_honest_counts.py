@@ -20,6 +20,7 @@ from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.operations.verification import verify
 from shardboard_tools.testing.faults import ClientFaults, FaultRates
+from tests.conftest import examples
 from tests.integration.test_http_api import call, post
 
 DAY = 86_400
@@ -189,7 +190,7 @@ def run_at_once(requests) -> list:
     return results
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     views=st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3"]), st.sampled_from(["a", "b"])), min_size=1, max_size=8),
     replays=st.integers(0, 3),

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from shardboard import BadInput, Leaderboard, NoSnapshot, NotRanked, Recorder
 from shardboard_tools.cli import main
 from tests.bad_input_catalogue import HttpCase
+from tests.conftest import examples
 from tests.integration.test_bad_input import http_event, table_items
 from tests.unit.test_hostile_input import JSON_VALUES, MOMENTS, TIME_TEXTS, in_range, nested
 
@@ -59,7 +60,7 @@ def assert_clean(status: int, body: dict, allowed: set[int]) -> None:
         assert set(body) == {"message", "code"} and "\n" not in body["message"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_HEALTH)
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=FIXTURE_HEALTH)
 @given(TIME_TEXTS)
 @example("0001-01-01T00:00:00+01:00")
 @example("9999-12-31T23:30:00-01:00")
@@ -91,7 +92,7 @@ def refused_time(at: str | datetime) -> bool:
     return not in_range(at)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=FIXTURE_HEALTH)
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=FIXTURE_HEALTH)
 @given(st.one_of(TIME_TEXTS, MOMENTS), st.sampled_from(["all", "hour", "day", "week", "month"]))
 @example("0001-01-01T00:00:00+01:00", "all")
 @example(datetime.fromisoformat("9999-12-31T23:30:00-01:00"), "week")
@@ -133,7 +134,7 @@ def cli(monkeypatch, tmp_path):
         yield lambda *args: run("-p", "Periods=hour,day,week,month", *args)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=FIXTURE_HEALTH)
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=FIXTURE_HEALTH)
 @given(TIME_TEXTS, st.sampled_from(["all", "hour", "day", "week", "month"]))
 @example("0001-01-01T00:00:00+01:00", "all")
 @example("9999-12-31T23:30:00-01:00", "month")
@@ -172,7 +173,7 @@ def parsed_object(body: str) -> bool:
         return False
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_HEALTH)
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=FIXTURE_HEALTH)
 @given(BODIES, st.sampled_from([("POST", "/views", ""), ("PUT", "/item", "id=a")]))
 @example('[{"id": "a"}, {"id": "b"}]', ("POST", "/views", ""))
 @example('[{"title": "A cat"}]', ("PUT", "/item", "id=a"))
@@ -192,7 +193,7 @@ def test_any_body_is_taken_or_refused_with_a_400_that_writes_nothing(board, body
         assert table_items(board) == before
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=FIXTURE_HEALTH)
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=FIXTURE_HEALTH)
 @given(st.text(st.characters(codec="utf-8", exclude_categories=("Cc", "Cs")), max_size=10), INVISIBLE, st.data())
 @example("a", "\u200b", None)
 def test_a_look_alike_id_is_refused_on_every_write_and_found_by_every_read(board, text, invisible, data):

@@ -23,6 +23,7 @@ from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAut
 from shardboard_tools.local.gateway import Gateway, Request, template_routes
 from shardboard_tools.local.webapp import LocalApiServer
 from shardboard_tools.template import Template
+from tests.conftest import examples
 from tests.integration.test_local_gateway import with_echo_routes
 
 CREDENTIALS = ReadOnlyCredentials("AKIDLOCALTEST", "local-secret", None)
@@ -331,7 +332,7 @@ def assert_refused_as_api_gateway_refuses(refusal: Any) -> None:
 
 
 @given(claims=CLAIMS, kid=st.sampled_from(["k1", "e1", "h1", "unknown"]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_whatever_a_signed_token_claims_it_is_admitted_or_refused_never_a_failure(keys, jwt_gate, claims, kid):
     # When a token signed by the issuer's key carries any claims, under any kid of its JWKS
     decision = decide(jwt_gate, f"Bearer {signed_claims(keys, kid=kid, **claims)}")
@@ -349,7 +350,7 @@ def test_whatever_a_signed_token_claims_it_is_admitted_or_refused_never_a_failur
 
 
 @given(value=st.text(max_size=300))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_any_string_as_a_token_is_unauthorized(jwt_gate, value):
     decision = decide(jwt_gate, f"Bearer {value}")
     assert decision.refusal is not None and decision.refusal.status == 401

@@ -21,7 +21,7 @@ from shardboard.handlers.openapi import document
 from shardboard_tools.local.gateway import Gateway
 from shardboard_tools.local.wsgi_api import WsgiGateway
 from shardboard_tools.template import Template
-from tests.conftest import ROOT
+from tests.conftest import ROOT, build_pipeline, examples
 
 SCHEMA = schemathesis.openapi.from_dict(document())
 APP = WsgiGateway(Gateway.from_template(Template.load(ROOT / "template.yaml")))
@@ -58,16 +58,20 @@ def call(method, path, body=None):
     return response.status_code, response.headers, response.get_data()
 
 
-@pytest.fixture
-def api(make_pipeline):
-    """Tables from template.yaml on moto, with views of odd ids counted and snapshotted."""
-    pipeline = make_pipeline(TopN="10", Periods="day")
+def counted_odd_ids(pipeline):
+    """``pipeline`` with views of odd ids counted and snapshotted."""
     for item in ODD_IDS:
         status, _, _ = call("POST", "/views", json.dumps({"id": item, "count": 2, "boards": ["cats"]}).encode())
         assert status == 202
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()
     return pipeline
+
+
+@pytest.fixture
+def api(make_pipeline):
+    """Tables from template.yaml on moto, with views of odd ids counted and snapshotted."""
+    return counted_odd_ids(make_pipeline(TopN="10", Periods="day"))
 
 
 def fuzzed(operation_id: str) -> Callable[..., None]:
@@ -79,7 +83,7 @@ def fuzzed(operation_id: str) -> Callable[..., None]:
 
     @SCHEMA.include(operation_id=operation_id).parametrize()
     @settings(
-        max_examples=50,
+        max_examples=examples(20),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
     )
@@ -125,27 +129,6 @@ def test_every_route_is_fuzzed_under_a_node_id_of_its_own():
     assert {node_id.split("::")[1].split("[")[0] for node_id in node_ids} == set(map(fuzz_test_name, OPERATION_IDS))
 
 
-@pytest.mark.parametrize("item", ["?", '?ã=\x88"cR', "?a/b"])
-def test_an_id_starting_with_a_question_mark_gets_api_gateways_404_as_documented(api, item):
-    """Found by the fuzzer once every route ran: the path is cut at its first decoded '?', which leaves no id, and
-    API Gateway answers its own 404 ({"message"} only), which the document did not allow."""
-    case = SCHEMA["/items/{id}"]["GET"].Case(path_parameters={"id": quote(item, safe="")})
-    response = case.call(app=APP)
-    assert (response.status_code, response.json()) == (404, {"message": "Not Found"})
-    case.validate_response(response, checks=CHECKS)
-
-
-@pytest.mark.parametrize("item", ODD_IDS)
-def test_odd_ids_are_read_back_through_the_document_path(api, item):
-    # Given an odd id counted twice (the fixture)
-    # When it is read back, percent-encoded as the document's /items/{id} says, or with its "/" sent as is
-    for path in (f"/items/{quote(item, safe='')}", f"/items/{quote(item, safe='/')}"):
-        status, _, body = call("GET", path)
-        # Then it is the same item with its views
-        assert status == 200, (path, body)
-        assert json.loads(body) == {"id": item, "views": 2}
-
-
 @pytest.mark.parametrize("item", [*ODD_IDS, "a?b", "a,b", "a+b&c=d"])
 def test_odd_ids_are_put_and_read_back_through_the_document_query(api, item):
     # Given an odd id put through the gateway in the document's query form (percent-encoded)
@@ -160,11 +143,48 @@ def test_odd_ids_are_put_and_read_back_through_the_document_query(api, item):
     assert (answer["id"], answer["meta"], answer["views"]) == (item, {"title": "t"}, 2 if item in ODD_IDS else 0)
 
 
-@pytest.mark.parametrize("body", [b"\x80", b'{"id": "caf\xe9"}', b'{"id": "a", "viewer": "\xff"}'])
-def test_a_body_that_is_not_utf8_is_refused_and_writes_nothing(api, body):
-    """Found by the fuzzer: API Gateway base64-encodes such a body, and Powertools' JSON parsing raised a 500."""
-    before = table_items(api)
-    status, _, answer = call("POST", "/views", body)
-    assert status == 400
-    assert json.loads(answer)["code"] == "bad_request"
-    assert table_items(api) == before
+class TestReadsOfOneBoard:
+    """Requests that write nothing (each asserts it, or only reads) share one board per class run."""
+
+    @pytest.fixture(scope="class")
+    def board(self):
+        from moto import mock_aws
+
+        from shardboard.handlers import wiring
+
+        with mock_aws():
+            yield counted_odd_ids(build_pipeline(TopN="10", Periods="day"))
+        wiring.use(None)
+
+    @pytest.fixture
+    def api(self, board):
+        board.runtime.export_to_handlers()  # the functions answer from this board, whatever ran before
+        return board
+
+    @pytest.mark.parametrize("item", ["?", '?ã=\x88"cR', "?a/b"])
+    def test_an_id_starting_with_a_question_mark_gets_api_gateways_404_as_documented(self, api, item):
+        """Found by the fuzzer once every route ran: the path is cut at its first decoded '?', which leaves no id, and
+        API Gateway answers its own 404 ({"message"} only), which the document did not allow."""
+        case = SCHEMA["/items/{id}"]["GET"].Case(path_parameters={"id": quote(item, safe="")})
+        response = case.call(app=APP)
+        assert (response.status_code, response.json()) == (404, {"message": "Not Found"})
+        case.validate_response(response, checks=CHECKS)
+
+    @pytest.mark.parametrize("item", ODD_IDS)
+    def test_odd_ids_are_read_back_through_the_document_path(self, api, item):
+        # Given an odd id counted twice (the fixture)
+        # When it is read back, percent-encoded as the document's /items/{id} says, or with its "/" sent as is
+        for path in (f"/items/{quote(item, safe='')}", f"/items/{quote(item, safe='/')}"):
+            status, _, body = call("GET", path)
+            # Then it is the same item with its views
+            assert status == 200, (path, body)
+            assert json.loads(body) == {"id": item, "views": 2}
+
+    @pytest.mark.parametrize("body", [b"\x80", b'{"id": "caf\xe9"}', b'{"id": "a", "viewer": "\xff"}'])
+    def test_a_body_that_is_not_utf8_is_refused_and_writes_nothing(self, api, body):
+        """Found by the fuzzer: API Gateway base64-encodes such a body, and Powertools' JSON parsing raised a 500."""
+        before = table_items(api)
+        status, _, answer = call("POST", "/views", body)
+        assert status == 400
+        assert json.loads(answer)["code"] == "bad_request"
+        assert table_items(api) == before

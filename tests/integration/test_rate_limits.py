@@ -28,6 +28,7 @@ from shardboard.domain.recording import record_seen_view, record_views
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.operations.verification import verify
+from tests.conftest import examples
 from tests.integration.test_honest_counts import run_at_once
 from tests.integration.test_http_api import call, post
 
@@ -159,7 +160,7 @@ def test_a_throttled_view_gives_its_allowance_back(make_pipeline, clock, monkeyp
     assert pipeline.truth() == {"a": 3}
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     limit=st.integers(1, 4),
     extra=st.integers(0, 4),

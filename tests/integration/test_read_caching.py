@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from shardboard.handlers.openapi import document
 from shardboard_tools.local.gateway import Gateway, Reply, Request
+from tests.conftest import examples
 
 VIEWS = {"images/001.jpg": 5, "a?b": 3, "c": 2}
 # One request per read route of the document (the /leaderboard page too: a page of the ranked version).
@@ -101,7 +102,7 @@ def test_errors_carry_no_cache_headers(reads):
 
 
 @given(held=st.text(max_size=60))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_if_none_match_gets_the_answer_or_a_304(reads, held):
     # Whatever a client sends in If-None-Match, the read answers 200 with the body or 304 without one, never else
     answer = reads("/item?id=c", {"If-None-Match": held})

@@ -22,6 +22,7 @@ from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.keys import IDEMPOTENCY_PREFIX
 from shardboard.handlers import wiring
 from shardboard_tools.testing.faults import ClientFaults, FaultRates
+from tests.conftest import examples
 from tests.integration.test_client_moto import board_totals, process, ranked, rows
 from tests.integration.test_http_api import call, post
 
@@ -228,7 +229,7 @@ def run_at_once(requests) -> list:
     return results
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     requests=st.lists(
         st.tuples(st.integers(0, 3), st.sampled_from(["a", "b"]), st.integers(1, 3)), min_size=1, max_size=8

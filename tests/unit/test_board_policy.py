@@ -31,6 +31,7 @@ from shardboard_tools.bench.many_boards import ManyBoardsWorkload
 from shardboard_tools.capacity.units import item_size, write_units
 from shardboard_tools.local.loadgen import DEFAULT_CATEGORIES
 from shardboard_tools.template import Template, TemplateError
+from tests.conftest import examples
 
 
 # -- the grammar
@@ -70,7 +71,7 @@ def test_the_template_passes_its_default_policy_to_every_function():
 BOARDS_PARAMETER = Template.load().body["Parameters"]["Boards"]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     st.one_of(
         st.text(alphabet="max=0123456789 pattern|*abc:.-_(Z", max_size=30),
@@ -176,7 +177,7 @@ policies = st.builds(BoardPolicy, st.integers(0, 5), st.sampled_from([None, "*",
 views = st.lists(st.lists(st.sampled_from(NAMES), max_size=4, unique=True), max_size=25)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(policies, views)
 def test_any_sequence_of_views_is_admitted_iff_the_policy_allows_it(policy, requests):
     # Given a gate on an empty registry of a stack whose two old boards hold views from before the policy
@@ -279,7 +280,7 @@ def test_refusals_say_what_admit_would_refuse_and_write_nothing():
     assert set(gate.refusals(["a3", "old"])) == {"a3"}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(policies, st.lists(st.sampled_from(NAMES), max_size=4, unique=True), st.lists(st.sampled_from(NAMES)))
 def test_refusals_foretell_admitting_one_board_at_a_time(policy, first, names):
     # Given a registry holding some boards already

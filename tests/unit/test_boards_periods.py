@@ -18,6 +18,7 @@ from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore
 from shardboard_tools.operations.verification import stored, truth, verify
+from tests.conftest import examples
 
 # Sunday 2026-11-29 23:00 UTC: the next hours cross a day, an ISO week (W48 -> W49) and a month (Nov -> Dec).
 EDGE = datetime(2026, 11, 29, 23, 0, tzinfo=UTC)
@@ -79,7 +80,7 @@ def deliver_at_least_once(world: World, rng: random.Random) -> None:
         positions[lane] = end
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     views=views_strategy,
     seed=st.integers(0, 10**6),

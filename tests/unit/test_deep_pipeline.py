@@ -24,6 +24,7 @@ from shardboard.domain.snapshot import take_snapshot
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
+from tests.conftest import examples
 
 EVERYTHING = PeriodKey("global", ALL, ALL)
 START = datetime(2026, 11, 24, 6, 20, tzinfo=UTC)
@@ -107,7 +108,7 @@ chunks = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     chunks=chunks,
     top_n=st.integers(1, 3),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from shardboard.domain.deep_tier import DEEP_BUCKET_BASE, deep_bucket, gather_deep
 from shardboard.domain.ranking import Entry, top
+from tests.conftest import examples
 
 
 class DeepIndex:
@@ -40,7 +41,7 @@ class DeepIndex:
 items = st.dictionaries(st.text(alphabet="abcxyz#/ü ", min_size=1, max_size=4), st.integers(0, 80), max_size=90)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     views=items,
     depth=st.integers(1, 40),

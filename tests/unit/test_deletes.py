@@ -20,6 +20,7 @@ from shardboard.domain.taken_down import TakenDown
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from tests.conftest import examples
 from tests.unit.test_taken_down import past_the_listing_limit
 
 
@@ -130,7 +131,7 @@ def item_of(value: int) -> str:
     return f"i{value % 6 if value % 3 else value}"  # a few hot items and a long tail
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=steps,
     top_n=st.integers(1, 4),

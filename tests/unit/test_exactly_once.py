@@ -14,6 +14,7 @@ from shardboard.domain.ports import AggregateState, BoardState, MoveResult, Peri
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
+from tests.conftest import examples
 
 
 def memory_board() -> MemoryBoardStore:
@@ -59,7 +60,7 @@ def deliver(board: MemoryBoardStore, batch: list[ViewRecord]) -> None:
 increments = st.lists(st.tuples(st.sampled_from(["a", "b#1", "ü"]), st.integers(0, 3)), min_size=1, max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(increments=increments, seed=st.integers(0, 10**6))
 def test_at_least_once_delivery_counts_exactly_once(increments, seed):
     # Given the stream of a random history of views
@@ -91,7 +92,7 @@ def test_at_least_once_delivery_counts_exactly_once(increments, seed):
     assert {item: views(board, item) for item in truth} == truth
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(increments=increments, seed=st.integers(0, 10**6))
 def test_lost_records_are_healed_by_the_next_record_of_their_shard(increments, seed):
     # Given a stream where random records never reach the function (sent to the failure destination) ...

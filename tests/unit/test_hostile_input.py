@@ -32,6 +32,7 @@ from shardboard.domain.periods import (
 )
 from shardboard.domain.validation import BadInput
 from shardboard_tools.operations.importing import parse_lines
+from tests.conftest import examples
 
 LATEST = datetime.max.replace(tzinfo=UTC)
 # Offsets datetime takes: strictly within a day either way, to the microsecond.
@@ -130,7 +131,7 @@ def test_the_first_periods_have_none_before_them(kind):
     assert period_of(kind, EARLIEST).start == EARLIEST
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(TIME_TEXTS)
 @example("0001-01-01T00:00:00+01:00")
 @example("9999-12-31T23:30:00-01:00")
@@ -146,7 +147,7 @@ def test_any_time_text_is_a_moment_or_bad_input(text):
         assert EARLIEST <= moment <= LATEST
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(MOMENTS)
 def test_a_moment_is_refused_exactly_when_its_offset_moves_it_out_of_the_calendar(moment):
     if in_range(moment):
@@ -159,7 +160,7 @@ def test_a_moment_is_refused_exactly_when_its_offset_moves_it_out_of_the_calenda
             validation.moment(moment.isoformat())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(MOMENTS.filter(in_range), MOMENTS.filter(in_range), st.integers(0, 40))
 def test_every_period_arithmetic_answers_for_every_moment_in_the_calendar(first, second, retention):
     # Any two moments in the calendar, in UTC
@@ -235,7 +236,7 @@ def depth_of(value):
     return 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(JSON_VALUES, st.integers(0, 3000), st.integers(1, 6000))
 def test_any_json_parses_or_is_refused_on_one_line(value, wrap, digits):
     # Any JSON value, wrapped in arrays up to 3,000 deep, next to an integer of up to 6,000 digits
@@ -333,7 +334,7 @@ def look_alike(char: str) -> bool:
     return unicodedata.category(char) in ("Cf", "Zl", "Zp", "Zs") or ignorable or char == "\u2800"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=20),
     st.characters(categories=("Cf", "Zl", "Zp", "Zs", "Mn", "Lo", "So")),

@@ -32,6 +32,7 @@ from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.lost_responses import LostResponses, ResponseLost
 from shardboard_tools.capacity.memory import MemoryViewStore
+from tests.conftest import examples
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 
@@ -228,7 +229,7 @@ def test_a_recorder_never_has_two_writes_in_flight_on_one_counter_item():
     assert views.scan_totals() == {"a": 12, "b": 12}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     steps=st.lists(
         st.one_of(
@@ -284,7 +285,7 @@ def test_lost_responses_are_injected_after_the_write_landed():
 
 
 # ------------------------------------------------------------------------------------------ keyed requests
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     requests=st.lists(
         st.tuples(st.integers(0, 4), st.sampled_from(["a", "b", "c"]), st.integers(1, 3)), min_size=1, max_size=12

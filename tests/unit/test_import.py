@@ -32,6 +32,7 @@ from shardboard_tools.operations.importing import (
     run_import,
 )
 from shardboard_tools.operations.verification import stored, truth
+from tests.conftest import examples
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CONFIG = Settings(periods=("day", "week", "month"), write_concurrency=1, top_n=3, category_top_n=2)
@@ -244,7 +245,7 @@ class StopsAfter:
         return self.views.set_counters(*args, **kwargs)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     views=views_strategy,
     live=views_strategy,

@@ -24,6 +24,7 @@ from shardboard.domain.newest import (
 )
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
+from tests.conftest import examples
 
 # Few distinct times, so many items share a created_at and only the id orders them.
 TIMES = [f"2026-11-23T17:00:0{s}.000Z" for s in range(4)]
@@ -78,7 +79,7 @@ def walk(catalog: MemoryItemStore, shards: int, wanted: Window, limit: int, betw
     raise AssertionError("the walk did not end")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     creations=st.lists(st.tuples(IDS, st.sampled_from(TIMES)), max_size=40, unique_by=lambda c: c[0]),
     later=st.lists(st.tuples(IDS, st.sampled_from(TIMES)), max_size=10),

@@ -26,6 +26,7 @@ from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranked import exclusions, percentile, visible_positions
 from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.settings import Settings
+from tests.conftest import examples
 
 PERIOD = PeriodKey("global", "all", "all")
 T0 = "2026-11-24T06:20:00+00:00"
@@ -131,7 +132,7 @@ def taken_down(board: EventBoard, plan: list[tuple[str, int]], top_n: int) -> tu
     return set(status), status
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(counts=boards, top_n=st.integers(1, 20), extra=st.integers(1, 300), plan=takedowns, data=st.data())
 def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extra, plan, data):
     depth = top_n + extra
@@ -174,7 +175,7 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     assert answer.position == position and answer.entries[answer.above].id == item
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     count=st.integers(0, 300),
     taken=st.sets(st.integers(1, 300), max_size=60),

@@ -25,6 +25,7 @@ from shardboard.domain.rank_pages import (
 from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.settings import Settings
+from tests.conftest import examples
 
 PERIOD = PeriodKey("global", "all", "all")
 T0 = "2026-11-24T06:20:00+00:00"
@@ -94,7 +95,7 @@ boards = st.dictionaries(
 )  # views 1..6: heavy ties, across the stored pages of 100
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(counts=boards, top_n=st.integers(1, 20), extra=st.integers(1, 400), size=st.integers(1, 100), data=st.data())
 def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, data):
     depth = top_n + extra
@@ -112,7 +113,7 @@ def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, da
         assert (page.cursor is not None) == (offset + limit < len(truth))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     counts=boards,
     top_n=st.integers(1, 20),
@@ -144,7 +145,7 @@ def test_around_matches_sorting_with_padding_at_the_top_and_bottom(counts, top_n
         assert board.requests == 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(rv=st.text(min_size=1, max_size=12), offset=st.integers(0, 10**6), limit=st.integers(1, 100), data=st.data())
 def test_cursors_round_trip_and_any_edit_is_refused_or_decodes_to_what_it_says(rv, offset, limit, data):
     cursor = Cursor(PeriodKey("global", "week", "2026-W48"), rv, offset, limit)

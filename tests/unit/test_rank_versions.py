@@ -28,6 +28,7 @@ from shardboard.domain.snapshot import take_snapshot
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from tests.conftest import examples
 
 EVERYTHING = PeriodKey("global", ALL, ALL)
 START = datetime(2026, 11, 24, 6, 20, tzinfo=UTC)
@@ -83,7 +84,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=steps,
     top_n=st.integers(1, 4),

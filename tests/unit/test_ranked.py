@@ -15,6 +15,7 @@ from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
 from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.settings import Settings
+from tests.conftest import examples
 
 PERIOD = PeriodKey("global", "all", "all")
 NOW = "2026-11-24T06:20:00.000Z"
@@ -72,7 +73,7 @@ boards = st.dictionaries(
 )  # views 1..6: heavy ties at the top, at D and beyond
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(counts=boards, top_n=st.integers(1, 5), extra=st.integers(0, 30))
 def test_ranks_match_sorting_within_d_and_are_labelled_approximate_beyond(counts, top_n, extra):
     depth = top_n + extra

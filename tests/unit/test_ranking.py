@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.ranking import Entry, Page, first_page_size, gather_top_n, top, with_ranks
+from tests.conftest import examples
 
 
 class FakeShards:
@@ -38,7 +39,7 @@ entries = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(entries=entries, shard_count=st.integers(1, 7), n=st.integers(1, 30), seed=st.integers(0, 10**6))
 def test_gather_equals_sorting_everything(entries, shard_count, n, seed):
     # Given items spread over shards by any rule (the merge must not rely on the hash)

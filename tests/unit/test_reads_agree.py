@@ -38,6 +38,7 @@ from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from tests.conftest import examples
 
 REFRESH_SECONDS = 60  # RankRefreshSeconds
 
@@ -131,7 +132,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=steps,
     top_n=st.integers(1, 4),

@@ -19,6 +19,7 @@ from shardboard.domain.taken_down import TakenDown
 from shardboard.services.refill import repair_unproven
 from shardboard_tools.operations.refill import refill, short_periods
 from shardboard_tools.operations.verification import stored_counts, verify
+from tests.conftest import examples
 from tests.unit.test_takedowns import World
 
 TOP_N, SPARE = 2, 1
@@ -121,7 +122,7 @@ def test_an_unhide_after_a_refill_finds_the_item_in_the_index():
         assert head["items"] == world.best_visible(TOP_N)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rounds=st.lists(
         st.tuples(

@@ -14,6 +14,7 @@ from shardboard.domain import validation
 from shardboard.handlers.http_errors import first_reason
 from shardboard.schema import ViewRequest
 from tests.bad_input_catalogue import HTTP, HttpCase
+from tests.conftest import examples
 
 FIELDS = st.sampled_from(["id", "count", "boards", "viewer", "views"])
 VALUES = st.one_of(
@@ -59,7 +60,7 @@ def test_the_catalogues_bodies_get_the_same_answer(case):
     assert model == domain and case.message in model
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(BODIES)
 def test_any_body_gets_the_same_answer(body):
     domain, model = outcomes(body)

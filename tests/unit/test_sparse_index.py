@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
+from tests.conftest import examples
 
 INDEX = "memory-board/by-views"
 
@@ -48,7 +49,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=steps, top_n=st.integers(1, 6), board_shards=st.integers(1, 4), batch_size=st.integers(1, 9))
 def test_sparse_index_keeps_the_top_n_exact(steps, top_n, board_shards, batch_size):
     # Given the pipeline with a sparse index and a random interleaving of views, drains and snapshots

@@ -22,6 +22,7 @@ from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
+from tests.conftest import examples
 from tests.unit.test_taken_down import past_the_listing_limit
 
 
@@ -98,7 +99,7 @@ def item_of(value: int) -> str:
     return f"i{value % 6 if value % 3 else value}"  # a few hot items and a long tail
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=steps,
     top_n=st.integers(1, 4),

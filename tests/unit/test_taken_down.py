@@ -19,6 +19,7 @@ from shardboard.domain.taken_down import LISTING_LIMIT, TakedownListing, TakenDo
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
 from shardboard_tools.capacity.units import item_size
+from tests.conftest import examples
 
 NOW = "2026-11-23T17:00:00.000Z"
 # Short, odd and 512-byte ids: the long ones are what filled the String Sets of earlier releases.
@@ -61,7 +62,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps=operations, per_id=st.booleans(), consistent=st.booleans())
 def test_any_sequence_of_takedowns_is_reflected_exactly_in_membership(steps, per_id, consistent):
     # Given an items table and the truth: each id's status
