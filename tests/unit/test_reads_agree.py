@@ -33,8 +33,8 @@ from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.ranked import head_entries, head_ranks, percentile
-from shardboard.domain.snapshot import refresh_changed
-from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide
+from shardboard.services.snapshots import refresh_changed
+from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock

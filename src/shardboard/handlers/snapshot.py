@@ -12,12 +12,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import refresh_changed
-from shardboard.domain.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.handlers.wiring import container
+from shardboard.services.snapshots import refresh_snapshots
 
 
 @logger.inject_lambda_context
@@ -25,15 +22,7 @@ from shardboard.handlers.wiring import board_store, item_store, settings
 @log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    config = settings()
-    # The hidden and the deleted ids, one view per run: every gather drops both (issue 13 takedowns; a deleted
-    # item's aggregates may outlive its tombstone until its delete has swept them). Listed while few, else each
-    # candidate a gather meets is looked up once per run.
-    items = item_store()
-    dropped = TakenDown.read(items)
-    run = refresh_changed(
-        board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=dropped, catalog=items
-    )
+    run = refresh_snapshots(container())
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)

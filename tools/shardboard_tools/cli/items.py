@@ -13,10 +13,11 @@ import boto3
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shardboard.domain import newest, takedown, validation
+from shardboard.domain import newest, validation
 from shardboard.domain.items import ItemRecord, meta_text, reason
-from shardboard.domain.republish import put_item
 from shardboard.schema import Item, ItemPut, NewestPage
+from shardboard.services import takedowns as takedown
+from shardboard.services.republishing import put_item
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
 

@@ -32,7 +32,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.domain.aggregation import Context
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import ItemCatalog, PeriodKey
-from shardboard.domain.snapshot import take_snapshot
+from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 from shardboard_tools.operations.verification import Stored, holding_threshold, reserve, stored_counts
 
@@ -90,7 +90,7 @@ def refill(
         board.lower_threshold(period, holds)
     found = stored_counts(board, settings)
     layouts = board.thresholds(sorted({PeriodKey(p.board, ALL, ALL) for p in short}), consistent=True)
-    ctx = Context(settings, layouts)
+    ctx = Context(settings.policy, layouts)
     repaired = []
     for period, holds in sorted(short.items()):
         keyed = sum(

@@ -15,11 +15,9 @@ from shardboard.adapters.board_table import BoardStore, aggregate_state
 from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.deep_tier import deep_tier_on
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import BoardState, PeriodKey
 from shardboard.domain.ranking import Entry, top
-from shardboard.domain.snapshot import gather_depth
 from shardboard.settings import Settings
 
 # Counts per period: period -> item -> views.
@@ -136,11 +134,11 @@ def reserve(settings: Settings, period: PeriodKey, state: BoardState | None) -> 
     D (the deep tier keys every aggregate down to T_D, and a short head gather falls back on it)."""
     if state is None:
         return 0, 0
-    if deep_tier_on(settings, period):
+    if settings.policy.deep_tier_on(period):
         return state.deep_threshold, settings.rank_depth_of(period.board)
     if settings.ranked_versions(period.board):
         return state.threshold, settings.rank_depth_of(period.board)
-    return state.threshold, gather_depth(settings, period.board)
+    return state.threshold, settings.policy.keep(period.board).gather_depth
 
 
 def holding_threshold(counts: Mapping[str, int], published: int, depth: int, dropped: frozenset[str]) -> int | None:
