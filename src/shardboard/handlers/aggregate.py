@@ -26,6 +26,10 @@ class WindowNotApplied(RuntimeError):
     state (items already applied are absorbed as replays)."""
 
 
+class RecordNotApplied(RuntimeError):
+    """A record of an item whose write failed this batch (the item's error is its cause): reported for retry."""
+
+
 aggregator = StreamAggregator(board_store, settings, denied_ids)
 
 
@@ -48,7 +52,8 @@ def partial_response(event: dict[str, Any], applied: AppliedBatch, context: Any 
     def verdict(record: DynamoDBRecord) -> None:
         error = applied.failure_of(record.raw_event)
         if error is not None:
-            raise error
+            # A fresh exception per record: re-raising the item's own would grow its traceback at every record.
+            raise RecordNotApplied(repr(error)) from error
 
     # A processor per invocation: Powertools keeps a processor's records until its next batch.
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
