@@ -9,11 +9,13 @@ import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
 from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
-from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, anchor_kind, parse_periods
+from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, parse_periods
+from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
 from shardboard.domain.rate_limit import RateLimits
 from shardboard.schedule import ScheduleError, interval_seconds
 
@@ -180,32 +182,52 @@ class Settings:
     def rate_limits(self) -> RateLimits:
         return RateLimits(self.views_per_ip_per_minute, self.views_per_viewer_per_minute)
 
+    @cached_property
+    def policy(self) -> Leaderboards:
+        """The policy values the aggregator and the snapshot job decide by (the domain never reads the settings)."""
+        retention = (
+            ("hour", self.retention_hours),
+            ("day", self.retention_days),
+            ("week", self.retention_weeks),
+            ("month", self.retention_months),
+        )
+        return Leaderboards(
+            board=self.board,
+            periods=Periods(self.periods, retention),
+            index=Indexing(self.sparse_index, self.board_shards),
+            keeping=Keeping(
+                self._keep(self.top_n, self.rank_depth),
+                self._keep(self.category_top_n, self.category_rank_depth),
+                page_size=self.page_size,
+                rank_refresh_seconds=self.rank_refresh_seconds,
+                cursor_ttl_seconds=self.cursor_ttl_seconds,
+            ),
+        )
+
+    def _keep(self, top_n: int, configured_depth: int) -> Keep:
+        """D is never fewer than the N + R a head gathers (the T a deep gather publishes must keep the spares exact
+        too); D = N when RankDepth <= N turns ranked versions off."""
+        depth = top_n if configured_depth <= top_n else max(configured_depth, top_n + self.snapshot_spare)
+        return Keep(top_n, self.snapshot_spare, depth)
+
     @property
     def anchor(self) -> str:
         """The period kind base counters are keyed by (the finest configured one; all time when none is)."""
-        return anchor_kind(self.periods)
+        return self.policy.periods.anchor
 
     def top_n_of(self, board: str) -> int:
-        return self.top_n if board == GLOBAL_BOARD else self.category_top_n
+        return self.policy.keep(board).top_n
 
     def rank_depth_of(self, board: str) -> int:
-        """D of a board: its ranked versions hold the exact top D. Never fewer than the N + R its head gathers (the T a
-        deep gather publishes must keep the spares exact too); N when RankDepth <= N turns ranked versions off."""
-        configured = self.rank_depth if board == GLOBAL_BOARD else self.category_rank_depth
-        top_n = self.top_n_of(board)
-        return top_n if configured <= top_n else max(configured, top_n + self.snapshot_spare)
+        """D of a board: its ranked versions hold the exact top D (see ``_keep``)."""
+        return self.policy.keep(board).depth
 
     def ranked_versions(self, board: str) -> bool:
         """Whether a board keeps ranked versions: only when D > N (with D = N the head is the ranking)."""
-        return self.rank_depth_of(board) > self.top_n_of(board)
+        return self.policy.keep(board).ranked_versions
 
     def retention(self, kind: str) -> int:
-        return {
-            "hour": self.retention_hours,
-            "day": self.retention_days,
-            "week": self.retention_weeks,
-            "month": self.retention_months,
-        }.get(kind, 0)
+        return self.policy.periods.kept(kind)
 
     @classmethod
     def for_stack(cls, stack: str = DEFAULT_STACK, **changes: Any) -> Settings:

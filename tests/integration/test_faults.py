@@ -116,7 +116,7 @@ def test_a_kill_at_every_step_of_a_batch_is_healed_by_the_retry(make_pipeline, t
     def killed_once(event, context):
         if outcomes:  # the retry runs normally
             response = container.invoke(event, context)
-            outcomes.append(container.processor.outcome)
+            outcomes.append(container.aggregator.last.outcome)
             return response
         outcomes.append(None)
         if step == "before any write":

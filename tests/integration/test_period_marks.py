@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.domain.aggregation import apply_batch, note_changes
 from shardboard.domain.periods import bucket_of
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import refresh_changed
+from shardboard.services.aggregating import apply_batch, note_changes
+from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore

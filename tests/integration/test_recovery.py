@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.domain.recording import Where, record_views
-from shardboard.domain.takedown import delete
+from shardboard.services.takedowns import delete
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.stream_runner import StreamRunner

@@ -13,7 +13,7 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import take_snapshot
+from shardboard.services.snapshots import take_snapshot
 from shardboard_tools.operations import resharding
 from shardboard_tools.operations.verification import verify
 

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
-from shardboard.domain.aggregation import apply_deltas
 from shardboard.domain.batch import ViewRecord, fold
 from shardboard.domain.deep_tier import DEEP_BUCKET_BASE, deep_bucket
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import BoardState, PeriodKey
-from shardboard.domain.snapshot import take_snapshot
+from shardboard.services.aggregating import apply_deltas
+from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore

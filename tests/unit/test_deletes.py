@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from shardboard.adapters.board_table import snapshot_from_item
 from shardboard.domain.periods import ALL, DAY, from_epoch
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import refresh_changed
-from shardboard.domain.takedown import NothingToTakeDown, delete, hide
 from shardboard.domain.taken_down import TakenDown
+from shardboard.services.snapshots import refresh_changed
+from shardboard.services.takedowns import NothingToTakeDown, delete, hide
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
@@ -310,8 +310,8 @@ def test_a_delete_landing_between_a_batchs_deny_read_and_its_writes_is_erased_by
             world.design.view(item)
             world.counts[item] += 1
     assert world.aggregated() == {"a": 2, "b": 1}
-    processor = world.design.processor
-    fresh = processor.denied
+    aggregator = world.design.aggregator
+    fresh = aggregator.denied
     landed: list[str] = []
 
     def stale_before_writes(item_ids, consistent: bool) -> frozenset[str]:
@@ -323,7 +323,7 @@ def test_a_delete_landing_between_a_batchs_deny_read_and_its_writes_is_erased_by
             world.deleted.add("a")
         return frozenset()
 
-    processor.denied = stale_before_writes
+    aggregator.denied = stale_before_writes
     # When the stream is drained (the batch writes "a" after its delete's erase)
     world.design.settle(final=True)
     # Then the batch's strongly consistent read after its writes finds the tombstone and erases what it wrote

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.aggregation import AggregateContention, Context, ItemOutcome, apply_delta
+from shardboard.domain.aggregation import AggregateContention, Context, ItemOutcome
 from shardboard.domain.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
 from shardboard.domain.ports import AggregateState, BoardState, MoveResult, PeriodKey
+from shardboard.services.aggregating import apply_delta
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
@@ -34,7 +35,7 @@ def views(board: MemoryBoardStore, item_id: str) -> int:
 def apply_item(board: MemoryBoardStore, delta: ItemDelta, threshold: int = 0) -> ItemOutcome:
     """The aggregator's per-item step on the global board, all time only, with a published threshold."""
     state = BoardState(threshold, None, None)
-    return apply_delta(board, delta, Context(Settings(periods=()), {PeriodKey("global", "all", "all"): state}))
+    return apply_delta(board, delta, Context(Settings(periods=()).policy, {PeriodKey("global", "all", "all"): state}))
 
 
 def one(records: list[ViewRecord], item: str = "a") -> ItemDelta:

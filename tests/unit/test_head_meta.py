@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 from shardboard.adapters.board_table import snapshot_item
-from shardboard.domain.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, inline_meta, within_budget
+from shardboard.domain.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, within_budget
 from shardboard.domain.items import MAX_META_BYTES, meta
 from shardboard.domain.snapshot import leaderboard_json
+from shardboard.services.snapshots import inline_meta
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
 from shardboard_tools.capacity.units import item_size, read_units
@@ -130,8 +131,8 @@ def test_past_the_budget_the_lowest_ranked_entries_lose_their_inline_documents()
 
 
 def test_a_re_put_document_reaches_every_head_that_carries_it_at_once():
-    from shardboard.domain.republish import put_item
-    from shardboard.domain.snapshot import refresh_changed
+    from shardboard.services.republishing import put_item
+    from shardboard.services.snapshots import refresh_changed
     from tests.unit.test_takedowns import World
 
     # Given a board whose heads (all time and the day) carry the documents of a (put) and b (never put)

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.domain.aggregation import apply_batch, note_changes
 from shardboard.domain.periods import ALL, bucket_of, coarser_bucket
 from shardboard.domain.ports import PeriodKey
+from shardboard.services.aggregating import apply_batch, note_changes
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore

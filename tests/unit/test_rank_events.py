@@ -22,9 +22,9 @@ from shardboard.domain.rank_pages import (
     walk_cursor,
     window,
 )
-from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranked import exclusions, percentile, visible_positions
 from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
 

@@ -22,8 +22,8 @@ from shardboard.domain.rank_pages import (
     walk_cursor,
     window,
 )
-from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
 

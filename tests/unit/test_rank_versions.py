@@ -24,7 +24,7 @@ from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_versions import build_parts, rank_shard_of
 from shardboard.domain.ranking import Entry
-from shardboard.domain.snapshot import take_snapshot
+from shardboard.services.snapshots import take_snapshot
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
 from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_versions import refresh_rank_version
 from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
 from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
 

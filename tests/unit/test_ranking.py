@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,7 +50,8 @@ def test_gather_equals_sorting_everything(entries, shard_count, n, seed):
         shards[rng.randrange(shard_count)].append(Entry(id=item_id, views=views))
     fake = FakeShards(shards, seed)
     # When the top n is gathered with adaptive paging
-    gathered = gather_top_n(n, shard_count, fake.fetch, parallelism=2)
+    with ThreadPoolExecutor(2) as pool:
+        gathered = gather_top_n(n, shard_count, fake.fetch, each=pool.map)
     # Then it is exactly the top n of everything, in leaderboard order
     everything = [Entry(id=i, views=v) for i, v in entries]
     assert gathered.top == top(everything, n)

@@ -27,14 +27,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain import snapshot as snapshot_module
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
 from shardboard.domain.ranked import head_entries, head_ranks, percentile
-from shardboard.domain.snapshot import refresh_changed
-from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide
+from shardboard.services import snapshots as snapshot_module
+from shardboard.services.snapshots import refresh_changed
+from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from shardboard.domain.periods import ALL, DAY
 from shardboard.domain.ranking import Entry
-from shardboard.domain.snapshot import proven_exact, take_snapshot
-from shardboard.domain.takedown import delete, hide, unhide
+from shardboard.domain.snapshot import proven_exact
 from shardboard.domain.taken_down import TakenDown
 from shardboard.services.refill import repair_unproven
+from shardboard.services.snapshots import take_snapshot
+from shardboard.services.takedowns import delete, hide, unhide
 from shardboard_tools.operations.refill import refill, short_periods
 from shardboard_tools.operations.verification import stored_counts, verify
 from tests.conftest import examples

@@ -15,9 +15,10 @@ from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
-from shardboard.domain.snapshot import RefreshRun, leaderboard_json, refresh_changed
-from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide, without
+from shardboard.domain.snapshot import RefreshRun, leaderboard_json
 from shardboard.domain.taken_down import TakenDown
+from shardboard.services.snapshots import refresh_changed
+from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide, without
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock

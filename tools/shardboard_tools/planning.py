@@ -123,9 +123,9 @@ def refresh_cost(top_n: int, shards: int, trials: int = REFRESH_TRIALS, seed: in
     items = units = rounds = 0.0
     for _ in range(trials):
         board = _random_board(top_n * 4, shards, rng)
-        first = gather_top_n(top_n, shards, _fetcher(board, []), None, parallelism=1)
+        first = gather_top_n(top_n, shards, _fetcher(board, []), None)
         pages: list[int] = []
-        second = gather_top_n(top_n, shards, _fetcher(board, pages), first.shard_hits, parallelism=1)
+        second = gather_top_n(top_n, shards, _fetcher(board, pages), first.shard_hits)
         items += second.items_read
         rounds += second.rounds
         units += sum(query_units([INDEX_ENTRY_BYTES] * size) for size in pages)

@@ -1,37 +1,30 @@
-"""Apply a stream batch to the aggregates: one compare-and-set write per (board, item), exactly once, every period.
+"""What a stream batch writes to the aggregates, decided without a single call: one compare-and-set write per
+(board, item), exactly once, every period. ``services/aggregating.py`` executes these plans and feeds back what the
+table answered.
 
 An aggregate holds one board's counts of one item: all time and the current period of each configured kind, and
 the per-write-shard applied values of its *anchor bucket* (the finest period, e.g. today). Views of the aggregate's
-anchor bucket are one conditional UpdateItem (``move``). Views of a newer bucket first copy the periods that end
-into past entries (``archive``), then move the aggregate on (``roll``). Views of an older bucket (an import, a
-stream retried for hours) move that bucket's entry and, in the same transaction, the aggregate and past entries
-(``move_late``). docs/boards-and-periods.md has the argument; domain/batch.py the fold.
+anchor bucket are one conditional UpdateItem (``Move``). Views of a newer bucket first copy the periods that end
+into past entries, then move the aggregate on (``Roll``). Views of an older bucket (an import, a stream retried for
+hours) move that bucket's entry and, in the same transaction, the aggregate and past entries (``LateMove``).
+docs/boards-and-periods.md has the argument; domain/batch.py the fold.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import NamedTuple
 
-from shardboard.domain.batch import (
-    DeltaKey,
-    ItemDelta,
-    ShardMove,
-    ViewRecord,
-    catch_up_moves,
-    fold,
-    lower_bound_after,
-    optimistic_moves,
-)
-from shardboard.domain.deep_tier import deep_bucket, deep_tier_on
-from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, expires_at
-from shardboard.domain.ports import AggregateState, Board, BoardState, LateMove, PastEntry, PeriodKey
+from shardboard.domain.batch import DeltaKey, ItemDelta, ShardMove, catch_up_moves, lower_bound_after
+from shardboard.domain.deep_tier import deep_bucket
+from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket
+from shardboard.domain.policy import Leaderboards
+from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.sharding import board_shard_of, period_shard_value
-from shardboard.settings import Settings
 
 # A refused compare-and-set is retried against the values it found. Only a concurrent writer on the same write
 # shard (two runners on one stream by mistake) or a concurrent roll can refuse it again; eight rounds is far beyond.
@@ -97,22 +90,29 @@ class BatchOutcome:
     def failed(self, board: str, item_id: str) -> BaseException | None:
         return self.failures.get((board, item_id))
 
+    def add(self, ctx: Context, key: DeltaKey, item: ItemOutcome) -> None:
+        """One delta applied: its outcome, and the periods whose snapshots must be refreshed."""
+        self.items[key] = item
+        # A replay marks too: the delivery that applied it may have died before its marks (``marks``).
+        if item.views_added or item.replay_absorbed:
+            self.changed.update(ctx.periods(key[0], key[2]))
+
 
 @dataclass(frozen=True)
 class Context:
-    """What every delta of one batch shares: the settings and the published thresholds and layouts it read."""
+    """What every delta of one batch shares: the policy and the published thresholds and layouts it read."""
 
-    settings: Settings
-    states: dict[PeriodKey, BoardState]
+    policy: Leaderboards
+    states: Mapping[PeriodKey, BoardState]
 
     @property
     def anchor(self) -> str:
-        return self.settings.anchor
+        return self.policy.periods.anchor
 
     @property
     def kinds(self) -> tuple[str, ...]:
         """The configured period kinds, finest (the anchor) first."""
-        return self.settings.periods
+        return self.policy.periods.kinds
 
     def coarse_kinds(self) -> tuple[str, ...]:
         return tuple(kind for kind in self.kinds if kind != self.anchor)
@@ -122,10 +122,10 @@ class Context:
 
     def periods(self, board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
         """Every period a view of ``anchor_bucket`` counts in: the configured kinds, then all time."""
-        return periods_of(self.settings.periods, board, anchor_bucket)
+        return periods_of(self.kinds, board, anchor_bucket)
 
     def threshold(self, period: PeriodKey) -> int:
-        if not self.settings.sparse_index:
+        if not self.policy.index.sparse:
             return 0
         state = self.states.get(period)
         return state.threshold if state else 0
@@ -133,18 +133,22 @@ class Context:
     def deep_threshold(self, board: str) -> int | None:
         """T_D of a board's all-time deep tier, or None when the deep tier is off (docs/proposals/deep-tier.md)."""
         everything = PeriodKey(board, ALL, ALL)
-        if not deep_tier_on(self.settings, everything):
+        if not self.policy.deep_tier_on(everything):
             return None
         state = self.states.get(everything)
         return state.deep_threshold if state else 0
 
     def index_key(self, period: PeriodKey, item_id: str) -> str:
         board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
-        shards = (board_state.shards if board_state else None) or self.settings.board_shards
+        shards = (board_state.shards if board_state else None) or self.policy.index.board_shards
         return period_shard_value(period.board, period.kind, period.bucket, board_shard_of(item_id, shards), shards)
 
     def expires(self, period: PeriodKey) -> int | None:
-        return expires_at(period.kind, period.bucket, self.settings.retention(period.kind))
+        return self.policy.periods.expires(period)
+
+    def main_threshold(self) -> int:
+        """The deployment's board's all-time threshold this batch used (logged)."""
+        return self.threshold(PeriodKey(self.policy.board, ALL, ALL))
 
 
 @functools.lru_cache(maxsize=65_536)  # every delta asks; a batch has few distinct (board, bucket) pairs
@@ -153,11 +157,112 @@ def periods_of(kinds: tuple[str, ...], board: str, anchor_bucket: str) -> tuple[
     return tuple(PeriodKey(board, kind, coarser_bucket(kind, anchor, anchor_bucket)) for kind in (*kinds, ALL))
 
 
-def read_context(board: Board, deltas: Iterable[ItemDelta], settings: Settings) -> Context:
-    """One read per batch: the thresholds and layouts of every period the batch's views count in."""
-    probe = Context(settings, {})
-    wanted = {period for delta in deltas for period in probe.periods(delta.board, delta.bucket)}
-    return Context(settings, board.thresholds(sorted(wanted)) if wanted else {})
+def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[PeriodKey]:
+    """The periods whose thresholds and layouts a batch needs (one read per batch): every period its views count in."""
+    kinds = policy.periods.kinds
+    return sorted({period for delta in deltas for period in periods_of(kinds, delta.board, delta.bucket)})
+
+
+def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[ItemDelta]]:
+    """The deltas of each (board, item), oldest anchor bucket first: one worker applies them in that order."""
+    groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
+    for delta in deltas.values():
+        groups[(delta.board, delta.item_id)].append(delta)
+    return {key: sorted(group, key=_by_bucket) for key, group in groups.items()}
+
+
+def _by_bucket(delta: ItemDelta) -> str:
+    return delta.bucket
+
+
+# -- the writes a delta needs, one decision at a time
+
+
+class Step(Enum):
+    """Which write a delta needs next, given the aggregate's anchor bucket."""
+
+    MOVE = "move"  # the aggregate's own bucket (or no aggregate yet)
+    ROLL = "roll"  # a newer bucket: archive the periods that end, move the aggregate on
+    LATE = "late"  # an older bucket: its entry, by transaction
+
+
+def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
+    if state is None or state.bucket in (None, delta.bucket):
+        return Step.MOVE
+    return Step.ROLL if delta.bucket > state.bucket else Step.LATE
+
+
+@dataclass(frozen=True)
+class Move:
+    """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
+    index keys its count is sure to earn (``joins``, per kind) and the deep key and bucket (``deep``)."""
+
+    board: str
+    item_id: str
+    bucket: str
+    moves: list[ShardMove]
+    kinds: tuple[str, ...]
+    joins: dict[str, str]
+    deep: tuple[str, int] | None
+
+    @property
+    def added(self) -> int:
+        return sum(m.target - m.expected for m in self.moves)
+
+
+class IndexJoin(NamedTuple):
+    """Key an aggregate into a kind's index (sparse index: its count reached the period's threshold)."""
+
+    board: str
+    item_id: str
+    kind: str
+    key: str
+
+
+class DeepJoin(NamedTuple):
+    """Key an aggregate into the all-time deep index at ``bucket``, or raise its bucket to it."""
+
+    board: str
+    item_id: str
+    key: str
+    bucket: int
+
+
+class EntryJoin(NamedTuple):
+    """Key a past period's entry into its kind's index."""
+
+    period: PeriodKey
+    item_id: str
+    key: str
+
+
+Join = IndexJoin | DeepJoin
+
+
+@dataclass(frozen=True)
+class Roll:
+    """Views of a newer anchor bucket: copy each period that ends into a past entry (``archives``), then replace the
+    aggregate's state ``old`` by ``new`` (``keys``: each changed kind's index key, None to remove it)."""
+
+    board: str
+    item_id: str
+    archives: list[PastEntry]
+    old: AggregateState
+    new: AggregateState
+    keys: dict[str, str | None]
+    moves: list[ShardMove]
+    added: int
+
+
+def catch_up(delta: ItemDelta, applied: Mapping[int, int]) -> tuple[ItemOutcome, list[ShardMove]]:
+    """After a refused compare-and-set, from the applied values it found: whether part of the batch was applied
+    before (a replay) or records before it never arrived (a gap), and the moves still to make."""
+    found = [(applied.get(shard, 0), step.before) for shard, step in delta.shards.items()]
+    seen = ItemOutcome(
+        replay_absorbed=any(value > before for value, before in found),
+        gap_healed=any(value < before for value, before in found),
+    )
+    return seen, catch_up_moves(delta, applied)
 
 
 def joins_for(ctx: Context, periods: Sequence[PeriodKey], item_id: str, lower_bound: int) -> dict[PeriodKey, str]:
@@ -175,93 +280,50 @@ def deep_join_for(ctx: Context, board: str, item_id: str, lower_bound: int) -> t
     return ctx.index_key(everything, item_id), deep_bucket(lower_bound)
 
 
-def apply_delta(board: Board, delta: ItemDelta, ctx: Context) -> ItemOutcome:
-    """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once."""
-    moves = optimistic_moves(delta)
-    if not moves:
-        return ItemOutcome()
-    outcome = ItemOutcome()
-    state: AggregateState | None = None
-    for _ in range(MAX_CAS_ATTEMPTS):
-        if state is None or state.bucket in (None, delta.bucket):
-            step, state, moves = _move(board, delta, ctx, moves, state)
-        elif delta.bucket > state.bucket:
-            step, state, moves = _roll(board, delta, ctx, state)
-        else:
-            step, state, moves = _late(board, delta, ctx, state, moves)
-        outcome = outcome.plus(step)
-        if not moves:
-            return outcome
-    raise AggregateContention(f"{delta.board}/{delta.item_id!r}: {MAX_CAS_ATTEMPTS} compare-and-set attempts lost")
-
-
-Step = tuple[ItemOutcome, AggregateState | None, list[ShardMove]]
-
-
-def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None) -> Step:
+def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
     """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem."""
-    if known is not None:  # a previous attempt read the aggregate: continue from what it holds
-        found = [(known.applied.get(shard, 0), step.before) for shard, step in delta.shards.items()]
-        moves = catch_up_moves(delta, known.applied)
-        outcome = ItemOutcome(
-            replay_absorbed=any(applied > before for applied, before in found),
-            gap_healed=any(applied < before for applied, before in found),
-        )
-        if not moves:  # a replay: everything was applied; still heal a crash between count and index writes
-            return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, known)), known, []
-    else:
-        outcome = ItemOutcome()
-    periods = ctx.periods(delta.board, delta.bucket)
     lower_bound = lower_bound_after(moves)
-    joins = joins_for(ctx, periods, delta.item_id, lower_bound)
-    result = board.move(
+    joins = joins_for(ctx, ctx.periods(delta.board, delta.bucket), delta.item_id, lower_bound)
+    return Move(
         delta.board,
         delta.item_id,
         delta.bucket,
         moves,
-        kinds=ctx.kinds,
-        joins={p.kind: k for p, k in joins.items()},
-        deep=deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
+        ctx.kinds,
+        {p.kind: k for p, k in joins.items()},
+        deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
     )
-    outcome = outcome.plus(ItemOutcome(writes=1))
-    if not result.applied:
-        return outcome, result.state or board.state(delta.board, delta.item_id), moves
-    assert result.state is not None
-    added = sum(m.target - m.expected for m in moves)
-    outcome = outcome.plus(ItemOutcome(views_added=added))
-    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, result.state)), result.state, []
 
 
-def join_indexes(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
-    """Key the aggregate into every period index whose threshold its count reached (sparse index)."""
+def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[Join]:
+    """The index keys an aggregate lacks: every period index whose threshold its count reached (sparse index), and
+    the deep tier's key. Also after a pure replay: a crash between the count and a join heals here."""
     if state.bucket is None:
-        return ItemOutcome()
-    writes, joined = 0, False
-    for period in ctx.periods(board_name, state.bucket):
+        return []
+    joins: list[Join] = []
+    for period in ctx.periods(board, state.bucket):
         keyed = state.in_index if period.kind == ALL else period.kind in state.keyed
         if not keyed and state.count(period.kind) >= ctx.threshold(period) and state.count(period.kind) > 0:
-            joined |= board.join_index(board_name, item_id, period.kind, ctx.index_key(period, item_id))
-            writes += 1
-    writes += join_deep(board, ctx, board_name, item_id, state)
-    return ItemOutcome(writes=writes, joined_index=joined)
+            joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id)))
+    deep = plan_deep_join(ctx, board, item_id, state)
+    return [*joins, deep] if deep else joins
 
 
-def join_deep(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> int:
+def plan_deep_join(ctx: Context, board: str, item_id: str, state: AggregateState) -> DeepJoin | None:
     """Keep the deep tier's invariant for one aggregate (docs/proposals/deep-tier.md): with views >= T_D it has the
-    head key or a deep key whose bucket is deep_bucket(views). An item at or above T_N was keyed into the head by
-    ``join_indexes`` just before; one below it gets the deep key or a higher bucket (one conditional UpdateItem)."""
-    deep_threshold = ctx.deep_threshold(board_name)
-    everything = PeriodKey(board_name, ALL, ALL)
+    head key or a deep key whose bucket is deep_bucket(views). An item at or above T_N is keyed into the head by
+    ``plan_joins``; one below it gets the deep key or a higher bucket (one conditional UpdateItem)."""
+    deep_threshold = ctx.deep_threshold(board)
+    everything = PeriodKey(board, ALL, ALL)
     if deep_threshold is None or state.in_index or state.views <= 0 or state.views >= ctx.threshold(everything):
-        return 0
+        return None
     bucket = deep_bucket(state.views)
     if state.views < deep_threshold or (state.deep_bucket is not None and state.deep_bucket >= bucket):
-        return 0
-    board.join_deep(board_name, item_id, ctx.index_key(everything, item_id), bucket)
-    return 1
+        return None
+    return DeepJoin(board, item_id, ctx.index_key(everything, item_id), bucket)
 
 
-def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> Step:
+def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
     """Views of a newer anchor bucket: archive each period that ends, then move the aggregate on.
 
     Nothing of a newer bucket was ever applied anywhere (entries exist only for buckets older than the aggregate's),
@@ -270,7 +332,7 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
     assert old.bucket is not None
     moves = catch_up_moves(delta, {})
     added = sum(m.target for m in moves)
-    writes = 0
+    archives: list[PastEntry] = []
     counts: dict[str, int] = {}
     keys: dict[str, str | None] = {}
     for kind in ctx.kinds:
@@ -279,8 +341,7 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
             counts[kind] = old.count(kind) + added
             continue
         counts[kind] = added
-        board.archive(_past_entry(ctx, before, delta.item_id, old))
-        writes += 1
+        archives.append(_past_entry(ctx, before, delta.item_id, old))
         keys[kind] = ctx.index_key(after, delta.item_id) if added >= max(1, ctx.threshold(after)) else None
     new = AggregateState(
         applied={m.shard: m.target for m in moves},
@@ -291,12 +352,7 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
         keyed=frozenset(kind for kind in old.keyed if kind not in keys) | {k for k, v in keys.items() if v},
         deep_bucket=old.deep_bucket,
     )
-    rolled = board.roll(delta.board, delta.item_id, old, new, keys)
-    writes += 1
-    if not rolled:  # the aggregate changed meanwhile: read it and decide again
-        return ItemOutcome(writes=writes), board.state(delta.board, delta.item_id), moves
-    outcome = ItemOutcome(views_added=added, writes=writes, rolled=True)
-    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, new)), new, []
+    return Roll(delta.board, delta.item_id, archives, old, new, keys, moves, added)
 
 
 def _past_entry(ctx: Context, period: PeriodKey, item_id: str, old: AggregateState) -> PastEntry:
@@ -313,129 +369,51 @@ def _past_entry(ctx: Context, period: PeriodKey, item_id: str, old: AggregateSta
     )
 
 
-def _late(board: Board, delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: list[ShardMove]) -> Step:
+def late_periods(delta: ItemDelta, ctx: Context, aggregate: AggregateState) -> list[PeriodKey]:
+    """The periods a view of an older anchor bucket moves apart from the aggregate: the bucket's own entry first,
+    then each coarser period the aggregate has moved past."""
+    assert aggregate.bucket is not None
+    coarse = [
+        ctx.period(delta.board, kind, delta.bucket)
+        for kind in ctx.coarse_kinds()
+        if ctx.period(delta.board, kind, delta.bucket) != ctx.period(delta.board, kind, aggregate.bucket)
+    ]
+    return [ctx.period(delta.board, ctx.anchor, delta.bucket), *coarse]
+
+
+def plan_late(delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: list[ShardMove]) -> LateMove:
     """Views of an anchor bucket older than the aggregate's: one transaction moves the bucket's entry (conditioned on
     its applied values, so it happens once), the aggregate's all-time count and its periods that still contain the
     bucket, and the past entries of those that do not."""
     assert aggregate.bucket is not None
-    entry = ctx.period(delta.board, ctx.anchor, delta.bucket)
+    periods = late_periods(delta, ctx, aggregate)
     same = [
         kind
         for kind in ctx.coarse_kinds()
         if ctx.period(delta.board, kind, delta.bucket) == ctx.period(delta.board, kind, aggregate.bucket)
     ]
-    late_periods = [entry, *(ctx.period(delta.board, k, delta.bucket) for k in ctx.coarse_kinds() if k not in same)]
-    outcome = ItemOutcome()
-    for _ in range(MAX_CAS_ATTEMPTS):
-        result = board.move_late(
-            LateMove(
-                board=delta.board,
-                item_id=delta.item_id,
-                bucket=delta.bucket,
-                moves=moves,
-                anchor_kind=ctx.anchor,
-                aggregate_bucket=aggregate.bucket,
-                aggregate_kinds=same,
-                past=late_periods[1:],
-                joins=joins_for(ctx, late_periods, delta.item_id, lower_bound_after(moves)),
-                expires_at={p: ctx.expires(p) for p in late_periods},
-            )
-        )
-        outcome = outcome.plus(ItemOutcome(writes=1, late=True))
-        if result.applied:
-            added = sum(m.target - m.expected for m in moves)
-            outcome = outcome.plus(ItemOutcome(views_added=added))
-            break
-        if result.aggregate_moved:
-            return outcome, board.state(delta.board, delta.item_id), moves
-        found = result.entry or board.entry_state(entry, delta.item_id)
-        outcome = outcome.plus(
-            ItemOutcome(
-                replay_absorbed=any(found.applied.get(k, 0) > s.before for k, s in delta.shards.items()),
-                gap_healed=any(found.applied.get(k, 0) < s.before for k, s in delta.shards.items()),
-            )
-        )
-        moves = catch_up_moves(delta, found.applied)
-        if not moves:
-            break
-    else:
-        raise AggregateContention(f"{delta.board}/{delta.item_id!r}: late move kept losing")
-    # Join whatever reached its threshold (also after a pure replay: a crash between the move and a join heals here).
-    for period in late_periods:
-        state = board.entry_state(period, delta.item_id)
-        if period.kind not in state.keyed and state.count(period.kind) >= max(1, ctx.threshold(period)):
-            joined = board.join_entry(period, delta.item_id, ctx.index_key(period, delta.item_id))
-            outcome = outcome.plus(ItemOutcome(writes=1, joined_index=joined))
-    current = board.state(delta.board, delta.item_id)
-    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, current)), current, []
+    return LateMove(
+        board=delta.board,
+        item_id=delta.item_id,
+        bucket=delta.bucket,
+        moves=moves,
+        anchor_kind=ctx.anchor,
+        aggregate_bucket=aggregate.bucket,
+        aggregate_kinds=same,
+        past=periods[1:],
+        joins=joins_for(ctx, periods, delta.item_id, lower_bound_after(moves)),
+        expires_at={p: ctx.expires(p) for p in periods},
+    )
 
 
-def apply_batch(board: Board, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
-    """Fold ``records`` by (board, item, bucket) and apply every (board, item) in parallel; failures are per
-    (board, item), never per batch."""
-    return apply_deltas(board, fold(records), settings)
+def plan_entry_join(ctx: Context, period: PeriodKey, item_id: str, entry: AggregateState) -> EntryJoin | None:
+    """A past entry whose count reached its period's threshold and that is not keyed yet."""
+    if period.kind not in entry.keyed and entry.count(period.kind) >= max(1, ctx.threshold(period)):
+        return EntryJoin(period, item_id, ctx.index_key(period, item_id))
+    return None
 
 
-def apply_deltas(board: Board, deltas: dict[DeltaKey, ItemDelta], settings: Settings) -> BatchOutcome:
-    """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per (board, item)
-    and anchor bucket; an item's buckets are applied oldest first, by one worker."""
-    outcome = BatchOutcome()
-    if not deltas:
-        return outcome
-    ctx = read_context(board, deltas.values(), settings)
-    global_state = ctx.states.get(PeriodKey(settings.board, ALL, ALL))
-    outcome.threshold = global_state.threshold if global_state and settings.sparse_index else 0
-    groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
-    for delta in deltas.values():
-        groups[(delta.board, delta.item_id)].append(delta)
-
-    def apply(group: list[ItemDelta]) -> list[tuple[DeltaKey, ItemOutcome]]:
-        return [((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx)) for d in sorted(group, key=_by_bucket)]
-
-    def collect(
-        key: tuple[str, str], run: list[tuple[DeltaKey, ItemOutcome]] | None, error: BaseException | None
-    ) -> None:
-        if error is not None:
-            outcome.failures[key] = error
-            return
-        assert run is not None
-        for delta_key, item_outcome in run:
-            outcome.items[delta_key] = item_outcome
-            # A replay marks too: the delivery that applied it may have died before its marks (note_changes).
-            if item_outcome.views_added or item_outcome.replay_absorbed:
-                outcome.changed.update(ctx.periods(delta_key[0], delta_key[2]))
-
-    if settings.write_concurrency == 1:  # nothing to overlap (an in-memory store): skip the pool's dispatch cost
-        for key, group in groups.items():
-            try:
-                collect(key, apply(group), None)
-            except Exception as failure:  # per item, like a future's exception: the item's records are retried
-                collect(key, None, failure)
-    else:
-        with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(groups))) as pool:
-            futures = {key: pool.submit(apply, group) for key, group in groups.items()}
-        for key, future in futures.items():
-            error = future.exception()
-            collect(key, None if error else future.result(), error)
-    return outcome
-
-
-def _by_bucket(delta: ItemDelta) -> str:
-    return delta.bucket
-
-
-def note_changes(board: Board, outcome: BatchOutcome, settings: Settings, now: int) -> None:
-    """Tell the snapshot job which periods' counts changed (one small write per period per batch)."""
-    if outcome.changed:
-        ctx = Context(settings, {})
-        changed = sorted(outcome.changed)
-        expires = {p: ctx.expires(p) for p in changed}
-        workers = min(settings.write_concurrency, len(changed))
-        if workers == 1:
-            board.mark_changed(changed, now, expires)
-            return
-        # One write per period: overlapped, a batch touching 30 periods waits about one round trip, not 30.
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            marks = [pool.submit(board.mark_changed, changed[i::workers], now, expires) for i in range(workers)]
-        for mark in marks:
-            mark.result()  # a failed mark fails the batch, which is retried: marking again is harmless
+def marks(outcome: BatchOutcome, policy: Leaderboards) -> tuple[list[PeriodKey], dict[PeriodKey, int | None]]:
+    """The periods to mark changed for the snapshot job (one small write each), and when each mark expires."""
+    changed = sorted(outcome.changed)
+    return changed, {period: policy.periods.expires(period) for period in changed}

@@ -22,10 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import PeriodKey
 from shardboard.domain.ranking import Entry, top
-from shardboard.settings import Settings
 
 # The bucket base. The cost model (tools/shardboard_tools/bench/deep_tier_model.py, docs/proposals/deep-tier.md) puts
 # powers of 2 at or above the index tier on the benchmark (low counts cross a power of 2 almost every window); powers
@@ -38,12 +35,6 @@ DEEP_BUCKET_BASE = 16
 ReadBuckets = Callable[[int], Iterator[tuple[int, list[str]]]]
 # read_views(ids) -> exact views (BatchGetItem of the aggregates or entries); an id that is gone is left out
 ReadViews = Callable[[Sequence[str]], Mapping[str, int]]
-
-
-def deep_tier_on(settings: Settings, period: PeriodKey) -> bool:
-    """The deep tier serves all-time ranked versions only (a period kind keeps the index tier: T from the D-th best),
-    and only with the sparse index (without it every item is in the head)."""
-    return period.kind == ALL and settings.sparse_index and settings.ranked_versions(period.board)
 
 
 def deep_bucket(views: int, base: int = DEEP_BUCKET_BASE) -> int:

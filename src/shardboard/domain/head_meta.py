@@ -3,7 +3,7 @@ first P entries (``PageSize``), so a frontend renders a board, titles and thumbn
 
 Cost: a run that writes a head reuses the previous head's documents and BatchGets only the ids new among its first
 P (null records "asked, never put", so such ids are not asked again). A re-put document does not wait for that: the
-put patches every head that carries the item's document (domain/republish.py). Every ``META_REFRESH_SECONDS`` a
+put patches every head that carries the item's document (services/republishing.py). Every ``META_REFRESH_SECONDS`` a
 written head still re-reads all P, which heals a run that read a document just before its re-put (an eventually
 consistent BatchGet) on a board whose top changes.
 
@@ -14,12 +14,15 @@ lose their inline documents until it fits (their ids are then simply absent from
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shardboard.domain.periods import parse_time
 
 if TYPE_CHECKING:  # ports imports items, which imports validation -> settings -> ... -> ports
-    from shardboard.domain.ports import ItemCatalog, Snapshot
+    from shardboard.domain.items import ItemRecord
+    from shardboard.domain.ports import Snapshot
 
 # A re-put document reaches heads that are being rewritten within this long (the staleness bound above).
 META_REFRESH_SECONDS = 300
@@ -31,27 +34,40 @@ HEAD_OTHER_BYTES = 2_000
 Meta = dict[str, dict[str, Any] | None]
 
 
-def inline_meta(
-    snapshot: Snapshot,
-    previous: Snapshot | None,
-    catalog: ItemCatalog | None,
-    page_size: int,
-    budget: int = HEAD_BUDGET_BYTES,
-) -> None:
-    """Give ``snapshot`` (about to be written) its ``meta`` and ``meta_at``; no catalog: the head carries none."""
-    if catalog is None:
-        return
+@dataclass(frozen=True)
+class MetaAsk:
+    """Which documents a head about to be written needs from the catalog (``asked``; all its first P when ``due``)."""
+
+    first: list[str]  # the ids of its first P entries
+    known: Meta  # the previous head's documents
+    asked: list[str]
+    due: bool
+    refreshed_at: str | None
+
+
+def meta_ask(snapshot: Snapshot, previous: Snapshot | None, page_size: int) -> MetaAsk:
+    """Reuse the previous head's documents; ask only for ids new among the first P, or for all P when they are due."""
     now = snapshot["generated_at"]
     first = [item_id for item_id, _ in snapshot["items"][:page_size]]
     known: Meta = dict((previous or {}).get("meta") or {})
     refreshed_at = (previous or {}).get("meta_at")
     due = refreshed_at is None or _seconds(refreshed_at, now) >= META_REFRESH_SECONDS
     asked = first if due else [item_id for item_id in first if item_id not in known]
-    found = catalog.get_many(asked) if asked else {}
-    fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in asked}
-    meta = {item_id: fresh[item_id] if item_id in fresh else known[item_id] for item_id in first}
-    snapshot["meta"] = within_budget(meta, snapshot["items"], budget)
-    snapshot["meta_at"] = now if due else refreshed_at
+    return MetaAsk(first, known, asked, due, refreshed_at)
+
+
+def with_meta(
+    snapshot: Snapshot, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES
+) -> Snapshot:
+    """``snapshot`` with its ``meta`` and ``meta_at`` from what the catalog ``found`` of ``ask.asked`` (null: "asked,
+    never put", so such ids are not asked again)."""
+    fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in ask.asked}
+    meta = {item_id: fresh[item_id] if item_id in fresh else ask.known[item_id] for item_id in ask.first}
+    return {
+        **snapshot,
+        "meta": within_budget(meta, snapshot["items"], budget),
+        "meta_at": snapshot["generated_at"] if ask.due else ask.refreshed_at,
+    }
 
 
 def within_budget(meta: Meta, items: list[list[Any]], budget: int = HEAD_BUDGET_BYTES) -> Meta:

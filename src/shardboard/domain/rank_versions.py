@@ -15,15 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from shardboard.domain.ports import Board, PeriodKey, RankParts, RankShard
+from shardboard.domain.policy import Keep, Keeping
+from shardboard.domain.ports import RankParts, RankShard
 from shardboard.domain.ranking import Entry, Gathered
-from shardboard.settings import Settings
 
 # Entries per page (the proposal's P): ~4 KB, half a read unit.
 RANK_PAGE_SIZE = 100
@@ -33,18 +32,16 @@ ENTRIES_PER_RANK_SHARD = 250
 # 60 s although its start time jitters by a second or two, instead of every other run.
 DUE_SHARE = 0.9
 
-# gather(n, previous_hits) -> exact top n of the period
-Gather = Callable[[int, Mapping[int, int] | None], Gathered]
-
 
 @dataclass(frozen=True)
 class RankRefresh:
-    """What the snapshot job does with ranked versions in one run of one period."""
+    """What the snapshot job does with ranked versions in one run of one period: delete the ``expired`` versions'
+    items, write the new version's parts (``written``), then the head with its ``block``."""
 
     block: dict[str, Any] | None  # the head's ``rank`` block to write (the previous one when nothing is due)
     threshold: int  # T to publish once the head is written (0: none)
-    written: RankParts | None  # parts written this run (deleted again if the head loses its race)
-    expired: list[list[Any]]  # retired versions whose items were deleted this run
+    written: RankParts | None  # parts to write this run (deleted again if the head loses its race)
+    expired: list[list[Any]]  # retired versions whose items are deleted this run
 
 
 def rank_shard_count(depth: int) -> int:
@@ -96,11 +93,11 @@ def seconds_between(earlier: str, later: str) -> float:
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
-def due(previous: Mapping[str, Any] | None, now: str, settings: Settings) -> bool:
+def due(previous: Mapping[str, Any] | None, now: str, keeping: Keeping) -> bool:
     """A new version is due when there is none, or RankRefreshSeconds (less the jitter share) have passed."""
     if previous is None:
         return True
-    return seconds_between(previous["generated_at"], now) >= DUE_SHARE * settings.rank_refresh_seconds
+    return seconds_between(previous["generated_at"], now) >= DUE_SHARE * keeping.rank_refresh_seconds
 
 
 def digest_of(ranked: Sequence[Entry]) -> str:
@@ -108,24 +105,19 @@ def digest_of(ranked: Sequence[Entry]) -> str:
     return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
 
 
-def refresh_rank_version(
-    board: Board,
-    settings: Settings,
-    period: PeriodKey,
-    previous: Mapping[str, Any] | None = None,
-    *,
-    now: str,
-    gather: Gather,
-    expires_at: int | None,
+def unchanged(previous: Mapping[str, Any] | None) -> RankRefresh:
+    """Nothing due: the head keeps its block."""
+    return RankRefresh(dict(previous) if previous else None, 0, None, [])
+
+
+def plan_rank_version(
+    keep: Keep, keeping: Keeping, previous: Mapping[str, Any] | None, gathered: Gathered, *, now: str, rv: str
 ) -> RankRefresh:
-    """Gather the exact top D and write it as a new ranked version when one is due and the ranking changed.
+    """The new ranked version ``rv`` of a due gather of the exact top D, unless the ranking did not change.
 
     Retired versions older than CursorTtlSeconds are deleted *before* the head that drops them is written: a crash
     in between leaves them listed, so the next run deletes them again (deletes are idempotent)."""
-    if not settings.ranked_versions(period.board) or not due(previous, now, settings):
-        return RankRefresh(dict(previous) if previous else None, 0, None, [])
-    depth = settings.rank_depth_of(period.board)
-    gathered = gather(depth, previous_hits(previous))
+    depth = keep.depth
     ranked = gathered.top
     threshold = ranked[-1].views if len(ranked) >= depth else 0
     digest = digest_of(ranked)
@@ -144,11 +136,8 @@ def refresh_rank_version(
                 previous["count"],
             ]
         )
-    expired = [r for r in retired if seconds_between(r[1], now) >= settings.cursor_ttl_seconds]
-    for rv, _, pages, shards, *_ in expired:
-        board.delete_rank_parts(period, rv, pages, shards)
-    parts = build_parts(ranked, depth, uuid.uuid4().hex[:12])
-    board.put_rank_parts(period, parts, expires_at)
+    expired = [r for r in retired if seconds_between(r[1], now) >= keeping.cursor_ttl_seconds]
+    parts = build_parts(ranked, depth, rv)
     block = {
         "rv": parts.rv,
         "generated_at": now,
@@ -159,7 +148,7 @@ def refresh_rank_version(
         "pages": page_index(ranked),
         # The last entry's views and competition rank: a lookup past the version compares its views with them.
         "last": [ranked[-1].views, last_tie(ranked)] if ranked else [0, 0],
-        "events": [],  # takedowns append here (domain/takedown.py); the gather already dropped hidden ids
+        "events": [],  # takedowns append here (services/takedowns.py); the gather already dropped hidden ids
         "hits": {str(shard): hits for shard, hits in gathered.shard_hits.items()},
         "digest": digest,
         "threshold": threshold,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +61,10 @@ class Page:
 
 # fetch(shard, limit, first_page) -> Page; the fetcher keeps each shard's paging cursor.
 Fetch = Callable[[int, int, bool], Page]
+# Request = (shard, limit, first_page)
+Request = tuple[int, int, bool]
+# each(call, requests) -> the pages, in the requests' order: ``map``, or a thread pool's map (the caller owns it)
+Each = Callable[[Callable[[Request], Page], list[Request]], Iterable[Page]]
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,10 @@ def gather_top_n(
     shards: int,
     fetch: Fetch,
     previous_hits: Mapping[int, int] | None = None,
-    parallelism: int | None = None,
+    each: Each = map,
 ) -> Gathered:
-    """Exact top ``n`` across ``shards`` sorted shards (see module docstring for the rule)."""
+    """Exact top ``n`` across ``shards`` sorted shards (see module docstring for the rule); ``each`` reads a round's
+    pages (the snapshot job passes a thread pool's ``map``: a round is then one round trip)."""
     # By id: an item may be read twice (from two layouts during a reshard, or as an aggregate and the past entry
     # archived from it); it counts once, with its larger views, or the N-th best would be wrong.
     gathered: dict[str, Entry] = {}
@@ -109,27 +113,26 @@ def gather_top_n(
     last_seen: dict[int, int] = {}
     page_sizes = {s: first_page_size(n, shards, previous_hits, s) for s in range(shards)}
     rounds = items_read = 0
-    with ThreadPoolExecutor(max_workers=parallelism or min(shards, 32)) as pool:
-        while page_sizes:
-            rounds += 1
-            requests = [(shard, size, rounds == 1) for shard, size in page_sizes.items()]
-            exhausted = set()
-            for (shard, _, _), page in zip(requests, pool.map(lambda r: fetch(*r), requests), strict=True):
-                items_read += len(page.entries)
-                for entry in page.entries:
-                    if entry.id not in gathered or entry.views > gathered[entry.id].views:
-                        gathered[entry.id] = entry
-                        origin[entry.id] = shard
-                if page.entries:
-                    last_seen[shard] = page.entries[-1].views
-                if not page.more:
-                    exhausted.add(shard)
-            threshold = _nth_best_views(list(gathered.values()), n)
-            page_sizes = {
-                s: next_page_size(n, shards)
-                for s in page_sizes
-                if s not in exhausted and (threshold is None or last_seen.get(s, math.inf) >= threshold)
-            }
+    while page_sizes:
+        rounds += 1
+        requests = [(shard, size, rounds == 1) for shard, size in page_sizes.items()]
+        exhausted = set()
+        for (shard, _, _), page in zip(requests, each(lambda r: fetch(*r), requests), strict=True):
+            items_read += len(page.entries)
+            for entry in page.entries:
+                if entry.id not in gathered or entry.views > gathered[entry.id].views:
+                    gathered[entry.id] = entry
+                    origin[entry.id] = shard
+            if page.entries:
+                last_seen[shard] = page.entries[-1].views
+            if not page.more:
+                exhausted.add(shard)
+        threshold = _nth_best_views(list(gathered.values()), n)
+        page_sizes = {
+            s: next_page_size(n, shards)
+            for s in page_sizes
+            if s not in exhausted and (threshold is None or last_seen.get(s, math.inf) >= threshold)
+        }
     best = top(gathered.values(), n)
     hits = Counter(origin[e.id] for e in best)
     return Gathered(best, items_read, rounds, dict(hits))

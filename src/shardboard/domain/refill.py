@@ -5,24 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shardboard.domain.deep_tier import deep_tier_on
+from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import BoardState, PeriodKey
 from shardboard.domain.ranking import Entry, top
-from shardboard.domain.snapshot import gather_depth
-from shardboard.settings import Settings
 
 
-def reserve(settings: Settings, period: PeriodKey, state: BoardState | None) -> tuple[int, int]:
+def reserve(policy: Leaderboards, period: PeriodKey, state: BoardState | None) -> tuple[int, int]:
     """The threshold a period's best visible items must stay at or above, and how many of them: T and D with ranked
     versions (their gather reads the top D of the index), T and N + R without; all time with the deep tier, T_D and
     D (the deep tier keys every aggregate down to T_D, and a short head gather falls back on it)."""
     if state is None:
         return 0, 0
-    if deep_tier_on(settings, period):
-        return state.deep_threshold, settings.rank_depth_of(period.board)
-    if settings.ranked_versions(period.board):
-        return state.threshold, settings.rank_depth_of(period.board)
-    return state.threshold, gather_depth(settings, period.board)
+    keep = policy.keep(period.board)
+    if policy.deep_tier_on(period):
+        return state.deep_threshold, keep.depth
+    if keep.ranked_versions:
+        return state.threshold, keep.depth
+    return state.threshold, keep.gather_depth
 
 
 def holding_threshold(

@@ -24,11 +24,11 @@ from shardboard.domain.items import UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.rank_pages import NotRanked
 from shardboard.domain.rate_limit import RateLimited
-from shardboard.domain.takedown import NothingToTakeDown
 from shardboard.domain.validation import BadInput
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
 from shardboard.services.reading import NoItem, NoSnapshot
+from shardboard.services.takedowns import NothingToTakeDown
 
 # Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
 RETRY_AFTER_SECONDS = 1

@@ -14,13 +14,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain import takedown
 from shardboard.handlers import routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import container
 from shardboard.schema import ItemDeleted, ItemMeta, ItemPut, TakedownDone
 from shardboard.services import items
+from shardboard.services import takedowns as takedown
 
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
 answer_errors(app)

@@ -15,13 +15,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.periods import ALL
-from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import refresh_changed
 from shardboard.domain.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.handlers.wiring import container
 from shardboard.services.refill import Repair, repair_unproven
+from shardboard.services.snapshots import refresh_snapshots
 
 # Time the function keeps after a repair's scans to log and publish its metrics (the Timeout is 60 s).
 REPAIR_MARGIN_SECONDS = 5.0
@@ -32,15 +30,9 @@ REPAIR_MARGIN_SECONDS = 5.0
 @log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    config = settings()
-    # The hidden and the deleted ids, one view per run: every gather drops both (issue 13 takedowns; a deleted
-    # item's aggregates may outlive its tombstone until its delete has swept them). Listed while few, else each
-    # candidate a gather meets is looked up once per run.
-    items = item_store()
-    dropped = TakenDown.read(items)
-    run = refresh_changed(
-        board_store(), config, always=[PeriodKey(config.board, ALL, ALL)], hidden=dropped, catalog=items
-    )
+    stores = container()
+    dropped = TakenDown.read(stores.items)
+    run = refresh_snapshots(stores, dropped=dropped)
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
@@ -50,7 +42,9 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
     repair = Repair([], unproven, "the repair failed: see the function's error")
     try:
-        repair = repair_unproven(board_store(), config, unproven, dropped=dropped, catalog=items, deadline=deadline)
+        repair = repair_unproven(
+            stores.board, stores.settings, unproven, dropped=dropped, catalog=stores.items, deadline=deadline
+        )
     finally:
         repaired = len(unproven) - len(repair.unrepaired)
         metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=repaired)

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from shardboard.domain import items, newest, republish, takedown, validation
+from shardboard.domain import items, newest, validation
 from shardboard.domain.items import ItemRecord, ShardPage
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
+from shardboard.services import republishing as republish
+from shardboard.services import takedowns as takedown
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

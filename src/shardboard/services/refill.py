@@ -35,8 +35,8 @@ from shardboard.domain.items import DELETED
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
 from shardboard.domain.refill import holding_threshold, reserve
-from shardboard.domain.snapshot import take_snapshot
 from shardboard.domain.taken_down import Dropped, TakenDown, dropped_among
+from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 
 
@@ -108,7 +108,7 @@ def short_periods(board: Board, settings: Settings, found: Stored, dropped: froz
     short: dict[PeriodKey, int] = {}
     for period in periods:
         counts = found.counts.get(period, {})
-        holds = holding_threshold(counts, *reserve(settings, period, states.get(period)), dropped)
+        holds = holding_threshold(counts, *reserve(settings.policy, period, states.get(period)), dropped)
         if holds is not None:
             short[period] = holds
     return short
@@ -147,7 +147,7 @@ def refill(
     dropped, gone = _taken_down(found, hidden, deleted)
     after = board.thresholds(targets, consistent=True)
     layouts = board.thresholds(sorted({PeriodKey(p.board, ALL, ALL) for p in targets}), consistent=True)
-    ctx = Context(settings, layouts)
+    ctx = Context(settings.policy, layouts)
     repaired = []
     for period in targets:
         threshold_was = before[period].threshold if period in before else 0

@@ -481,7 +481,7 @@ class StraightforwardDesign:
             result.refresh_read_units += units
             return Page(page, cursors[shard] < len(entries))
 
-        gathered = gather_top_n(n, shards, fetch, self.hits.get(key), parallelism=1)
+        gathered = gather_top_n(n, shards, fetch, self.hits.get(key))
         self.hits[key] = gathered.shard_hits
         top = [(entry.id, entry.views) for entry in gathered.top]
         threshold = top[-1][1] if len(top) >= n else 0

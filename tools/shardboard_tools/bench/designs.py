@@ -3,7 +3,7 @@
 ``seed-unsharded`` and ``seed-sharded`` are seed 002's designs as the article describes them (one image item per
 image, ``UpdateItem ADD ViewCount :1`` per view, a leaderboard GSI on "IMAGES" or on a random ``PARTITION_k`` set at
 creation, and a refresh that queries N items from every GSI partition). ``shardboard`` is this project's real code:
-``record_views`` on the in-memory base table, the real aggregator processor on its stream in 1,000-record batches
+``record_views`` on the in-memory base table, the real aggregator on its stream in 1,000-record batches
 (inside Lambda tumbling windows when the workload sets ``aggregation_window_seconds``), ``take_snapshot`` on the
 in-memory board.
 """
@@ -18,14 +18,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, cast
 
-from aws_lambda_powertools.utilities.batch import process_partial_response
-
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import refresh_changed
 from shardboard.domain.taken_down import deleted_among
-from shardboard.handlers.aggregate import AggregatingProcessor, aggregate, read_view
+from shardboard.handlers.aggregate import aggregate
+from shardboard.services.aggregating import StreamAggregator
+from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge, PacedClock
@@ -171,11 +170,11 @@ class ShardboardDesign:
         self.board = MemoryBoardStore(emulator, self.settings.board_table)
         # The deleted ids among a batch's, asked before and after its writes as the deployed function does, and priced.
         self.items = MemoryItemStore(emulator, self.settings.items_table)
-        self.processor = AggregatingProcessor(
+        self.aggregator = StreamAggregator(
             lambda: self.board,
             lambda: self.settings,
-            self._epoch,
             denied=lambda item_ids, consistent: deleted_among(self.items, item_ids, consistent),
+            clock=self._epoch,
         )
         self.rng = random.Random(workload.seed)
         self.cpu_seconds = 0.0
@@ -245,7 +244,7 @@ class ShardboardDesign:
     def _invoke_batch(self, event: dict[str, Any], context: Any) -> Any:
         """The aggregator's batch path (the handler without its observability decorators)."""
         event = {"Records": delivered(event["Records"])}
-        return self._timed(partial(process_partial_response, event, read_view, self.processor))
+        return self._timed(partial(aggregate, event, self.aggregator))
 
     def _invoke_window(self, event: dict[str, Any], context: Any) -> Any:
         """The aggregator's tumbling-window path; a window that failed to apply raises, and Lambda retries it."""
@@ -255,7 +254,7 @@ class ShardboardDesign:
         def invoke() -> dict[str, Any]:
             # The state's JSON round trip is billed too: it is a cost of the window, paid at every invocation.
             event["state"] = json.loads(state)
-            answer = aggregate(event, self.processor)
+            answer = aggregate(event, self.aggregator)
             json.dumps(answer["state"], separators=(",", ":"))  # Lambda serialises the response
             return answer
 

@@ -31,10 +31,11 @@ from typing import Any, cast
 
 from shardboard.adapters.keys import BY_CHANGE_INDEX
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.domain.aggregation import apply_batch, note_changes
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import Board, PeriodKey
-from shardboard.domain.snapshot import RefreshRun, refresh_changed
+from shardboard.domain.snapshot import RefreshRun
+from shardboard.services.aggregating import apply_batch, note_changes
+from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import (
     PARTITION_WRITE_UNITS_PER_S,

@@ -12,13 +12,14 @@ NOTES = """
   nothing is booked, as DynamoDB does. No burst capacity is modelled in the benchmark: DynamoDB never lets one
   partition key value exceed those ceilings, burst or not.
 - **Real code decides the requests.** `shardboard` runs `record_views` against an in-memory base table, the real
-  aggregator (`handlers.aggregate.aggregate`: Powertools' batch processor, `read_view`, the window state, the fold and
-  `apply_deltas`) on that table's stream in 1,000-record batches inside 10 s tumbling windows
-  (`AggregationWindowSeconds`; `--aggregation-window 0` applies every batch as it comes), and `take_snapshot` every
-  refresh interval. Delivery is Lambda's: batches never cross a window; a window's final invocation comes once the
-  clock passes its end; the state travels as JSON between invocations and a state over 1 MB ends the window early; a
-  final invocation that fails is retried a simulated second later with the same state. Without windows, a batch with
-  throttled items reports them and Lambda's resume-from-the-lowest-failed-record is replayed likewise.
+  aggregator (`handlers.aggregate.aggregate`: `apply_stream_batch`'s record decoding, the window state, the fold,
+  `apply_deltas` and Powertools' partial batch response) on that table's stream in 1,000-record batches inside 10 s
+  tumbling windows (`AggregationWindowSeconds`; `--aggregation-window 0` applies every batch as it comes), and
+  `take_snapshot` every refresh interval. Delivery is Lambda's: batches never cross a window; a window's final
+  invocation comes once the clock passes its end; the state travels as JSON between invocations and a state over 1 MB
+  ends the window early; a final invocation that fails is retried a simulated second later with the same state. Without
+  windows, a batch with throttled items reports them and Lambda's resume-from-the-lowest-failed-record is replayed
+  likewise.
 - **The aggregator's requests take time.** One invocation does not send thousands of writes in one instant: its
   requests are stamped as the deployed function sends them, 16 in flight (`WRITE_CONCURRENCY`) at 5 ms each
   (`capacity.emulator.PacedClock`), so a window's final invocation spreads its writes over a few simulated seconds.

@@ -25,7 +25,7 @@ from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import Cursor, around, encode_cursor, leaderboard_page
-from shardboard.domain.snapshot import take_snapshot
+from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign
 from shardboard_tools.bench.run import drive

@@ -12,10 +12,10 @@ import boto3
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shardboard.domain import takedown
 from shardboard.schema import ItemPut, NewestPage
 from shardboard.services import items as service
 from shardboard.services import reading
+from shardboard.services import takedowns as takedown
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 
 

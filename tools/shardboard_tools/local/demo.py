@@ -18,7 +18,7 @@ from rich.live import Live
 
 from shardboard.domain.periods import ALL, DAY
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import gather_depth, leaderboard_json, period_at
+from shardboard.domain.snapshot import leaderboard_json, period_at
 from shardboard.settings import Settings, schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Panel, StreamLag, Vitals, render
@@ -87,7 +87,8 @@ class _AggregatorCounter:
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         response = self.module.handler(event, context)
-        self.writes += self.module.processor.outcome.aggregate_writes
+        applied = self.module.aggregator.last
+        self.writes += applied.outcome.aggregate_writes if applied else 0
         self.invocations += 1
         return dict(response)
 
@@ -159,7 +160,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         records_delivered=runner.stats.records,
         refreshes=scheduler.runs,
         items_read_per_refresh=sum(items_read) / len(items_read) if items_read else 0.0,
-        refresh_floor=gather_depth(settings, settings.board) + settings.board_shards,
+        refresh_floor=settings.policy.keep(settings.board).gather_depth + settings.board_shards,
         freshness_p50_seconds=tracker.percentile(0.50),
         freshness_p99_seconds=tracker.percentile(0.99),
         verify_exact=report.exact,

@@ -32,19 +32,13 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.aggregation import (
-    AggregateContention,
-    Context,
-    apply_deltas,
-    join_indexes,
-    note_changes,
-    periods_of,
-)
+from shardboard.domain.aggregation import AggregateContention, Context, periods_of
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import AggregateState, PeriodKey
-from shardboard.domain.takedown import affected_periods
 from shardboard.domain.validation import BadInput
+from shardboard.services.aggregating import apply_deltas, join_indexes, note_changes
+from shardboard.services.takedowns import affected_periods
 from shardboard.settings import Settings
 
 # Fresh reads and conditional writes a history restore tries before it reports contention (each refusal means the
@@ -139,7 +133,7 @@ def restore_history(
             return {}, []
         if board.add_history(board_name, item_id, state, adds):
             periods = list(periods_of(settings.periods, board_name, state.bucket))
-            ctx = Context(settings, board.thresholds(periods))
+            ctx = Context(settings.policy, board.thresholds(periods))
             join_indexes(board, ctx, board_name, item_id, board.state(board_name, item_id))  # counts grew: sparse index
             return adds, periods
     raise AggregateContention(f"{board_name}/{item_id!r}: {MAX_RESTORE_ATTEMPTS} history restores lost the race")

@@ -124,7 +124,7 @@ def verify(
         for item, count in stored_counts.items():
             if count > 0 and count >= threshold and item not in keyed.get(period, set()):
                 report.index_misses.append(f"{period.board} {label} {item}")
-        if holding_threshold(stored_counts, *reserve(settings, period, state), hidden | deleted) is not None:
+        if holding_threshold(stored_counts, *reserve(settings.policy, period, state), hidden | deleted) is not None:
             report.refill_needed.append(f"{period.board} {label}")
         snapshot = board.get_snapshot(period)
         if snapshot is not None:

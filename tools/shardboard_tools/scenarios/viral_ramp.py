@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.domain.aggregation import apply_batch
 from shardboard.domain.dynamic_sharding import (
     Growth,
     ShardPolicy,
@@ -31,6 +30,7 @@ from shardboard.domain.dynamic_sharding import (
 )
 from shardboard.domain.ports import ShardMetadata
 from shardboard.domain.recording import attempt_view
+from shardboard.services.aggregating import apply_batch
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
 from shardboard_tools.capacity.memory import STREAM_ARN, MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore

@@ -36,7 +36,7 @@ from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.periods import ALL, DAY, MONTH, WEEK, start_of
 from shardboard.domain.ports import PeriodKey, Throttled
 from shardboard.domain.recording import Where, record_views
-from shardboard.domain.takedown import NothingToTakeDown, delete, hide, unhide
+from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.lambda_model.delivery import RunStats
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.runtime import Runtime

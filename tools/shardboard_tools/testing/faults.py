@@ -30,15 +30,17 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import process_partial_response
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
 from shardboard.adapters.keys import PK
 from shardboard.domain.aggregation import BatchOutcome
 from shardboard.handlers import aggregate
+from shardboard.handlers.wiring import board_store, denied_ids, settings
+from shardboard.services.aggregating import StreamAggregator
 from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.lambda_model.records import split_by_partition_key
 
@@ -321,27 +323,21 @@ class KillSwitch:
 # ----------------------------------------------------------------------------------------------- the function
 @dataclass
 class Container:
-    """One Lambda container of the aggregator: a handler and the batch processor whose outcome it leaves."""
+    """One Lambda container of the aggregator: a handler and the aggregator whose last batch it leaves."""
 
     handler: Handler
-    processor: aggregate.AggregatingProcessor
+    aggregator: StreamAggregator
 
     @classmethod
     def main(cls) -> Container:
         """The deployed handler itself (decorators, logs, metrics): one invocation at a time."""
-        return cls(aggregate.handler, aggregate.processor)
+        return cls(aggregate.handler, aggregate.aggregator)
 
     @classmethod
     def fresh(cls) -> Container:
         """Another container, for invocations that run at the same time as the main one's."""
-        processor = aggregate.AggregatingProcessor()
-
-        def handle(event: dict[str, Any], context: Any) -> Any:
-            return process_partial_response(
-                event=event, record_handler=aggregate.read_view, processor=processor, context=context
-            )
-
-        return cls(handle, processor)
+        worker = StreamAggregator(board_store, settings, denied_ids)
+        return cls(partial(aggregate.aggregate, worker=worker), worker)
 
     def invoke(self, event: dict[str, Any], context: Any = None) -> Any:
         return self.handler(event, context or LocalContext())
@@ -488,13 +484,14 @@ class FaultyFunction:
         return merge_responses(responses)
 
     def _run(self, container: Container, event: dict[str, Any], context: Any) -> Any:
-        unset = container.processor.outcome = BatchOutcome()
+        before = container.aggregator.last
         try:
             return container.invoke(event, context)
         finally:
-            if container.processor.outcome is not unset:  # the batch got as far as its writes
+            applied = container.aggregator.last
+            if applied is not None and applied is not before:  # the batch got as far as its writes
                 with self._lock:
-                    self.totals.add(container.processor.outcome)
+                    self.totals.add(applied.outcome)
 
     def _roll(self, rate: float, kind: str) -> bool:
         hit = rate > 0 and self.rng.random() < rate

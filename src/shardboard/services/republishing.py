@@ -1,7 +1,7 @@
 """A re-put item document reaches the snapshot heads at once (issue 13: frontends render titles and thumbnails from
 the head's ``meta``, domain/head_meta.py): every head that carries the item's document, on every board and retained
 period the item counts in, gets the new one in a conditional put, the same patch a takedown makes
-(domain/takedown.py). Without it a head would keep the old document until the snapshot job rewrites it for another
+(services/takedowns.py). Without it a head would keep the old document until the snapshot job rewrites it for another
 reason and its documents are due again (``META_REFRESH_SECONDS``), which a board whose top never changes never is.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from shardboard.domain.head_meta import within_budget
 from shardboard.domain.items import ItemRecord, iso_ms
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
-from shardboard.domain.takedown import PATCH_ATTEMPTS, affected_periods, for_each_period
+from shardboard.services.takedowns import PATCH_ATTEMPTS, affected_periods, for_each_period
 from shardboard.settings import Settings
 
 

@@ -1,12 +1,12 @@
 """Takedowns (docs/proposals/items-and-ranks.md section 2): hide, unhide and delete an item.
 
 A hidden item keeps its aggregates, index keys and counting (the aggregator never looks at its status); every gather
-drops it (``snapshot.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps
+drops it (``snapshots.gather_layout``). A hide also patches, at once, every snapshot head that holds it: the head keeps
 the exact top N+R visible items of one gather, so removing the item leaves the exact refill as of that gather. A head
-left with fewer than N is gathered again on the spot. In the same conditional put, the head's ranked version (the top
-D that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when it holds the item, so those reads skip
-it at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its
-counts were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
+left with fewer than N is gathered again on the spot. In the same conditional put, the head's ranked version (the top D
+that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when it holds the item, so those reads skip it
+at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its counts
+were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
 
 A delete is a hide that also erases: after the tombstone (the id's deny marker, which every gather and the
 aggregator honour) and the same head patch, the item's aggregates and past entries are deleted on every board.
@@ -26,8 +26,9 @@ from shardboard.domain.periods import ALL, expires_at, retained_buckets
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import taken_down
-from shardboard.domain.snapshot import head_digest, take_snapshot
+from shardboard.domain.snapshot import head_digest
 from shardboard.domain.taken_down import TakenDown
+from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 
 # What each event kind leaves the item as in a ranked version (``ranked.taken_down``).

@@ -1,0 +1,99 @@
+"""The small policy values the aggregator and the snapshot job decide by: what each board keeps, what periods exist and
+how long they are kept, how the leaderboard index is sharded. ``settings.py`` builds them from the environment; the
+domain never reads the settings themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.periods import ALL, DEFAULT_PERIODS, anchor_kind, expires_at
+from shardboard.domain.ports import PeriodKey
+
+
+@dataclass(frozen=True)
+class Periods:
+    """The period kinds counted besides all time (finest first: the finest is the anchor base counters are keyed by)
+    and how many periods of each kind stay readable once they end (``retention``, in units of the kind)."""
+
+    kinds: tuple[str, ...] = DEFAULT_PERIODS
+    retention: tuple[tuple[str, int], ...] = ()
+
+    @cached_property
+    def anchor(self) -> str:
+        return anchor_kind(self.kinds)
+
+    @cached_property
+    def _kept(self) -> dict[str, int]:
+        return dict(self.retention)
+
+    def kept(self, kind: str) -> int:
+        """Periods of ``kind`` kept past the current one (0: all time, which never expires)."""
+        return self._kept.get(kind, 0)
+
+    def expires(self, period: PeriodKey) -> int | None:
+        """When a period's items expire by TTL (None: all time)."""
+        return expires_at(period.kind, period.bucket, self.kept(period.kind))
+
+
+@dataclass(frozen=True)
+class Keep:
+    """What one board keeps: its top N in the head, R spares past them (a hide refills from them), and the depth D of
+    its ranked versions (D == N: none, the head is the ranking)."""
+
+    top_n: int
+    spare: int = 0
+    depth: int = 0
+
+    @property
+    def gather_depth(self) -> int:
+        """How deep a head gather reads: N, and the R spares."""
+        return self.top_n + self.spare
+
+    @property
+    def ranked_versions(self) -> bool:
+        return self.depth > self.top_n
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """What the global board and every category board keep, and how ranked versions are paced."""
+
+    main: Keep
+    category: Keep
+    page_size: int = 100  # P: the head's first P entries carry their metadata (domain/head_meta.py)
+    rank_refresh_seconds: int = 60
+    cursor_ttl_seconds: int = 900  # how long a superseded ranked version stays readable
+
+    def of(self, board: str) -> Keep:
+        return self.main if board == GLOBAL_BOARD else self.category
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """The leaderboard index: sparse (an item is keyed once it reaches the published threshold) or not, and S, the
+    board shards of a board that was never resharded."""
+
+    sparse: bool = True
+    board_shards: int = 10
+
+
+@dataclass(frozen=True)
+class Leaderboards:
+    """Every policy value the aggregator and the snapshot job need; ``board`` is the deployment's own board (the one
+    the snapshot job refreshes every run)."""
+
+    board: str = GLOBAL_BOARD
+    periods: Periods = field(default_factory=Periods)
+    index: Indexing = field(default_factory=Indexing)
+    keeping: Keeping = field(default_factory=lambda: Keeping(Keep(100, 32), Keep(100, 32)))
+
+    def keep(self, board: str) -> Keep:
+        return self.keeping.of(board)
+
+    def deep_tier_on(self, period: PeriodKey) -> bool:
+        """The deep tier serves all-time ranked versions only (a period kind keeps the index tier: T from the D-th
+        best), and only with the sparse index (without it every item is in the head)."""
+        return period.kind == ALL and self.index.sparse and self.keep(period.board).ranked_versions

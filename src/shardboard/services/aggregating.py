@@ -1,0 +1,360 @@
+"""Apply a stream batch: the use case behind the aggregator function, ``shardboard process``'s runner, the benchmark
+and the operator tools (rebuild, redrive).
+
+The decisions are domain/aggregation.py's pure plans; this module reads what they need, executes the writes they
+return, feeds back what the table answered, and owns the thread pools. docs/exactly-once.md has the argument.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
+from shardboard.domain.aggregation import (
+    MAX_CAS_ATTEMPTS,
+    AggregateContention,
+    BatchOutcome,
+    Context,
+    DeepJoin,
+    ItemOutcome,
+    Join,
+    Step,
+    by_item,
+    catch_up,
+    late_periods,
+    marks,
+    periods_to_read,
+    plan_entry_join,
+    plan_joins,
+    plan_late,
+    plan_move,
+    plan_roll,
+    step_for,
+)
+from shardboard.domain.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
+from shardboard.domain.periods import is_bucket
+from shardboard.domain.ports import AggregateState, Board
+from shardboard.domain.window import AggregationWindow
+from shardboard.settings import Settings
+
+# -- one delta: the compare-and-set loop, each turn a pure decision and its write
+
+_Turn = tuple[ItemOutcome, AggregateState | None, list[ShardMove]]
+_Run = list[tuple[DeltaKey, ItemOutcome]]  # one (board, item)'s deltas, applied
+
+
+def apply_delta(board: Board, delta: ItemDelta, ctx: Context) -> ItemOutcome:
+    """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once."""
+    moves = optimistic_moves(delta)
+    if not moves:
+        return ItemOutcome()
+    outcome = ItemOutcome()
+    state: AggregateState | None = None
+    for _ in range(MAX_CAS_ATTEMPTS):
+        step = step_for(delta, state)
+        if step is Step.MOVE:
+            turn, state, moves = _move(board, delta, ctx, moves, state)
+        elif step is Step.ROLL:
+            assert state is not None
+            turn, state, moves = _roll(board, delta, ctx, state)
+        else:
+            assert state is not None
+            turn, state, moves = _late(board, delta, ctx, state, moves)
+        outcome = outcome.plus(turn)
+        if not moves:
+            return outcome
+    raise AggregateContention(f"{delta.board}/{delta.item_id!r}: {MAX_CAS_ATTEMPTS} compare-and-set attempts lost")
+
+
+def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None) -> _Turn:
+    outcome = ItemOutcome()
+    if known is not None:  # a previous attempt read the aggregate: continue from what it holds
+        outcome, moves = catch_up(delta, known.applied)
+        if not moves:  # a replay: everything was applied; still heal a crash between count and index writes
+            return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, known)), known, []
+    move = plan_move(delta, ctx, moves)
+    result = board.move(
+        move.board, move.item_id, move.bucket, move.moves, kinds=move.kinds, joins=move.joins, deep=move.deep
+    )
+    outcome = outcome.plus(ItemOutcome(writes=1))
+    if not result.applied:
+        return outcome, result.state or board.state(delta.board, delta.item_id), moves
+    assert result.state is not None
+    outcome = outcome.plus(ItemOutcome(views_added=move.added))
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, result.state)), result.state, []
+
+
+def join_indexes(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
+    """Key the aggregate into every index whose threshold its count reached (sparse index; rebuild calls it too)."""
+    return _join(board, plan_joins(ctx, board_name, item_id, state))
+
+
+def _join(board: Board, joins: Iterable[Join]) -> ItemOutcome:
+    writes, joined = 0, False
+    for join in joins:
+        if isinstance(join, DeepJoin):
+            board.join_deep(join.board, join.item_id, join.key, join.bucket)
+        else:
+            joined |= board.join_index(join.board, join.item_id, join.kind, join.key)
+        writes += 1
+    return ItemOutcome(writes=writes, joined_index=joined)
+
+
+def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> _Turn:
+    roll = plan_roll(delta, ctx, old)
+    for entry in roll.archives:
+        board.archive(entry)
+    writes = len(roll.archives) + 1
+    if not board.roll(roll.board, roll.item_id, roll.old, roll.new, roll.keys):
+        # The aggregate changed meanwhile: read it and decide again.
+        return ItemOutcome(writes=writes), board.state(delta.board, delta.item_id), roll.moves
+    outcome = ItemOutcome(views_added=roll.added, writes=writes, rolled=True)
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, roll.new)), roll.new, []
+
+
+def _late(board: Board, delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: list[ShardMove]) -> _Turn:
+    periods = late_periods(delta, ctx, aggregate)
+    outcome = ItemOutcome()
+    for _ in range(MAX_CAS_ATTEMPTS):
+        late = plan_late(delta, ctx, aggregate, moves)
+        result = board.move_late(late)
+        outcome = outcome.plus(ItemOutcome(writes=1, late=True))
+        if result.applied:
+            outcome = outcome.plus(ItemOutcome(views_added=sum(m.target - m.expected for m in moves)))
+            break
+        if result.aggregate_moved:
+            return outcome, board.state(delta.board, delta.item_id), moves
+        found = result.entry or board.entry_state(periods[0], delta.item_id)
+        seen, moves = catch_up(delta, found.applied)
+        outcome = outcome.plus(seen)
+        if not moves:
+            break
+    else:
+        raise AggregateContention(f"{delta.board}/{delta.item_id!r}: late move kept losing")
+    # Join whatever reached its threshold (also after a pure replay: a crash between the move and a join heals here).
+    for period in periods:
+        join = plan_entry_join(ctx, period, delta.item_id, board.entry_state(period, delta.item_id))
+        if join is not None:
+            joined = board.join_entry(join.period, join.item_id, join.key)
+            outcome = outcome.plus(ItemOutcome(writes=1, joined_index=joined))
+    current = board.state(delta.board, delta.item_id)
+    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, current)), current, []
+
+
+# -- a batch: every (board, item) in parallel, failures per item
+
+
+def apply_batch(board: Board, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
+    """Fold ``records`` by (board, item, bucket) and apply every (board, item) in parallel; failures are per
+    (board, item), never per batch."""
+    return apply_deltas(board, fold(records), settings)
+
+
+def apply_deltas(board: Board, deltas: Mapping[DeltaKey, ItemDelta], settings: Settings) -> BatchOutcome:
+    """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per (board, item)
+    and anchor bucket; an item's buckets are applied oldest first, by one worker."""
+    outcome = BatchOutcome()
+    if not deltas:
+        return outcome
+    wanted = periods_to_read(deltas.values(), settings.policy)
+    ctx = Context(settings.policy, board.thresholds(wanted) if wanted else {})
+    outcome.threshold = ctx.main_threshold()
+    groups = by_item(deltas)
+
+    def apply(group: list[ItemDelta]) -> _Run:
+        return [((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx)) for d in group]
+
+    def collect(
+        key: tuple[str, str], run: list[tuple[DeltaKey, ItemOutcome]] | None, error: BaseException | None
+    ) -> None:
+        if error is not None:
+            outcome.failures[key] = error
+            return
+        assert run is not None
+        for delta_key, item_outcome in run:
+            outcome.add(ctx, delta_key, item_outcome)
+
+    if settings.write_concurrency == 1:  # nothing to overlap (an in-memory store): skip the pool's dispatch cost
+        for key, group in groups.items():
+            try:
+                collect(key, apply(group), None)
+            except Exception as failure:  # per item, like a future's exception: the item's records are retried
+                collect(key, None, failure)
+    else:
+        with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(groups))) as pool:
+            futures = {key: pool.submit(apply, group) for key, group in groups.items()}
+        for key, future in futures.items():
+            error = future.exception()
+            collect(key, None if error else future.result(), error)
+    return outcome
+
+
+def note_changes(board: Board, outcome: BatchOutcome, settings: Settings, now: int) -> None:
+    """Tell the snapshot job which periods' counts changed (one small write per period per batch)."""
+    changed, expires = marks(outcome, settings.policy)
+    if not changed:
+        return
+    workers = min(settings.write_concurrency, len(changed))
+    if workers == 1:
+        board.mark_changed(changed, now, expires)
+        return
+    # One write per period: overlapped, a batch touching 30 periods waits about one round trip, not 30.
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = [pool.submit(board.mark_changed, changed[i::workers], now, expires) for i in range(workers)]
+    for mark in pending:
+        mark.result()  # a failed mark fails the batch, which is retried: marking again is harmless
+
+
+# -- a stream batch as Lambda delivers it
+
+
+Denied = Callable[[Collection[str], bool], frozenset[str]]
+
+
+@dataclass
+class StreamAggregator:
+    """What the aggregator runs over, resolved at each batch (a Lambda container builds them at its first):
+    the board table, the settings, ``denied(ids, consistent)`` (those of the ids that are deleted) and a clock.
+    ``last`` is what the last batch did (the local tools and the benchmark read it)."""
+
+    board: Callable[[], Board]
+    settings: Callable[[], Settings]
+    denied: Denied
+    clock: Callable[[], float] = time.time
+    last: AppliedBatch | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A stream record that is not a counter step of this deployment: skipped and counted, never failed."""
+
+    reason: str
+    detail: str
+    event_id: str | None
+    error: tuple[type[BaseException], BaseException, TracebackType] | None = None  # an undecodable record's
+
+
+@dataclass(frozen=True)
+class Erased:
+    """What a batch wrote for an item deleted while it ran, erased again."""
+
+    board: str
+    item_id: str
+    erased: int
+
+
+@dataclass
+class AppliedBatch:
+    """What one invocation did: the writes' outcome, the records skipped, the records failed (by the identity of
+    the record as delivered: Lambda retries from the lowest of them) and the window, if the event had one."""
+
+    outcome: BatchOutcome = field(default_factory=BatchOutcome)
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: dict[int, BaseException] = field(default_factory=dict)
+    window: AggregationWindow | None = None
+    erased: list[Erased] = field(default_factory=list)
+    window_skipped: list[DeltaKey] = field(default_factory=list)  # a window's deltas of items deleted meanwhile
+
+    def failure_of(self, record: Mapping[str, Any]) -> BaseException | None:
+        """Why a delivered record failed (None: it succeeded, or was skipped)."""
+        return self.failed.get(id(record))
+
+
+def apply_stream_batch(
+    aggregator: StreamAggregator, records: Sequence[Mapping[str, Any]], window: AggregationWindow | None
+) -> AppliedBatch:
+    """Apply one delivered batch (or fold it into its tumbling window, applied whole by the final invocation).
+
+    Records that are not this deployment's counters (foreign buckets, other events, undecodable images) and counters
+    of deleted items are skipped, never failed; a failed item write fails exactly that item's records.
+    """
+    settings = aggregator.settings()
+    applied = AppliedBatch(window=window)
+    read: list[tuple[Mapping[str, Any], list[ViewRecord]]] = []
+    for record in records:
+        views = _read(record, settings.anchor, applied.skipped)
+        if views:
+            read.append((record, views))
+    viewed = {views[0].item_id for _, views in read}
+    denied = aggregator.denied(viewed, False) if viewed else frozenset()
+    if denied:
+        # A counter written before a delete's tombstone and delivered after its sweep must never recreate the item's
+        # aggregate: skipped, never failed, so the batch goes on and nothing is retried.
+        for record, views in read:
+            if views[0].item_id in denied:
+                applied.skipped.append(Skipped("deleted", f"{views[0].item_id!r} is deleted", _event_id(record)))
+        read = [(record, views) for record, views in read if views[0].item_id not in denied]
+    applied.outcome = _apply(aggregator, settings, [view for _, views in read for view in views], window, applied)
+    for record, views in read:
+        error = next((e for v in views if (e := applied.outcome.failed(v.board, v.item_id))), None)
+        if error is not None:
+            applied.failed[id(record)] = error
+    return applied
+
+
+def _apply(
+    aggregator: StreamAggregator,
+    settings: Settings,
+    views: list[ViewRecord],
+    window: AggregationWindow | None,
+    applied: AppliedBatch,
+) -> BatchOutcome:
+    board = aggregator.board()
+    if window is None:
+        outcome = apply_batch(board, views, settings)
+    else:
+        window.add(views)
+        if not window.final:
+            return BatchOutcome()  # nothing is written before the window closes
+        deltas = window.deltas()
+        # Items deleted while the window was open (asked again at its close): counters folded in before a delete's
+        # sweep would otherwise recreate the item's aggregate.
+        denied = aggregator.denied({key[1] for key in deltas}, False) if deltas else frozenset()
+        applied.window_skipped = [key for key in deltas if key[1] in denied]
+        outcome = apply_deltas(board, {k: d for k, d in deltas.items() if k[1] not in denied}, settings)
+    note_changes(board, outcome, settings, int(aggregator.clock()))
+    applied.erased = _erase_deleted(aggregator, board, outcome)
+    return outcome
+
+
+def _erase_deleted(aggregator: StreamAggregator, board: Board, outcome: BatchOutcome) -> list[Erased]:
+    """Erase what this batch wrote for items deleted while it ran. A delete's own erase may have come before these
+    writes (the deny read before them missed its tombstone); a strongly consistent read after them closes the race:
+    an id denied by now is erased here, and an id not yet denied is erased by its delete, whose erase comes after
+    its tombstone, hence after these writes."""
+    written = {(key[0], key[1]) for key in outcome.items}
+    denied = aggregator.denied({item_id for _, item_id in written}, True) if written else frozenset()
+    erased = []
+    for board_name, item_id in sorted(pair for pair in written if pair[1] in denied):
+        periods = [period for period in outcome.changed if period.board == board_name]
+        erased.append(Erased(board_name, item_id, board.erase(board_name, item_id, periods)))
+    return erased
+
+
+def _read(record: Mapping[str, Any], anchor: str, skipped: list[Skipped]) -> list[ViewRecord] | None:
+    """A record's counter steps (one per board it counts on), or None for a record that is not ours (noted in
+    ``skipped``)."""
+    # The raw wire images, not Powertools' whole-image deserialization: it was most of the CPU per record.
+    try:
+        views = stream_view_records(record)
+    except UnexpectedRecord as skip:
+        skipped.append(Skipped(skip.reason, str(skip), _event_id(record)))
+        return None
+    except Exception as error:  # an undecodable image is a foreign record too, not a reason to fail the batch
+        trace = (type(error), error, error.__traceback__) if error.__traceback__ else None
+        skipped.append(Skipped("malformed", repr(error), _event_id(record), trace))
+        return None
+    if views and not is_bucket(anchor, views[0].bucket):
+        # A counter written under other Periods, or by hand: skipped rather than guess its periods.
+        skipped.append(Skipped("foreign_bucket", f"{views[0].bucket!r} is not a {anchor} bucket", _event_id(record)))
+        return None
+    return views
+
+
+def _event_id(record: Any) -> str | None:
+    return record.get("eventID") if isinstance(record, Mapping) else None
