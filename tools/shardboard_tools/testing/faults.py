@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from botocore.awsrequest import AWSResponse, HTTPHeaders
@@ -337,7 +336,11 @@ class Container:
     def fresh(cls) -> Container:
         """Another container, for invocations that run at the same time as the main one's."""
         worker = StreamAggregator(board_store, settings, denied_ids)
-        return cls(partial(aggregate.aggregate, worker=worker), worker)
+
+        def handler(event: dict[str, Any], context: Any = None) -> Any:
+            return aggregate.aggregate(event, worker, context)
+
+        return cls(handler, worker)
 
     def invoke(self, event: dict[str, Any], context: Any = None) -> Any:
         return self.handler(event, context or LocalContext())
