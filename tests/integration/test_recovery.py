@@ -137,7 +137,7 @@ def test_verify_json_lists_every_difference_and_the_rebuild_command_fixes_them(b
     wipe(board)
     # When verify --json runs, every one is listed with what was expected and found
     result = cli("verify", "--json")
-    listed = [d for d in json.loads(result.output)["differences"] if d["period"] == "all"]
+    listed = [d for d in json.loads(result.stdout)["differences"] if d["period"] == "all"]
     assert result.exit_code == 1
     assert sorted((d["item_id"], d["expected"], d["found"]) for d in listed) == sorted(
         (item, views, None) for item, views in truth.items()
