@@ -56,7 +56,7 @@ from shardboard.domain.items import (
     marker_order,
     set_shard,
 )
-from shardboard.domain.taken_down import TakedownListing
+from shardboard.domain.ports import TakedownListing
 
 
 def record_key(item_id: str) -> dict[str, Any]:

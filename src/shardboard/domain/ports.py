@@ -17,12 +17,22 @@ from shardboard.domain.boards import GLOBAL_BOARD
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord, ShardPage
-    from shardboard.domain.taken_down import TakedownListing
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
 # The snapshot item as plain values (board, version, generated_at, items, threshold, shard_hits, digest, ...).
 Snapshot = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TakedownListing:
+    """The ids a listing of one status found, whether that is all of them (False: more exist than it read), and the
+    bytes a listing of all of them reads (exact when complete, else estimated from the share of each partition read;
+    None: unknown)."""
+
+    ids: frozenset[str]
+    complete: bool
+    size: int | None = 0
 
 
 class ThrottleScope(Enum):

@@ -15,13 +15,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from shardboard.domain.items import DELETED, HIDDEN
-
-if TYPE_CHECKING:  # ports imports this module's TakedownListing
-    from shardboard.domain.ports import ItemCatalog
+from shardboard.domain.ports import ItemCatalog
 
 # How many markers of one status a listing reads at most before the reader switches to asking per id: a whole
 # listing of that many (a marker is its id's bytes plus 24: 64 KB of 40-byte ids, 550 KB of 512-byte ones) costs no
@@ -34,17 +30,6 @@ Lookup = Callable[[Sequence[str]], frozenset[str]]
 Relist = tuple[int, Callable[[], frozenset[str]]]
 # A read unit's step: a marker read costs one, as 4 KB of a listing do (eventually consistent or not alike).
 READ_UNIT_BYTES = 4096
-
-
-@dataclass(frozen=True)
-class TakedownListing:
-    """The ids a listing of one status found, whether that is all of them (False: more exist than it read), and the
-    bytes a listing of all of them reads (exact when complete, else estimated from the share of each partition read;
-    None: unknown)."""
-
-    ids: frozenset[str]
-    complete: bool
-    size: int | None = 0
 
 
 class TakenDown:

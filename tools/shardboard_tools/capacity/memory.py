@@ -161,9 +161,9 @@ from shardboard.domain.ports import (
     RankParts,
     RankShard,
     ShardMetadata,
+    TakedownListing,
 )
 from shardboard.domain.rate_limit import Allowance
-from shardboard.domain.taken_down import TakedownListing
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units
