@@ -67,12 +67,19 @@ demo: install dynamodb-local ## Run the whole pipeline on DynamoDB Local and pri
 # loadgroup). Each worker's JVM takes ~250 MB, hence the cap on `auto`.
 PYTEST_PARALLEL := -n $(or $(WORKERS),auto) --maxprocesses 4 --dist loadgroup
 
+# Bytecode goes under .venv, never into the source tree, and is written even where PYTHONDONTWRITEBYTECODE is set:
+# otherwise every pytest worker and every command a test starts compiles shardboard (and pytest its tests) again.
+PYCACHE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+
 unit: install ## Fast tests only: unit and moto, no DynamoDB Local, no slow tier
-	$(BIN)/pytest tests/unit tests/integration -q -m "not slow" $(PYTEST_PARALLEL)
+	$(PYCACHE) $(BIN)/pytest tests/unit tests/integration -q -m "not slow" $(PYTEST_PARALLEL)
 
 # The slow tier (chaos, soak, scenario and benchmark-figure runs: -m slow) is `make chaos`'s, not `make test`'s.
-test: install sam dynamodb-local browser lint build ## Set up and run every check: lint, sam build, all tests but the slow tier
-	$(BIN)/pytest -q -m "not slow" $(PYTEST_PARALLEL)
+# The installs run side by side (two venvs, npm, apt), then lint beside sam build, then the tests.
+test: ## Set up and run every check: lint, sam build, all tests but the slow tier
+	@$(MAKE) --no-print-directory -j4 --output-sync=target install sam dynamodb-local browser
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint build
+	$(PYCACHE) $(BIN)/pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
 lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
 	$(BIN)/ruff check src tools tests
@@ -98,7 +105,7 @@ bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 # The long tier: a seeded chaos run, then the slow tests and every property test at the thorough profile's size.
 chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one), the slow tier, thorough properties
 	$(BIN)/shardboard chaos $(if $(SEED),--seed $(SEED))
-	SHARDBOARD_HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -q -m "slow or hypothesis" $(PYTEST_PARALLEL)
+	SHARDBOARD_HYPOTHESIS_PROFILE=thorough $(PYCACHE) $(BIN)/pytest -q -m "slow or hypothesis" $(PYTEST_PARALLEL)
 
 openapi: install ## Regenerate docs/openapi.json from the API functions' routes and models
 	$(BIN)/python -m shardboard.handlers.openapi > docs/openapi.json

@@ -180,6 +180,20 @@ def _moto_writes_are_atomic() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _service_models_loaded_once() -> Iterator[None]:
+    """moto's ``mock_aws`` resets boto3's default session, and every new session reads botocore's JSON service models
+    and endpoint rules again (~80 ms a client, several clients a test): one loader for the whole session, as a Lambda
+    container that keeps its clients has. The loader only reads; its caches are what it would build anyway."""
+    import botocore.loaders
+    import botocore.session
+
+    loader = functools.lru_cache(maxsize=None)(botocore.loaders.create_loader)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", loader)
+        yield
+
+
 @functools.lru_cache(maxsize=8)
 def _parsed_template(text: str) -> Any:
     from cfn_flip import load_yaml

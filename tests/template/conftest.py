@@ -35,9 +35,10 @@ class NoManagedPolicyNames:
 
 
 def render(template: dict[str, Any]) -> dict[str, Any]:
-    """The CloudFormation that `sam deploy` would submit (as `sam validate` does, CodeUri becomes an S3 URI)."""
+    """The CloudFormation that `sam deploy` would submit (as `sam validate` does, CodeUri and ContentUri become S3 URIs)."""
     body = copy.deepcopy(template)
     body["Globals"]["Function"]["CodeUri"] = "s3://shardboard-artifacts/code.zip"
+    body["Resources"]["DependenciesLayer"]["Properties"]["ContentUri"] = "s3://shardboard-artifacts/layer.zip"
     return dict(transform(body, {}, NoManagedPolicyNames()))
 
 
