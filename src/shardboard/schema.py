@@ -23,7 +23,6 @@ from shardboard.domain import validation
 from shardboard.domain.boards import BOARD_NAME, MAX_BOARDS_PER_VIEW
 from shardboard.domain.items import ItemRecord, meta
 from shardboard.domain.snapshot import leaderboard_json
-from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
@@ -70,7 +69,7 @@ ItemId = Annotated[
     ),
 ]
 # Constraints first: after a BeforeValidator pydantic would write ge/le into the JSON schema as they are.
-ViewCount = Annotated[int, Field(ge=1, le=MAX_VIEWS_PER_REQUEST), BeforeValidator(validation.view_count)]
+ViewCount = Annotated[int, Field(ge=1, le=validation.MAX_VIEWS_PER_REQUEST), BeforeValidator(validation.view_count)]
 BoardName = Annotated[str, Field(pattern=f"^{BOARD_NAME.pattern}$")]
 BoardNames = Annotated[
     list[BoardName],

@@ -1,6 +1,7 @@
 """Typed settings, read once from the environment (Lambda sets them from template.yaml).
 
-Domain code never reads ``os.environ``: it receives a :class:`Settings`.
+Domain code never reads ``os.environ`` nor these settings: they build the small policy values it takes
+(:attr:`Settings.policy`, :attr:`Settings.shard_policy`); this module may import the domain, never the reverse.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
 from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
+from shardboard.domain.dynamic_sharding import ShardPolicy
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, parse_periods
 from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
 from shardboard.domain.rate_limit import RateLimits
@@ -47,8 +49,6 @@ DEFAULT_CURSOR_TTL_SECONDS = 900
 DEFAULT_BOARD = GLOBAL_BOARD
 DEFAULT_SCHEDULE = "rate(1 minute)"
 DEFAULT_POLICY = BoardPolicy()
-# One request may record at most this many views (all of them in one base-table write: ADD views :count).
-MAX_VIEWS_PER_REQUEST = 1000
 # The stack the tables are named after unless told otherwise (`shardboard --stack`, the library's ``stack``).
 DEFAULT_STACK = "shardboard"
 # A CloudFormation stack name: a letter, then letters, digits and hyphens, at most 128 characters.
@@ -203,6 +203,12 @@ class Settings:
                 cursor_ttl_seconds=self.cursor_ttl_seconds,
             ),
         )
+
+    @cached_property
+    def shard_policy(self) -> ShardPolicy:
+        """How writes are sharded: the write shards of an item that never grew, the most it may grow to, and the
+        cooldown between two changes of its count."""
+        return ShardPolicy(self.write_shards, self.max_write_shards, self.shard_cooldown_seconds)
 
     def _keep(self, top_n: int, configured_depth: int) -> Keep:
         """D is never fewer than the N + R a head gathers (the T a deep gather publishes must keep the spares exact

@@ -65,7 +65,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
         # and its ranked version (D = RankDepth) recorded the hide in the same put: GET /rank says so, ranks rise
         assert head["rank"]["events"] == [["hide", leader, 1]]
         deep, views = visible[150]
-        answers = lookup_ranks(rt.board, rt.settings, period, head, [leader, deep], catalog=rt.items)
+        answers = lookup_ranks(rt.board, rt.settings.policy, period, head, [leader, deep], catalog=rt.items)
         expected = 1 + sum(1 for _, other in visible if other > views)  # competition rank among the visible
         assert [(a.rank, a.source) for a in answers] == [(None, "hidden"), (expected, "ranked")]
     print(f"\nhide -> {len(periods)} heads patched in {hide_seconds * 1000:.0f} ms (DynamoDB Local, N=100, R=32)")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from shardboard.adapters.keys import ITEM_ID, SHARD
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter, readable_shards
+from shardboard.domain.dynamic_sharding import ShardRouter, readable_shards
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.recording import record_views
 from shardboard_tools.capacity.emulator import VirtualClock
@@ -61,7 +62,7 @@ def test_a_partition_throttle_grows_the_item_and_every_view_is_counted(make_pipe
     # Given one default write shard that is throttled, and a writer with a virtual clock
     pipeline = make_pipeline(WriteShards="1", MaxWriteShards="16", ShardCooldownSeconds="5")
     clock = VirtualClock(1_000_000.0)
-    policy = ShardPolicy.of(pipeline.settings, backoff_seconds=(0.0, 0.0))
+    policy = replace(pipeline.settings.shard_policy, backoff_seconds=(0.0, 0.0))
     router = ShardRouter(metadata_store(pipeline), policy, clock, random.Random(4))
     views = HotShardZero(pipeline.runtime.dynamodb, pipeline.settings.views_table)
     # When 30 views arrive one per second (throttled attempts wait, in virtual time, and retry)

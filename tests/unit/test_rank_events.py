@@ -146,7 +146,9 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     count = len(truth)
 
     # Rank: exact among the visible, none for a taken-down item, the percentile of the visible board
-    answers = {a.id: a for a in lookup_ranks(board, config, PERIOD, board.head, sorted(in_version), catalog=board)}
+    answers = {
+        a.id: a for a in lookup_ranks(board, config.policy, PERIOD, board.head, sorted(in_version), catalog=board)
+    }
     for rank, item, views in truth:
         assert (answers[item].rank, answers[item].views) == (rank, views)
         if count < depth:
@@ -157,7 +159,7 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     # Pages at 0, N and a random offset: the visible list, sliced
     for offset in {0, min(top_n, depth - 1), data.draw(st.integers(0, depth - 1))}:
         limit = min(100, depth - offset)
-        _, page = leaderboard_page(board, config, None, offset=str(offset), limit=str(limit), cursor="", now=T0)
+        _, page = leaderboard_page(board, config.policy, None, offset=str(offset), limit=str(limit), cursor="", now=T0)
         assert as_tuples(page.entries) == truth[offset : offset + limit]
         assert (page.cursor is not None) == (offset + limit < count)
 
@@ -203,11 +205,11 @@ def test_a_walk_pins_its_events_so_a_hide_mid_walk_neither_repeats_nor_skips_an_
     early = ordered(counts)[3][1]
     board.take_down("hide", early, config.top_n)  # hidden before the walk: never in it
     pinned = ordered({item: views for item, views in counts.items() if item != early})
-    cursor = walk_cursor(board.head, PERIOD, config)
+    cursor = walk_cursor(board.head, PERIOD, config.page_size)
     seen: list[tuple[int, str, int]] = []
     pages = 0
     while cursor:
-        _, page = leaderboard_page(board, config, None, offset="", limit="", cursor=cursor, now=T0)
+        _, page = leaderboard_page(board, config.policy, None, offset="", limit="", cursor=cursor, now=T0)
         seen += as_tuples(page.entries)
         cursor = page.cursor
         pages += 1
@@ -222,7 +224,7 @@ def test_a_walk_pins_its_events_so_a_hide_mid_walk_neither_repeats_nor_skips_an_
     fresh = []
     for offset in range(0, 250, 30):
         limit = str(min(30, 250 - offset))
-        _, page = leaderboard_page(board, config, None, offset=str(offset), limit=limit, cursor="", now=T0)
+        _, page = leaderboard_page(board, config.policy, None, offset=str(offset), limit=limit, cursor="", now=T0)
         fresh += [e.id for e in page.entries]
     assert len(fresh) == 247 and seen[10][1] not in fresh and pinned[200][1] not in fresh
 
@@ -234,6 +236,6 @@ def test_a_cursor_naming_more_events_than_its_version_holds_is_refused():
     tampered = encode_cursor(Cursor(PERIOD, board.head["rank"]["rv"], 0, 5, 1))
     assert decode_cursor(tampered, 5).events == 1
     with pytest.raises(BadInput, match="cursor is malformed"):
-        leaderboard_page(board, config, None, offset="", limit="", cursor=tampered, now=T0)
+        leaderboard_page(board, config.policy, None, offset="", limit="", cursor=tampered, now=T0)
     with pytest.raises(BadInput, match="cursor is malformed"):
         decode_cursor(encode_cursor(Cursor(PERIOD, "rv", 0, 5, -1)), 5)

@@ -106,7 +106,9 @@ def test_pages_match_sorting_at_0_n_and_d_minus_1(counts, top_n, extra, size, da
     for offset in {0, top_n, depth - 1, data.draw(st.integers(0, depth - 1))}:
         limit = min(size, depth - offset)
         board.requests = 0
-        head, page = leaderboard_page(board, config, None, offset=str(offset), limit=str(limit), cursor="", now=T0)
+        head, page = leaderboard_page(
+            board, config.policy, None, offset=str(offset), limit=str(limit), cursor="", now=T0
+        )
         assert head is board.head
         assert as_tuples(page.entries) == truth[offset : offset + limit]
         assert board.requests <= 2  # the head and one BatchGetItem of pages
@@ -183,11 +185,13 @@ def test_a_walk_sees_its_version_while_new_versions_are_written_and_expires_afte
     board.write(counts, config, T0)
     pinned = ordered(counts)
     assert board.head is not None
-    cursor = walk_cursor(board.head, PERIOD, config)
+    cursor = walk_cursor(board.head, PERIOD, config.page_size)
     seen: list[tuple[int, str, int]] = []
     minute = 0
     while cursor:
-        _, page = leaderboard_page(board, config, None, offset="", limit="", cursor=cursor, now=at_minute(minute))
+        _, page = leaderboard_page(
+            board, config.policy, None, offset="", limit="", cursor=cursor, now=at_minute(minute)
+        )
         seen += as_tuples(page.entries)
         cursor = page.cursor
         minute += 1
@@ -195,10 +199,10 @@ def test_a_walk_sees_its_version_while_new_versions_are_written_and_expires_afte
             counts[item] += 3
         board.write(counts, config, at_minute(minute))
     assert seen == pinned  # no duplicate, no gap, the pinned version's ranks
-    first = walk_cursor(board.head, PERIOD, config)
+    first = walk_cursor(board.head, PERIOD, config.page_size)
     stale = encode_cursor(Cursor(PERIOD, pinned_rv(board), 30, 30))
     with pytest.raises(BadInput, match=EXPIRED):
-        leaderboard_page(board, config, None, offset="", limit="", cursor=stale, now=at_minute(30))
+        leaderboard_page(board, config.policy, None, offset="", limit="", cursor=stale, now=at_minute(30))
     assert first is not None
 
 
@@ -218,14 +222,14 @@ def test_without_ranked_versions_pages_and_around_come_from_the_head_and_a_curso
     board = VersionBoard()
     board.write(counts, config, T0)
     assert board.head is not None and "rank" not in board.head
-    assert walk_cursor(board.head, PERIOD, config) is None
-    _, page = leaderboard_page(board, config, PERIOD, offset="2", limit="4", cursor="", now=T0)
+    assert walk_cursor(board.head, PERIOD, config.page_size) is None
+    _, page = leaderboard_page(board, config.policy, PERIOD, offset="2", limit="4", cursor="", now=T0)
     assert as_tuples(page.entries) == ordered(counts)[2:6] and page.cursor is None and page.rv is None
     with pytest.raises(BadInput, match="offset \\+ limit must be at most the depth 6"):
-        leaderboard_page(board, config, PERIOD, offset="3", limit="4", cursor="", now=T0)
+        leaderboard_page(board, config.policy, PERIOD, offset="3", limit="4", cursor="", now=T0)
     cursor = encode_cursor(Cursor(PERIOD, "rv", 0, 4))
     with pytest.raises(BadInput, match=EXPIRED):
-        leaderboard_page(board, config, None, offset="", limit="", cursor=cursor, now=T0)
+        leaderboard_page(board, config.policy, None, offset="", limit="", cursor=cursor, now=T0)
     answer = around(board, PERIOD, board.head, "f", k=2, catalog=board)
     assert [e.id for e in answer.entries] == ["b", "c", "d", "e", "f"] and (answer.above, answer.below) == (4, 0)
     with pytest.raises(NotRanked, match="not in the top 6"):

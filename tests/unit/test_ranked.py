@@ -82,7 +82,7 @@ def test_ranks_match_sorting_within_d_and_are_labelled_approximate_beyond(counts
     head = head_of(counts, top_n, depth, board)
     ordered = [e.id for e in top([Entry(id=i, views=v) for i, v in counts.items()], len(counts))]
     position = {item: index + 1 for index, item in enumerate(ordered)}
-    answers = lookup_ranks(board, config, PERIOD, head, [*counts, "never-viewed"], catalog=board)
+    answers = lookup_ranks(board, config.policy, PERIOD, head, [*counts, "never-viewed"], catalog=board)
     whole = len(counts) < config.rank_depth_of("global")
     for answer in answers[:-1]:
         assert answer.views == counts[answer.id]
@@ -110,7 +110,7 @@ def test_one_id_costs_at_most_three_requests_after_the_head_at_any_depth():
     for item, expected in (("i0", 0), ("i150", 1), ("i299", 3)):
         board = CountingBoard(counts)
         head = head_of(counts, 10, 200, board)
-        lookup_ranks(board, Settings(top_n=10, rank_depth=200), PERIOD, head, [item], catalog=board)
+        lookup_ranks(board, Settings(top_n=10, rank_depth=200).policy, PERIOD, head, [item], catalog=board)
         # top N: the head only; within D: one BatchGetItem of rank shards; past D: + its status and its views
         assert board.requests == expected
 

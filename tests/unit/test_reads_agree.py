@@ -157,10 +157,10 @@ def reads_agree(world: World, period: PeriodKey, head: dict[str, Any]) -> None:
     board, config, catalog = world.design.board, world.config, world.catalog
     top_n, depth = config.top_n_of(period.board), config.rank_depth_of(period.board)
     items = sorted(world.seen | set(world.status))
-    answers = {answer.id: answer for answer in lookup_ranks(board, config, period, head, items, catalog=catalog)}
+    answers = {answer.id: answer for answer in lookup_ranks(board, config.policy, period, head, items, catalog=catalog)}
     in_head = head_ranks(head_entries(head))
     shown = [entry[0] for entry in head["items"]]
-    _, page = leaderboard_page(board, config, period, offset="0", limit=str(depth), cursor="", now=world.now())
+    _, page = leaderboard_page(board, config.policy, period, offset="0", limit=str(depth), cursor="", now=world.now())
     paged = {entry.id: entry.rank for entry in page.entries}
     for item in items:
         answer = answers[item]

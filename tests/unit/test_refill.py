@@ -75,7 +75,7 @@ def test_without_a_deeper_index_the_job_says_the_head_is_not_proven_and_refill_r
     assert not result.proven
     assert result.snapshot["items"] != world.best_visible(TOP_N)
     # When refill runs
-    found = stored_counts(world.design.board, world.config)
+    found = stored_counts(world.design.board, world.config.policy.periods)
     short = short_periods(world.design.board, world.config, found, dropped)
     assert short == dict.fromkeys(world.periods(), 6)  # the 3rd best visible: x5 and y2 with 6
     repaired = refill(world.design.board, world.config, dropped, world.catalog.denied())

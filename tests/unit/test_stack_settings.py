@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardboard.domain.boards import MAX_BOARDS_CEILING, BoardPolicy
+from shardboard.domain.boards import GLOBAL_BOARD, MAX_BOARDS_CEILING, BoardPolicy
 from shardboard.domain.periods import KINDS
+from shardboard.domain.policy import Indexing
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.template import Template
 from tests.conftest import ROOT
@@ -60,6 +61,28 @@ def test_published_settings_read_back_exactly(deployed: Settings) -> None:
     client = Settings.for_stack("reader").with_published(deployed.published_variables())
     # Then it agrees on every published setting; its tables stay its own stack's
     assert client == replace(deployed, **{f"{t}_table": f"reader-{t}" for t in ("views", "board", "shards", "items")})
+
+
+@given(deployed_settings())
+def test_the_policy_values_carry_what_the_settings_read(deployed: Settings) -> None:
+    # Given a stack's settings, the small values the domain takes in their place say the same
+    policy, sharding = deployed.policy, deployed.shard_policy
+    assert (policy.board, policy.periods.kinds, policy.index) == (
+        deployed.board,
+        deployed.periods,
+        Indexing(deployed.sparse_index, deployed.board_shards),
+    )
+    assert (policy.keep(GLOBAL_BOARD).top_n, policy.keep("cats").top_n) == (deployed.top_n, deployed.category_top_n)
+    assert (policy.keeping.page_size, policy.keeping.cursor_ttl_seconds) == (
+        deployed.page_size,
+        deployed.cursor_ttl_seconds,
+    )
+    assert (sharding.default_shards, sharding.max_shards, sharding.cooldown_seconds) == (
+        deployed.write_shards,
+        deployed.max_write_shards,
+        deployed.shard_cooldown_seconds,
+    )
+    assert sharding.enabled == (deployed.max_write_shards > deployed.write_shards)
 
 
 @given(deployed_settings(), st.sets(st.sampled_from(sorted(PUBLISHED_VARIABLES))))

@@ -161,10 +161,10 @@ def ranked_reads_skip_the_hidden(world: World) -> None:
         ]
         depth = config.rank_depth_of(period.board)
         _, page = leaderboard_page(
-            board, config, period, offset="0", limit=str(depth), cursor="", now=head["generated_at"]
+            board, config.policy, period, offset="0", limit=str(depth), cursor="", now=head["generated_at"]
         )
         assert [entry.id for entry in page.entries] == [item for item in stored if item not in world.hidden]
-        for answer in lookup_ranks(board, config, period, head, sorted(world.hidden), catalog=world.catalog):
+        for answer in lookup_ranks(board, config.policy, period, head, sorted(world.hidden), catalog=world.catalog):
             assert answer.rank is None
             if answer.id in stored:
                 assert answer.source == "hidden"
@@ -268,14 +268,14 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
     world.design.settle(final=True)
     world.refresh()
     board, config, period = world.design.board, world.config, world.periods()[0]
-    before = lookup_ranks(board, config, period, world.heads()[period], ["i07", "i08"], catalog=world.catalog)
+    before = lookup_ranks(board, config.policy, period, world.heads()[period], ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.source) for a in before] == [(8, "ranked"), (9, "ranked")]
     # When it is hidden
     done = hide(world.catalog, board, config, "i07", by="t", reason="spam", at=world.moment)
     # Then the head's ranked version records it where it stood, in the same patch, and every read skips it
     head = world.heads()[period]
     assert head["rank"]["events"] == [["hide", "i07", 8]] and period in done.patched
-    after = lookup_ranks(board, config, period, head, ["i07", "i08"], catalog=world.catalog)
+    after = lookup_ranks(board, config.policy, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.source) for a in after] == [(None, "hidden"), (8, "ranked")]
     assert after[1].of == before[1].of - 1
     with pytest.raises(NotRanked, match="hidden"):
@@ -285,13 +285,13 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
         "i08",
         "i09",
     ]
-    _, page = leaderboard_page(board, config, period, offset="5", limit="4", cursor="", now=head["generated_at"])
+    _, page = leaderboard_page(board, config.policy, period, offset="5", limit="4", cursor="", now=head["generated_at"])
     assert [(e.rank, e.id) for e in page.entries] == [(6, "i05"), (7, "i06"), (8, "i08"), (9, "i09")]
     # And an unhide puts it back at its exact rank (its counts were kept)
     unhide(world.catalog, board, config, "i07", by="t", reason="appeal", at=world.moment)
     head = world.heads()[period]
     assert head["rank"]["events"] in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
-    restored = lookup_ranks(board, config, period, head, ["i07", "i08"], catalog=world.catalog)
+    restored = lookup_ranks(board, config.policy, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.views) for a in restored] == [(before[0].rank, 13), (9, 12)]
 
 
@@ -314,7 +314,7 @@ def test_an_unhide_cut_short_after_its_transaction_is_finished_by_a_repeat():
     for period, head in world.heads().items():
         assert head["items"] == [["a", 5], ["b", 3]]
         assert head["rank"]["events"][-1] == ["unhide", "a"]
-        (answer,) = lookup_ranks(world.design.board, world.config, period, head, ["a"], catalog=world.catalog)
+        (answer,) = lookup_ranks(world.design.board, world.config.policy, period, head, ["a"], catalog=world.catalog)
         assert answer.rank == 1
     # And a deleted item cannot be unhidden
     delete(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)

@@ -6,8 +6,17 @@ import re
 
 import pytest
 
-from shardboard.domain.validation import BadInput, item_id, limit, moment, period_kind, view_count, view_request, viewer
-from shardboard.settings import MAX_VIEWS_PER_REQUEST
+from shardboard.domain.validation import (
+    MAX_VIEWS_PER_REQUEST,
+    BadInput,
+    item_id,
+    limit,
+    moment,
+    period_kind,
+    view_count,
+    view_request,
+    viewer,
+)
 
 
 @pytest.mark.parametrize("good", ["a#1", "x/y.jpg", "ünï", "a b", "images/001.jpg", "x" * 512, "é" * 256, "🙂"])

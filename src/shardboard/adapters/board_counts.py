@@ -13,8 +13,8 @@ from typing import Any, Protocol
 from shardboard.adapters.board_table import aggregate_state
 from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
 from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.policy import Periods
 from shardboard.domain.ports import PeriodKey
-from shardboard.settings import Settings
 
 # Counts per period: period -> item -> views.
 Counts = dict[PeriodKey, dict[str, int]]
@@ -36,7 +36,7 @@ class Stored:
     current: set[tuple[PeriodKey, str]]
 
 
-def stored_counts(board: CountScan, settings: Settings, deadline: float | None = None) -> Stored:
+def stored_counts(board: CountScan, periods: Periods, deadline: float | None = None) -> Stored:
     """Every period's counts, keys and aggregates (one scan of the board table; ScanDeadline past ``deadline``)."""
     counts: Counts = defaultdict(dict)
     keyed: dict[PeriodKey, set[str]] = defaultdict(set)
@@ -47,10 +47,10 @@ def stored_counts(board: CountScan, settings: Settings, deadline: float | None =
         if owner is None or row[PK]["S"] != aggregate_pk(owner, item):
             continue
         state = aggregate_state(row)
-        for kind in (*settings.periods, ALL):
+        for kind in (*periods.kinds, ALL):
             if kind != ALL and state.bucket is None:
                 continue
-            period = PeriodKey(owner, kind, coarser_bucket(kind, settings.anchor, state.bucket or ALL))
+            period = PeriodKey(owner, kind, coarser_bucket(kind, periods.anchor, state.bucket or ALL))
             counts[period][item] = state.count(kind)
             current.add((period, item))
             if index_key_attr(kind) in row:

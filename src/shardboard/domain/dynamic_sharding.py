@@ -22,10 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from shardboard.domain.ports import ShardMetadata, ShardMetadataStore, ThrottleScope
-from shardboard.settings import Settings
 
 # Writers keep "this item has no metadata" this long: one GetItem per long-tail item per TTL per writer. Staleness
 # is safe (the default range is a subset of any grown one) and a throttled writer refreshes at once.
@@ -52,7 +51,8 @@ Growth = Literal["double", "add"]
 
 @dataclass(frozen=True)
 class ShardPolicy:
-    """The numbers that drive growth and shrink (template: WriteShards, MaxWriteShards, ShardCooldownSeconds)."""
+    """The numbers that drive growth and shrink (template: WriteShards, MaxWriteShards, ShardCooldownSeconds; the
+    deployed functions run ``Settings.shard_policy``)."""
 
     default_shards: int
     max_shards: int
@@ -71,16 +71,6 @@ class ShardPolicy:
             raise ValueError(f"need 1 <= default shards <= max shards, got {self.default_shards}, {self.max_shards}")
         if self.cooldown_seconds < 0 or self.backoff_seconds[0] > self.backoff_seconds[1]:
             raise ValueError("cooldown must be >= 0 and the back-off a (low, high) range")
-
-    @classmethod
-    def of(cls, settings: Settings, **changes: Any) -> ShardPolicy:
-        """The policy the deployed functions run (template parameters via Settings)."""
-        values: dict[str, Any] = {
-            "default_shards": settings.write_shards,
-            "max_shards": settings.max_write_shards,
-            "cooldown_seconds": settings.shard_cooldown_seconds,
-        }
-        return cls(**{**values, **changes})
 
     @property
     def enabled(self) -> bool:

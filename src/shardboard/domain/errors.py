@@ -1,5 +1,5 @@
-"""The domain's refusal of bad input, in a module of its own so that any domain module may raise it (``validation``
-imports the settings, which import domain modules)."""
+"""The domain's refusal of bad input, in a module of its own so that any domain module may raise it: ``validation``
+imports ``boards`` (the board-name rule and limits), and ``boards`` raises it (a board the policy refuses)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from shardboard.domain.items import DELETED
 from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import (
@@ -32,12 +33,11 @@ from shardboard.domain.ranked import (
     taken_down,
     zipf_exponent,
 )
-from shardboard.settings import Settings
 
 
 def lookup_ranks(
     board: Board,
-    settings: Settings,
+    policy: Leaderboards,
     period: PeriodKey,
     head: Mapping[str, Any],
     ids: Sequence[str],
@@ -49,7 +49,7 @@ def lookup_ranks(
     entries = head_entries(head)
     in_head = head_ranks(entries)
     if block is None:  # no ranked versions (D = N): the head is the whole ranking the stack keeps
-        depth, count, as_of = settings.top_n_of(period.board), len(head["items"]), head["generated_at"]
+        depth, count, as_of = policy.keep(period.board).top_n, len(head["items"]), head["generated_at"]
         last_views, last_tie = (head["items"][-1][1], in_head[head["items"][-1][0]][0]) if head["items"] else (0, 0)
         tail = [[position, views] for position, (_, views) in enumerate(head["items"], start=1)]
         exponent = zipf_exponent(tail[depth // 10 :])
@@ -88,14 +88,14 @@ def lookup_ranks(
             if status == DELETED:
                 views = 0
             else:
-                views = shards[item][2] if item in shards else current_views(board, settings, period, item)
+                views = shards[item][2] if item in shards else current_views(board, policy, period, item)
             answers[item] = RankAnswer(item, views, None, None, of, of_exact, False, status, as_of)
         elif item in shards:
             _, tie_start, views = shards[item]
             rank = rank_of(tie_start, excluded)
             answers[item] = RankAnswer(item, views, rank, percentile(rank, of), of, of_exact, False, "ranked", as_of)
         else:
-            views = current_views(board, settings, period, item)
+            views = current_views(board, policy, period, item)
             if views == 0:
                 answers[item] = RankAnswer(item, 0, None, None, of, of_exact, False, "none", as_of)
                 continue
@@ -132,11 +132,11 @@ def beyond(
     return RankAnswer(item, views, None, percentile(model, of), of, of_exact, True, "beyond", as_of, depth, model)
 
 
-def current_views(board: Board, settings: Settings, period: PeriodKey, item_id: str) -> int:
+def current_views(board: Board, policy: Leaderboards, period: PeriodKey, item_id: str) -> int:
     """The item's count in the period now: its aggregate (all time, or a current period), else its past entry."""
     state = board.state(period.board, item_id)
     if period.kind == ALL:
         return state.views
-    if state.bucket is not None and coarser_bucket(period.kind, settings.anchor, state.bucket) == period.bucket:
+    if state.bucket is not None and coarser_bucket(period.kind, policy.periods.anchor, state.bucket) == period.bucket:
         return state.count(period.kind)
     return board.entry_state(period, item_id).views

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shardboard.domain.errors import BadInput
+from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
 from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.ranked import (
@@ -36,7 +37,6 @@ from shardboard.domain.ranked import (
     visible_positions,
 )
 from shardboard.domain.validation import board_name, limit_of, offset_of, period_kind
-from shardboard.settings import Settings
 
 # k of around-me: 1..50, so its 2k + 1 entries span at most two stored pages of 100.
 MAX_AROUND_K = 50
@@ -158,7 +158,7 @@ def parse_k(value: str) -> int:
 
 def leaderboard_page(
     board: Board,
-    settings: Settings,
+    policy: Leaderboards,
     requested: PeriodKey | None,
     *,
     offset: str,
@@ -172,22 +172,22 @@ def leaderboard_page(
     if cursor and offset:
         raise BadInput("give offset or cursor, not both")
     if not cursor:
-        wanted = requested or PeriodKey(settings.board, "all", "all")
-        depth = settings.rank_depth_of(wanted.board)
+        wanted = requested or PeriodKey(policy.board, "all", "all")
+        depth = policy.keep(wanted.board).depth
         start = offset_of(offset, depth)
-        count = limit_of(limit, settings.page_size, "limit") if limit else settings.page_size
+        count = limit_of(limit, policy.keeping.page_size, "limit") if limit else policy.keeping.page_size
         check_range(start, count, depth)
         head = board.get_snapshot(wanted)
         return head, (first_page(head, start, count, board, wanted) if head else Page([], start, None, None))
-    pinned = decode_cursor(cursor, settings.page_size)
+    pinned = decode_cursor(cursor, policy.keeping.page_size)
     if requested is not None and requested != pinned.period:
         raise BadInput("cursor is for another board or period: send it without board, period and at, or with theirs")
     board_name(pinned.period.board)
     if pinned.period.kind != "all":
-        period_kind(pinned.period.kind, settings.periods)
+        period_kind(pinned.period.kind, policy.periods.kinds)
     if limit:
-        pinned = replace(pinned, limit=limit_of(limit, settings.page_size, "limit"))
-    depth = settings.rank_depth_of(pinned.period.board)
+        pinned = replace(pinned, limit=limit_of(limit, policy.keeping.page_size, "limit"))
+    depth = policy.keep(pinned.period.board).depth
     if pinned.offset >= depth:
         raise BadInput("cursor is malformed: not a cursor this API gave")
     # A walk's last page is shorter: its cursor keeps the walk's limit, so the page stops at the depth.
@@ -195,16 +195,17 @@ def leaderboard_page(
     head = board.get_snapshot(pinned.period)
     if head is None:
         raise BadInput(EXPIRED)
-    return head, next_page(head, pinned, board, now=now, ttl_seconds=settings.cursor_ttl_seconds)
+    return head, next_page(head, pinned, board, now=now, ttl_seconds=policy.keeping.cursor_ttl_seconds)
 
 
-def walk_cursor(head: Mapping[str, Any], period: PeriodKey, settings: Settings) -> str | None:
-    """The cursor at offset 0 of the head's ranked version (None without one): today's answer carries it."""
+def walk_cursor(head: Mapping[str, Any], period: PeriodKey, page_size: int) -> str | None:
+    """The cursor at offset 0 of the head's ranked version, for pages of ``page_size`` (P) entries (None without one):
+    today's answer carries it."""
     block = head.get("rank")
     if not block or not block["count"]:
         return None
     events = block.get("events", [])
-    return encode_cursor(Cursor(period, block["rv"], 0, min(settings.page_size, block["count"]), len(events)))
+    return encode_cursor(Cursor(period, block["rv"], 0, min(page_size, block["count"]), len(events)))
 
 
 def check_range(offset: int, limit: int, depth: int) -> None:

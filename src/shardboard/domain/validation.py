@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
 from shardboard.domain.errors import BadInput as BadInput  # noqa: PLC0414 - re-exported as validation.BadInput
 from shardboard.domain.periods import ALL, PeriodError, parse_time, utc
-from shardboard.settings import MAX_VIEWS_PER_REQUEST
 
+# One request may record at most this many views (all of them in one base-table write: ADD views :count).
+MAX_VIEWS_PER_REQUEST = 1000
 MAX_ID_BYTES = 512
 MAX_VIEWER_CHARS = 128
 # Nesting levels a JSON body or import line may have: a view is 2, metadata a few. Far below the depth at which

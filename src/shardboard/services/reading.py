@@ -95,7 +95,7 @@ def top(
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
     head = head_of(reads, wanted)
     document = Leaderboard.of_snapshot(dict(head), count)
-    document.walk = walk_cursor(head, wanted, reads.settings)
+    document.walk = walk_cursor(head, wanted, reads.settings.page_size)
     return Top(wanted, head, count, document)
 
 
@@ -114,7 +114,13 @@ def page(
     named = None if (cursor and not (board or period or at)) else period_named(reads.settings, board, period, at)
     now = datetime.now(UTC).isoformat()
     head, found = leaderboard_page(
-        reads.board, reads.settings, named, offset=_text(offset), limit=_text(limit), cursor=cursor or "", now=now
+        reads.board,
+        reads.settings.policy,
+        named,
+        offset=_text(offset),
+        limit=_text(limit),
+        cursor=cursor or "",
+        now=now,
     )
     if head is None:
         raise NoSnapshot(named or PeriodKey(reads.settings.board, "all", "all"))
@@ -164,7 +170,7 @@ def ranks(
         raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(checked)}")
     wanted = period_named(reads.settings, board, period, at)
     head = head_of(reads, wanted)
-    answers = lookup_ranks(reads.board, reads.settings, wanted, head, checked, catalog=reads.items)
+    answers = lookup_ranks(reads.board, reads.settings.policy, wanted, head, checked, catalog=reads.items)
     return RankAnswers(wanted, head, answers)
 
 

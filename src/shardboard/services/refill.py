@@ -130,7 +130,7 @@ def refill(
     flows and to run twice (a period that is not short is left alone). ``deadline`` (``time.monotonic()``): a scan
     still reading then raises ScanDeadline; a T lowered before is kept (it only keys more) and the next run goes on."""
     wanted = set(boards) if boards is not None else None
-    found = stored_counts(board, settings, deadline)
+    found = stored_counts(board, settings.policy.periods, deadline)
     dropped = _taken_down(found, hidden, deleted)[0]
     short = {
         period: holds
@@ -143,7 +143,7 @@ def refill(
     before = board.thresholds(targets, consistent=True)
     for period, holds in short.items():
         board.lower_threshold(period, holds)
-    found = stored_counts(board, settings, deadline)
+    found = stored_counts(board, settings.policy.periods, deadline)
     dropped, gone = _taken_down(found, hidden, deleted)
     after = board.thresholds(targets, consistent=True)
     layouts = board.thresholds(sorted({PeriodKey(p.board, ALL, ALL) for p in targets}), consistent=True)

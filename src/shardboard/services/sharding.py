@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from shardboard.domain.dynamic_sharding import ReviewOutcome, ShardPolicy, review_all
+from shardboard.domain.dynamic_sharding import ReviewOutcome, review_all
 from shardboard.domain.ports import Board, ShardMetadataStore
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -30,7 +30,7 @@ def review(stores: ShardReview, now: int | None = None, *, even_when_off: bool =
     """Review every grown item at ``now`` (epoch seconds; None: the clock), one outcome each. With dynamic sharding
     off (MaxWriteShards = WriteShards) no item ever grows, so the schedule reads nothing; an operator's review
     (``even_when_off``) still looks at what the table holds."""
-    policy = ShardPolicy.of(stores.settings)
+    policy = stores.settings.shard_policy
     if not (policy.enabled or even_when_off):
         return []
     moment = int(time.time()) if now is None else now

@@ -15,7 +15,7 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.dynamic_sharding import ShardPolicy, ShardRouter
+from shardboard.domain.dynamic_sharding import ShardRouter
 from shardboard.domain.items import DELETED, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.taken_down import TakenDown
 from shardboard.settings import Settings
@@ -67,5 +67,5 @@ class Container:
     @cached_property
     def router(self) -> ShardRouter | None:
         """The writers' shard-count cache (dynamic sharding), or None when it is off."""
-        policy = ShardPolicy.of(self.settings)
+        policy = self.settings.shard_policy
         return ShardRouter(self.shard_metadata, policy) if policy.enabled else None

@@ -147,7 +147,7 @@ def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
         item = truth[position - 1][0]
         requests, units = usage.requests, usage.units("read")
         head = design.board.get_snapshot(period) or {}
-        [answer] = lookup_ranks(design.board, design.settings, period, head, [item], catalog=design.items)
+        [answer] = lookup_ranks(design.board, design.settings.policy, period, head, [item], catalog=design.items)
         shown = f"rank {answer.rank:,}" if answer.rank else f"beyond {answer.beyond:,}, ~{answer.approximate_rank:,}"
         priced.append(
             {
@@ -210,7 +210,7 @@ def price_page(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[st
         def read(kind: str = kind) -> str:
             _, page = leaderboard_page(
                 design.board,
-                settings,
+                settings.policy,
                 None if kind == "cursor" else period,
                 offset="" if kind == "cursor" else str(offset),
                 limit=str(limit),

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from shardboard.domain import validation
-from shardboard.domain.dynamic_sharding import ShardPolicy, readable_shards
+from shardboard.domain.dynamic_sharding import readable_shards
 from shardboard.services import sharding
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.operations import resharding
@@ -72,7 +72,7 @@ def reshard(ctx: click.Context, target: int, board: str | None, grace_seconds: f
 def shards(ctx: click.Context, review: bool, as_json: bool) -> None:
     """Items whose write shards grew past the default (the shard metadata table: docs/dynamic-sharding.md)."""
     rt = runtime(ctx)
-    policy = ShardPolicy.of(rt.settings)
+    policy = rt.settings.shard_policy
     with one_line_errors():
         if review:
             for outcome in sharding.review(sharding.ShardReview.of(rt.stores()), even_when_off=True):

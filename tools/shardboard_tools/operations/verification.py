@@ -83,7 +83,7 @@ def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = froz
 def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
     """Every period's counts as the board table holds them (an aggregate for its current periods, past entries
     for the others), and which items carry each period's index key."""
-    found = stored_counts(board, settings)
+    found = stored_counts(board, settings.policy.periods)
     return found.counts, found.keyed
 
 
