@@ -18,12 +18,12 @@ from shardboard_tools.bench.boards_workload import (
     bucket_label,
 )
 
-# 20 s of views at 1,000/s, midnight at 10 s; 2 s windows and refreshes (ten of each).
+# 20 s of views at 400/s, midnight at 10 s; 2 s windows and refreshes (ten of each).
 SMALL = BoardsWorkload.straddling_midnight(
-    views=20_000,
-    items=2_000,
+    views=8_000,
+    items=800,
     categories=5,
-    views_per_s=1_000,
+    views_per_s=400,
     global_top_n=100,
     category_top_n=20,
     refresh_seconds=2.0,
