@@ -321,7 +321,7 @@ def test_each_takedown_of_a_shared_partition_is_its_own_small_item(ports):
     assert ports.items.hidden() == frozenset(ids[20:]) and ports.items.denied() == frozenset(ids[:20])
 
 
-# On DynamoDB Local (whose 400 KB limit is the point) a paced minute of writes: the slow tier's; memory models the limit.
+# On DynamoDB Local (whose 400 KB limit is the point) a paced minute of writes: the slow tier; memory models the limit.
 SLOW_LOCAL = pytest.param("dynamodb-local", marks=[pytest.mark.e2e, pytest.mark.slow])
 
 

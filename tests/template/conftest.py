@@ -35,7 +35,7 @@ class NoManagedPolicyNames:
 
 
 def render(template: dict[str, Any]) -> dict[str, Any]:
-    """The CloudFormation that `sam deploy` would submit (as `sam validate` does, CodeUri and ContentUri become S3 URIs)."""
+    """The CloudFormation that `sam deploy` would submit (as `sam validate` does, code locations become S3 URIs)."""
     body = copy.deepcopy(template)
     body["Globals"]["Function"]["CodeUri"] = "s3://shardboard-artifacts/code.zip"
     body["Resources"]["DependenciesLayer"]["Properties"]["ContentUri"] = "s3://shardboard-artifacts/layer.zip"
