@@ -1,5 +1,6 @@
-"""The Board port: compare-and-set on aggregates, rolls, past entries and late moves, the sharded sparse GSIs per
-period kind, period items (thresholds and change marks) and the snapshot items."""
+"""The board table's role ports (``Board`` is their union): compare-and-set on aggregates, rolls, past entries and
+late moves, the sharded sparse GSIs per period kind, period items (thresholds and change marks), the snapshot items,
+ranked versions, the scans and resharding."""
 
 from __future__ import annotations
 
