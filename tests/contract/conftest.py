@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
+from shardboard.domain.ports import (
+    AllowanceCounters,
+    Board,
+    CounterImports,
+    CounterReads,
+    ItemCatalog,
+    RetrySafeViewCounters,
+    ShardMetadataStore,
+)
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import (
     MemoryBoardStore,
@@ -26,16 +35,21 @@ from tests.conftest import Pipeline
 IMPLEMENTATIONS = ["memory", "moto", pytest.param("dynamodb-local", marks=pytest.mark.e2e)]
 
 
+class ViewTable(RetrySafeViewCounters, AllowanceCounters, CounterReads, CounterImports, Protocol):
+    """Every port of the base table: its writes, the rate limits' allowances, its reads and the import's writes."""
+
+
 @dataclass
 class Ports:
-    """One implementation of each port, plus how to read the base table's stream as Lambda receives it."""
+    """One implementation of each port, plus how to read the base table's stream as Lambda receives it (records in
+    the event's JSON shape: not a port)."""
 
     name: str
-    views: Any  # ViewCounters, and the reads the tools use (item_total, shard_counts, scan_totals)
-    board: Any  # Board
-    shards: Any  # ShardMetadataStore
+    views: ViewTable
+    board: Board  # every role of the board table (tests/contract/test_board.py runs each)
+    shards: ShardMetadataStore
     stream: Callable[[], list[dict[str, Any]]]
-    items: Any  # ItemCatalog
+    items: ItemCatalog
 
     def counter_records(self) -> list[dict[str, Any]]:
         """The base stream's counter records. moto also emits a key-only INSERT before the one an UpdateItem that

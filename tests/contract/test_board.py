@@ -1,8 +1,15 @@
-"""The Board port: compare-and-set on aggregates, rolls, past entries and late moves, the sharded sparse GSIs per
-period kind, period items (thresholds and change marks) and the snapshot items."""
+"""The board table's role ports (``Board`` is their union): compare-and-set on aggregates, rolls, past entries and
+late moves, the sharded sparse GSIs per period kind, period items (thresholds and change marks), the snapshot items,
+ranked versions, the scans and resharding."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
+from shardboard.adapters.dynamodb import ScanDeadline
+from shardboard.adapters.keys import DEEP_KEY, ITEM_ID, index_key_attr
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, LateResult, MoveResult, PastEntry, PeriodKey
 
@@ -541,3 +548,117 @@ def test_the_deep_threshold_only_rises_beside_t(ports):
     assert board.raise_deep_threshold(BOARD, 6) is True
     assert board.get_board_state(BOARD, consistent=True) == BoardState(30, None, None, deep_threshold=6)
     assert board.thresholds([ALL_TIME]) == {ALL_TIME: BoardState(30, None, None, deep_threshold=6)}
+
+
+def test_add_history_adds_to_an_aggregate_only_as_it_was_seen(ports):
+    board = ports.board
+    # Given an aggregate, as ``rebuild`` reads it before giving it back its past entries' views
+    move(board, "a", [ShardMove(0, 0, 3)], kinds=("day", "week"), joins={"all": "contract#4#1"})
+    seen = board.state(BOARD, "a")
+    # When views are added per kind ("all": all-time views), the index ranks it by its new count
+    assert board.add_history(BOARD, "a", seen, {"all": 5, "week": 2}) is True
+    assert board.state(BOARD, "a") == state({0: 3}, 8, counts={"day": 3, "week": 5}, in_index=True)
+    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 8)], None)
+    # Then an add from a state it no longer holds (other views, another bucket, no aggregate) is refused
+    assert board.add_history(BOARD, "a", seen, {"all": 1}) is False
+    assert board.add_history(BOARD, "a", state({0: 3}, 8, D2), {"all": 1}) is False
+    assert board.add_history(BOARD, "gone", AggregateState({}, 0, False), {"all": 1}) is False
+    assert board.state(BOARD, "a").views == 8
+    assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
+
+
+def test_aggregate_views_reads_one_aggregate_per_board(ports):
+    board = ports.board
+    move(board, "a", [ShardMove(0, 0, 3), ShardMove(2, 0, 4)])
+    assert board.aggregate_views("a", BOARD) == 7
+    # The global board's is another aggregate; an item without one has none
+    assert board.aggregate_views("a") is None
+    assert board.aggregate_views("missing", BOARD) is None
+    board.delete_aggregate("a", BOARD)
+    assert board.aggregate_views("a", BOARD) is None
+
+
+def test_get_threshold_is_the_published_all_time_t(ports):
+    board = ports.board
+    assert board.get_threshold(BOARD) == 0
+    assert board.raise_threshold(DAY1, 9) is True  # another period's T is not all time's
+    assert board.get_threshold(BOARD) == 0
+    assert board.raise_threshold(ALL_TIME, 4) is True
+    assert board.get_threshold(BOARD) == 4
+
+
+# -- scans
+
+
+def test_the_count_scan_reads_every_aggregate_and_past_entry_and_only_those(ports):
+    board = ports.board
+    # Given two aggregates, one of them keyed, a past entry, and period items, a snapshot and a ranked version
+    move(board, "a", [ShardMove(0, 0, 5)], bucket=D2, joins={"all": "contract#4#1"})
+    move(board, "b", [ShardMove(0, 0, 2)], bucket=D2)
+    board.archive(PastEntry(DAY1, "a", 6, {0: 6}, None, 11, None))
+    board.raise_threshold(ALL_TIME, 3)
+    board.mark_changed([DAY2], 100, {DAY2: None})
+    assert board.put_snapshot(snapshot(1, [["a", 5]]), None)
+    # Then the scan returns the three counts, and the aggregates of one board by id
+    rows = board.scan_counts()
+    assert sorted(row[ITEM_ID]["S"] for row in rows) == ["a", "a", "b"]
+    assert board.scan_aggregates(BOARD) == {"a": (5, True), "b": (2, False)}
+    assert board.scan_aggregates() == {}
+    # And a scan still reading at its deadline stops
+    with pytest.raises(ScanDeadline):
+        board.scan_counts(deadline=time.monotonic() - 1)
+
+
+# -- resharding
+
+
+def test_a_reshard_begins_only_from_the_current_layout_and_finishes_only_that_move(ports):
+    board = ports.board
+    # Given no layout stored: the template's default counts as current only when the caller says it is
+    assert board.begin_reshard(BOARD, 4, 8, current_is_default=False) is False
+    assert board.begin_reshard(BOARD, 4, 8, current_is_default=True) is True
+    assert board.get_board_state(BOARD, consistent=True) == BoardState(0, 8, 4)
+    # While it moves, no other move begins, and only that move finishes
+    assert board.begin_reshard(BOARD, 8, 16, current_is_default=False) is False
+    assert board.finish_reshard(BOARD, 4, 16) is False
+    assert board.finish_reshard(BOARD, 4, 8) is True
+    assert board.get_board_state(BOARD, consistent=True) == BoardState(0, 8, None)
+    assert board.finish_reshard(BOARD, 4, 8) is False
+    # The next move starts from the stored layout, and a published T stays
+    assert board.raise_threshold(ALL_TIME, 6) is True
+    assert board.begin_reshard(BOARD, 4, 16, current_is_default=True) is False
+    assert board.begin_reshard(BOARD, 8, 16, current_is_default=False) is True
+    assert board.get_board_state(BOARD, consistent=True) == BoardState(6, 16, 8)
+
+
+def test_the_layout_scan_finds_the_keys_left_in_a_layout_and_rekey_moves_each_once(ports):
+    board = ports.board
+    # Given keys in layout 4 (an aggregate in two kinds and the deep tier, a past entry), one in layout 8, and
+    # another board's key in layout 4
+    day_key = "contract#day#2026-11-23#4#1"
+    move(board, "a", [ShardMove(0, 0, 5)], bucket=D2, joins={"all": "contract#4#1", "day": day_key})
+    assert board.join_deep(BOARD, "a", "contract#deep#4#0", 2)
+    board.archive(PastEntry(DAY1, "b", 6, {0: 6}, "contract#day#2026-11-22#4#3", 11, None))
+    move(board, "c", [ShardMove(0, 0, 7)], bucket=D2, joins={"all": "contract#8#2"})
+    board.move("elsewhere", "a", D2, [ShardMove(0, 0, 1)], kinds=("day",), joins={"all": "elsewhere#4#1"})
+    # When the layout is scanned
+    found = board.scan_layout(BOARD, 4)
+    # Then every key of the board still in layout 4 is named, with its item
+    named = sorted((attribute, key, item) for _, attribute, key, item in found)
+    assert named == sorted(
+        [
+            (index_key_attr("all"), "contract#4#1", "a"),
+            (index_key_attr("day"), day_key, "a"),
+            (DEEP_KEY, "contract#deep#4#0", "a"),
+            (index_key_attr("day"), "contract#day#2026-11-22#4#3", "b"),
+        ]
+    )
+    assert [(key, item) for _, _, key, item in board.scan_layout(BOARD, 8)] == [("contract#8#2", "c")]
+    # When the aggregate's all-time key is moved to layout 8, its index follows; a second move of it is refused
+    pk, attribute, old, _ = next(where for where in found if where[2] == "contract#4#1")
+    assert board.rekey(pk, attribute, old, "contract#8#5") is True
+    assert board.rekey(pk, attribute, old, "contract#8#6") is False
+    assert board.query_shard("all", "contract#4#1", 10, None) == ([], None)
+    assert board.query_shard("all", "contract#8#5", 10, None) == ([("a", 5)], None)
+    assert len(board.scan_layout(BOARD, 4)) == 3
+    assert sorted(item for _, _, _, item in board.scan_layout(BOARD, 8)) == ["a", "c"]

@@ -67,3 +67,12 @@ def test_writers_at_once_never_register_past_the_limit(registry):
     assert outcomes.count(True) == 12
     assert registry.count() == 12
     assert len(registry.registered([f"w{w}-{n}" for w in range(8) for n in range(5)])) == 12
+
+
+def test_the_scan_lists_every_registered_board_with_its_origin(registry):
+    assert registry.scan() == {}
+    assert registry.register(["a", "b"], 3)
+    assert registry.register(["legacy"], None)
+    # A refused registration adds nothing
+    assert not registry.register(["c", "d"], 3)
+    assert registry.scan() == {"a": "view", "b": "view", "legacy": "existing"}

@@ -5,7 +5,7 @@ one step from nothing to the totals."""
 from __future__ import annotations
 
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN
 
 SHARD = 1_000_042
 

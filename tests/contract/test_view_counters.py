@@ -122,3 +122,28 @@ def test_a_throttled_write_is_the_domain_outcome_on_dynamodb(code, reasons, scop
         with pytest.raises(Throttled) as refused:
             views.add_view("a", 0, 3)
     assert refused.value.scope is scope
+
+
+def test_the_counter_scan_names_each_board_anchor_bucket_and_write_shard(ports):
+    views = ports.views
+    views.add_view("a", 0, 2, "2026-11-22", ("cats",))
+    views.add_view("a", 1, 4, "2026-11-23")
+    views.add_view("b", 0, 1, "2026-11-23", ("cats",))
+    assert sorted(views.scan_counters_all()) == [
+        ("a", "2026-11-22", 0, "cats", 2),
+        ("a", "2026-11-22", 0, "global", 2),
+        ("a", "2026-11-23", 1, "global", 4),
+        ("b", "2026-11-23", 0, "cats", 1),
+        ("b", "2026-11-23", 0, "global", 1),
+    ]
+
+
+def test_a_view_without_a_bucket_is_counted_in_the_current_anchor_bucket(ports):
+    views = ports.views
+    # A named bucket is itself; no bucket is the current anchor bucket, where a view without one is counted
+    assert views.bucket("2026-11-22") == "2026-11-22"
+    current = views.bucket()
+    views.add_view("a", 0, 3)
+    assert views.item_total("a", 1, current) == 3
+    assert views.shard_counts("a", [0], current) == {0: 3}
+    assert views.item_total("a", 1, "2026-11-22") == 0

@@ -183,7 +183,7 @@ def exact_version(pipeline, now):
     pages = pipeline.board.get_rank_pages(period, block["rv"], range(len(block["pages"])))
     stored = [entry for page in sorted(pages) for entry in pages[page]]
     best = top((Entry(id=i, views=v) for i, v in pipeline.truth().items()), settings.rank_depth_of(settings.board))
-    assert stored == [[e.id, e.views] for e in best]
+    assert stored == [(e.id, e.views) for e in best]
 
 
 def test_deep_keys_move_with_the_layout_and_ranked_versions_stay_exact(make_pipeline):

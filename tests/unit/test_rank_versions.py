@@ -185,4 +185,4 @@ def test_rank_shard_entries_carry_position_and_competition_rank():
     found = {item: entry for shard in parts.shards.values() for item, entry in shard.items()}
     assert found == {"a": [1, 1, 9], "b": [2, 2, 7], "c": [3, 2, 7], "d": [4, 2, 7], "e": [5, 5, 1]}
     assert all(rank_shard_of(item, len(parts.shards)) == shard for shard, s in parts.shards.items() for item in s)
-    assert parts.pages == [[["a", 9], ["b", 7], ["c", 7], ["d", 7], ["e", 1]]]
+    assert parts.pages == [[("a", 9), ("b", 7), ("c", 7), ("d", 7), ("e", 1)]]

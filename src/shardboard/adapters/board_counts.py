@@ -8,22 +8,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from shardboard.adapters.board_table import aggregate_state
 from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.policy import Periods
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import BoardScans, PeriodKey
 
 # Counts per period: period -> item -> views.
 Counts = dict[PeriodKey, dict[str, int]]
-
-
-class CountScan(Protocol):
-    """A board table that can be read whole (BoardStore; the tools' in-memory twin)."""
-
-    def scan_counts(self, segments: int = 4, deadline: float | None = None) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -36,7 +29,7 @@ class Stored:
     current: set[tuple[PeriodKey, str]]
 
 
-def stored_counts(board: CountScan, periods: Periods, deadline: float | None = None) -> Stored:
+def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = None) -> Stored:
     """Every period's counts, keys and aggregates (one scan of the board table; ScanDeadline past ``deadline``)."""
     counts: Counts = defaultdict(dict)
     keyed: dict[PeriodKey, set[str]] = defaultdict(set)

@@ -77,6 +77,7 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodStatus,
     RankParts,
+    RankRow,
     RankShard,
 )
 
@@ -555,11 +556,11 @@ class BoardStore:
             found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
         return found
 
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
         by_pk = {rank_page_pk(*period, rv, page): page for page in pages}
-        found: dict[int, list[list[Any]]] = {}
+        found: dict[int, list[RankRow]] = {}
         for item in self._batch_get(list(by_pk)):
-            found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
+            found[by_pk[item[PK]["S"]]] = rank_rows(item)
         return found
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
@@ -795,6 +796,11 @@ def rank_part_items(period: PeriodKey, parts: RankParts, expires_at: int | None)
             item[EXPIRES_AT] = n_attr(expires_at)
         items.append(item)
     return items
+
+
+def rank_rows(item: Mapping[str, Any]) -> list[RankRow]:
+    """A stored page's rows (its JSON holds them as [id, views] arrays)."""
+    return [(str(item_id), int(views)) for item_id, views in json.loads(item[RANK_ENTRIES]["S"])]
 
 
 def snapshot_item(snapshot: Mapping[str, Any]) -> Item:

@@ -6,7 +6,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -55,7 +55,7 @@ from shardboard.domain.idempotency import (
     OnceWrite,
 )
 from shardboard.domain.periods import DAY, bucket_of
-from shardboard.domain.ports import Throttled, ThrottleScope
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterSet, Throttled, ThrottleScope
 from shardboard.domain.rate_limit import Allowance
 
 # BatchGetItem reads at most 100 keys per request.
@@ -70,17 +70,6 @@ MAX_BATCH_GET_ROUNDS = 10
 MAX_CONFLICT_ATTEMPTS = 5
 # Cancellation reasons of a throttled transaction item (TransactionCanceledException names them per item).
 TRANSACTION_THROTTLES = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
-
-
-# Outcomes of ``set_counters``: the counter was created; it holds this import already; another import holds it.
-WRITTEN, PRESENT, TAKEN = "written", "present", "taken"
-
-
-class CounterSet(NamedTuple):
-    """What one ``set_counters`` did and the write units it consumed (a refused condition consumes some too)."""
-
-    outcome: str  # WRITTEN, PRESENT or TAKEN
-    units: float
 
 
 def counter_attribute(board: str) -> str:

@@ -136,6 +136,11 @@ class BoardRegistry(Protocol):
         """How many boards are registered."""
         ...
 
+    def scan(self) -> dict[str, str]:
+        """Every registered board and its origin: ``view`` (a view registered it under the cap) or ``existing``
+        (it held views from before and was learned past the cap)."""
+        ...
+
 
 @dataclass
 class InProcessBoards:
@@ -144,6 +149,7 @@ class InProcessBoards:
 
     existing: frozenset[str] = frozenset()
     names: set[str] = field(default_factory=set)
+    origins: dict[str, str] = field(default_factory=dict)  # as the registry's items hold them
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def registered(self, names: Sequence[str]) -> set[str]:
@@ -156,6 +162,7 @@ class InProcessBoards:
             if limit is not None and len(self.names) + len(new) > limit:
                 return False
             self.names |= new
+            self.origins |= dict.fromkeys(sorted(new), "view" if limit is not None else "existing")
             return True
 
     def existed(self, names: Sequence[str]) -> set[str]:
@@ -164,6 +171,10 @@ class InProcessBoards:
     def count(self) -> int:
         with self._lock:
             return len(self.names)
+
+    def scan(self) -> dict[str, str]:
+        with self._lock:
+            return {name: self.origins.get(name, "view") for name in self.names}
 
 
 class BoardGate:

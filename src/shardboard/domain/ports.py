@@ -7,7 +7,7 @@ arrive here as domain outcomes (``Throttled``, a refused ``MoveResult``, a False
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -15,11 +15,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 
-if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
+if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module; rate_limit imports it too
+    from shardboard.domain.dedupe import Seen, SeenOutcome
+    from shardboard.domain.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
     from shardboard.domain.items import ItemRecord, ShardPage
+    from shardboard.domain.rate_limit import Allowance
 
-# Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
-Cursor = Mapping[str, Any]
+# A resume token: the key where an index read stopped (each key attribute's typed value), handed back as is to read
+# on from there. The domain never looks inside.
+Cursor = Mapping[str, Mapping[str, str]]
+# An aggregate or past entry as a scan of the board table returns it: attribute name -> typed value (type -> text).
+StoredItem = Mapping[str, Mapping[str, str]]
+# One row of a ranked version's stored page: (item id, views).
+RankRow = tuple[str, int]
+# Where an index key of a resharded board sits: (item key, key attribute, index key, item id).
+IndexKeyAt = tuple[str, str, str, str]
 # The snapshot item as plain values (board, version, generated_at, items, threshold, shard_hits, digest, ...).
 Snapshot = dict[str, Any]
 
@@ -184,10 +194,10 @@ class SeenViewCounters(ViewCounters, Protocol):
     """The base table with dedupe markers (docs/honest-counts.md): a viewed view counts once per dedupe window."""
 
     def add_seen_view(
-        self, item_id: str, shard: int, seen: Any, bucket: str | None = None, boards: Sequence[str] = ()
-    ) -> Any:
-        """Add one view (as ``add_view``) and the marker of ``seen`` (a ``domain.dedupe.Seen``) in one transaction
-        unless the marker exists; returns a ``domain.dedupe.SeenOutcome``, or raises Throttled (nothing written)."""
+        self, item_id: str, shard: int, seen: Seen, bucket: str | None = None, boards: Sequence[str] = ()
+    ) -> SeenOutcome:
+        """Add one view (as ``add_view``) and the marker of ``seen`` in one transaction unless the marker exists;
+        raises Throttled (nothing written)."""
         ...
 
 
@@ -195,18 +205,18 @@ class AllowanceCounters(Protocol):
     """Rate-limit allowances (docs/honest-counts.md "Rate limits"): one counter per (client, window) of the views
     table, written by the views-table adapter and mirrored in memory."""
 
-    def take_allowance(self, allowance: Any) -> bool:
-        """Add ``allowance.views`` (a ``domain.rate_limit.Allowance``) to its counter unless that would pass
+    def take_allowance(self, allowance: Allowance) -> bool:
+        """Add ``allowance.views`` to its counter unless that would pass
         ``allowance.limit``; False: refused, nothing written. Raises Throttled (nothing written)."""
         ...
 
-    def return_allowance(self, allowance: Any) -> None:
+    def return_allowance(self, allowance: Allowance) -> None:
         """Give back views taken by ``take_allowance`` whose view was not written. Raises Throttled."""
         ...
 
 
-class Board(Protocol):
-    """The board table: aggregates (compare-and-set), past entries, the sharded sparse GSIs, period items, snapshots."""
+class AggregateWrites(Protocol):
+    """The aggregator's compare-and-set on an item's aggregate (its current periods) and its past periods' entries."""
 
     def move(
         self,
@@ -224,10 +234,6 @@ class Board(Protocol):
         ``deep``: the all-time deep key and bucket to set if the aggregate has none."""
         ...
 
-    def state(self, board: str, item_id: str) -> AggregateState:
-        """An aggregate's state, strongly consistent (empty when it does not exist)."""
-        ...
-
     def roll(
         self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
     ) -> bool:
@@ -240,7 +246,7 @@ class Board(Protocol):
         ...
 
     def move_late(self, late: LateMove) -> LateResult:
-        """Apply an older anchor bucket's views to its entry, the aggregate and past entries, in one transaction."""
+        """Apply an older anchor bucket's views to its entry, the aggregate and past entries, all or nothing."""
         ...
 
     def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
@@ -249,9 +255,35 @@ class Board(Protocol):
         of its surviving past entries."""
         ...
 
+
+class AggregateReads(Protocol):
+    """An item's counts as the aggregates and past entries hold them."""
+
+    def state(self, board: str, item_id: str) -> AggregateState:
+        """An aggregate's state, strongly consistent (empty when it does not exist)."""
+        ...
+
     def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
         """A past entry's state, strongly consistent (empty when there is none)."""
         ...
+
+    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
+        """An item's views on a board all time (eventually consistent), or None when it has none."""
+        ...
+
+    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """All-time views of those of ``item_ids`` that have an aggregate on ``board`` (one batched, eventually
+        consistent read)."""
+        ...
+
+
+class Aggregates(AggregateWrites, AggregateReads, Protocol):
+    """Aggregates and past entries, written by compare-and-set and read back: what the aggregator and a repair of
+    the board table (``rebuild``, ``redrive``) need."""
+
+
+class Erasure(Protocol):
+    """Removing an item's counts from a board: a delete's sweep, and the loss a repair is tested against."""
 
     def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
         """Delete the item's past entries of ``periods`` (all time has none) and then its aggregate on ``board``, with
@@ -259,37 +291,53 @@ class Board(Protocol):
         sweep cut short still finds the board the next time (a deleted item's ``state`` is what names its boards)."""
         ...
 
+    def delete_aggregate(self, item_id: str, board: str = GLOBAL_BOARD) -> None:
+        """Remove one aggregate and nothing else (chaos runs and tests lose the board table so; ``rebuild`` restores
+        it)."""
+        ...
+
+
+class BoardIndex(Protocol):
+    """The sparse leaderboard index: each period kind's S board shards, best count first, and the all-time deep
+    tier's shards, best bucket first. An item joins by carrying a key; a read resumes where the last one stopped."""
+
     def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """Key an existing aggregate into a kind's GSI; False if it has no aggregate or is keyed already."""
+        """Key an existing aggregate into a kind's index; False if it has no aggregate or is keyed already."""
         ...
 
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        """Key an existing past entry into its kind's GSI; False if there is none or it is keyed already."""
+        """Key an existing past entry into its kind's index; False if there is none or it is keyed already."""
         ...
 
     def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
-        """Key an existing aggregate into the all-time deep GSI at ``bucket``, or raise its bucket to it; False if it
+        """Key an existing aggregate into the all-time deep tier at ``bucket``, or raise its bucket to it; False if it
         has no aggregate or its stored bucket is not lower (a stale writer never moves it back)."""
-        ...
-
-    def query_deep(
-        self, board: str, deep_key: str, limit: int, start: Cursor | None
-    ) -> tuple[list[tuple[str, int]], Cursor | None]:
-        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first, after ``start``; and the next cursor."""
-        ...
-
-    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
-        """All-time views of those aggregates that exist (BatchGetItem, eventually consistent)."""
         ...
 
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: Cursor | None
     ) -> tuple[list[tuple[str, int]], Cursor | None]:
-        """Best ``limit`` (id, views) of one board shard of a kind's index after ``start``, and the next cursor."""
+        """Best ``limit`` (id, views) of one board shard of a kind's index after ``start``, and the resume token
+        (None: the shard is read to its end)."""
         ...
+
+    def query_deep(
+        self, board: str, deep_key: str, limit: int, start: Cursor | None
+    ) -> tuple[list[tuple[str, int]], Cursor | None]:
+        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first, after ``start``; and the resume token."""
+        ...
+
+
+class Thresholds(Protocol):
+    """Each period's published sparse-index threshold T (only ever raised, but by a refill), and for all time the
+    board's layout S and the deep tier's T_D."""
 
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
         """All-time threshold and layout, in one read."""
+        ...
+
+    def get_threshold(self, board: str) -> int:
+        """The published all-time threshold T (0 before the first snapshot)."""
         ...
 
     def thresholds(self, periods: Sequence[PeriodKey], consistent: bool = False) -> dict[PeriodKey, BoardState]:
@@ -310,6 +358,10 @@ class Board(Protocol):
         """Publish the all-time T_D if it is higher than the published one; False otherwise."""
         ...
 
+
+class PeriodLedger(Protocol):
+    """Which periods exist and which changed since their snapshot was refreshed: what the snapshot job works from."""
+
     def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
         """Note that these periods' counts changed at ``now`` (the snapshot job refreshes them)."""
         ...
@@ -326,17 +378,22 @@ class Board(Protocol):
         """The snapshot includes every change counted up to ``changes`` (unless another batch counted one since)."""
         ...
 
+
+class Snapshots(Protocol):
+    """Each period's head: the one item a frontend reads, replaced only over the version it was read at."""
+
     def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Snapshot | None:
         """The snapshot, or None before the first one."""
-        ...
-
-    def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
-        """An item's views on a board all time (eventually consistent), or None when it has none."""
         ...
 
     def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
         """Write the snapshot if the stored one is still ``previous_version`` (None: there is none yet)."""
         ...
+
+
+class RankedVersions(Protocol):
+    """Ranked versions: a period's exact top D as stored pages and rank shards, named by the head that points at
+    them."""
 
     def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
         """Write a ranked version's pages and rank shards (before the head that names it)."""
@@ -347,12 +404,75 @@ class Board(Protocol):
         ...
 
     def get_rank_shards(self, period: PeriodKey, rv: str, shards: Sequence[int]) -> dict[int, RankShard]:
-        """Rank shards of one ranked version (one BatchGetItem); a missing shard is absent from the answer."""
+        """Rank shards of one ranked version (one batched read); a missing shard is absent from the answer."""
         ...
 
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
-        """Stored pages ([[id, views], ...]) of one ranked version (one BatchGetItem); a missing page is absent."""
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
+        """Stored pages (rows of id and views, board order) of one ranked version (one batched read); a missing page
+        is absent from the answer."""
         ...
+
+
+class BoardScans(Protocol):
+    """The whole board table read at once: what `verify`, the refill and the tools' checks count from."""
+
+    def scan_counts(self, segments: int = 4, deadline: float | None = None) -> Sequence[StoredItem]:
+        """Every aggregate and past entry, as stored (``board_counts.stored_counts`` reads them); raises
+        ``ScanDeadline`` when still reading at ``deadline`` (``time.monotonic()``)."""
+        ...
+
+    def scan_aggregates(self, board: str = GLOBAL_BOARD, segments: int = 4) -> dict[str, tuple[int, bool]]:
+        """Every aggregate of one board: item id -> (all-time views, carries the all-time index key)."""
+        ...
+
+
+class Resharding(Protocol):
+    """Moving a board's index from S to S' board shards (`shardboard reshard`): the layout's switch and the rekey
+    of every index key still in the old layout."""
+
+    def begin_reshard(self, board: str, current: int, target: int, current_is_default: bool) -> bool:
+        """Switch the layout to ``target``, remembering ``current`` until the move is done; False if the layout is
+        not ``current`` (``current_is_default``: no layout stored yet counts as ``current``) or a move is under
+        way."""
+        ...
+
+    def finish_reshard(self, board: str, previous: int, target: int) -> bool:
+        """End the move: snapshots read one layout again. False if the layout is not that move."""
+        ...
+
+    def scan_layout(self, board: str, shards: int) -> list[IndexKeyAt]:
+        """Every index key of ``board`` (aggregates and past entries, every kind and the deep tier) still in layout
+        ``shards``, strongly consistent."""
+        ...
+
+    def rekey(self, pk: str, attribute: str, old_key: str, new_key: str) -> bool:
+        """Move one index key (``pk`` and ``attribute`` as ``scan_layout`` named them) to ``new_key`` if it is still
+        ``old_key``; False if it had moved already."""
+        ...
+
+
+class Board(
+    Aggregates,
+    Erasure,
+    BoardIndex,
+    Thresholds,
+    PeriodLedger,
+    Snapshots,
+    RankedVersions,
+    BoardScans,
+    Resharding,
+    Protocol,
+):
+    """The whole board table, every role at once: for the composition root and the tools that hand it on, never
+    a use case's parameter (those name the roles they use)."""
+
+
+class RankedHeads(Snapshots, RankedVersions, Protocol):
+    """A head and the ranked version it names: what a deep page is read from."""
+
+
+class RankReads(RankedVersions, AggregateReads, Protocol):
+    """Rank shards and, for an id ranked in none, its current count: what a rank lookup reads."""
 
 
 # A rank shard: item id -> [position, tie start position (its competition rank), views] in one ranked version.
@@ -361,10 +481,10 @@ RankShard = dict[str, list[int]]
 
 @dataclass(frozen=True)
 class RankParts:
-    """The stored items of one ranked version: pages of [id, views] in board order and rank shards by id hash."""
+    """The stored items of one ranked version: pages of (id, views) in board order and rank shards by id hash."""
 
     rv: str
-    pages: list[list[list[Any]]]
+    pages: list[list[RankRow]]
     shards: dict[int, RankShard]
 
 
@@ -469,18 +589,17 @@ class RetrySafeViewCounters(SeenViewCounters, Protocol):
         item_id: str,
         shard: int,
         count: int,
-        keyed: Any,
+        keyed: KeyedRequest,
         *,
-        seen: Any = None,
+        seen: Seen | None = None,
         bucket: str | None = None,
         boards: Sequence[str] = (),
-    ) -> Any:
-        """Add ``count`` views (as ``add_view``) and the marker of ``keyed`` (a ``domain.idempotency.KeyedRequest``)
-        in one transaction unless the key is held: then nothing is written and the answer is the first request's
-        (``replayed``), or ``IdempotencyKeyReused`` is raised when the key was used by another request. With
-        ``seen`` (a ``domain.dedupe.Seen``) the viewer's marker joins the transaction and a viewer seen already is
-        answered ``DUPLICATE`` (the key remembers that answer too). Returns a ``domain.idempotency.KeyedOutcome``,
-        or raises Throttled (nothing written)."""
+    ) -> KeyedOutcome:
+        """Add ``count`` views (as ``add_view``) and the marker of ``keyed`` in one transaction unless the key is
+        held: then nothing is written and the answer is the first request's (``replayed``), or
+        ``IdempotencyKeyReused`` is raised when the key was used by another request. With ``seen`` the viewer's
+        marker joins the transaction and a viewer seen already is answered ``DUPLICATE`` (the key remembers that
+        answer too). Raises Throttled (nothing written)."""
         ...
 
     def claim_writer(self) -> int:
@@ -488,9 +607,68 @@ class RetrySafeViewCounters(SeenViewCounters, Protocol):
         ...
 
     def add_view_once(
-        self, item_id: str, shard: int, count: int, once: Any, *, bucket: str | None = None, boards: Sequence[str] = ()
-    ) -> Any:
-        """``add_view`` unless the counter item holds ``once.writer``'s sequence ``once.sequence`` or a later one
-        (a ``domain.idempotency.OnceWrite``): then nothing is added (an earlier attempt of this write landed).
-        Returns a ``domain.idempotency.OnceOutcome``, or raises Throttled (nothing written by this attempt)."""
+        self,
+        item_id: str,
+        shard: int,
+        count: int,
+        once: OnceWrite,
+        *,
+        bucket: str | None = None,
+        boards: Sequence[str] = (),
+    ) -> OnceOutcome:
+        """``add_view`` unless the counter item holds ``once.writer``'s sequence ``once.sequence`` or a later one:
+        then nothing is added (an earlier attempt of this write landed). Raises Throttled (nothing written by this
+        attempt)."""
+        ...
+
+
+# Outcomes of ``set_counters``: the counter was created; it holds this import already; another import holds it.
+WRITTEN, PRESENT, TAKEN = "written", "present", "taken"
+
+
+class CounterSet(NamedTuple):
+    """What one ``set_counters`` did and the write units it consumed (a refused condition consumes some too)."""
+
+    outcome: str  # WRITTEN, PRESENT or TAKEN
+    units: float
+
+
+class CounterImports(Protocol):
+    """The base table as `shardboard import` writes it: counters created once, from nothing to their total."""
+
+    def set_counters(
+        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
+    ) -> CounterSet:
+        """Create one counter holding the absolute ``counts`` (per board), tagged with ``import_id``, unless it
+        exists: then it is PRESENT when the same import wrote it, TAKEN when another did. Raises Throttled."""
+        ...
+
+
+class CounterReads(Protocol):
+    """The base table's counters read back: the truth `verify`, `rebuild` and the tests check the boards against."""
+
+    def bucket(self, bucket: str | None = None) -> str:
+        """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
+        ...
+
+    def item_total(self, item_id: str, write_shards: int, bucket: str | None = None) -> int:
+        """Exact global views of one item in one anchor bucket (None: the current one): the sum of its write shards'
+        counters, strongly consistent."""
+        ...
+
+    def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str | None = None) -> dict[int, int]:
+        """Global views per write shard of ``item_id`` in one anchor bucket (None: the current one; strongly
+        consistent); shards never written are left out."""
+        ...
+
+    def counters(self, item_id: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, int]]:
+        """Every board's counter of ``item_id`` on each (anchor bucket, write shard) in ``keys`` (consistent)."""
+        ...
+
+    def scan_counters_all(self, segments: int = 4) -> list[tuple[str, str, int, str, int]]:
+        """(item, anchor bucket, write shard, board, views) of every board counter, from one scan of the table."""
+        ...
+
+    def scan_totals(self, segments: int = 4) -> dict[str, int]:
+        """Every item's exact all-time views on the global board."""
         ...

@@ -17,7 +17,7 @@ from typing import Any
 from shardboard.domain.items import DELETED
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.policy import Leaderboards
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
+from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import (
     RankAnswer,
@@ -36,7 +36,7 @@ from shardboard.domain.ranked import (
 
 
 def lookup_ranks(
-    board: Board,
+    board: RankReads,
     policy: Leaderboards,
     period: PeriodKey,
     head: Mapping[str, Any],
@@ -132,7 +132,7 @@ def beyond(
     return RankAnswer(item, views, None, percentile(model, of), of, of_exact, True, "beyond", as_of, depth, model)
 
 
-def current_views(board: Board, policy: Leaderboards, period: PeriodKey, item_id: str) -> int:
+def current_views(board: AggregateReads, policy: Leaderboards, period: PeriodKey, item_id: str) -> int:
     """The item's count in the period now: its aggregate (all time, or a current period), else its past entry."""
     state = board.state(period.board, item_id)
     if period.kind == ALL:

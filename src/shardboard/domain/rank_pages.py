@@ -24,7 +24,7 @@ from typing import Any
 
 from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
+from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions
 from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.ranked import (
     exclusions,
@@ -157,7 +157,7 @@ def parse_k(value: str) -> int:
 
 
 def leaderboard_page(
-    board: Board,
+    board: RankedHeads,
     policy: Leaderboards,
     requested: PeriodKey | None,
     *,
@@ -220,7 +220,7 @@ def page_of_head(head: Mapping[str, Any], offset: int, limit: int) -> Page:
     return Page([Ranked(ranks[item][0], item, views) for item, views in chosen], offset, None, None)
 
 
-def first_page(head: Mapping[str, Any], offset: int, limit: int, board: Board, period: PeriodKey) -> Page:
+def first_page(head: Mapping[str, Any], offset: int, limit: int, board: RankedVersions, period: PeriodKey) -> Page:
     """``?offset=&limit=``: a page of the head's current ranked version with all its events applied (of the head
     when it has none)."""
     block = head.get("rank")
@@ -230,7 +230,7 @@ def first_page(head: Mapping[str, Any], offset: int, limit: int, board: Board, p
     return read_page(board, Cursor(period, version.rv, offset, limit, len(version.events)), version)
 
 
-def next_page(head: Mapping[str, Any], cursor: Cursor, board: Board, *, now: str, ttl_seconds: int) -> Page:
+def next_page(head: Mapping[str, Any], cursor: Cursor, board: RankedVersions, *, now: str, ttl_seconds: int) -> Page:
     """``?cursor=``: the page the cursor names, of the version it pins (the current one, or a retired one younger
     than CursorTtlSeconds), with the events it pins."""
     block = head.get("rank")
@@ -244,7 +244,7 @@ def next_page(head: Mapping[str, Any], cursor: Cursor, board: Board, *, now: str
     raise BadInput(EXPIRED)
 
 
-def read_page(board: Board, cursor: Cursor, version: Version) -> Page:
+def read_page(board: RankedVersions, cursor: Cursor, version: Version) -> Page:
     """The visible entries ``offset .. offset+limit-1`` of one version under the cursor's events. A retired
     version of unknown length is read up to its stored pages; the walk ends at the first short page."""
     if cursor.events > len(version.events):
@@ -261,7 +261,7 @@ def read_page(board: Board, cursor: Cursor, version: Version) -> Page:
 
 
 def read_positions(
-    board: Board, period: PeriodKey, version: Version, positions: Sequence[int], excluded: Sequence[int]
+    board: RankedVersions, period: PeriodKey, version: Version, positions: Sequence[int], excluded: Sequence[int]
 ) -> list[Ranked]:
     """The entries at these 1-based positions of a version (ascending), with their competition ranks under the
     ``excluded`` positions: one BatchGetItem of the stored pages covering them (plus one rank shard for a retired
@@ -290,7 +290,7 @@ def read_positions(
     return ranked
 
 
-def first_tie(board: Board, period: PeriodKey, version: Version, page: int, item: str) -> int:
+def first_tie(board: RankedVersions, period: PeriodKey, version: Version, page: int, item: str) -> int:
     """The tie start (1-based) of a stored page's first entry: the head's page index holds it for the current
     version; a retired version's rank shard of that entry holds it too."""
     if version.index is not None:
@@ -310,7 +310,7 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
 
 
 def around(
-    board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, catalog: ItemCatalog
+    board: RankedVersions, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, catalog: ItemCatalog
 ) -> Around:
     """The k visible entries above and below ``item`` in board order with exact ranks: for an item the head holds,
     from the head (``around_head``); else from the ranked version (one rank shard, then the stored pages), skipping
@@ -346,7 +346,7 @@ def around(
     return framed(entries, position, first, "ranked", block["generated_at"])
 
 
-def around_head(board: Board, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int) -> Around:
+def around_head(board: RankedVersions, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int) -> Around:
     """Around-me of an item the head holds, with the head's ranks (those GET /rank and the board give it). The window
     is framed on the whole ranking; when it passes the head's end it takes the ranked version's entries past it if
     the version agrees with the head on every entry of the window the head holds (both were gathered alike since),

@@ -57,7 +57,7 @@ def build_parts(ranked: Sequence[Entry], depth: int, rv: str) -> RankParts:
     """Pages and rank shards of the entries ``ranked`` (board order). A shard entry is [pos, tie start, views],
     1-based: the tie start is the position of the first entry with the same views, i.e. its competition rank."""
     pages = [
-        [[e.id, e.views] for e in ranked[start : start + RANK_PAGE_SIZE]]
+        [(e.id, e.views) for e in ranked[start : start + RANK_PAGE_SIZE]]
         for start in range(0, len(ranked), RANK_PAGE_SIZE)
     ]
     count = rank_shard_count(depth)

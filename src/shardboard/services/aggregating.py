@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
 from shardboard.domain.aggregation import (
@@ -38,9 +38,19 @@ from shardboard.domain.aggregation import (
 )
 from shardboard.domain.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
 from shardboard.domain.periods import is_bucket
-from shardboard.domain.ports import AggregateState, Board
+from shardboard.domain.ports import Aggregates, AggregateState, BoardIndex, Erasure, PeriodLedger, Thresholds
 from shardboard.domain.window import AggregationWindow
 from shardboard.settings import Settings
+
+
+class CountingBoard(Aggregates, BoardIndex, Thresholds, Protocol):
+    """What applying a batch's deltas needs: the aggregates and past entries, the index they join and the
+    published thresholds that decide the joins."""
+
+
+class AggregatorBoard(CountingBoard, PeriodLedger, Erasure, Protocol):
+    """The aggregator's board table: counting, the ledger of changed periods, and a deleted item's sweep."""
+
 
 # -- one delta: the compare-and-set loop, each turn a pure decision and its write
 
@@ -48,7 +58,7 @@ _Turn = tuple[ItemOutcome, AggregateState | None, list[ShardMove]]
 _Run = list[tuple[DeltaKey, ItemOutcome]]  # one (board, item)'s deltas, applied
 
 
-def apply_delta(board: Board, delta: ItemDelta, ctx: Context) -> ItemOutcome:
+def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOutcome:
     """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once."""
     moves = optimistic_moves(delta)
     if not moves:
@@ -71,7 +81,9 @@ def apply_delta(board: Board, delta: ItemDelta, ctx: Context) -> ItemOutcome:
     raise AggregateContention(f"{delta.board}/{delta.item_id!r}: {MAX_CAS_ATTEMPTS} compare-and-set attempts lost")
 
 
-def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None) -> _Turn:
+def _move(
+    board: CountingBoard, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None
+) -> _Turn:
     outcome = ItemOutcome()
     if known is not None:  # a previous attempt read the aggregate: continue from what it holds
         outcome, moves = catch_up(delta, known.applied)
@@ -89,12 +101,12 @@ def _move(board: Board, delta: ItemDelta, ctx: Context, moves: list[ShardMove], 
     return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, result.state)), result.state, []
 
 
-def join_indexes(board: Board, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
+def join_indexes(board: BoardIndex, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
     """Key the aggregate into every index whose threshold its count reached (sparse index; rebuild calls it too)."""
     return _join(board, plan_joins(ctx, board_name, item_id, state))
 
 
-def _join(board: Board, joins: Iterable[Join]) -> ItemOutcome:
+def _join(board: BoardIndex, joins: Iterable[Join]) -> ItemOutcome:
     writes, joined = 0, False
     for join in joins:
         if isinstance(join, DeepJoin):
@@ -105,7 +117,7 @@ def _join(board: Board, joins: Iterable[Join]) -> ItemOutcome:
     return ItemOutcome(writes=writes, joined_index=joined)
 
 
-def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> _Turn:
+def _roll(board: CountingBoard, delta: ItemDelta, ctx: Context, old: AggregateState) -> _Turn:
     roll = plan_roll(delta, ctx, old)
     for entry in roll.archives:
         board.archive(entry)
@@ -117,7 +129,9 @@ def _roll(board: Board, delta: ItemDelta, ctx: Context, old: AggregateState) -> 
     return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, roll.new)), roll.new, []
 
 
-def _late(board: Board, delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: list[ShardMove]) -> _Turn:
+def _late(
+    board: CountingBoard, delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: list[ShardMove]
+) -> _Turn:
     periods = late_periods(delta, ctx, aggregate)
     outcome = ItemOutcome()
     for _ in range(MAX_CAS_ATTEMPTS):
@@ -149,13 +163,13 @@ def _late(board: Board, delta: ItemDelta, ctx: Context, aggregate: AggregateStat
 # -- a batch: every (board, item) in parallel, failures per item
 
 
-def apply_batch(board: Board, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
+def apply_batch(board: CountingBoard, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
     """Fold ``records`` by (board, item, bucket) and apply every (board, item) in parallel; failures are per
     (board, item), never per batch."""
     return apply_deltas(board, fold(records), settings)
 
 
-def apply_deltas(board: Board, deltas: Mapping[DeltaKey, ItemDelta], settings: Settings) -> BatchOutcome:
+def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], settings: Settings) -> BatchOutcome:
     """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per (board, item)
     and anchor bucket; an item's buckets are applied oldest first, by one worker."""
     outcome = BatchOutcome()
@@ -194,7 +208,7 @@ def apply_deltas(board: Board, deltas: Mapping[DeltaKey, ItemDelta], settings: S
     return outcome
 
 
-def note_changes(board: Board, outcome: BatchOutcome, settings: Settings, now: int) -> None:
+def note_changes(board: PeriodLedger, outcome: BatchOutcome, settings: Settings, now: int) -> None:
     """Tell the snapshot job which periods' counts changed (one small write per period per batch)."""
     changed, expires = marks(outcome, settings.policy)
     if not changed:
@@ -222,7 +236,7 @@ class StreamAggregator:
     the board table, the settings, ``denied(ids, consistent)`` (those of the ids that are deleted) and a clock.
     ``last`` is what the last batch did (the local tools and the benchmark read it)."""
 
-    board: Callable[[], Board]
+    board: Callable[[], AggregatorBoard]
     settings: Callable[[], Settings]
     denied: Denied
     clock: Callable[[], float] = time.time
@@ -322,7 +336,7 @@ def _apply(
     return outcome
 
 
-def _erase_deleted(aggregator: StreamAggregator, board: Board, outcome: BatchOutcome) -> list[Erased]:
+def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchOutcome) -> list[Erased]:
     """Erase what this batch wrote for items deleted while it ran. A delete's own erase may have come before these
     writes (the deny read before them missed its tombstone); a strongly consistent read after them closes the race:
     an id denied by now is erased here, and an id not yet denied is erased by its delete, whose erase comes after

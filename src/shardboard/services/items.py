@@ -15,10 +15,11 @@ from typing import Any, Protocol
 
 from shardboard.domain import items, newest, validation
 from shardboard.domain.items import ItemRecord, ShardPage
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
+from shardboard.domain.ports import ItemCatalog, PeriodKey
 from shardboard.services import republishing as republish
 from shardboard.services import takedowns as takedown
 from shardboard.services.stores import Container
+from shardboard.services.takedowns import TakedownBoard
 from shardboard.settings import Settings
 
 # The most items the CLI's walk shows (its -n): pages of MAX_NEWEST_LIMIT are read until then.
@@ -31,7 +32,7 @@ class ItemEdits:
     delete erases) and the stack's settings (its boards and periods)."""
 
     items: ItemCatalog
-    board: Board
+    board: TakedownBoard
     settings: Settings
 
     @classmethod

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshot, Snapshots
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     Around,
@@ -41,12 +42,16 @@ class NoItem(LookupError):
     """An id with no views and no record (HTTP 404)."""
 
 
+class ReadableBoard(Snapshots, RankedVersions, AggregateReads, Protocol):
+    """What the reads read: heads, ranked versions, and an item's counts."""
+
+
 @dataclass(frozen=True)
 class BoardReads:
     """What a read needs: the board table's port, the items' (the takedown status of an id the ranking does not
     hold) and the stack's settings (its boards' N and D, its periods)."""
 
-    board: Board
+    board: ReadableBoard
     items: ItemCatalog
     settings: Settings
 

@@ -28,20 +28,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from shardboard.adapters.board_counts import CountScan, Stored, stored_counts
+from shardboard.adapters.board_counts import Stored, stored_counts
 from shardboard.adapters.dynamodb import ScanDeadline
 from shardboard.domain.aggregation import Context
 from shardboard.domain.items import DELETED
 from shardboard.domain.periods import ALL
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
+from shardboard.domain.ports import BoardIndex, BoardScans, ItemCatalog, PeriodKey, PeriodLedger
 from shardboard.domain.refill import holding_threshold, reserve
 from shardboard.domain.taken_down import Dropped, TakenDown, dropped_among
-from shardboard.services.snapshots import take_snapshot
+from shardboard.services.snapshots import SnapshotBoard, take_snapshot
 from shardboard.settings import Settings
 
 
-class RepairableBoard(Board, CountScan, Protocol):
-    """The board table as the repair needs it: the port, and a scan of its counts."""
+class RepairableBoard(SnapshotBoard, PeriodLedger, BoardScans, Protocol):
+    """The board table as the repair needs it: a snapshot's roles, the periods it holds, and a scan of its counts."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,9 @@ def repair_unproven(
     return Repair(done, [period for period in periods if period not in proven])
 
 
-def short_periods(board: Board, settings: Settings, found: Stored, dropped: frozenset[str]) -> dict[PeriodKey, int]:
+def short_periods(
+    board: RepairableBoard, settings: Settings, found: Stored, dropped: frozenset[str]
+) -> dict[PeriodKey, int]:
     """Each period whose best visible items are not all at or above its published threshold (T_D for all time with
     the deep tier: ``reserve``), with the T that holds them; lowering T to it keys them in the head index, which
     every gather reads."""
@@ -169,7 +171,7 @@ def _taken_down(found: Stored, hidden: Dropped, deleted: Dropped) -> tuple[froze
     return gone | dropped_among(hidden, ids - gone), gone
 
 
-def _join(board: Board, ctx: Context, found: Stored, period: PeriodKey, item_id: str) -> int:
+def _join(board: BoardIndex, ctx: Context, found: Stored, period: PeriodKey, item_id: str) -> int:
     """Key one item into a period's index: on its aggregate for a current period, else on its past entry."""
     key = ctx.index_key(period, item_id)
     if (period, item_id) in found.current:

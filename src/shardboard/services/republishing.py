@@ -8,18 +8,22 @@ reason and its documents are due again (``META_REFRESH_SECONDS``), which a board
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from shardboard.domain.head_meta import within_budget
 from shardboard.domain.items import ItemRecord, iso_ms
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
-from shardboard.services.takedowns import PATCH_ATTEMPTS, affected_periods, for_each_period
+from shardboard.domain.ports import ItemCatalog, PeriodKey, Snapshots
+from shardboard.services.takedowns import PATCH_ATTEMPTS, ItemPeriods, affected_periods, for_each_period
 from shardboard.settings import Settings
+
+
+class RepublishingBoard(ItemPeriods, Snapshots, Protocol):
+    """What a re-put patches: the heads of the periods the item counts in."""
 
 
 def put_item(  # noqa: PLR0917 - the stores, the settings and the put
     catalog: ItemCatalog,
-    board: Board,
+    board: RepublishingBoard,
     settings: Settings,
     item_id: str,
     meta: str,
@@ -32,7 +36,7 @@ def put_item(  # noqa: PLR0917 - the stores, the settings and the put
     return record, republish(board, settings, record, moment)
 
 
-def republish(board: Board, settings: Settings, record: ItemRecord, moment: datetime) -> list[PeriodKey]:
+def republish(board: RepublishingBoard, settings: Settings, record: ItemRecord, moment: datetime) -> list[PeriodKey]:
     """Patch the item's document into every head of its periods that carries one (a head that only lists it
     without a document, past its first PageSize entries, is left alone)."""
     document = record.document()
@@ -41,7 +45,7 @@ def republish(board: Board, settings: Settings, record: ItemRecord, moment: date
     return [period for period, outcome in outcomes if outcome == "patched"]
 
 
-def _patch_meta(board: Board, period: PeriodKey, item_id: str, document: dict[str, Any]) -> str:
+def _patch_meta(board: Snapshots, period: PeriodKey, item_id: str, document: dict[str, Any]) -> str:
     """One head: "patched", "absent" (no head, no document of the item in it, or the same one already), or "lost"
     (the snapshot job kept rewriting it: its own read of the catalog, or its next due one, brings the document)."""
     for _ in range(PATCH_ATTEMPTS):

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from shardboard.domain.dynamic_sharding import ReviewOutcome, review_all
-from shardboard.domain.ports import Board, ShardMetadataStore
+from shardboard.domain.ports import AggregateReads, ShardMetadataStore
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -18,7 +18,7 @@ class ShardReview:
     stack's settings (its default and maximum write shards)."""
 
     shards: ShardMetadataStore
-    board: Board
+    board: AggregateReads
     settings: Settings
 
     @classmethod

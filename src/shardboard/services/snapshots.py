@@ -13,12 +13,23 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from shardboard.domain.deep_tier import gather_deep
 from shardboard.domain.head_meta import meta_ask, with_meta
 from shardboard.domain.periods import ALL
-from shardboard.domain.ports import Board, Cursor, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.ports import (
+    AggregateReads,
+    BoardIndex,
+    Cursor,
+    ItemCatalog,
+    PeriodKey,
+    PeriodLedger,
+    RankedVersions,
+    Snapshot,
+    Snapshots,
+    Thresholds,
+)
 from shardboard.domain.rank_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top
 from shardboard.domain.sharding import period_shard_value
@@ -37,6 +48,19 @@ DEEP_PAGE = 1000
 Gather = Callable[[int, Mapping[int, int] | None], Gathered]
 
 
+class GatherSource(BoardIndex, Thresholds, AggregateReads, Protocol):
+    """What a threshold gather reads: the index, the published thresholds and layout, and all-time views (the deep
+    tier's buckets hold no counts)."""
+
+
+class SnapshotBoard(GatherSource, Snapshots, RankedVersions, Protocol):
+    """What one period's snapshot reads and writes: the gather's sources, the head and its ranked versions."""
+
+
+class RefreshingBoard(SnapshotBoard, PeriodLedger, Protocol):
+    """The snapshot job's board table: a snapshot's roles and the ledger of the periods that changed."""
+
+
 def iso_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -45,7 +69,7 @@ def iso_now() -> str:
 
 
 def gather_layout(
-    board: Board,
+    board: BoardIndex,
     period: PeriodKey,
     top_n: int,
     shards: int,
@@ -76,7 +100,7 @@ def gather_layout(
 
 
 def gather_board(
-    board: Board,
+    board: GatherSource,
     settings: Settings,
     previous_hits: Mapping[int, int] | None,
     period: PeriodKey | None = None,
@@ -109,7 +133,7 @@ def gather_board(
 
 
 def gather_head(
-    board: Board,
+    board: GatherSource,
     settings: Settings,
     period: PeriodKey,
     previous_hits: Mapping[int, int] | None,
@@ -133,7 +157,7 @@ def gather_head(
 
 
 def gather_deep_board(
-    board: Board,
+    board: GatherSource,
     settings: Settings,
     period: PeriodKey,
     depth: int,
@@ -172,7 +196,7 @@ def gather_deep_board(
 
 
 def take_snapshot(
-    board: Board,
+    board: SnapshotBoard,
     settings: Settings,
     now: str | None = None,
     period: PeriodKey | None = None,
@@ -222,7 +246,7 @@ def inline_meta(snapshot: Snapshot, previous: Snapshot | None, catalog: ItemCata
 
 
 def ranked_version(
-    board: Board,
+    board: SnapshotBoard,
     settings: Settings,
     period: PeriodKey,
     previous: Snapshot | None,
@@ -244,7 +268,7 @@ def ranked_version(
 
 
 def refresh_rank_version(
-    board: Board,
+    board: RankedVersions,
     settings: Settings,
     period: PeriodKey,
     previous: Mapping[str, Any] | None = None,
@@ -272,7 +296,7 @@ def refresh_rank_version(
 
 
 def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
-    board: Board,
+    board: RefreshingBoard,
     settings: Settings,
     now: str | None = None,
     parallelism: int = PERIOD_PARALLELISM,

@@ -23,13 +23,32 @@ from typing import Any, Protocol
 
 from shardboard.domain.items import DELETED, HIDDEN, iso_ms
 from shardboard.domain.periods import ALL, expires_at, retained_buckets
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.ports import (
+    AggregateReads,
+    Erasure,
+    ItemCatalog,
+    PeriodKey,
+    PeriodLedger,
+    RankedHeads,
+    RankedVersions,
+    Snapshot,
+)
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import taken_down
 from shardboard.domain.snapshot import head_digest
 from shardboard.domain.taken_down import TakenDown
-from shardboard.services.snapshots import take_snapshot
+from shardboard.services.snapshots import RefreshingBoard, take_snapshot
 from shardboard.settings import Settings
+
+
+class ItemPeriods(AggregateReads, PeriodLedger, Protocol):
+    """Which periods an item counts in: its aggregates' boards and the periods the ledger holds."""
+
+
+class TakedownBoard(RefreshingBoard, Erasure, Protocol):
+    """What a put or a takedown touches: the heads and ranked versions it patches (or gathers again), the periods it
+    marks changed, and a delete's sweep of the item's counts."""
+
 
 # What each event kind leaves the item as in a ranked version (``ranked.taken_down``).
 STATUS_AFTER = {"hide": "hidden", "delete": "deleted", "unhide": None}
@@ -96,7 +115,7 @@ def without(snapshot: Snapshot, item_id: str, top_n: int) -> Snapshot | None:
     }
 
 
-def rank_event(board: Board, period: PeriodKey, head: Snapshot, item_id: str, kind: str) -> list[Any] | None:
+def rank_event(board: RankedVersions, period: PeriodKey, head: Snapshot, item_id: str, kind: str) -> list[Any] | None:
     """The event to append to the head's ranked version: ``[kind, id, pos]`` for a hide or delete of an item the
     version holds (its position from its rank shard, one GetItem), ``["unhide", id]`` for an item it has hidden;
     None when there is no version or nothing changes in it."""
@@ -122,7 +141,7 @@ def with_event(head: Snapshot, event: list[Any] | None) -> Snapshot:
     return {**head, "rank": {**block, "events": [*block.get("events", []), event]}}
 
 
-def affected_periods(board: Board, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
+def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
     """Every period whose head may hold the item: on each board where it has an aggregate, all time and every
     retained bucket of each configured kind (one consistent GetItem per board, in parallel)."""
     boards = sorted({status.period.board for status in board.periods()} | {settings.board})
@@ -144,7 +163,7 @@ class Operation(Protocol):
     def __call__(
         self,
         catalog: ItemCatalog,
-        board: Board,
+        board: TakedownBoard,
         settings: Settings,
         item_id: str,
         *,
@@ -156,7 +175,7 @@ class Operation(Protocol):
 
 def hide(
     catalog: ItemCatalog,
-    board: Board,
+    board: TakedownBoard,
     settings: Settings,
     item_id: str,
     *,
@@ -178,7 +197,7 @@ def hide(
 
 def delete(
     catalog: ItemCatalog,
-    board: Board,
+    board: TakedownBoard,
     settings: Settings,
     item_id: str,
     *,
@@ -210,7 +229,7 @@ def delete(
 
 def unhide(
     catalog: ItemCatalog,
-    board: Board,
+    board: TakedownBoard,
     settings: Settings,
     item_id: str,
     *,
@@ -240,7 +259,7 @@ def unhide(
     return Takedown(item_id, False, changed, [], refreshed)
 
 
-def _check_unhidable(catalog: ItemCatalog, board: Board, settings: Settings, item_id: str) -> None:
+def _check_unhidable(catalog: ItemCatalog, board: AggregateReads, settings: Settings, item_id: str) -> None:
     """An unhide that changed nothing goes on (to finish one cut short) for a visible item; a deleted item, a hidden
     one whose transaction kept losing its race, and an id with no views and no record are refused."""
     record = catalog.get(item_id, consistent=True)
@@ -254,7 +273,12 @@ def _check_unhidable(catalog: ItemCatalog, board: Board, settings: Settings, ite
 
 
 def _take_off(  # noqa: PLR0917 - one takedown's inputs
-    board: Board, catalog: ItemCatalog, settings: Settings, periods: Sequence[PeriodKey], item_id: str, kind: str
+    board: TakedownBoard,
+    catalog: ItemCatalog,
+    settings: Settings,
+    periods: Sequence[PeriodKey],
+    item_id: str,
+    kind: str,
 ) -> tuple[list[PeriodKey], list[PeriodKey]]:
     """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete"): the heads patched and those
     gathered again."""
@@ -268,7 +292,7 @@ def _take_off(  # noqa: PLR0917 - one takedown's inputs
 
 
 def _patch(  # noqa: PLR0917 - one head's inputs
-    board: Board,
+    board: TakedownBoard,
     catalog: ItemCatalog,
     settings: Settings,
     period: PeriodKey,
@@ -291,7 +315,7 @@ def _patch(  # noqa: PLR0917 - one head's inputs
     return "refreshed"
 
 
-def _patch_once(board: Board, settings: Settings, period: PeriodKey, item_id: str, kind: str) -> str | None:
+def _patch_once(board: RankedHeads, settings: Settings, period: PeriodKey, item_id: str, kind: str) -> str | None:
     """One conditional put of the patched head: "absent", "patched", "short" (patched, fewer than N left), or None
     (lost a race: read again)."""
     top_n = settings.top_n_of(period.board)
@@ -308,7 +332,7 @@ def _patch_once(board: Board, settings: Settings, period: PeriodKey, item_id: st
     return "short" if dropped is not None and len(dropped["items"]) < top_n else "patched"
 
 
-def _record_unhide(board: Board, period: PeriodKey, item_id: str) -> None:
+def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
     """Append ``["unhide", id]`` to the head's ranked version if it has the item hidden (conditional put, retried)."""
     for _ in range(PATCH_ATTEMPTS):
         head = board.get_snapshot(period, consistent=True)
@@ -319,7 +343,7 @@ def _record_unhide(board: Board, period: PeriodKey, item_id: str) -> None:
             return
 
 
-def _mark(board: Board, settings: Settings, periods: Sequence[PeriodKey]) -> None:
+def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey]) -> None:
     """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
     if periods:
         expiry = {p: expires_at(p.kind, p.bucket, settings.retention(p.kind)) for p in periods}

@@ -29,8 +29,10 @@ from shardboard.adapters.board_table import (
     aggregate_state,
     board_state_from_item,
     entry_state,
+    layout_of,
     period_status,
     rank_part_items,
+    rank_rows,
     snapshot_from_item,
     snapshot_item,
 )
@@ -53,6 +55,7 @@ from shardboard.adapters.keys import (
     BOARD,
     BOARD_COUNTER_PREFIX,
     BOARD_SHARD,
+    BOARD_SHARDS_ATTR,
     BUCKET,
     BY,
     BY_CHANGE_INDEX,
@@ -82,8 +85,10 @@ from shardboard.adapters.keys import (
     LAST_WRITER,
     MAX_SHARDS,
     NUMBER_OF_SHARDS,
+    PERIOD_KEY_PREFIX,
     PERIOD_KIND,
     PK,
+    PREVIOUS_BOARD_SHARDS_ATTR,
     QUIET_SINCE,
     RANK_ENTRIES,
     RANK_PAGE_PREFIX,
@@ -125,7 +130,7 @@ from shardboard.adapters.keys import (
     writer_attr,
 )
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
-from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet, ViewStore, counter_attribute
+from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
@@ -149,9 +154,14 @@ from shardboard.domain.items import (
 )
 from shardboard.domain.periods import ALL, KINDS, bucket_of
 from shardboard.domain.ports import (
+    PRESENT,
+    TAKEN,
+    WRITTEN,
     AggregateState,
     BoardState,
+    CounterSet,
     Cursor,
+    IndexKeyAt,
     LateMove,
     LateResult,
     MoveResult,
@@ -159,6 +169,7 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodStatus,
     RankParts,
+    RankRow,
     RankShard,
     ShardMetadata,
     TakedownListing,
@@ -1005,6 +1016,63 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), DEEP_THRESHOLD: {"N": str(threshold)}})
         return True
 
+    # -- board layout (resharding): the adapter's ConditionExpressions
+    @metered
+    def begin_reshard(self, board: str, current: int, target: int, current_is_default: bool) -> bool:
+        """``attribute_not_exists(p) AND s = :from`` (or ``s`` absent when ``current`` is the default)."""
+        pk = threshold_pk(board)
+        with self.data.lock:
+            old = self.data.items.get(pk) or {}
+            stored = old.get(BOARD_SHARDS_ATTR)
+            at_current = (stored is None and current_is_default) or (stored is not None and int(stored["N"]) == current)
+            if PREVIOUS_BOARD_SHARDS_ATTR in old or not at_current:
+                self.data.refuse("UpdateItem", pk)
+                return False
+            new = {**old, PK: {"S": pk}, BOARD: {"S": board}}
+            new |= {BOARD_SHARDS_ATTR: {"N": str(target)}, PREVIOUS_BOARD_SHARDS_ATTR: {"N": str(current)}}
+            self._write("UpdateItem", pk, new)
+        return True
+
+    @metered
+    def finish_reshard(self, board: str, previous: int, target: int) -> bool:
+        """``s = :to AND p = :from``, then REMOVE p."""
+        pk = threshold_pk(board)
+        with self.data.lock:
+            old = self.data.items.get(pk) or {}
+            moving = BOARD_SHARDS_ATTR in old and PREVIOUS_BOARD_SHARDS_ATTR in old
+            if not moving or (_number(old, BOARD_SHARDS_ATTR), _number(old, PREVIOUS_BOARD_SHARDS_ATTR)) != (
+                target,
+                previous,
+            ):
+                self.data.refuse("UpdateItem", pk)
+                return False
+            self._write("UpdateItem", pk, {k: v for k, v in old.items() if k != PREVIOUS_BOARD_SHARDS_ATTR})
+        return True
+
+    @metered
+    def scan_layout(self, board: str, shards: int) -> list[IndexKeyAt]:
+        found: list[IndexKeyAt] = []
+        with self.data.lock:
+            for item in self.data.scan():
+                if item.get(BOARD, {}).get("S") != board or ITEM_ID not in item:
+                    continue
+                for name, value in item.items():
+                    keyed = name in {BOARD_SHARD, DEEP_KEY} or name.startswith(PERIOD_KEY_PREFIX)
+                    if keyed and layout_of(value["S"]) == shards:
+                        found.append((item[PK]["S"], name, value["S"], item[ITEM_ID]["S"]))
+        return found
+
+    @metered
+    def rekey(self, pk: str, attribute: str, old_key: str, new_key: str) -> bool:
+        """``#bs = :old``, then SET it to ``new_key`` (the index moves with it)."""
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is None or old.get(attribute, {}).get("S") != old_key:
+                self.data.refuse("UpdateItem", pk)
+                return False
+            self._write("UpdateItem", pk, {**old, attribute: {"S": new_key}})
+        return True
+
     @metered
     def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
         with self.data.lock:
@@ -1082,13 +1150,13 @@ class MemoryBoardStore:
         return found
 
     @metered
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
-        found: dict[int, list[list[Any]]] = {}
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
+        found: dict[int, list[RankRow]] = {}
         with self.data.lock:
             for page in pages:
                 item = self.data.read("BatchGetItem", rank_page_pk(*period, rv, page), consistent=False)
                 if item is not None:
-                    found[page] = json.loads(item[RANK_ENTRIES]["S"])
+                    found[page] = rank_rows(item)
         return found
 
     def rank_part_pks(self) -> list[str]:
@@ -1508,11 +1576,17 @@ class MemoryItemStore:
 # The type checker holds both implementations of each port to it: a method missing or typed differently in either
 # fails `make lint` (the behaviour is held to DynamoDB's by tests/contract).
 IMPLEMENTATIONS: tuple[
-    tuple[type[ports.ViewCounters], ...],
+    tuple[type[ports.RetrySafeViewCounters], ...],
+    tuple[type[ports.AllowanceCounters], ...],
+    tuple[type[ports.CounterImports], ...],
+    tuple[type[ports.CounterReads], ...],
     tuple[type[ports.Board], ...],
     tuple[type[ports.ShardMetadataStore], ...],
     tuple[type[ports.ItemCatalog], ...],
 ] = (
+    (MemoryViewStore, ViewStore),
+    (MemoryViewStore, ViewStore),
+    (MemoryViewStore, ViewStore),
     (MemoryViewStore, ViewStore),
     (MemoryBoardStore, BoardStore),
     (MemoryShardMetadataStore, ShardMetadataStore),

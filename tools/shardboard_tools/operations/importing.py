@@ -29,14 +29,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from shardboard.adapters.views_table import PRESENT, TAKEN, WRITTEN, CounterSet
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate
 from shardboard.domain.dynamic_sharding import retry_delay
 from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
-from shardboard.domain.ports import Throttled
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterImports, Throttled
 
 # Import write shards: IMPORT_SHARD_BASE + (hash + probe) % IMPORT_SHARDS, far above any writer's shard
 # (0..MaxWriteShards-1), so an import never touches a counter the writers add to.
@@ -220,14 +219,6 @@ def import_shard(identity: str, probe: int = 0) -> int:
     return IMPORT_SHARD_BASE + (int(identity[:6], 16) + probe) % IMPORT_SHARDS
 
 
-class CounterSetter(Protocol):
-    """What an import needs of the base table (``ViewStore`` and ``MemoryViewStore`` both have it)."""
-
-    def set_counters(
-        self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
-    ) -> CounterSet: ...
-
-
 @dataclass
 class Imported:
     """What an import run did: counters created, counters found from an earlier run of the same import, units."""
@@ -247,7 +238,7 @@ class Imported:
 
 
 def write_counter(
-    store: CounterSetter,
+    store: CounterImports,
     identity: str,
     key: tuple[str, str],
     counts: Mapping[str, int],
@@ -275,7 +266,7 @@ def write_counter(
 
 
 def run_import(
-    store: CounterSetter,
+    store: CounterImports,
     counters: Mapping[tuple[str, str], Mapping[str, int]],
     identity: str | None = None,
     *,

@@ -28,16 +28,14 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
-from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.aggregation import AggregateContention, Context, periods_of
 from shardboard.domain.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import AggregateState, PeriodKey
+from shardboard.domain.ports import AggregateState, CounterReads, PeriodKey
 from shardboard.domain.validation import BadInput
-from shardboard.services.aggregating import apply_deltas, join_indexes, note_changes
+from shardboard.services.aggregating import AggregatorBoard, apply_deltas, join_indexes, note_changes
 from shardboard.services.takedowns import affected_periods
 from shardboard.settings import Settings
 
@@ -56,7 +54,9 @@ def no_deletes(consistent: bool) -> frozenset[str]:
     return frozenset()
 
 
-def erase_deleted(board: BoardStore, settings: Settings, repaired: Iterable[tuple[str, str]], denied: Denied) -> int:
+def erase_deleted(
+    board: AggregatorBoard, settings: Settings, repaired: Iterable[tuple[str, str]], denied: Denied
+) -> int:
     """Erase what the repairs wrote for items deleted while they ran, as the aggregator does after its writes: either
     this strongly consistent read sees the tombstone, or the delete's own erase comes after the repairs' writes."""
     now_denied = denied(True)
@@ -81,7 +81,9 @@ class Repair:
     rebuilt: bool = False  # the aggregate had been lost: the views of its surviving past entries were added back
 
 
-def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id: str, counters: Counters) -> Repair:
+def repair_item(
+    board: AggregatorBoard, settings: Settings, board_name: str, item_id: str, counters: Counters
+) -> Repair:
     """Bring one (board, item) up to its base counters in every period, exactly once (see the module docstring)."""
     state = board.state(board_name, item_id)
     steps = [(board_name, item_id, bucket, shard, 0, value) for (bucket, shard), value in counters.items() if value]
@@ -107,7 +109,7 @@ def repair_item(board: BoardStore, settings: Settings, board_name: str, item_id:
 
 
 def restore_history(
-    board: BoardStore, settings: Settings, board_name: str, item_id: str, buckets: Iterable[str]
+    board: AggregatorBoard, settings: Settings, board_name: str, item_id: str, buckets: Iterable[str]
 ) -> tuple[dict[str, int], list[PeriodKey]]:
     """Give an aggregate back the views of its surviving past entries that it lacks; returns what was added, per
     kind (``"all"``: all-time views), and the periods whose counts that changed.
@@ -190,8 +192,8 @@ OnPage = Callable[[RebuildProgress], None]
 
 
 def rebuild(
-    views: ViewStore,
-    board: BoardStore,
+    views: CounterReads,
+    board: AggregatorBoard,
     settings: Settings,
     progress: RebuildProgress,
     on_page: OnPage | None = None,
@@ -335,8 +337,8 @@ def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | None:
 
 
 def redrive(
-    views: ViewStore,
-    board: BoardStore,
+    views: CounterReads,
+    board: AggregatorBoard,
     streams: Any,
     settings: Settings,
     letters: Iterable[Mapping[str, Any]],

@@ -16,13 +16,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
-from shardboard.adapters.board_table import BoardStore
+from shardboard.domain.ports import Resharding, Thresholds
 from shardboard.domain.sharding import board_shard_of
 from shardboard.settings import Settings
 
 # Parallel conditional updates while re-keying: items of one layout spread over S partition key values.
 REKEY_CONCURRENCY = 16
+
+
+class ReshardableBoard(Resharding, Thresholds, Protocol):
+    """A reshard's board table: the layout (read from the thresholds' item) and the moves of its index keys."""
 
 
 class ReshardConflict(RuntimeError):
@@ -40,7 +45,7 @@ class ReshardReport:
     finished: bool = False
 
 
-def begin(board: BoardStore, settings: Settings, target: int) -> ReshardReport:
+def begin(board: ReshardableBoard, settings: Settings, target: int) -> ReshardReport:
     """Switch the layout to ``target`` (or resume a move to it); the report says from which layout."""
     if target < 1:
         raise ValueError(f"the board needs at least one shard, got {target}")
@@ -62,7 +67,7 @@ def begin(board: BoardStore, settings: Settings, target: int) -> ReshardReport:
     return report
 
 
-def rekey_pass(board: BoardStore, settings: Settings, report: ReshardReport) -> int:
+def rekey_pass(board: Resharding, settings: Settings, report: ReshardReport) -> int:
     """Move every aggregate still keyed in the previous layout; returns how many were found."""
     found = board.scan_layout(settings.board, report.previous)
 
@@ -84,14 +89,14 @@ def relayout(index_key: str, item_id: str, target: int) -> str:
     return f"{index_key.rsplit('#', 2)[0]}#{target}#{board_shard_of(item_id, target)}"
 
 
-def finish(board: BoardStore, settings: Settings, report: ReshardReport) -> None:
+def finish(board: Resharding, settings: Settings, report: ReshardReport) -> None:
     if not board.finish_reshard(settings.board, report.previous, report.target):
         raise ReshardConflict("the board state is no longer this move: another reshard finished or replaced it")
     report.finished = True
 
 
 def reshard(
-    board: BoardStore,
+    board: ReshardableBoard,
     settings: Settings,
     target: int,
     *,

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
-from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, coarser_bucket
-from shardboard.domain.ports import PeriodKey
+from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.ranking import Entry, top
 from shardboard.domain.refill import holding_threshold, reserve
 from shardboard.services.stores import Container
@@ -23,6 +21,10 @@ from shardboard.settings import Settings
 
 # Where the refill and this check share them (the names stay importable from here).
 __all__ = ["Counts", "Difference", "Report", "Stored", "holding_threshold", "reserve", "stored_counts", "verify"]
+
+
+class CheckedBoard(BoardScans, Thresholds, Snapshots, Protocol):
+    """What `verify` reads of the board table: its counts, the published thresholds and the heads."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,12 @@ class Report:
         return {"exact": self.exact, **asdict(self)}
 
 
-def truth(views: ViewStore, settings: Settings) -> Counts:
+def truth(views: CounterReads, settings: Settings) -> Counts:
     """Every period's counts from the base table alone."""
     return counted(views, settings)[0]
 
 
-def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = frozenset()) -> tuple[Counts, int]:
+def counted(views: CounterReads, settings: Settings, deleted: frozenset[str] = frozenset()) -> tuple[Counts, int]:
     """Every period's counts from the base table alone, without the deleted ids, and how many base counters of
     deleted ids were left out."""
     counts: Counts = defaultdict(lambda: defaultdict(int))
@@ -80,7 +82,7 @@ def counted(views: ViewStore, settings: Settings, deleted: frozenset[str] = froz
     return counts, leftovers
 
 
-def stored(board: BoardStore, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
+def stored(board: BoardScans, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
     """Every period's counts as the board table holds them (an aggregate for its current periods, past entries
     for the others), and which items carry each period's index key."""
     found = stored_counts(board, settings.policy.periods)
@@ -94,8 +96,8 @@ def verify_stack(stores: Container) -> Report:
 
 
 def verify(
-    views: ViewStore,
-    board: BoardStore,
+    views: CounterReads,
+    board: CheckedBoard,
     settings: Settings,
     hidden: frozenset[str] = frozenset(),
     deleted: frozenset[str] = frozenset(),
