@@ -2,77 +2,13 @@
 
     from shardboard import Leaderboard, Recorder
 
-    with Recorder(stack="shardboard") as recorder:       # boto3's default session, the stack's tables
-        recorder.record("images/001.jpg")                # buffered; written within flush_interval
-        recorder.record("images/002.jpg", count=3, boards=["cats"])
+    with Recorder(stack="shardboard") as recorder:       # the stack's tables and published settings
+        recorder.record("images/001.jpg")                # buffered; one counter write per key and flush
     for entry in Leaderboard(stack="shardboard").top(limit=10).items:
         print(entry.rank, entry.id, entry.views)
 
-**Recording.** :meth:`Recorder.record` validates its input with the API's own rules (``POST /views``: a bad id,
-count or board raises :class:`~shardboard.domain.validation.BadInput`, a ``ValueError``, and buffers nothing; so
-does a board the stack's ``Boards`` policy refuses, as :class:`~shardboard.domain.boards.BoardNotAllowed`) and
-adds the views to an in-memory buffer keyed by (item, anchor bucket of the time of the call, boards). A background
-thread flushes the buffer every ``flush_interval`` seconds, and at once when it holds ``max_pending`` distinct keys:
-each key becomes ONE counter write, ``ADD`` of its summed count on a write shard of the item's current shard count
-(dynamic sharding; retry-safe, the recorder's own shard for the item), through the API's write path
-(``domain.recording``). The aggregator applies absolute counter values exactly once, so one write of k views counts
-exactly like k writes of one view, and a site pays one write per distinct (item, boards) per flush instead of one
-per view.
-
-**Bounded memory.** The buffer holds at most ``max_pending`` distinct keys, counting the keys a flush is writing.
-Views of a key already buffered always fit; a new key waits (``record`` blocks) while a flush makes room, and raises
-:class:`BufferFull` when the last flush could not write enough to make room (DynamoDB unreachable or refusing): its
-views are then not buffered and the caller decides.
-
-**Failures.** The client retries throttled and failed requests with botocore's standard retry mode (exponential
-backoff with jitter); with dynamic sharding on, a write still throttled at the partition level grows the item's shard
-count for later writes and is retried with back-off. A write that still fails keeps its views for the next flush
-(counted in :attr:`RecorderStats.failed_writes` and logged on the ``shardboard.client`` logger).
-
-**Retried writes** (docs/honest-counts.md, "Retried writes"). A write whose *response* was lost (a read timeout, a
-reset connection, a 500 after DynamoDB applied it, a throttle on botocore's retry of an attempt that landed) may
-have landed, and is sent again, by botocore and by the next flush. Writes are therefore *retry-safe* by default:
-the recorder claims a writer number no other writer ever gets (one atomic ``ADD`` on a registry item, at its first
-flush; again in a forked child), numbers its writes, and each counter write is ONE conditional UpdateItem that also
-sets ``w:<writer>`` to the write's number, refused when the item holds that number or a later one. A write whose
-outcome is unknown stays *unresolved* and is retried unchanged (same shard, count, boards and number) before any
-later write of its item; the recorder never has two writes outstanding on one counter item, and writes an item on
-a shard of its own (``writer_shard``). Then a refusal means the write was applied by an earlier attempt: it is
-reported written (:attr:`FlushResult.replayed_writes`), counted once, at one write unit like a plain ``ADD``.
-``retry_safe=False`` sends plain ``ADD`` writes, which such a retry counts twice. A viewed view carries its token
-and counts once either way. :meth:`Recorder.close` (also run at interpreter exit through ``atexit``, and by the
-``with`` block) flushes what is left; views it still cannot write are logged as lost
-(:attr:`RecorderStats.lost_views`; those of unresolved writes may have counted, once).
-
-**What a kill can lose.** The buffer lives in the process: ``kill -9`` (or a crash, or an exit that skips ``atexit``
-such as ``os._exit``) loses the views recorded since the last flush began, at most ``max_pending`` distinct keys
-(about ``flush_interval`` seconds of views), plus the views a failing flush was keeping; killed during a flush, it
-loses the keys that flush had not written yet, each key whole (one write per key: all of its views or none). It
-cannot lose or double a completed flush: :meth:`flush` returns once DynamoDB acknowledged each of its writes (the
-failed ones are in :attr:`FlushResult.failed_views`), a dead process re-sends nothing, and the aggregator applies
-each counter's absolute values exactly once whatever the stream replays. tests/e2e/test_client_local.py kills a
-recording process with SIGKILL between and during flushes and checks both.
-
-**Configuration.** ``stack`` names the tables as ``shardboard --stack`` does (``<stack>-views``, ``<stack>-board``,
-``<stack>-shards``), and the client reads the settings that stack published at its deploy (``WriteShards``,
-``Periods``, ``TopN``, ``Boards``...: one GetItem of the board table at construction, adapters/stack_config.py), so
-it keys its writes and enforces the board policy as the stack's functions do. ``settings=Settings.for_stack("prod",
-write_shards=40)`` overrides them; a stack deployed by an older version publishes nothing and gets the template's
-defaults with a warning. The writer needs ``dynamodb:UpdateItem`` on the views table (its counters and the writers'
-registry), ``GetItem``, ``UpdateItem`` and ``BatchGetItem`` on the shards table (dynamic sharding, and the board
-registry: a new board is registered once), ``GetItem`` on the board table (the settings) and ``BatchGetItem`` on it
-(asked only for boards the cap refuses, to learn boards older than the policy); a reader ``GetItem`` on the board
-table, and for ranks and around-me ``BatchGetItem`` on the board table and the items table (the takedown status of
-an id the ranking does not hold). With the stack's ``RequireItems``, ``record`` raises ``UnknownItem`` for an id
-never created with ``PUT /item`` and buffers nothing: one items-table GetItem per id, positive answers kept 10 s (the
-writer then needs ``GetItem`` on the items table).
-
-**Viewers.** ``record(item, viewer="u-42")`` (docs/honest-counts.md) counts the view once per
-viewer, item and dedupe window (``Settings.dedupe_window_seconds``: the stack's ``DedupeWindow``). Such a view is
-never coalesced: it is its own write, one TransactWriteItems that puts the viewer's marker and adds 1 to the counter,
-or writes nothing when the marker exists (a duplicate: :attr:`RecorderStats.duplicate_views`). Its window is the
-one of the ``record`` call, and it carries a token made at that call: a write retried by a later flush after a lost
-response finds its own marker and is counted once. Needs ``dynamodb:PutItem`` (and ``GetItem``) on the views table.
+docs/library.md says how recording, buffering, failures, retried writes and viewers work, what a kill can lose,
+and the permissions each side needs.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.handlers import routes
+from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import container
@@ -22,15 +22,15 @@ from shardboard.schema import ItemDeleted, ItemMeta, ItemPut, TakedownDone
 from shardboard.services import items
 from shardboard.services import takedowns as takedown
 
-app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=http_input.json_body)
 answer_errors(app)
 
 
 @app.put("/item", **routes.PUT_ITEM)
 @tracer.capture_method
 def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
-    # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
-    raw_id = routes.query_value(app.current_event.raw_query_string, "id")
+    # The id is read from the raw query string (http_input.query_value says why); openapi.py documents it.
+    raw_id = http_input.query_value(app.current_event.raw_query_string, "id")
     record, patched = items.put(edits(), raw_id, document.root)
     # Who changed what, for CloudWatch Logs Insights (the audit rows of the items table come with takedowns).
     audit = {"op": "put", "item_id": record.item_id, "by": caller(), "rev": record.rev, "patched": len(patched)}
@@ -66,7 +66,7 @@ def delete_item() -> ItemDeleted:
 def takedown_request() -> tuple[str, str]:
     """The id and the optional reason, both from the raw query string (the service checks them)."""
     raw = app.current_event.raw_query_string
-    return routes.query_value(raw, "id"), routes.optional_query_value(raw, "reason") or ""
+    return http_input.query_value(raw, "id"), http_input.optional_query_value(raw, "reason") or ""
 
 
 def edits() -> items.ItemEdits:
@@ -95,4 +95,4 @@ def caller() -> str:
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(routes.json_request(event), context)
+    return app.resolve(http_input.json_request(event), context)

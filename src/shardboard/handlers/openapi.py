@@ -50,7 +50,7 @@ ITEM_ID = {
     "schema": {"type": "string", "minLength": 1},
 }
 
-# Every item route takes ids in the query string, read from rawQueryString by the function (routes.query_value),
+# Every item route takes ids in the query string, read from rawQueryString by the function (http_input.query_value),
 # not by Powertools (API Gateway joins repeated names with commas), so the document adds the parameter here.
 QUERY_ID = {
     "name": "id",

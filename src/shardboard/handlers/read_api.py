@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from shardboard.domain import newest, validation
-from shardboard.handlers import routes
+from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
@@ -89,9 +89,11 @@ def cached(document: BaseModel) -> Response[Any]:
 def get_around() -> Response[AroundMe | None]:
     # Read from the raw query string like GET /rank: the id is any id, and a repeated name is refused.
     raw = app.current_event.raw_query_string
-    query = routes.query_values(raw)
+    query = http_input.query_values(raw)
     metrics.add_metric(name="AroundReads", unit=MetricUnit.Count, value=1)
-    answer = reading.neighbours(reads(), routes.query_value(raw, "id"), k=routes.once(query, "k"), **named(query))
+    answer = reading.neighbours(
+        reads(), http_input.query_value(raw, "id"), k=http_input.once(query, "k"), **named(query)
+    )
     return cached(answer.document())
 
 
@@ -111,17 +113,17 @@ def get_item() -> Response[Item | None]:
 @app.get("/item", **routes.GET_ITEM_BY_QUERY)
 @tracer.capture_method
 def get_item_by_query() -> Response[Item | None]:
-    # The id is read from the raw query string (routes.query_value says why); openapi.py documents it.
+    # The id is read from the raw query string (http_input.query_value says why); openapi.py documents it.
     metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
-    return cached(reading.item(reads(), routes.query_value(app.current_event.raw_query_string, "id")))
+    return cached(reading.item(reads(), http_input.query_value(app.current_event.raw_query_string, "id")))
 
 
 @app.get("/rank", **routes.GET_RANK)
 @tracer.capture_method
 def get_rank() -> Response[Ranks | None]:
     # Every parameter is read from the raw query string: ids repeat (id=a&id=b), and API Gateway's parsed
-    # parameters would join them with commas (routes.query_value).
-    query = routes.query_values(app.current_event.raw_query_string)
+    # parameters would join them with commas (http_input.query_value).
+    query = http_input.query_values(app.current_event.raw_query_string)
     metrics.add_metric(name="RankReads", unit=MetricUnit.Count, value=1)
     if not query.get("id"):
         raise validation.BadInput("missing query parameter: id")
@@ -130,7 +132,7 @@ def get_rank() -> Response[Ranks | None]:
 
 def named(query: dict[str, list[str]]) -> dict[str, str]:
     """The ``board``, ``period`` and ``at`` of a raw query string, each at most once (empty: the default)."""
-    return {name: routes.once(query, name) for name in ("board", "period", "at")}
+    return {name: http_input.once(query, name) for name in ("board", "period", "at")}
 
 
 def reads() -> reading.BoardReads:

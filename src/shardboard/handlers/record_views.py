@@ -39,7 +39,7 @@ from pydantic.json_schema import SkipJsonSchema
 from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, idempotency_key
 from shardboard.domain.rate_limit import RateLimited
 from shardboard.domain.recording import Recorded
-from shardboard.handlers import routes
+from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import container
@@ -60,7 +60,7 @@ IdempotencyKey = Annotated[
     ),
 ]
 
-app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=routes.json_body)
+app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=http_input.json_body)
 answer_errors(app)
 
 
@@ -107,4 +107,4 @@ def answer(recorded: Recorded, viewed: bool, boards: list[str]) -> Response[View
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(routes.json_request(event), context)
+    return app.resolve(http_input.json_request(event), context)

@@ -5,14 +5,10 @@ give and who may call it. Kept next to the handlers and passed to their route de
 
 from __future__ import annotations
 
-import base64
 from typing import Any
-from urllib.parse import parse_qs
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from shardboard.domain import validation
-from shardboard.domain.validation import BadInput
 from shardboard.schema import (
     AroundMe,
     Error,
@@ -268,74 +264,6 @@ DELETE_ITEM: dict[str, Any] = {
         404: _json(Error, "No views recorded for the item and it was never created (code not_found); nothing written."),
     },
 }
-
-
-def _query(raw_query: str | None) -> dict[str, list[str]]:
-    try:
-        return parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
-    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
-        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
-
-
-def optional_query_value(raw_query: str | None, name: str) -> str | None:
-    """``query_value``, or None when ``name`` is absent."""
-    return query_value(raw_query, name) if name in _query(raw_query) else None
-
-
-def query_value(raw_query: str | None, name: str) -> str:
-    """The one value of ``name`` in a raw query string, percent-decoded as UTF-8, or BadInput.
-
-    Read from ``rawQueryString``, never ``queryStringParameters``: API Gateway joins repeated names there with
-    commas, so an id holding a comma could not be told from two ids.
-    """
-    found = _query(raw_query).get(name, [])
-    if not found:
-        raise BadInput(f"missing query parameter: {name}")
-    if len(found) > 1:
-        raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
-    return found[0]
-
-
-def query_values(raw_query: str | None) -> dict[str, list[str]]:
-    """Every name of a raw query string with its values, percent-decoded as UTF-8 (strictly), or BadInput."""
-    try:
-        return parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
-    except ValueError as error:  # a field without '=', or bytes that are not UTF-8
-        raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
-
-
-def once(values: dict[str, list[str]], name: str) -> str:
-    """The value of an optional parameter given at most once ("" when absent)."""
-    found = values.get(name, [])
-    if len(found) > 1:
-        raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
-    return found[0] if found else ""
-
-
-def json_request(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its body as JSON text, whatever its Content-Type (a beacon sends text/plain), as POST /views
-    has always read it; Powertools' validation would otherwise parse forms or refuse other types.
-
-    A base64 body (API Gateway sends one for binary types) is decoded here; bytes that are not UTF-8 become lone
-    surrogates (``surrogateescape``), which JSON parsing and every field's rule refuse, so such a body gets a 400.
-    """
-    headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
-    request = {**event, "headers": {**headers, "content-type": "application/json"}}
-    if event.get("isBase64Encoded") and event.get("body"):
-        raw = base64.b64decode(event["body"])
-        request.update(body=raw.decode("utf-8", errors="surrogateescape"), isBase64Encoded=False)
-    return request
-
-
-def json_body(text: str) -> dict[str, Any]:
-    """The body of a route that takes one (the resolver's ``json_body_deserializer``): a JSON object, or BadInput
-    (400) before any model sees it. Powertools would hand a model a JSON array's first element (its rule for form
-    fields), and an integer of over 4,300 digits or deep nesting would raise in parsing (a 500); text that is not
-    JSON raises json.JSONDecodeError, which Powertools answers as invalid JSON."""
-    value = validation.json_value(text, "body")
-    if not isinstance(value, dict):
-        raise BadInput(f"body must be a JSON object, got {validation.json_kind(value)}")
-    return value
 
 
 # GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/"); "s" because API Gateway
