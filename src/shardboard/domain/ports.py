@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.head import Head, Row, ShardRow
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module
     from shardboard.domain.items import ItemRecord, ShardPage
 
 # Where a GSI query stopped (DynamoDB's LastEvaluatedKey): opaque to the domain, handed back to resume.
 Cursor = Mapping[str, Any]
-# The snapshot item as plain values (board, version, generated_at, items, threshold, shard_hits, digest, ...).
-Snapshot = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -326,7 +325,7 @@ class Board(Protocol):
         """The snapshot includes every change counted up to ``changes`` (unless another batch counted one since)."""
         ...
 
-    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Snapshot | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:
         """The snapshot, or None before the first one."""
         ...
 
@@ -334,7 +333,7 @@ class Board(Protocol):
         """An item's views on a board all time (eventually consistent), or None when it has none."""
         ...
 
-    def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
+    def put_snapshot(self, snapshot: Head, previous_version: int | None) -> bool:
         """Write the snapshot if the stored one is still ``previous_version`` (None: there is none yet)."""
         ...
 
@@ -350,13 +349,13 @@ class Board(Protocol):
         """Rank shards of one ranked version (one BatchGetItem); a missing shard is absent from the answer."""
         ...
 
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[list[Any]]]:
-        """Stored pages ([[id, views], ...]) of one ranked version (one BatchGetItem); a missing page is absent."""
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[Row]]:
+        """Stored pages (rows in board order) of one ranked version (one BatchGetItem); a missing page is absent."""
         ...
 
 
 # A rank shard: item id -> [position, tie start position (its competition rank), views] in one ranked version.
-RankShard = dict[str, list[int]]
+RankShard = dict[str, ShardRow]
 
 
 @dataclass(frozen=True)
@@ -364,7 +363,7 @@ class RankParts:
     """The stored items of one ranked version: pages of [id, views] in board order and rank shards by id hash."""
 
     rv: str
-    pages: list[list[list[Any]]]
+    pages: list[list[Row]]
     shards: dict[int, RankShard]
 
 

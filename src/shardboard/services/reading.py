@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shardboard.domain import validation
-from shardboard.domain.ports import Board, ItemCatalog, PeriodKey, Snapshot
+from shardboard.domain.head import Head
+from shardboard.domain.ports import Board, ItemCatalog, PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     Around,
@@ -56,7 +57,7 @@ class Top:
     """A board's top entries: the period read, its head (for the ETag) and the document GET /leaderboard answers."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     limit: int  # the entries asked for (the board's N by default)
     document: Leaderboard
 
@@ -74,7 +75,7 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
     return period_at(name, kind, validation.moment(at))
 
 
-def head_of(reads: BoardReads, period: PeriodKey) -> Snapshot:
+def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     """The period's snapshot head (one GetItem), or NoSnapshot."""
     head = reads.board.get_snapshot(period)
     if head is None:
@@ -94,7 +95,7 @@ def top(
     wanted = period_named(reads.settings, board, period, at)
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
     head = head_of(reads, wanted)
-    document = Leaderboard.of_snapshot(dict(head), count)
+    document = Leaderboard.of_snapshot(head, count)
     document.walk = walk_cursor(head, wanted, reads.settings)
     return Top(wanted, head, count, document)
 
@@ -126,12 +127,12 @@ class RankAnswers:
     """Ranks of some ids in a period, in the order asked."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     answers: list[RankAnswer]
 
     def document(self) -> Ranks:
         """What GET /rank answers."""
-        shown = self.head.get("period") or {"kind": "all"}
+        shown = self.head.period or {"kind": "all"}
         ranks = [answer.as_json() for answer in self.answers]
         return Ranks.model_validate({"board": self.period.board, "period": shown, "ranks": ranks})
 
@@ -141,7 +142,7 @@ class Neighbourhood:
     """An item's neighbours in a period."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     item_id: str
     around: Around
 
