@@ -54,9 +54,7 @@ def meta_ask(snapshot: Head, previous: Head | None, page_size: int) -> MetaAsk:
     return MetaAsk(first, known, asked, due, refreshed_at)
 
 
-def with_meta(
-    snapshot: Head, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES
-) -> Head:
+def with_meta(snapshot: Head, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES) -> Head:
     """``snapshot`` with its ``meta`` and ``meta_at`` from what the catalog ``found`` of ``ask.asked`` (null: "asked,
     never put", so such ids are not asked again)."""
     fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in ask.asked}

@@ -305,9 +305,7 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
     return first, min(count, first + 2 * k)
 
 
-def around(
-    board: Board, period: PeriodKey, head: Head, item: str, *, k: int, catalog: ItemCatalog
-) -> Around:
+def around(board: Board, period: PeriodKey, head: Head, item: str, *, k: int, catalog: ItemCatalog) -> Around:
     """The k visible entries above and below ``item`` in board order with exact ranks: for an item the head holds,
     from the head (``around_head``); else from the ranked version (one rank shard, then the stored pages), skipping
     the positions its events take out. A hidden or deleted item has no neighbours (NotRanked, saying so): the

@@ -127,9 +127,7 @@ def plan_rank_version(
     retired = list(previous.retired) if previous else []
     if previous is not None:
         # Its events and length go with it: a cursor on it still reads the list its walk pinned.
-        retired.append(
-            Retired(previous.rv, now, len(previous.pages), previous.shards, previous.events, previous.count)
-        )
+        retired.append(Retired(previous.rv, now, len(previous.pages), previous.shards, previous.events, previous.count))
     expired = [r for r in retired if seconds_between(r.retired_at, now) >= keeping.cursor_ttl_seconds]
     parts = build_parts(ranked, depth, rv)
     block = RankBlock(
