@@ -10,7 +10,7 @@ attributes stay what they are.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 # An entry's inline document by id, or None ("asked, never put"): domain/head_meta.py.
@@ -172,4 +172,4 @@ class Head:
     expires_at: int | None = None  # a past period's TTL (written, not read back)
     meta: Meta | None = None
     meta_at: str | None = None  # when ``meta`` was last read in full; set whenever ``meta`` is
-    rank: RankBlock | None = field(default=None)
+    rank: RankBlock | None = None
