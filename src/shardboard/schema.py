@@ -21,6 +21,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BOARD_NAME, MAX_BOARDS_PER_VIEW
+from shardboard.domain.head import Head
 from shardboard.domain.items import ItemRecord, meta
 from shardboard.domain.snapshot import leaderboard_json
 
@@ -179,7 +180,7 @@ class Leaderboard(BaseModel):
     )
 
     @classmethod
-    def of_snapshot(cls, snapshot: dict[str, Any], limit: int | None = None) -> Leaderboard:
+    def of_snapshot(cls, snapshot: Head, limit: int | None = None) -> Leaderboard:
         return cls.model_validate(leaderboard_json(snapshot, limit))
 
     def as_json(self) -> dict[str, Any]:

@@ -4,13 +4,16 @@ ranked versions, the scans and resharding."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import Any
 
 import pytest
 
 from shardboard.adapters.dynamodb import ScanDeadline
 from shardboard.adapters.keys import DEEP_KEY, ITEM_ID, index_key_attr
 from shardboard.domain.batch import ShardMove
+from shardboard.domain.head import Head, RankBlock, rows
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, LateResult, MoveResult, PastEntry, PeriodKey
 
 BOARD = "contract"
@@ -32,19 +35,19 @@ def move(board, item, moves, *, bucket=D1, kinds=("day",), joins=None):
     return board.move(BOARD, item, bucket, moves, kinds=kinds, joins=joins or {})
 
 
-def snapshot(version: int, items: list[list[object]], period: PeriodKey = ALL_TIME) -> dict[str, object]:
-    return {
-        "board": BOARD,
-        "period": {"kind": period.kind} if period.kind == "all" else {"kind": period.kind, "bucket": period.bucket},
-        "bucket": period.bucket,
-        "version": version,
-        "generated_at": f"2026-11-23T06:0{version}:00.000Z",
-        "items": items,
-        "items_read": len(items),
-        "threshold": 0,
-        "shard_hits": {0: len(items)},
-        "digest": f"d{version}",
-    }
+def snapshot(version: int, items: list[list[Any]], period: PeriodKey = ALL_TIME) -> Head:
+    return Head(
+        board=BOARD,
+        period={"kind": period.kind} if period.kind == "all" else {"kind": period.kind, "bucket": period.bucket},
+        bucket=period.bucket,
+        version=version,
+        generated_at=f"2026-11-23T06:0{version}:00.000Z",
+        items=rows(items),
+        items_read=len(items),
+        threshold=0,
+        shard_hits={0: len(items)},
+        digest=f"d{version}",
+    )
 
 
 # -- move: the compare-and-set
@@ -462,12 +465,28 @@ def test_ranked_version_parts_are_written_read_by_shard_and_deleted(ports):
 
 def test_the_snapshot_head_keeps_its_rank_block(ports):
     board = ports.board
-    rank = {"rv": "abc", "depth": 10, "pages": [[1, 9, 2, 1]], "shards": 1, "events": [], "retired": [["x", "t", 1, 1]]}
-    assert board.put_snapshot({**snapshot(1, [["a", 9]]), "rank": rank}, None)
-    assert board.get_snapshot(ALL_TIME)["rank"] == rank
+    rank = RankBlock.from_json(
+        {
+            "rv": "abc",
+            "generated_at": "2026-11-23T06:01:00.000Z",
+            "depth": 10,
+            "count": 1,
+            "page_size": 100,
+            "shards": 1,
+            "pages": [[1, 9, 2, 1]],
+            "last": [9, 1],
+            "events": [["hide", "b", 2], ["unhide", "b"]],
+            "hits": {"0": 3},
+            "digest": "r1",
+            "threshold": 0,
+            "retired": [["x", "t", 1, 1], ["y", "u", 2, 1, [["delete", "c", 1]], 150]],
+        }
+    )
+    assert board.put_snapshot(dataclasses.replace(snapshot(1, [["a", 9]]), rank=rank), None)
+    assert board.get_snapshot(ALL_TIME).rank == rank
     # And a head without one reads back without one
     assert board.put_snapshot(snapshot(2, [["a", 9]]), 1)
-    assert "rank" not in board.get_snapshot(ALL_TIME)
+    assert board.get_snapshot(ALL_TIME).rank is None
 
 
 # -- the all-time deep tier (docs/proposals/deep-tier.md)

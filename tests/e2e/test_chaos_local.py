@@ -64,7 +64,7 @@ def test_chaos_with_takedowns_every_round_ends_exact_with_hidden_items_on_no_boa
     hidden = rt.items.hidden() | rt.items.denied()
     for status in rt.board.periods():
         head = rt.board.get_snapshot(status.period, consistent=True)
-        assert head is None or not {item for item, _ in head["items"]} & hidden, status.period
+        assert head is None or not {item for item, _ in head.items} & hidden, status.period
 
 
 def record(rt, count, items, seed):

@@ -18,6 +18,7 @@ from shardboard_tools.local.scheduler import Scheduler
 from shardboard_tools.local.stream_runner import StreamRunner
 from shardboard_tools.operations.verification import verify
 from tests.e2e.helpers import brute_force_top
+from tests.heads import pairs
 
 pytestmark = pytest.mark.e2e
 VIEWS = 1000
@@ -55,7 +56,7 @@ def test_pipeline_under_load_is_exact(make_local, tmp_path):
     assert report.exact, report.differences[:5]
     assert report.views == VIEWS
     everything = PeriodKey(rt.settings.board, ALL, ALL)
-    assert rt.board.get_snapshot(everything, consistent=True)["items"] == brute_force_top(rt)
+    assert pairs(rt.board.get_snapshot(everything, consistent=True).items) == brute_force_top(rt)
     assert scheduler.runs >= 2
     assert runner.stats.dead_letter_batches == 0
 

@@ -23,6 +23,7 @@ from shardboard_tools.local.streams import latest_stream_arn
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.e2e.helpers import brute_force_top, record_random_views
+from tests.heads import pairs
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def assert_exact_with_exact_snapshot(rt):
     report = verify(rt.views, rt.board, rt.settings)
     assert report.exact, report.differences[:5]
     rt.invoke(snapshot.handler, scheduled_event())
-    assert rt.board.get_snapshot(rt.settings.board, consistent=True)["items"] == brute_force_top(rt)
+    assert pairs(rt.board.get_snapshot(rt.settings.board, consistent=True).items) == brute_force_top(rt)
 
 
 def test_events_have_lambdas_shape(local, tmp_path):

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
+from shardboard.domain.head import RankEvent
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
@@ -22,6 +23,7 @@ from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.local.stream_runner import StreamRunner
 from tests.conftest import load_event
+from tests.heads import pairs
 from tests.integration.test_items_http import with_query
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +50,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     board = rt.settings.board
     periods = [PeriodKey(board, ALL, ALL), *(period_at(board, kind) for kind in rt.settings.periods)]
     leader = "img/000"
-    assert all(rt.board.get_snapshot(p)["items"][0][0] == leader for p in periods)
+    assert all(rt.board.get_snapshot(p).items[0].id == leader for p in periods)
 
     # When the leader is hidden through the admin function
     event = with_query(copy.deepcopy(load_event("items_admin_hide.json")), f"id={quote(leader, safe='')}&reason=e2e")
@@ -61,9 +63,9 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     visible = sorted(((i, v) for i, v in counts.items() if i != leader), key=lambda p: (-p[1], p[0]))
     for period in periods:
         head = rt.board.get_snapshot(period, consistent=True)
-        assert head["items"] == [[i, v] for i, v in visible[:100]]
+        assert list(head.items) == visible[:100]
         # and its ranked version (D = RankDepth) recorded the hide in the same put: GET /rank says so, ranks rise
-        assert head["rank"]["events"] == [["hide", leader, 1]]
+        assert head.rank.events == (RankEvent("hide", leader, 1),)
         deep, views = visible[150]
         answers = lookup_ranks(rt.board, rt.settings.policy, period, head, [leader, deep], catalog=rt.items)
         expected = 1 + sum(1 for _, other in visible if other > views)  # competition rank among the visible
@@ -77,7 +79,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     unhide_seconds = time.perf_counter() - started
     assert response["statusCode"] == 200, response["body"]
     for period in periods:
-        assert rt.board.get_snapshot(period, consistent=True)["items"][0] == [leader, counts[leader]]
+        assert rt.board.get_snapshot(period, consistent=True).items[0] == (leader, counts[leader])
     print(f"unhide -> {len(periods)} heads gathered again in {unhide_seconds * 1000:.0f} ms")
 
     # When the next best is deleted through the admin function
@@ -92,7 +94,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     rest = [[i, v] for i, v in counts.items() if i != second]
     rest.sort(key=lambda pair: (-pair[1], pair[0]))
     for period in periods:
-        assert rt.board.get_snapshot(period, consistent=True)["items"] == rest[:100]
+        assert pairs(rt.board.get_snapshot(period, consistent=True).items) == rest[:100]
     assert rt.board.aggregate_views(second) is None
     print(f"delete -> {len(periods)} heads patched and its counts erased in {delete_seconds * 1000:.0f} ms")
     record_views(rt.views, second, 5, rt.settings.write_shards, rng, where=where)

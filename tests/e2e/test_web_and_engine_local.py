@@ -101,7 +101,7 @@ def test_search_box_shows_rank_and_neighbours_and_the_pager_walks_one_version(ma
                 runner.drain()
                 time.sleep(1)  # RankRefreshSeconds: the next run writes a new ranked version
                 rt.invoke(snapshot.handler, scheduled_event())
-                versions.add(rt.board.get_snapshot(PERIOD)["rank"]["rv"])
+                versions.add(rt.board.get_snapshot(PERIOD).rank.rv)
                 shown = page.text_content("#page-info")
                 page.click("#next")
                 page.wait_for_function("shown => document.getElementById('page-info').textContent !== shown", arg=shown)

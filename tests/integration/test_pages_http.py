@@ -135,7 +135,7 @@ def test_a_walk_under_concurrent_views_and_new_versions_has_no_duplicate_and_no_
                 record_views(pipeline.views, item, 2, pipeline.settings.write_shards, rng, where=pipeline.where())
                 pipeline.aggregate(pipeline.stream_records())
                 pipeline.snapshot()
-                versions.add(pipeline.board.get_snapshot(PERIOD)["rank"]["rv"])
+                versions.add(pipeline.board.get_snapshot(PERIOD).rank.rv)
             time.sleep(0.2)
 
     writer = threading.Thread(target=views_arrive)

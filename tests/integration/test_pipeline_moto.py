@@ -146,7 +146,7 @@ def test_random_workload_with_sparse_index_gives_the_exact_top_n(make_pipeline):
     truth = pipeline.truth()
     assert aggregates(pipeline) == truth
     expected = top([Entry(id=i, views=v) for i, v in truth.items()], 5)
-    assert pipeline.board.get_snapshot("global")["items"] == [[e.id, e.views] for e in expected]
+    assert list(pipeline.board.get_snapshot("global").items) == [(e.id, e.views) for e in expected]
     in_index = {item for item, (_, indexed) in pipeline.board.scan_aggregates().items() if indexed}
     assert len(in_index) < len(truth)
     assert pipeline.board.get_threshold("global") == expected[-1].views
@@ -165,7 +165,7 @@ def test_snapshot_is_written_only_when_its_content_changes(make_pipeline):
     changed = pipeline.snapshot()
     assert (changed["written"], changed["version"]) == (True, 2)
     stored = pipeline.board.get_snapshot("global")
-    assert stored["items"] == [["b", 4], ["a", 3]] and stored["items_read"] == changed["items_read"] > 0
+    assert stored.items == (("b", 4), ("a", 3)) and stored.items_read == changed["items_read"] > 0
 
 
 def test_counters_of_a_deleted_item_are_skipped_and_never_recreate_it(make_pipeline, caplog):

@@ -10,6 +10,7 @@ moto, with the pipeline's own snapshot job):
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from urllib.parse import quote
 
@@ -52,9 +53,10 @@ def page(pipeline, query: str) -> list[tuple[int, str]]:
 def age_ranked_version(pipeline, seconds: int) -> None:
     """Make the head's ranked version ``seconds`` older, as if gathered then (so the next run's is due)."""
     head = pipeline.board.get_snapshot(ALL_TIME, consistent=True)
-    gathered = datetime.fromisoformat(head["rank"]["generated_at"]) - timedelta(seconds=seconds)
-    aged = {**head, "version": head["version"] + 1, "rank": {**head["rank"], "generated_at": gathered.isoformat()}}
-    assert pipeline.board.put_snapshot(aged, head["version"])
+    gathered = datetime.fromisoformat(head.rank.generated_at) - timedelta(seconds=seconds)
+    rank = dataclasses.replace(head.rank, generated_at=gathered.isoformat())
+    aged = dataclasses.replace(head, version=head.version + 1, rank=rank)
+    assert pipeline.board.put_snapshot(aged, head.version)
 
 
 @pytest.fixture
@@ -81,7 +83,7 @@ def test_an_item_taken_down_after_its_version_aged_answers_so_once_a_new_version
         assert code == 200, body
     deep.snapshot()
     head = deep.board.get_snapshot(ALL_TIME, consistent=True)
-    assert head["rank"]["events"] == [] and head["rank"]["count"] == 3
+    assert head.rank.events == () and head.rank.count == 3
     # Then GET /rank says hidden (deleted) for both, with no rank, percentile or model rank: not "beyond", 4 of 4
     after = ranks(deep, "d", "e", "c")
     for item in ("d", "e"):
@@ -111,7 +113,7 @@ def test_of_is_never_below_a_rank_and_agrees_with_the_head_when_the_version_is_o
     drain(pipeline)
     pipeline.snapshot()
     head = pipeline.board.get_snapshot(ALL_TIME, consistent=True)
-    assert head["rank"]["count"] == 1 and board_shows(pipeline) == [(1, "a"), (2, "b"), (3, "c")]
+    assert head.rank.count == 1 and board_shows(pipeline) == [(1, "a"), (2, "b"), (3, "c")]
     # Then GET /rank counts the board the head shows: rank 3 of 3 (not of 1), exactly, and the percentiles follow
     answers = ranks(pipeline, "a", "b", "c")
     assert [(answers[i]["rank"], answers[i]["of"], answers[i]["of_exact"]) for i in "abc"] == [

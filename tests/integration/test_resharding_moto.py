@@ -33,7 +33,7 @@ def load(pipeline, rng, views=60):
 def assert_snapshot_exact(pipeline, board=None):
     result = take_snapshot(board or pipeline.board, pipeline.settings)
     best = top((Entry(id=i, views=v) for i, v in pipeline.truth().items()), pipeline.settings.top_n)
-    assert result.snapshot["items"] == [[e.id, e.views] for e in best]
+    assert list(result.snapshot.items) == [(e.id, e.views) for e in best]
     return result
 
 
@@ -102,7 +102,7 @@ def test_items_moving_between_the_two_layout_reads_are_counted_once(make_pipelin
     result = assert_snapshot_exact(pipeline, racing)
     # Then the snapshot is exact (each mover seen in both layouts, counted once)
     assert racing.moved and report.moved > 0
-    assert len({item for item, _ in result.snapshot["items"]}) == pipeline.settings.top_n
+    assert len({item for item, _ in result.snapshot.items}) == pipeline.settings.top_n
 
 
 def test_reshard_resumes_and_refuses_a_second_move(make_pipeline):
@@ -177,10 +177,10 @@ def test_reshard_and_shards_commands(monkeypatch):
 def exact_version(pipeline, now):
     """A ranked version written at ``now`` (one is due): its entries are the top D of the base table's truth."""
     settings = pipeline.settings
-    block = take_snapshot(pipeline.board, settings, now).snapshot["rank"]
-    assert block["generated_at"] == now
+    block = take_snapshot(pipeline.board, settings, now).snapshot.rank
+    assert block is not None and block.generated_at == now
     period = PeriodKey(settings.board, ALL, ALL)
-    pages = pipeline.board.get_rank_pages(period, block["rv"], range(len(block["pages"])))
+    pages = pipeline.board.get_rank_pages(period, block.rv, range(len(block.pages)))
     stored = [entry for page in sorted(pages) for entry in pages[page]]
     best = top((Entry(id=i, views=v) for i, v in pipeline.truth().items()), settings.rank_depth_of(settings.board))
     assert stored == [(e.id, e.views) for e in best]

@@ -42,7 +42,7 @@ def test_a_failing_review_leaves_the_snapshot_written_and_its_invocation_success
         review(pipeline)
     # Then the snapshot succeeded and holds the exact board
     assert (summary["written"], summary["items"]) == (True, 1)
-    assert pipeline.board.get_snapshot(pipeline.settings.board)["items"] == [["hot", 5]]
+    assert pipeline.board.get_snapshot(pipeline.settings.board).items == (("hot", 5),)
     # And the review's own invocation failed: Lambda counts it in its Errors (ShardReviewErrorsAlarm)
     assert failed.value.response["Error"]["Code"] == "ResourceNotFoundException"
 

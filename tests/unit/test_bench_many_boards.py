@@ -72,5 +72,5 @@ def test_a_category_period_is_one_gather_round_and_its_snapshot_holds_every_item
             bucket = ALL if kind == ALL else bucket_of(kind, world.workload.at)
             refreshed = measured.run.results[PeriodKey(board, kind, bucket)]
             assert refreshed.gathered.rounds == 1 and refreshed.written
-            assert len(refreshed.snapshot["items"]) == items
+            assert len(refreshed.snapshot.items) == items
     assert not world.board.changed_periods()  # every period marked refreshed

@@ -98,8 +98,8 @@ def test_a_head_is_written_only_when_its_content_changed():
     nothing = RankRefresh(None, 0, None, [])
     first = plan_head(policy, EVERYTHING, None, gathered, nothing, "2026-11-23T00:00:00Z")
     assert first is not None
-    assert first["items"] == [["a", 9], ["b", 5]] and first["spare"] == [["c", 1]]
-    assert first["version"] == 1 and first["threshold"] == 5
+    assert first.items == (("a", 9), ("b", 5)) and first.spare == (("c", 1),)
+    assert first.version == 1 and first.threshold == 5
     assert plan_head(policy, EVERYTHING, first, gathered, nothing, "2026-11-23T00:01:00Z") is None
     # The sparse index's T is the (N+R)-th best: every spare stays exact
     assert plan_publish(policy, EVERYTHING, gathered, nothing).threshold == 1

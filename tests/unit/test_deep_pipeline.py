@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
 from shardboard.domain.batch import ViewRecord, fold
 from shardboard.domain.deep_tier import DEEP_BUCKET_BASE, deep_bucket
+from shardboard.domain.head import RankBlock
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import BoardState, PeriodKey
 from shardboard.services.aggregating import apply_deltas
@@ -25,6 +26,7 @@ from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
 from tests.conftest import examples
+from tests.heads import pairs
 
 EVERYTHING = PeriodKey("global", ALL, ALL)
 START = datetime(2026, 11, 24, 6, 20, tzinfo=UTC)
@@ -85,10 +87,10 @@ def head_misses(board: MemoryBoardStore) -> list[str]:
     return [item for item, (views, keyed) in board.scan_aggregates().items() if views >= threshold and not keyed]
 
 
-def stored_version(board: MemoryBoardStore, block: dict[str, Any]) -> list[list[Any]]:
+def stored_version(board: MemoryBoardStore, block: RankBlock) -> list[list[Any]]:
     entries: list[list[Any]] = []
-    for page in range(len(block["pages"])):
-        entries += json.loads(board.data.items[rank_page_pk(*EVERYTHING, block["rv"], page)][RANK_ENTRIES]["S"])
+    for page in range(len(block.pages)):
+        entries += json.loads(board.data.items[rank_page_pk(*EVERYTHING, block.rv, page)][RANK_ENTRIES]["S"])
     return entries
 
 
@@ -151,12 +153,12 @@ def test_the_deep_tier_keeps_every_ranked_version_exact_under_replays(
         state = board.get_board_state("global")
         assert state.threshold <= nth_views(truth, top_n + spare)
         assert state.deep_threshold <= nth_views(truth, depth)
-        block = result.snapshot.get("rank")
-        if block is not None and block["generated_at"] == iso(clock):
+        block = result.snapshot.rank
+        if block is not None and block.generated_at == iso(clock):
             # And a ranked version just written is exactly the top D of everything counted
             assert stored_version(board, block) == truth[:depth]
             assert state.deep_threshold >= nth_views(truth, depth)
-        assert result.snapshot["items"] == truth[:top_n]
+        assert pairs(result.snapshot.items) == truth[:top_n]
     assert {item: views for item, (views, _) in board.scan_aggregates().items()} == dict(stream.truth)
 
 
@@ -189,7 +191,7 @@ def test_an_item_below_t_n_joins_the_deep_tier_and_its_bucket_follows_its_views(
     assert board.data.emulator.usage.units("write", DEEP_INDEX) == before
     # And the next ranked version finds it through the deep tier
     result = take_snapshot(board, config, iso(START + timedelta(seconds=61)), EVERYTHING)
-    assert stored_version(board, result.snapshot["rank"]) == stream.ranking()[:3]
+    assert stored_version(board, result.snapshot.rank) == stream.ranking()[:3]
     assert stream.ranking()[1][0] == "late"
 
 

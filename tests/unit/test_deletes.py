@@ -21,6 +21,7 @@ from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from tests.conftest import examples
+from tests.heads import pairs
 from tests.unit.test_taken_down import past_the_listing_limit
 
 
@@ -107,7 +108,7 @@ class World:
     def assert_gone(self, item: str) -> None:
         """Nowhere on any head, and (unless its sweep is pending) no aggregate or entry left."""
         for head in self.heads():
-            assert item not in [entry[0] for entry in head["items"] + head.get("spare", [])]
+            assert item not in [entry.id for entry in head.items + head.spare]
         if item not in self.pending:
             assert all(row["item_id"]["S"] != item for row in self.holders())
 
@@ -189,7 +190,7 @@ def deletes_erase_the_item_everywhere(world: World, steps, top_n: int) -> None:
         world.assert_gone(item)
     head = world.board.get_snapshot(world.all_time(), consistent=True)
     if world.keyed(top_n):
-        assert head["items"] == world.best(top_n)
+        assert pairs(head.items) == world.best(top_n)
 
 
 def deleted(world: World, item: str, top_n: int, *, crash: bool) -> None:
@@ -213,9 +214,9 @@ def deleted(world: World, item: str, top_n: int, *, crash: bool) -> None:
     world.deleted.add(item)
     head = world.board.get_snapshot(world.all_time(), consistent=True)
     if before is not None and head is not None:
-        refill = [e for e in before["items"] + before["spare"] if e[0] != item]
-        if len(refill) >= top_n and len(refill) < len(before["items"] + before["spare"]):
-            assert head["items"] == refill[:top_n]  # patched from the spares, nothing else moved
+        refill = [e for e in before.items + before.spare if e.id != item]
+        if len(refill) >= top_n and len(refill) < len(before.items + before.spare):
+            assert list(head.items) == refill[:top_n]  # patched from the spares, nothing else moved
 
 
 class crash_at_the_aggregate:
@@ -253,7 +254,7 @@ def test_a_delete_cut_short_is_finished_by_running_it_again():
         world.delete("a")
     # Then the tombstone holds, the heads are patched, and only its aggregate is left
     assert world.catalog.denied() == {"a"}
-    assert [e[0] for e in world.board.get_snapshot(world.all_time())["items"]] == ["b", "c"]
+    assert [e.id for e in world.board.get_snapshot(world.all_time()).items] == ["b", "c"]
     assert [row["pk"]["S"] for row in world.holders() if row["item_id"]["S"] == "a"] == ["item#global#a"]
     # When it runs again: no new tombstone or audit row, the sweep finished
     again = world.delete("a")

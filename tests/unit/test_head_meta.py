@@ -4,8 +4,10 @@ for ids new among them (all P every META_REFRESH_SECONDS), and the head stays un
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from shardboard.adapters.board_table import snapshot_item
+from shardboard.domain.head import Head, Row
 from shardboard.domain.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, within_budget
 from shardboard.domain.items import MAX_META_BYTES, meta
 from shardboard.domain.snapshot import leaderboard_json
@@ -31,8 +33,9 @@ class CountingCatalog:
         return self.store.get_many(item_ids)
 
 
-def head(ids: list[str], now: str) -> dict:
-    return {"board": "global", "generated_at": now, "items": [[item, 100 - n] for n, item in enumerate(ids)]}
+def head(ids: list[str], now: str) -> Head:
+    items = tuple(Row(item, 100 - n) for n, item in enumerate(ids))
+    return Head("global", {"kind": "all"}, "all", 1, now, items, len(ids), 0, {}, "d" * 64)
 
 
 def test_the_first_p_entries_carry_their_documents_and_ids_never_put_are_null():
@@ -42,18 +45,18 @@ def test_the_first_p_entries_carry_their_documents_and_ids_never_put_are_null():
     catalog.store.put("c", meta({"title": "C", "thumbnail": "https://example.com/c.jpg"}), T0)
     snapshot = head(["a", "b", "c", "d"], T0)
     # When the head is given metadata with P = 3
-    inline_meta(snapshot, None, catalog, page_size=3)
+    snapshot = inline_meta(snapshot, None, catalog, page_size=3)
     # Then a, b, c were asked in one BatchGet, d (past P) not; b is recorded as asked and never put
     assert catalog.asked == [["a", "b", "c"]]
-    assert snapshot["meta"] == {
+    assert snapshot.meta == {
         "a": {"title": "A"},
         "b": None,
         "c": {"title": "C", "thumbnail": "https://example.com/c.jpg"},
     }
-    assert snapshot["meta_at"] == T0
+    assert snapshot.meta_at == T0
     # And the leaderboard puts "meta" on the entries that have some, only
     entries = leaderboard_json(snapshot)["items"]
-    assert [e.get("meta") for e in entries] == [{"title": "A"}, None, snapshot["meta"]["c"], None]
+    assert [e.get("meta") for e in entries] == [{"title": "A"}, None, snapshot.meta["c"], None]
     assert "meta" not in entries[1] and "meta" not in entries[3]
 
 
@@ -62,27 +65,28 @@ def test_a_later_run_asks_only_for_ids_new_among_the_first_p_until_a_refresh_is_
     for item in "abcde":
         catalog.store.put(item, meta({"title": item.upper()}), T0)
     first = head(["a", "b", "c"], T0)
-    inline_meta(first, None, catalog, page_size=3)
+    first = inline_meta(first, None, catalog, page_size=3)
     # Given a re-put of a, and a new ranking where d entered the first P and c left it
     catalog.store.put("a", meta({"title": "A2"}), SOON)
     second = head(["d", "a", "b", "c"], SOON)
     # When the next run writes its head within the refresh interval
-    inline_meta(second, first, catalog, page_size=3)
+    second = inline_meta(second, first, catalog, page_size=3)
     # Then only d is asked; a keeps its previous document (stale until the refresh) and meta_at stays
     assert catalog.asked[-1] == ["d"]
-    assert second["meta"] == {"d": {"title": "D"}, "a": {"title": "A"}, "b": {"title": "B"}}
-    assert second["meta_at"] == T0
+    assert second.meta == {"d": {"title": "D"}, "a": {"title": "A"}, "b": {"title": "B"}}
+    assert second.meta_at == T0
     # And once META_REFRESH_SECONDS have passed, a written head re-reads all P: the re-put shows
     third = head(["d", "a", "b"], LATER)
-    inline_meta(third, second, catalog, page_size=3)
+    third = inline_meta(third, second, catalog, page_size=3)
     assert catalog.asked[-1] == ["d", "a", "b"]
-    assert third["meta"]["a"] == {"title": "A2"} and third["meta_at"] == LATER
+    assert third.meta is not None
+    assert third.meta["a"] == {"title": "A2"} and third.meta_at == LATER
 
 
 def test_without_a_catalog_the_head_carries_no_metadata():
     snapshot = head(["a"], T0)
-    inline_meta(snapshot, None, None, page_size=3)
-    assert "meta" not in snapshot and "meta" not in leaderboard_json(snapshot)["items"][0]
+    snapshot = inline_meta(snapshot, None, None, page_size=3)
+    assert snapshot.meta is None and "meta" not in leaderboard_json(snapshot)["items"][0]
 
 
 def big_document(n: int) -> dict:
@@ -93,16 +97,19 @@ def big_document(n: int) -> dict:
     return document
 
 
-def stored_head(top_n: int, documents: int) -> dict:
+def stored_head(top_n: int, documents: int) -> Head:
     catalog = CountingCatalog()
     ids = [f"images/{n:05d}.jpg" for n in range(top_n)]
     for n, item in enumerate(ids[:documents]):
         catalog.store.put(item, meta(big_document(n)), T0)
-    snapshot = head(ids, T0)
-    snapshot.update(version=1, items_read=top_n, threshold=1, shard_hits={0: top_n}, digest="d" * 64, bucket="all")
-    snapshot["items"] = [[item, 1_000_000 - n] for n, item in enumerate(ids)]
-    inline_meta(snapshot, None, catalog, page_size=100)
-    return snapshot
+    snapshot = replace(
+        head(ids, T0),
+        items=tuple(Row(item, 1_000_000 - n) for n, item in enumerate(ids)),
+        items_read=top_n,
+        threshold=1,
+        shard_hits={0: top_n},
+    )
+    return inline_meta(snapshot, None, catalog, page_size=100)
 
 
 def test_a_head_with_100_documents_of_2_kb_stays_under_the_budget_and_its_read_costs():
@@ -112,7 +119,7 @@ def test_a_head_with_100_documents_of_2_kb_stays_under_the_budget_and_its_read_c
     size = item_size(snapshot_item(snapshot))
     # Then all 100 are inline, the item is ~206 KB (under 350 KB) and a GET costs 26 read units (eventually
     # consistent: 0.5 per 4 KB)
-    assert len(snapshot["meta"]) == 100
+    assert snapshot.meta is not None and len(snapshot.meta) == 100
     assert 200_000 < size < HEAD_BUDGET_BYTES
     assert read_units(size, consistent=False) == 26
 
@@ -120,7 +127,7 @@ def test_a_head_with_100_documents_of_2_kb_stays_under_the_budget_and_its_read_c
 def test_past_the_budget_the_lowest_ranked_entries_lose_their_inline_documents():
     # Given 100 documents of 2 KB and a budget of 100 KB
     meta_map = {f"i{n:03d}": big_document(n) for n in range(100)}
-    items = [[item, 1] for item in meta_map]
+    items = [Row(item, 1) for item in meta_map]
     # When the budget is applied
     kept = within_budget(meta_map, items, budget=100_000)
     # Then the best-ranked entries keep theirs, in order, and the head's text fits
@@ -144,7 +151,7 @@ def test_a_re_put_document_reaches_every_head_that_carries_it_at_once():
             world.design.view(item)
     world.design.settle(final=True)
     refresh_changed(board, config, always=world.periods(), catalog=world.catalog)
-    assert all(head["meta"]["a"] == {"title": "Old"} for head in world.heads().values())
+    assert all(head.meta and head.meta["a"] == {"title": "Old"} for head in world.heads().values())
     assert len(world.heads()) == len(world.periods())
     # When a's document is replaced and b gets its first one
     _, patched_a = put_item(world.catalog, board, config, "a", meta({"title": "New"}), at=world.moment)

@@ -3,6 +3,8 @@ and delete events against brute-force sorting of the visible entries, and page w
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.errors import BadInput
+from shardboard.domain.head import Head, RankEvent
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
@@ -27,6 +30,7 @@ from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
+from tests.heads import head_of_pairs
 
 PERIOD = PeriodKey("global", "all", "all")
 T0 = "2026-11-24T06:20:00+00:00"
@@ -38,7 +42,7 @@ class EventBoard:
     def __init__(self, counts: dict[str, int]) -> None:
         self.counts = counts
         self.parts: dict[str, RankParts] = {}
-        self.head: dict[str, Any] = {}
+        self.head: Head | None = None
 
     def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
         self.parts[parts.rv] = parts
@@ -54,7 +58,7 @@ class EventBoard:
         stored = self.parts.get(rv)
         return {page: stored.pages[page] for page in pages if stored and page < len(stored.pages)}
 
-    def get_snapshot(self, period: PeriodKey) -> dict[str, Any]:
+    def get_snapshot(self, period: PeriodKey) -> Head | None:
         return self.head
 
     def state(self, board: str, item_id: str) -> AggregateState:
@@ -71,29 +75,33 @@ class EventBoard:
         def gather(n: int, hits: Any) -> Gathered:
             return Gathered(top(entries, n), 0, 1, {})
 
-        previous = self.head.get("rank")
+        previous = self.head.rank if self.head else None
         refresh = refresh_rank_version(self, config, PERIOD, previous, now=now, gather=gather, expires_at=None)
-        self.head = {"items": [[e.id, e.views] for e in top(entries, config.top_n)], "generated_at": now}
-        self.head["threshold"] = self.head["items"][-1][1] if len(self.head["items"]) >= config.top_n else 0
-        if refresh.block is not None:
-            self.head["rank"] = refresh.block
+        items = [[e.id, e.views] for e in top(entries, config.top_n)]
+        threshold = items[-1][1] if len(items) >= config.top_n else 0  # T: 0 while short of N
+        self.head = head_of_pairs(items, now=now, threshold=threshold, rank=refresh.block)
 
     def take_down(self, kind: str, item: str, top_n: int) -> None:
         """What a hide/unhide/delete patch does to the head: the event appended, the top N visible refilled."""
-        block = self.head["rank"]
-        stored = self.parts[block["rv"]]
-        position = next(shard[item][0] for shard in stored.shards.values() if item in shard)
-        block["events"].append([kind, item] if kind == "unhide" else [kind, item, position])
-        gone = excluded_ids(block["events"])
-        visible = [row for page in stored.pages for row in page if row[0] not in gone]
-        self.head["items"] = visible[:top_n]
-        self.head["threshold"] = visible[top_n - 1][1] if len(visible) >= top_n else 0
+        assert self.head is not None and self.head.rank is not None
+        block = self.head.rank
+        stored = self.parts[block.rv]
+        position = next(shard[item].position for shard in stored.shards.values() if item in shard)
+        events = (*block.events, RankEvent(kind, item, None if kind == "unhide" else position))
+        gone = excluded_ids(events)
+        visible = [row for page in stored.pages for row in page if row.id not in gone]
+        self.head = dataclasses.replace(
+            self.head,
+            rank=dataclasses.replace(block, events=events),
+            items=tuple(visible[:top_n]),
+            threshold=visible[top_n - 1].views if len(visible) >= top_n else 0,
+        )
 
 
-def excluded_ids(events: list[list[Any]]) -> set[str]:
+def excluded_ids(events: Sequence[RankEvent]) -> set[str]:
     out: set[str] = set()
     for event in events:
-        (out.discard if event[0] == "unhide" else out.add)(event[1])
+        (out.discard if event.kind == "unhide" else out.add)(event.id)
     return out
 
 
@@ -116,8 +124,8 @@ takedowns = st.lists(st.tuples(st.sampled_from(["hide", "unhide", "delete"]), st
 
 def taken_down(board: EventBoard, plan: list[tuple[str, int]], top_n: int) -> tuple[set[str], dict[str, str]]:
     """Apply the plan's sensible events to the head; (ids excluded now, id -> "hidden"/"deleted")."""
-    block = board.head["rank"]
-    version = [row[0] for page in board.parts[block["rv"]].pages for row in page]
+    block = board.head.rank
+    version = [row.id for page in board.parts[block.rv].pages for row in page]
     status: dict[str, str] = {}
     for kind, index in plan:
         if not version:
@@ -140,7 +148,7 @@ def test_rank_around_and_pages_skip_taken_down_items_exactly(counts, top_n, extr
     board = EventBoard(counts)
     board.write(config, T0)
     gone, status = taken_down(board, plan, top_n)
-    in_version = {row[0] for page in board.parts[board.head["rank"]["rv"]].pages for row in page}
+    in_version = {row.id for page in board.parts[board.head.rank.rv].pages for row in page}
     visible = {item: views for item, views in counts.items() if item in in_version and item not in gone}
     truth = ordered(visible)
     count = len(truth)
@@ -191,9 +199,10 @@ def test_visible_positions_are_the_positions_left_in_order(count, taken, start, 
 
 
 def test_exclusions_follow_the_last_event_of_each_id():
-    events = [["hide", "a", 3], ["delete", "b", 1], ["unhide", "a"], ["hide", "c", 7], ["hide", "a", 3]]
+    stored = [["hide", "a", 3], ["delete", "b", 1], ["unhide", "a"], ["hide", "c", 7], ["hide", "a", 3]]
+    events = [RankEvent.from_json(event) for event in stored]
     assert exclusions(events) == [1, 3, 7]
-    assert exclusions([*events, ["unhide", "a"], ["unhide", "c"]]) == [1]
+    assert exclusions([*events, RankEvent("unhide", "a"), RankEvent("unhide", "c")]) == [1]
 
 
 def test_a_walk_pins_its_events_so_a_hide_mid_walk_neither_repeats_nor_skips_an_entry():
@@ -233,7 +242,7 @@ def test_a_cursor_naming_more_events_than_its_version_holds_is_refused():
     config = Settings(top_n=2, rank_depth=20, page_size=5)
     board = EventBoard({f"i{n}": n for n in range(1, 15)})
     board.write(config, T0)
-    tampered = encode_cursor(Cursor(PERIOD, board.head["rank"]["rv"], 0, 5, 1))
+    tampered = encode_cursor(Cursor(PERIOD, board.head.rank.rv, 0, 5, 1))
     assert decode_cursor(tampered, 5).events == 1
     with pytest.raises(BadInput, match="cursor is malformed"):
         leaderboard_page(board, config.policy, None, offset="", limit="", cursor=tampered, now=T0)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.errors import BadInput
+from shardboard.domain.head import Head
 from shardboard.domain.ports import PeriodKey, RankParts
 from shardboard.domain.rank_pages import (
     EXPIRED,
@@ -26,6 +27,7 @@ from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
+from tests.heads import head_of_pairs
 
 PERIOD = PeriodKey("global", "all", "all")
 T0 = "2026-11-24T06:20:00+00:00"
@@ -36,7 +38,7 @@ class VersionBoard:
 
     def __init__(self) -> None:
         self.parts: dict[str, RankParts] = {}
-        self.head: dict[str, Any] | None = None
+        self.head: Head | None = None
         self.requests = 0
 
     def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
@@ -55,7 +57,7 @@ class VersionBoard:
         stored = self.parts.get(rv)
         return {page: stored.pages[page] for page in pages if stored and page < len(stored.pages)}
 
-    def get_snapshot(self, period: PeriodKey) -> dict[str, Any] | None:
+    def get_snapshot(self, period: PeriodKey) -> Head | None:
         self.requests += 1
         return self.head
 
@@ -71,13 +73,11 @@ class VersionBoard:
         def gather(n: int, hits: Any) -> Gathered:
             return Gathered(top(entries, n), 0, 1, {})
 
-        previous = self.head.get("rank") if self.head else None
+        previous = self.head.rank if self.head else None
         refresh = refresh_rank_version(self, config, PERIOD, previous, now=now, gather=gather, expires_at=None)
-        head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, config.top_n)], "generated_at": now}
-        head["threshold"] = head["items"][-1][1] if len(head["items"]) >= config.top_n else 0  # T: 0 while short
-        if refresh.block is not None:
-            head["rank"] = refresh.block
-        self.head = head
+        items = [[e.id, e.views] for e in top(entries, config.top_n)]
+        threshold = items[-1][1] if len(items) >= config.top_n else 0  # T: 0 while short of N
+        self.head = head_of_pairs(items, now=now, threshold=threshold, rank=refresh.block)
 
 
 def ordered(counts: dict[str, int]) -> list[tuple[int, str, int]]:
@@ -208,7 +208,7 @@ def test_a_walk_sees_its_version_while_new_versions_are_written_and_expires_afte
 
 def pinned_rv(board: VersionBoard) -> str:
     assert board.head is not None
-    return str(board.head["rank"]["retired"][0][0]) if board.head["rank"]["retired"] else "gone"
+    return board.head.rank.retired[0].rv if board.head.rank.retired else "gone"
 
 
 def at_minute(minute: int) -> str:
@@ -221,7 +221,7 @@ def test_without_ranked_versions_pages_and_around_come_from_the_head_and_a_curso
     counts = {"a": 5, "b": 5, "c": 4, "d": 3, "e": 3, "f": 1, "g": 1}
     board = VersionBoard()
     board.write(counts, config, T0)
-    assert board.head is not None and "rank" not in board.head
+    assert board.head is not None and board.head.rank is None
     assert walk_cursor(board.head, PERIOD, config.page_size) is None
     _, page = leaderboard_page(board, config.policy, PERIOD, offset="2", limit="4", cursor="", now=T0)
     assert as_tuples(page.entries) == ordered(counts)[2:6] and page.cursor is None and page.rv is None

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
 from shardboard.domain.deep_tier import deep_bucket
+from shardboard.domain.head import RankBlock
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_versions import build_parts, rank_shard_of
@@ -47,10 +48,10 @@ def ranking(design: ShardboardDesign) -> list[list[Any]]:
     return [[item, count] for item, count in sorted(views.items(), key=lambda pair: (-pair[1], pair[0]))]
 
 
-def stored_version(design: ShardboardDesign, block: dict[str, Any]) -> list[list[Any]]:
+def stored_version(design: ShardboardDesign, block: RankBlock) -> list[list[Any]]:
     entries: list[list[Any]] = []
-    for page in range(len(block["pages"])):
-        item = design.board.data.items[rank_page_pk(*EVERYTHING, block["rv"], page)]
+    for page in range(len(block.pages)):
+        item = design.board.data.items[rank_page_pk(*EVERYTHING, block.rv, page)]
         entries += json.loads(item[RANK_ENTRIES]["S"])
     return entries
 
@@ -117,24 +118,24 @@ def test_every_ranked_version_is_exact_as_of_its_gather_and_t_stays_at_d(
         clock += timedelta(seconds=value)
         before = ranking(design)
         result = take_snapshot(design.board, design.settings, iso(clock), EVERYTHING)
-        block = result.snapshot.get("rank")
+        block = result.snapshot.rank
         head_depth = top_n + design.settings.snapshot_spare
         # Then T never passes the (N+R)-th best (the head's T_N), nor T_D the D-th best
         assert design.board.get_threshold("global") <= (before[head_depth - 1][1] if len(before) >= head_depth else 0)
         assert design.board.get_board_state("global").deep_threshold <= (
             before[depth - 1][1] if len(before) >= depth else 0
         )
-        if action == "head" and (block is None or block["generated_at"] != iso(clock)):
+        if action == "head" and (block is None or block.generated_at != iso(clock)):
             # And a head refresh publishes no T_D (only a deep gather does)
             assert design.board.get_board_state("global").deep_threshold == deep_before
-        if block is not None and block["generated_at"] == iso(clock):
+        if block is not None and block.generated_at == iso(clock):
             # Then a ranked version just written is exactly the top D of the aggregates at its gather
             assert stored_version(design, block) == before[:depth]
             expected_t = before[depth - 1][1] if len(before) >= depth else 0
-            assert block["threshold"] == expected_t
+            assert block.threshold == expected_t
             assert design.board.get_board_state("global").deep_threshold >= expected_t
         # And the head is the top N of the same aggregates
-        assert result.snapshot["items"] == before[:top_n]
+        assert [list(entry) for entry in result.snapshot.items] == before[:top_n]
     design.settle(final=True)
     assert index_misses(design) == []
     assert deep_misses(design) == []
@@ -150,10 +151,10 @@ def test_retired_versions_are_deleted_after_the_cursor_ttl():
             design.view(item)
         design.settle(final=True)
         result = take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=60 * step)), EVERYTHING)
-        rvs.append(result.snapshot["rank"]["rv"])
+        rvs.append(result.snapshot.rank.rv)
     # Then at 180 s the version retired at 60 s has outlived the TTL: its items are gone, the others stay
-    block = design.board.get_snapshot(EVERYTHING)["rank"]
-    assert [retired[0] for retired in block["retired"]] == rvs[1:3]
+    block = design.board.get_snapshot(EVERYTHING).rank
+    assert [retired.rv for retired in block.retired] == rvs[1:3]
     stored = {pk.split("#")[4] for pk in design.board.rank_part_pks()}
     assert stored == set(rvs[1:])
 
@@ -162,27 +163,27 @@ def test_a_version_is_not_rewritten_before_rank_refresh_seconds_nor_when_nothing
     design = pipeline(top_n=1, depth=3, board_shards=2, batch_size=1)
     design.view("a")
     design.settle(final=True)
-    first = take_snapshot(design.board, design.settings, iso(START), EVERYTHING).snapshot["rank"]
+    first = take_snapshot(design.board, design.settings, iso(START), EVERYTHING).snapshot.rank
     # When a view arrives and the job runs 30 s later: no new version (not due), the head still names the first
     design.view("b")
     design.settle(final=True)
     assert (
-        take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=30)), EVERYTHING).snapshot["rank"]
+        take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=30)), EVERYTHING).snapshot.rank
         == first
     )
     # When it runs again past RankRefreshSeconds: a new version
     later = take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=61)), EVERYTHING)
-    assert later.snapshot["rank"]["rv"] != first["rv"]
+    assert later.snapshot.rank.rv != first.rv
     units = design.board.rank_write_units
     # And a due run with nothing changed writes no version
     again = take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=200)), EVERYTHING)
-    assert again.snapshot["rank"]["rv"] == later.snapshot["rank"]["rv"] and design.board.rank_write_units == units
+    assert again.snapshot.rank.rv == later.snapshot.rank.rv and design.board.rank_write_units == units
 
 
 def test_rank_shard_entries_carry_position_and_competition_rank():
     ranked = [Entry("a", 9), Entry("b", 7), Entry("c", 7), Entry("d", 7), Entry("e", 1)]
     parts = build_parts(ranked, depth=5, rv="x")
     found = {item: entry for shard in parts.shards.values() for item, entry in shard.items()}
-    assert found == {"a": [1, 1, 9], "b": [2, 2, 7], "c": [3, 2, 7], "d": [4, 2, 7], "e": [5, 5, 1]}
+    assert found == {"a": (1, 1, 9), "b": (2, 2, 7), "c": (3, 2, 7), "d": (4, 2, 7), "e": (5, 5, 1)}
     assert all(rank_shard_of(item, len(parts.shards)) == shard for shard, s in parts.shards.items() for item in s)
     assert parts.pages == [[("a", 9), ("b", 7), ("c", 7), ("d", 7), ("e", 1)]]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.head import Head, RankEvent
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
@@ -16,6 +17,7 @@ from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples
+from tests.heads import head_of_pairs
 
 PERIOD = PeriodKey("global", "all", "all")
 NOW = "2026-11-24T06:20:00.000Z"
@@ -49,7 +51,7 @@ class CountingBoard:
         return {}
 
 
-def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard) -> dict[str, Any]:
+def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard) -> Head:
     entries = [Entry(id=item, views=views) for item, views in counts.items()]
     config = Settings(top_n=top_n, rank_depth=depth)
 
@@ -57,11 +59,9 @@ def head_of(counts: dict[str, int], top_n: int, depth: int, board: CountingBoard
         return Gathered(top(entries, n), 0, 1, {})
 
     block = refresh_rank_version(board, config, PERIOD, None, now=NOW, gather=gather, expires_at=None).block
-    head: dict[str, Any] = {"items": [[e.id, e.views] for e in top(entries, top_n)], "generated_at": NOW}
-    head["threshold"] = head["items"][-1][1] if len(head["items"]) >= top_n else 0  # T: 0 while short of N
-    if block is not None:
-        head["rank"] = block
-    return head
+    items = [[e.id, e.views] for e in top(entries, top_n)]
+    threshold = items[-1][1] if len(items) >= top_n else 0  # T: 0 while short of N
+    return head_of_pairs(items, now=NOW, threshold=threshold, rank=block)
 
 
 def brute_rank(counts: dict[str, int], item: str) -> int:
@@ -140,6 +140,7 @@ def test_a_nearly_flat_tail_is_no_fit_and_steep_ratios_never_overflow():
 
 def test_a_delete_in_a_versions_events_is_for_good():
     # A hide of an item deleted already still reaches the version's events (takedown.rank_event): it stays deleted
-    events = [["delete", "a", 2], ["hide", "a", 2], ["hide", "b", 1], ["unhide", "b"], ["hide", "c", 3]]
+    stored = [["delete", "a", 2], ["hide", "a", 2], ["hide", "b", 1], ["unhide", "b"], ["hide", "c", 3]]
+    events = [RankEvent.from_json(event) for event in stored]
     assert [taken_down(events, item) for item in ("a", "b", "c", "d")] == ["deleted", None, "hidden", None]
     assert exclusions(events) == [2, 3]

@@ -20,13 +20,13 @@ import dataclasses
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.head import Head
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
@@ -153,13 +153,13 @@ def test_rank_around_pages_and_the_head_agree_on_every_item_at_every_moment(  # 
                 reads_agree(world, period, head)
 
 
-def reads_agree(world: World, period: PeriodKey, head: dict[str, Any]) -> None:
+def reads_agree(world: World, period: PeriodKey, head: Head) -> None:
     board, config, catalog = world.design.board, world.config, world.catalog
     top_n, depth = config.top_n_of(period.board), config.rank_depth_of(period.board)
     items = sorted(world.seen | set(world.status))
     answers = {answer.id: answer for answer in lookup_ranks(board, config.policy, period, head, items, catalog=catalog)}
     in_head = head_ranks(head_entries(head))
-    shown = [entry[0] for entry in head["items"]]
+    shown = [entry.id for entry in head.items]
     _, page = leaderboard_page(board, config.policy, period, offset="0", limit=str(depth), cursor="", now=world.now())
     paged = {entry.id: entry.rank for entry in page.entries}
     for item in items:

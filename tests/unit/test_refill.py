@@ -73,7 +73,7 @@ def test_without_a_deeper_index_the_job_says_the_head_is_not_proven_and_refill_r
     result = take_snapshot(world.design.board, world.config, None, day, dropped)
     # Then it says the head is not proven: the never-keyed y1 (7) belongs in it
     assert not result.proven
-    assert result.snapshot["items"] != world.best_visible(TOP_N)
+    assert list(result.snapshot.items) != world.best_visible(TOP_N)
     # When refill runs
     found = stored_counts(world.design.board, world.config.policy.periods)
     short = short_periods(world.design.board, world.config, found, dropped)
@@ -84,7 +84,7 @@ def test_without_a_deeper_index_the_job_says_the_head_is_not_proven_and_refill_r
     assert {(r.period, r.threshold_was, r.threshold) for r in repaired} == {(p, 8, 6) for p in world.periods()}
     assert all(r.keyed == 2 for r in repaired)
     for period, head in world.heads().items():
-        assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+        assert list(head.items + head.spare) == world.best_visible(TOP_N + SPARE)
         assert take_snapshot(world.design.board, world.config, None, period, dropped).proven
     report = verify(world.design.views, world.design.board, world.config, dropped)
     assert report.exact and not report.snapshots_inexact
@@ -98,10 +98,10 @@ def test_all_time_with_ranked_versions_makes_up_from_the_deep_tier_at_once():
     everything = next(p for p in world.periods() if p.kind == ALL)
     # Then the hides themselves left the all-time head full and exact (the one that ran out of spares gathered
     # again, falling back on the deep tier), and the next refresh fills its spares too
-    assert head_of(world, ALL)["items"] == world.best_visible(TOP_N)
+    assert list(head_of(world, ALL).items) == world.best_visible(TOP_N)
     world.refresh()
     head = head_of(world, ALL)
-    assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+    assert list(head.items + head.spare) == world.best_visible(TOP_N + SPARE)
     assert take_snapshot(world.design.board, world.config, None, everything, world.catalog.hidden()).proven
     # And neither verify nor refill calls for a repair: the deep tier (T_D 0 here) keys every item below T
     report = verify(world.design.views, world.design.board, world.config, world.catalog.hidden())
@@ -120,7 +120,7 @@ def test_an_unhide_after_a_refill_finds_the_item_in_the_index():
     world.refresh()
     # Then every head is the exact top N of the visible counts
     for head in world.heads().values():
-        assert head["items"] == world.best_visible(TOP_N)
+        assert list(head.items) == world.best_visible(TOP_N)
 
 
 @settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -162,7 +162,7 @@ def test_after_refill_every_head_is_the_exact_top_of_the_visible_counts(rounds, 
     # Then every head is the exact top N of the visible counts, and the job proves it (unless every item was
     # deleted: an empty period lists no counts for refill to see, and its empty head is exact all the same)
     for period, head in world.heads().items():
-        assert head["items"] == world.best_visible(TOP_N)
+        assert list(head.items) == world.best_visible(TOP_N)
         dropped = world.catalog.hidden() | world.catalog.denied()
         proven = take_snapshot(world.design.board, world.config, None, period, dropped).proven
         assert proven or not world.counts
@@ -182,7 +182,7 @@ def test_the_jobs_repair_fixes_the_heads_it_could_not_prove():
     assert repair.unrepaired == [] and repair.why_not == ""
     assert {r.period for r in repair.repaired} == set(world.periods()) and all(r.proven for r in repair.repaired)
     for head in world.heads().values():
-        assert head["items"] + head["spare"] == world.best_visible(TOP_N + SPARE)
+        assert list(head.items + head.spare) == world.best_visible(TOP_N + SPARE)
 
 
 def test_a_repair_out_of_time_leaves_the_head_unproven_for_the_alarm_and_changes_nothing():

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.head import Head, rows
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
@@ -24,6 +25,7 @@ from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
 from tests.conftest import examples
+from tests.heads import head_of_pairs
 from tests.unit.test_taken_down import past_the_listing_limit
 
 
@@ -57,7 +59,7 @@ class World:
         board = self.config.board
         return [PeriodKey(board, ALL, ALL), PeriodKey(board, DAY, bucket_of(DAY, self.moment))]
 
-    def heads(self) -> dict[PeriodKey, dict]:
+    def heads(self) -> dict[PeriodKey, Head]:
         found = {period: self.design.board.get_snapshot(period, consistent=True) for period in self.periods()}
         return {period: head for period, head in found.items() if head is not None}
 
@@ -78,9 +80,9 @@ class World:
         threshold = state.threshold if state else 0
         return all(views >= threshold for _, views in self.best_visible(depth))
 
-    def best_visible(self, depth: int) -> list[list]:
+    def best_visible(self, depth: int) -> list[tuple[str, int]]:
         visible = {item: views for item, views in self.aggregated().items() if item not in self.hidden}
-        return [[i, v] for i, v in sorted(visible.items(), key=lambda pair: (-pair[1], pair[0]))[:depth]]
+        return [(i, v) for i, v in sorted(visible.items(), key=lambda pair: (-pair[1], pair[0]))[:depth]]
 
 
 steps = st.lists(
@@ -141,9 +143,9 @@ def takedowns_keep_every_board_exact(world: World, steps, top_n: int, spare: int
     assert world.aggregated() == dict(world.counts)
     visible = sorted(((i, v) for i, v in world.counts.items() if i not in world.hidden), key=lambda p: (-p[1], p[0]))
     for period, head in world.heads().items():
-        assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
+        assert world.hidden.isdisjoint(entry.id for entry in head.items + head.spare)
         if world.keyed(period, top_n):
-            assert head["items"] == [[i, v] for i, v in visible[:top_n]]
+            assert list(head.items) == visible[:top_n]
 
 
 def ranked_reads_skip_the_hidden(world: World) -> None:
@@ -151,18 +153,15 @@ def ranked_reads_skip_the_hidden(world: World) -> None:
     item of the version, in its order (an unhidden item's position came back)."""
     board, config = world.design.board, world.config
     for period, head in world.heads().items():
-        block = head.get("rank")
+        block = head.rank
         if block is None:
             continue
         stored = [
-            row[0]
-            for page in board.get_rank_pages(period, block["rv"], range(len(block["pages"]))).values()
-            for row in page
+            row.id for page in board.get_rank_pages(period, block.rv, range(len(block.pages))).values() for row in page
         ]
         depth = config.rank_depth_of(period.board)
-        _, page = leaderboard_page(
-            board, config.policy, period, offset="0", limit=str(depth), cursor="", now=head["generated_at"]
-        )
+        now = head.generated_at
+        _, page = leaderboard_page(board, config.policy, period, offset="0", limit=str(depth), cursor="", now=now)
         assert [entry.id for entry in page.entries] == [item for item in stored if item not in world.hidden]
         for answer in lookup_ranks(board, config.policy, period, head, sorted(world.hidden), catalog=world.catalog):
             assert answer.rank is None
@@ -179,13 +178,13 @@ def refreshed(world: World, _: str, top_n: int, spare: int) -> None:
     for period, result in run.results.items():
         assert result.proven or (period.kind != ALL or not world.config.ranked_versions(period.board))
         if result.proven:
-            assert result.snapshot["items"] + result.snapshot["spare"] == world.best_visible(top_n + spare)
+            assert list(result.snapshot.items + result.snapshot.spare) == world.best_visible(top_n + spare)
     for period, head in world.heads().items():
         if world.keyed(period, top_n + spare):
-            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
+            assert list(head.items + head.spare) == world.best_visible(top_n + spare)
         # (the public document never shows the spares)
-        shown = [[r["id"], r["views"]] for r in leaderboard_json(head)["items"]]
-        assert shown == head["items"]
+        shown = [(r["id"], r["views"]) for r in leaderboard_json(head)["items"]]
+        assert shown == list(head.items)
         if world.keyed(period, top_n):
             assert shown == world.best_visible(top_n)
 
@@ -202,20 +201,20 @@ def hidden(world: World, item: str, top_n: int, _: int) -> None:
     assert done.changed == (item not in world.hidden)
     world.hidden.add(item)
     for period, head in world.heads().items():
-        assert item not in [entry[0] for entry in head["items"] + head["spare"]]
+        assert item not in [entry.id for entry in head.items + head.spare]
         old = before[period]
-        refill = [e for e in old["items"] + old["spare"] if e[0] != item]
-        if len(refill) == len(old["items"] + old["spare"]):
+        refill = [e for e in old.items + old.spare if e.id != item]
+        if len(refill) == len(old.items + old.spare):
             # A head without the item keeps its entries; only its ranked version (deeper than N + R) may have held
             # the item, and then gained the hide event in the same put.
-            unchanged = {key: value for key, value in old.items() if key not in ("version", "rank")}
-            assert {key: value for key, value in head.items() if key not in ("version", "rank")} == unchanged
-            if head["version"] != old["version"]:
-                assert head["rank"]["events"][-1][:2] == ["hide", item]
+            assert dataclasses.replace(head, version=0, rank=None) == dataclasses.replace(old, version=0, rank=None)
+            if head.version != old.version:
+                assert head.rank is not None
+                assert head.rank.events[-1][:2] == ("hide", item)
         elif len(refill) >= top_n:
-            assert head["items"] == refill[:top_n]
+            assert list(head.items) == refill[:top_n]
         elif world.keyed(period, top_n):
-            assert head["items"] == world.best_visible(top_n)
+            assert list(head.items) == world.best_visible(top_n)
 
 
 def unhidden(world: World, item: str, top_n: int, spare: int) -> None:
@@ -231,16 +230,22 @@ def unhidden(world: World, item: str, top_n: int, spare: int) -> None:
     world.hidden.discard(item)
     for period, head in world.heads().items():
         if world.keyed(period, top_n + spare):
-            assert head["items"] + head["spare"] == world.best_visible(top_n + spare)
-        assert world.hidden.isdisjoint(entry[0] for entry in head["items"] + head["spare"])
+            assert list(head.items + head.spare) == world.best_visible(top_n + spare)
+        assert world.hidden.isdisjoint(entry.id for entry in head.items + head.spare)
+
+
+def events(head: Head) -> list[list]:
+    """A head's ranked-version events as stored."""
+    assert head.rank is not None
+    return [event.as_json() for event in head.rank.events]
 
 
 def test_without_refills_from_the_spares_in_order():
-    head = {"items": [["a", 9], ["b", 7]], "spare": [["c", 5], ["d", 5]], "version": 3, "digest": "x"}
+    head = dataclasses.replace(head_of_pairs([["a", 9], ["b", 7]], spare=[["c", 5], ["d", 5]], version=3), digest="x")
     patched = without(head, "a", 2)
     assert patched is not None
-    assert (patched["items"], patched["spare"], patched["version"]) == ([["b", 7], ["c", 5]], [["d", 5]], 4)
-    assert patched["threshold"] == 5 and patched["digest"] != "x"
+    assert (patched.items, patched.spare, patched.version) == (rows([["b", 7], ["c", 5]]), rows([["d", 5]]), 4)
+    assert patched.threshold == 5 and patched.digest != "x"
     assert without(head, "zz", 2) is None
 
 
@@ -274,7 +279,7 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
     done = hide(world.catalog, board, config, "i07", by="t", reason="spam", at=world.moment)
     # Then the head's ranked version records it where it stood, in the same patch, and every read skips it
     head = world.heads()[period]
-    assert head["rank"]["events"] == [["hide", "i07", 8]] and period in done.patched
+    assert events(head) == [["hide", "i07", 8]] and period in done.patched
     after = lookup_ranks(board, config.policy, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.source) for a in after] == [(None, "hidden"), (8, "ranked")]
     assert after[1].of == before[1].of - 1
@@ -285,12 +290,12 @@ def test_a_hide_deep_in_the_ranked_version_takes_it_out_of_rank_around_and_pages
         "i08",
         "i09",
     ]
-    _, page = leaderboard_page(board, config.policy, period, offset="5", limit="4", cursor="", now=head["generated_at"])
+    _, page = leaderboard_page(board, config.policy, period, offset="5", limit="4", cursor="", now=head.generated_at)
     assert [(e.rank, e.id) for e in page.entries] == [(6, "i05"), (7, "i06"), (8, "i08"), (9, "i09")]
     # And an unhide puts it back at its exact rank (its counts were kept)
     unhide(world.catalog, board, config, "i07", by="t", reason="appeal", at=world.moment)
     head = world.heads()[period]
-    assert head["rank"]["events"] in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
+    assert events(head) in ([], [["hide", "i07", 8], ["unhide", "i07"]])  # [] if a new version was due
     restored = lookup_ranks(board, config.policy, period, head, ["i07", "i08"], catalog=world.catalog)
     assert [(a.rank, a.views) for a in restored] == [(before[0].rank, 13), (9, 12)]
 
@@ -307,13 +312,13 @@ def test_an_unhide_cut_short_after_its_transaction_is_finished_by_a_repeat():
     hide(world.catalog, world.design.board, world.config, "a", by="t", reason="spam", at=world.moment)
     # When an unhide dies right after its transaction (the status is visible, no head gathered again)
     assert world.catalog.set_hidden("a", False, "t", "appeal", "2026-11-25T00:00:00.000Z")
-    assert all("a" not in [e[0] for e in head["items"]] for head in world.heads().values())
+    assert all("a" not in [e.id for e in head.items] for head in world.heads().values())
     # Then running it again changes no status but puts the item back on every head and in the ranked version
     done = unhide(world.catalog, world.design.board, world.config, "a", by="t", reason="appeal", at=world.moment)
     assert (done.changed, len(done.refreshed)) == (False, 2)
     for period, head in world.heads().items():
-        assert head["items"] == [["a", 5], ["b", 3]]
-        assert head["rank"]["events"][-1] == ["unhide", "a"]
+        assert head.items == rows([["a", 5], ["b", 3]])
+        assert events(head)[-1] == ["unhide", "a"]
         (answer,) = lookup_ranks(world.design.board, world.config.policy, period, head, ["a"], catalog=world.catalog)
         assert answer.rank == 1
     # And a deleted item cannot be unhidden

@@ -65,6 +65,7 @@ from shardboard.adapters.keys import (
 )
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.head import Head, RankBlock, Row, ShardRow, rows
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateState,
@@ -77,7 +78,6 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodStatus,
     RankParts,
-    RankRow,
     RankShard,
 )
 
@@ -514,14 +514,14 @@ class BoardStore:
         }
 
     # -- snapshots and period items
-    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Item | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:
         """A period's snapshot (a bare board name: its all-time one), or None before the first."""
         if isinstance(period, str):
             period = PeriodKey(period, ALL, ALL)
         item = self._get(snapshot_pk(*period), consistent)
         return None if item is None else snapshot_from_item(item)
 
-    def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
+    def put_snapshot(self, snapshot: Head, previous_version: int | None) -> bool:
         """Write the snapshot unless another job wrote a newer one first; returns whether it was written."""
         kwargs: dict[str, Any] = {"TableName": self.table, "Item": snapshot_item(snapshot)}
         if previous_version is None:
@@ -553,12 +553,12 @@ class BoardStore:
         by_pk = {rank_shard_pk(*period, rv, shard): shard for shard in shards}
         found: dict[int, RankShard] = {}
         for item in self._batch_get(list(by_pk)):
-            found[by_pk[item[PK]["S"]]] = json.loads(item[RANK_ENTRIES]["S"])
+            found[by_pk[item[PK]["S"]]] = rank_shard_of_text(item[RANK_ENTRIES]["S"])
         return found
 
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[Row]]:
         by_pk = {rank_page_pk(*period, rv, page): page for page in pages}
-        found: dict[int, list[RankRow]] = {}
+        found: dict[int, list[Row]] = {}
         for item in self._batch_get(list(by_pk)):
             found[by_pk[item[PK]["S"]]] = rank_rows(item)
         return found
@@ -790,7 +790,7 @@ def rank_part_items(period: PeriodKey, parts: RankParts, expires_at: int | None)
     for pk, entries in named:
         item: Item = {
             PK: s_attr(pk),
-            RANK_ENTRIES: s_attr(json.dumps(entries, separators=(",", ":"), ensure_ascii=False)),
+            RANK_ENTRIES: s_attr(compact(entries)),  # rows are NamedTuples: stored as the same lists
         }
         if expires_at:
             item[EXPIRES_AT] = n_attr(expires_at)
@@ -798,57 +798,65 @@ def rank_part_items(period: PeriodKey, parts: RankParts, expires_at: int | None)
     return items
 
 
-def rank_rows(item: Mapping[str, Any]) -> list[RankRow]:
+def rank_rows(item: Mapping[str, Any]) -> list[Row]:
     """A stored page's rows (its JSON holds them as [id, views] arrays)."""
-    return [(str(item_id), int(views)) for item_id, views in json.loads(item[RANK_ENTRIES]["S"])]
+    return list(rows(json.loads(item[RANK_ENTRIES]["S"])))
 
 
-def snapshot_item(snapshot: Mapping[str, Any]) -> Item:
-    """The snapshot as the item stored in the board table; a past period's expires by TTL."""
-    period = snapshot.get("period") or {"kind": ALL}
+def rank_shard_of_text(text: str) -> RankShard:
+    """A stored rank shard (``{id: [position, tie start, views]}``) as typed rows."""
+    return {item_id: ShardRow(*entry) for item_id, entry in json.loads(text).items()}
+
+
+def snapshot_item(head: Head) -> Item:
+    """The snapshot head as the item stored in the board table; a past period's expires by TTL."""
     item: Item = {
-        PK: s_attr(snapshot_pk(snapshot["board"], period["kind"], snapshot.get("bucket", ALL))),
-        "board": s_attr(snapshot["board"]),
-        "period": s_attr(json.dumps(period, separators=(",", ":"))),
-        "bucket": s_attr(snapshot.get("bucket", ALL)),
-        "version": n_attr(snapshot["version"]),
-        "generated_at": s_attr(snapshot["generated_at"]),
+        PK: s_attr(snapshot_pk(head.board, head.period["kind"], head.bucket)),
+        "board": s_attr(head.board),
+        "period": s_attr(json.dumps(head.period, separators=(",", ":"))),
+        "bucket": s_attr(head.bucket),
+        "version": n_attr(head.version),
+        "generated_at": s_attr(head.generated_at),
         # Compact JSON pairs keep the item (and the frontend's one read) small.
-        "items": s_attr(json.dumps(snapshot["items"], separators=(",", ":"), ensure_ascii=False)),
-        "items_read": n_attr(snapshot["items_read"]),
-        "threshold": n_attr(snapshot["threshold"]),
-        "shard_hits": s_attr(json.dumps({str(k): v for k, v in snapshot["shard_hits"].items()})),
-        "digest": s_attr(snapshot["digest"]),
+        "items": s_attr(compact(head.items)),
+        "items_read": n_attr(head.items_read),
+        "threshold": n_attr(head.threshold),
+        "shard_hits": s_attr(json.dumps({str(k): v for k, v in head.shard_hits.items()})),
+        "digest": s_attr(head.digest),
     }
-    if snapshot.get("expires_at"):
-        item[EXPIRES_AT] = n_attr(snapshot["expires_at"])
-    if "meta" in snapshot:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
-        item["meta"] = s_attr(json.dumps(snapshot["meta"], separators=(",", ":"), ensure_ascii=False))
-        item["meta_at"] = s_attr(snapshot["meta_at"])
-    if snapshot.get("rank"):
-        item["rank"] = s_attr(json.dumps(snapshot["rank"], separators=(",", ":"), ensure_ascii=False))
-    if "spare" in snapshot:
-        # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
-        item["spare"] = s_attr(json.dumps(snapshot["spare"], separators=(",", ":"), ensure_ascii=False))
+    if head.expires_at:
+        item[EXPIRES_AT] = n_attr(head.expires_at)
+    if head.meta is not None:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
+        assert head.meta_at is not None, "a head's meta is written with the time it was read"
+        item["meta"] = s_attr(compact(head.meta))
+        item["meta_at"] = s_attr(head.meta_at)
+    if head.rank is not None:
+        item["rank"] = s_attr(compact(head.rank.as_json()))
+    # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
+    item["spare"] = s_attr(compact(head.spare))
     return item
 
 
-def snapshot_from_item(item: Mapping[str, Any]) -> Item:
-    """The snapshot as plain values, from its stored item."""
-    snapshot = {
-        "board": item["board"]["S"],
-        "period": json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
-        "bucket": item["bucket"]["S"] if "bucket" in item else ALL,
-        "version": int_of(item["version"]),
-        "generated_at": item["generated_at"]["S"],
-        "items": json.loads(item["items"]["S"]),
-        "items_read": int_of(item["items_read"]),
-        "threshold": int_of(item.get("threshold")),
-        "shard_hits": {int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
-        "digest": item["digest"]["S"],
-        **({"meta": json.loads(item["meta"]["S"]), "meta_at": item["meta_at"]["S"]} if "meta" in item else {}),
-        **({"rank": json.loads(item["rank"]["S"])} if "rank" in item else {}),
-    }
-    if "spare" in item:
-        snapshot["spare"] = json.loads(item["spare"]["S"])
-    return snapshot
+def snapshot_from_item(item: Mapping[str, Any]) -> Head:
+    """The snapshot head from its stored item."""
+    return Head(
+        board=item["board"]["S"],
+        period=json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
+        bucket=item["bucket"]["S"] if "bucket" in item else ALL,
+        version=int_of(item["version"]),
+        generated_at=item["generated_at"]["S"],
+        items=rows(json.loads(item["items"]["S"])),
+        items_read=int_of(item["items_read"]),
+        threshold=int_of(item.get("threshold")),
+        shard_hits={int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
+        digest=item["digest"]["S"],
+        spare=rows(json.loads(item["spare"]["S"])) if "spare" in item else (),
+        meta=json.loads(item["meta"]["S"]) if "meta" in item else None,
+        meta_at=item["meta_at"]["S"] if "meta" in item else None,
+        rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
+    )
+
+
+def compact(value: Any) -> str:
+    """Compact JSON text (a head's lists and blocks, a ranked version's rows): what the item's size counts."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -14,15 +14,15 @@ lose their inline documents until it fits (their ids are then simply absent from
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from shardboard.domain.head import Head, Meta, Row
 from shardboard.domain.periods import parse_time
 
 if TYPE_CHECKING:  # ports imports items, which imports validation -> settings -> ... -> ports
     from shardboard.domain.items import ItemRecord
-    from shardboard.domain.ports import Snapshot
 
 # A re-put document reaches heads that are being rewritten within this long (the staleness bound above).
 META_REFRESH_SECONDS = 300
@@ -30,8 +30,6 @@ META_REFRESH_SECONDS = 300
 HEAD_BUDGET_BYTES = 350_000
 # The head's attributes besides items and meta (names, period, digest, shard_hits...): well under this.
 HEAD_OTHER_BYTES = 2_000
-
-Meta = dict[str, dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -45,32 +43,30 @@ class MetaAsk:
     refreshed_at: str | None
 
 
-def meta_ask(snapshot: Snapshot, previous: Snapshot | None, page_size: int) -> MetaAsk:
+def meta_ask(snapshot: Head, previous: Head | None, page_size: int) -> MetaAsk:
     """Reuse the previous head's documents; ask only for ids new among the first P, or for all P when they are due."""
-    now = snapshot["generated_at"]
-    first = [item_id for item_id, _ in snapshot["items"][:page_size]]
-    known: Meta = dict((previous or {}).get("meta") or {})
-    refreshed_at = (previous or {}).get("meta_at")
+    now = snapshot.generated_at
+    first = [entry.id for entry in snapshot.items[:page_size]]
+    known: Meta = dict((previous.meta if previous else None) or {})
+    refreshed_at = previous.meta_at if previous else None
     due = refreshed_at is None or _seconds(refreshed_at, now) >= META_REFRESH_SECONDS
     asked = first if due else [item_id for item_id in first if item_id not in known]
     return MetaAsk(first, known, asked, due, refreshed_at)
 
 
-def with_meta(
-    snapshot: Snapshot, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES
-) -> Snapshot:
+def with_meta(snapshot: Head, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES) -> Head:
     """``snapshot`` with its ``meta`` and ``meta_at`` from what the catalog ``found`` of ``ask.asked`` (null: "asked,
     never put", so such ids are not asked again)."""
     fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in ask.asked}
     meta = {item_id: fresh[item_id] if item_id in fresh else ask.known[item_id] for item_id in ask.first}
-    return {
-        **snapshot,
-        "meta": within_budget(meta, snapshot["items"], budget),
-        "meta_at": snapshot["generated_at"] if ask.due else ask.refreshed_at,
-    }
+    return replace(
+        snapshot,
+        meta=within_budget(meta, snapshot.items, budget),
+        meta_at=snapshot.generated_at if ask.due else ask.refreshed_at,
+    )
 
 
-def within_budget(meta: Meta, items: list[list[Any]], budget: int = HEAD_BUDGET_BYTES) -> Meta:
+def within_budget(meta: Meta, items: Sequence[Row], budget: int = HEAD_BUDGET_BYTES) -> Meta:
     """``meta`` without the inline documents of the lowest-ranked entries that would take the head past ``budget``
     bytes (stored as compact JSON text, which is what the items table's size counts)."""
     size = HEAD_OTHER_BYTES + len(compact(items).encode("utf-8")) + len(compact(meta).encode("utf-8"))

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.head import Head, Row, ShardRow
 
 if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module; rate_limit imports it too
     from shardboard.domain.dedupe import Seen, SeenOutcome
@@ -26,12 +27,8 @@ if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this
 Cursor = Mapping[str, Mapping[str, str]]
 # An aggregate or past entry as a scan of the board table returns it: attribute name -> typed value (type -> text).
 StoredItem = Mapping[str, Mapping[str, str]]
-# One row of a ranked version's stored page: (item id, views).
-RankRow = tuple[str, int]
 # Where an index key of a resharded board sits: (item key, key attribute, index key, item id).
 IndexKeyAt = tuple[str, str, str, str]
-# The snapshot item as plain values (board, version, generated_at, items, threshold, shard_hits, digest, ...).
-Snapshot = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -382,11 +379,11 @@ class PeriodLedger(Protocol):
 class Snapshots(Protocol):
     """Each period's head: the one item a frontend reads, replaced only over the version it was read at."""
 
-    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Snapshot | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:
         """The snapshot, or None before the first one."""
         ...
 
-    def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
+    def put_snapshot(self, snapshot: Head, previous_version: int | None) -> bool:
         """Write the snapshot if the stored one is still ``previous_version`` (None: there is none yet)."""
         ...
 
@@ -407,7 +404,7 @@ class RankedVersions(Protocol):
         """Rank shards of one ranked version (one batched read); a missing shard is absent from the answer."""
         ...
 
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[Row]]:
         """Stored pages (rows of id and views, board order) of one ranked version (one batched read); a missing page
         is absent from the answer."""
         ...
@@ -476,7 +473,7 @@ class RankReads(RankedVersions, AggregateReads, Protocol):
 
 
 # A rank shard: item id -> [position, tie start position (its competition rank), views] in one ranked version.
-RankShard = dict[str, list[int]]
+RankShard = dict[str, ShardRow]
 
 
 @dataclass(frozen=True)
@@ -484,7 +481,7 @@ class RankParts:
     """The stored items of one ranked version: pages of (id, views) in board order and rank shards by id hash."""
 
     rv: str
-    pages: list[list[RankRow]]
+    pages: list[list[Row]]
     shards: dict[int, RankShard]
 
 

@@ -11,13 +11,13 @@ never below what it shows nor below any rank answered.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from shardboard.domain.head import Head
 from shardboard.domain.items import DELETED
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.policy import Leaderboards
-from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads
+from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads, RankShard
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import (
     RankAnswer,
@@ -39,25 +39,25 @@ def lookup_ranks(
     board: RankReads,
     policy: Leaderboards,
     period: PeriodKey,
-    head: Mapping[str, Any],
+    head: Head,
     ids: Sequence[str],
     *,
     catalog: ItemCatalog,
 ) -> list[RankAnswer]:
     """One answer per id, in the order asked (a repeated id is answered once per time asked)."""
-    block = head.get("rank")
+    block = head.rank
     entries = head_entries(head)
     in_head = head_ranks(entries)
     if block is None:  # no ranked versions (D = N): the head is the whole ranking the stack keeps
-        depth, count, as_of = policy.keep(period.board).top_n, len(head["items"]), head["generated_at"]
-        last_views, last_tie = (head["items"][-1][1], in_head[head["items"][-1][0]][0]) if head["items"] else (0, 0)
-        tail = [[position, views] for position, (_, views) in enumerate(head["items"], start=1)]
+        depth, count, as_of = policy.keep(period.board).top_n, len(head.items), head.generated_at
+        last_views, last_tie = (head.items[-1].views, in_head[head.items[-1].id][0]) if head.items else (0, 0)
+        tail = [[position, views] for position, (_, views) in enumerate(head.items, start=1)]
         exponent = zipf_exponent(tail[depth // 10 :])
     else:
-        depth, count, as_of = block["depth"], block["count"], block["generated_at"]
-        last_views, last_tie = block["last"]
-        exponent = zipf_exponent(tail_points(block["pages"], depth))
-    events = block.get("events", []) if block else []
+        depth, count, as_of = block.depth, block.count, block.generated_at
+        last_views, last_tie = block.last
+        exponent = zipf_exponent(tail_points(block.pages, depth))
+    events = block.events if block else ()
     excluded = exclusions(events)
     of, of_exact = board_size(count, depth, last_views, exponent)
     # Positions taken down since the version was written leave the board: fewer entries, ranks below them rise.
@@ -65,10 +65,10 @@ def lookup_ranks(
     # The head is never older than its version: the board holds at least what it shows, and no more when it is short.
     of, of_exact = head_size((of, of_exact), head)
     wanted = [item for item in dict.fromkeys(ids) if item not in in_head]
-    shards: dict[str, list[int]] = {}
+    shards: RankShard = {}
     if block is not None and wanted:
-        by_shard = {item: rank_shard_of(item, block["shards"]) for item in wanted}
-        found = board.get_rank_shards(period, block["rv"], sorted(set(by_shard.values())))
+        by_shard = {item: rank_shard_of(item, block.shards) for item in wanted}
+        found = board.get_rank_shards(period, block.rv, sorted(set(by_shard.values())))
         shards = {item: found[shard][item] for item, shard in by_shard.items() if item in found.get(shard, {})}
     # An id that neither the head nor the version holds may have been taken down before the version was gathered,
     # or past its depth: its record says so, whatever the version's age (one BatchGetItem of the items table).
@@ -80,7 +80,7 @@ def lookup_ranks(
         if item in in_head:
             rank, views = in_head[item]
             answers[item] = RankAnswer(
-                item, views, rank, percentile(rank, of), of, of_exact, False, "snapshot", head["generated_at"]
+                item, views, rank, percentile(rank, of), of, of_exact, False, "snapshot", head.generated_at
             )
         elif status:
             # No rank for a hidden or deleted item: the source says why. A deleted item's counts are erased; a
@@ -88,7 +88,7 @@ def lookup_ranks(
             if status == DELETED:
                 views = 0
             else:
-                views = shards[item][2] if item in shards else current_views(board, policy, period, item)
+                views = shards[item].views if item in shards else current_views(board, policy, period, item)
             answers[item] = RankAnswer(item, views, None, None, of, of_exact, False, status, as_of)
         elif item in shards:
             _, tie_start, views = shards[item]

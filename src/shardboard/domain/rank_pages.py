@@ -18,13 +18,14 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from shardboard.domain.errors import BadInput
+from shardboard.domain.head import Head, PageBounds, RankBlock, RankEvent, Retired
 from shardboard.domain.policy import Leaderboards
-from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions
+from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
 from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.ranked import (
     exclusions,
@@ -78,20 +79,17 @@ class Version:
     rv: str
     pages: int
     shards: int
-    index: list[list[Any]] | None  # the head's page index; None for a retired version
+    index: Sequence[PageBounds] | None  # the head's page index; None for a retired version
     count: int | None  # entries stored; None: unknown (an old retired entry)
-    events: list[list[Any]]
+    events: Sequence[RankEvent]
 
     @classmethod
-    def current(cls, block: Mapping[str, Any]) -> Version:
-        pages = block["pages"]
-        return cls(block["rv"], len(pages), block["shards"], pages, block["count"], list(block.get("events", [])))
+    def current(cls, block: RankBlock) -> Version:
+        return cls(block.rv, len(block.pages), block.shards, block.pages, block.count, block.events)
 
     @classmethod
-    def retired(cls, entry: Sequence[Any]) -> Version:
-        events = list(entry[4]) if len(entry) > 4 else []
-        count = int(entry[5]) if len(entry) > 5 else None
-        return cls(entry[0], int(entry[2]), int(entry[3]), None, count, events)
+    def retired(cls, entry: Retired) -> Version:
+        return cls(entry.rv, entry.pages, entry.shards, None, entry.entries, entry.events)
 
 
 @dataclass(frozen=True)
@@ -165,7 +163,7 @@ def leaderboard_page(
     limit: str,
     cursor: str,
     now: str,
-) -> tuple[Mapping[str, Any] | None, Page]:
+) -> tuple[Head | None, Page]:
     """``GET /leaderboard?offset=&limit=`` or ``?cursor=[&limit=]``: (the head, the page); the head is None when
     the period has no snapshot (404). ``requested`` is the period the request named (None: it named none, so a
     cursor's own period is read). Every parameter is checked before the first read."""
@@ -198,14 +196,13 @@ def leaderboard_page(
     return head, next_page(head, pinned, board, now=now, ttl_seconds=policy.keeping.cursor_ttl_seconds)
 
 
-def walk_cursor(head: Mapping[str, Any], period: PeriodKey, page_size: int) -> str | None:
+def walk_cursor(head: Head, period: PeriodKey, page_size: int) -> str | None:
     """The cursor at offset 0 of the head's ranked version, for pages of ``page_size`` (P) entries (None without one):
     today's answer carries it."""
-    block = head.get("rank")
-    if not block or not block["count"]:
+    block = head.rank
+    if block is None or not block.count:
         return None
-    events = block.get("events", [])
-    return encode_cursor(Cursor(period, block["rv"], 0, min(page_size, block["count"]), len(events)))
+    return encode_cursor(Cursor(period, block.rv, 0, min(page_size, block.count), len(block.events)))
 
 
 def check_range(offset: int, limit: int, depth: int) -> None:
@@ -213,33 +210,33 @@ def check_range(offset: int, limit: int, depth: int) -> None:
         raise BadInput(f"offset + limit must be at most the depth {depth}, got {offset + limit}")
 
 
-def page_of_head(head: Mapping[str, Any], offset: int, limit: int) -> Page:
+def page_of_head(head: Head, offset: int, limit: int) -> Page:
     """A page of the head itself, for a board without ranked versions (D = N: the head is the whole ranking)."""
-    ranks = head_ranks(head["items"])
-    chosen = head["items"][offset : offset + limit]
+    ranks = head_ranks(head.items)
+    chosen = head.items[offset : offset + limit]
     return Page([Ranked(ranks[item][0], item, views) for item, views in chosen], offset, None, None)
 
 
-def first_page(head: Mapping[str, Any], offset: int, limit: int, board: RankedVersions, period: PeriodKey) -> Page:
+def first_page(head: Head, offset: int, limit: int, board: RankedVersions, period: PeriodKey) -> Page:
     """``?offset=&limit=``: a page of the head's current ranked version with all its events applied (of the head
     when it has none)."""
-    block = head.get("rank")
+    block = head.rank
     if block is None:
         return page_of_head(head, offset, limit)
     version = Version.current(block)
     return read_page(board, Cursor(period, version.rv, offset, limit, len(version.events)), version)
 
 
-def next_page(head: Mapping[str, Any], cursor: Cursor, board: RankedVersions, *, now: str, ttl_seconds: int) -> Page:
+def next_page(head: Head, cursor: Cursor, board: RankedVersions, *, now: str, ttl_seconds: int) -> Page:
     """``?cursor=``: the page the cursor names, of the version it pins (the current one, or a retired one younger
     than CursorTtlSeconds), with the events it pins."""
-    block = head.get("rank")
+    block = head.rank
     if block is None:
         raise BadInput(EXPIRED)
-    if block["rv"] == cursor.rv:
+    if block.rv == cursor.rv:
         return read_page(board, cursor, Version.current(block))
-    for entry in block.get("retired", []):
-        if entry[0] == cursor.rv and seconds_between(entry[1], now) < ttl_seconds:
+    for entry in block.retired:
+        if entry.rv == cursor.rv and seconds_between(entry.retired_at, now) < ttl_seconds:
             return read_page(board, cursor, Version.retired(entry))
     raise BadInput(EXPIRED)
 
@@ -278,12 +275,12 @@ def read_positions(
     rows = [row for page in range(first, last + 1) for row in found[page]]
     if not rows:
         return []
-    tie = first_tie(board, period, version, first, rows[0][0])
+    tie = first_tie(board, period, version, first, rows[0].id)
     wanted = set(positions)
     ranked = []
     base = first * RANK_PAGE_SIZE  # 0-based position of rows[0]
     for index, (item, views) in enumerate(rows):
-        if index > 0 and rows[index - 1][1] != views:
+        if index > 0 and rows[index - 1].views != views:
             tie = base + index + 1
         if base + index + 1 in wanted:
             ranked.append(Ranked(rank_of(tie, excluded), item, views))
@@ -294,12 +291,12 @@ def first_tie(board: RankedVersions, period: PeriodKey, version: Version, page: 
     """The tie start (1-based) of a stored page's first entry: the head's page index holds it for the current
     version; a retired version's rank shard of that entry holds it too."""
     if version.index is not None:
-        return int(version.index[page][3])
+        return version.index[page].tie_start
     shard = rank_shard_of(item, version.shards)
     found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
     if item not in found:
         raise BadInput(EXPIRED)
-    return int(found[item][1])
+    return found[item].tie_start
 
 
 def window(position: int, k: int, count: int) -> tuple[int, int]:
@@ -309,19 +306,17 @@ def window(position: int, k: int, count: int) -> tuple[int, int]:
     return first, min(count, first + 2 * k)
 
 
-def around(
-    board: RankedVersions, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int, catalog: ItemCatalog
-) -> Around:
+def around(board: RankedVersions, period: PeriodKey, head: Head, item: str, *, k: int, catalog: ItemCatalog) -> Around:
     """The k visible entries above and below ``item`` in board order with exact ranks: for an item the head holds,
     from the head (``around_head``); else from the ranked version (one rank shard, then the stored pages), skipping
     the positions its events take out. A hidden or deleted item has no neighbours (NotRanked, saying so): the
     version's events say so of an item it holds, the item's record of any other."""
-    block = head.get("rank")
+    block = head.rank
     version = Version.current(block) if block is not None else None
     excluded = exclusions(version.events) if version else []
-    if item in {entry[0] for entry in head_entries(head)}:
+    if item in {entry.id for entry in head_entries(head)}:
         return around_head(board, period, head, item, k=k)
-    found: dict[str, list[int]] = {}
+    found: RankShard = {}
     if version is not None:
         shard = rank_shard_of(item, version.shards)
         found = board.get_rank_shards(period, version.rv, [shard]).get(shard, {})
@@ -331,31 +326,31 @@ def around(
     if taken:
         raise NotRanked(f"item {item!r} is {taken}: it has no rank and no neighbours")
     if version is None or block is None:
-        depth = len(head["items"])
+        depth = len(head.items)
         raise NotRanked(f"item {item!r} is not in the top {depth} of this period (no views, or ranked past it)")
     if item not in found:
-        depth = block["depth"]
+        depth = block.depth
         raise NotRanked(
             f"item {item!r} is not in the top {depth} of this period (no views, or ranked past the depth D = {depth}); "
             "GET /rank gives its approximate rank"
         )
     count = version.count or 0
-    position = visible_index(found[item][0], excluded)
+    position = visible_index(found[item].position, excluded)
     first, last = window(position, k, count - len(excluded))
     entries = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
-    return framed(entries, position, first, "ranked", block["generated_at"])
+    return framed(entries, position, first, "ranked", block.generated_at)
 
 
-def around_head(board: RankedVersions, period: PeriodKey, head: Mapping[str, Any], item: str, *, k: int) -> Around:
+def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str, *, k: int) -> Around:
     """Around-me of an item the head holds, with the head's ranks (those GET /rank and the board give it). The window
     is framed on the whole ranking; when it passes the head's end it takes the ranked version's entries past it if
     the version agrees with the head on every entry of the window the head holds (both were gathered alike since),
     else it stops at the head's end: fewer below, never a rank that contradicts the head."""
     entries = head_entries(head)
     ranks = head_ranks(entries)
-    position = next(index for index, entry in enumerate(entries, start=1) if entry[0] == item)
+    position = next(index for index, entry in enumerate(entries, start=1) if entry.id == item)
     held = len(entries)
-    block = head.get("rank")
+    block = head.rank
     version = Version.current(block) if block is not None else None
     excluded = exclusions(version.events) if version else []
     count = (version.count or 0) if version else 0
@@ -364,13 +359,13 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Mapping[str, Any
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
     shown = [Ranked(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
     if last <= held:
-        return framed(shown, position, first, "snapshot", head["generated_at"])
+        return framed(shown, position, first, "snapshot", head.generated_at)
     if version is not None and block is not None:
         ranked = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
-        ids = {entry[0] for entry in entries}
+        ids = {entry.id for entry in entries}
         if ranked[: len(shown)] == shown and not any(entry.id in ids for entry in ranked[len(shown) :]):
-            return framed(ranked, position, first, "ranked", block["generated_at"])
-    return framed(shown, position, first, "snapshot", head["generated_at"])
+            return framed(ranked, position, first, "ranked", block.generated_at)
+    return framed(shown, position, first, "snapshot", head.generated_at)
 
 
 def framed(entries: list[Ranked], position: int, first: int, source: str, as_of: str) -> Around:
@@ -378,18 +373,18 @@ def framed(entries: list[Ranked], position: int, first: int, source: str, as_of:
     return Around(entries, above, len(entries) - above - 1, position, source, as_of)
 
 
-def page_document(head: Mapping[str, Any], page: Page) -> dict[str, Any]:
+def page_document(head: Head, page: Page) -> dict[str, Any]:
     """The page as GET /leaderboard answers it. ``generated_at`` is the version's gathering time; a retired
     version's head block is gone, so it is then the time it was superseded (it was gathered before)."""
-    block = head.get("rank") or {}
-    as_of = block.get("generated_at", head["generated_at"])
-    for entry in block.get("retired", []):
-        if entry[0] == page.rv:
-            as_of = entry[1]
+    block = head.rank
+    as_of = block.generated_at if block is not None else head.generated_at
+    for entry in block.retired if block is not None else ():
+        if entry.rv == page.rv:
+            as_of = entry.retired_at
     return {
-        "board": head["board"],
+        "board": head.board,
         "generated_at": as_of,
-        "period": head.get("period") or {"kind": "all"},
+        "period": head.period or {"kind": "all"},
         "items": [entry.as_json() for entry in page.entries],
         "offset": page.offset,
         "rv": page.rv,
@@ -397,11 +392,11 @@ def page_document(head: Mapping[str, Any], page: Page) -> dict[str, Any]:
     }
 
 
-def around_document(head: Mapping[str, Any], item: str, answer: Around) -> dict[str, Any]:
+def around_document(head: Head, item: str, answer: Around) -> dict[str, Any]:
     """Around-me as GET /around answers it."""
     return {
-        "board": head["board"],
-        "period": head.get("period") or {"kind": "all"},
+        "board": head.board,
+        "period": head.period or {"kind": "all"},
         "id": item,
         "position": answer.position,
         "above": answer.above,

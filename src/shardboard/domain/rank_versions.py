@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from shardboard.domain.head import LastEntry, PageBounds, RankBlock, Retired, Row, ShardRow
 from shardboard.domain.policy import Keep, Keeping
 from shardboard.domain.ports import RankParts, RankShard
 from shardboard.domain.ranking import Entry, Gathered
@@ -38,10 +38,10 @@ class RankRefresh:
     """What the snapshot job does with ranked versions in one run of one period: delete the ``expired`` versions'
     items, write the new version's parts (``written``), then the head with its ``block``."""
 
-    block: dict[str, Any] | None  # the head's ``rank`` block to write (the previous one when nothing is due)
+    block: RankBlock | None  # the head's ``rank`` block to write (the previous one when nothing is due)
     threshold: int  # T to publish once the head is written (0: none)
     written: RankParts | None  # parts to write this run (deleted again if the head loses its race)
-    expired: list[list[Any]]  # retired versions whose items are deleted this run
+    expired: list[Retired]  # retired versions whose items are deleted this run
 
 
 def rank_shard_count(depth: int) -> int:
@@ -57,7 +57,7 @@ def build_parts(ranked: Sequence[Entry], depth: int, rv: str) -> RankParts:
     """Pages and rank shards of the entries ``ranked`` (board order). A shard entry is [pos, tie start, views],
     1-based: the tie start is the position of the first entry with the same views, i.e. its competition rank."""
     pages = [
-        [(e.id, e.views) for e in ranked[start : start + RANK_PAGE_SIZE]]
+        [Row(e.id, e.views) for e in ranked[start : start + RANK_PAGE_SIZE]]
         for start in range(0, len(ranked), RANK_PAGE_SIZE)
     ]
     count = rank_shard_count(depth)
@@ -66,11 +66,11 @@ def build_parts(ranked: Sequence[Entry], depth: int, rv: str) -> RankParts:
     for position, entry in enumerate(ranked, start=1):
         if position == 1 or ranked[position - 2].views != entry.views:
             tie_start = position
-        shards[rank_shard_of(entry.id, count)][entry.id] = [position, tie_start, entry.views]
+        shards[rank_shard_of(entry.id, count)][entry.id] = ShardRow(position, tie_start, entry.views)
     return RankParts(rv, pages, shards)
 
 
-def page_index(ranked: Sequence[Entry]) -> list[list[Any]]:
+def page_index(ranked: Sequence[Entry]) -> list[PageBounds]:
     """Per page: [start position, first views, last views, tie start of its first entry] (the head keeps these)."""
     index = []
     for start in range(0, len(ranked), RANK_PAGE_SIZE):
@@ -78,7 +78,8 @@ def page_index(ranked: Sequence[Entry]) -> list[list[Any]]:
         tie = start
         while tie > 0 and ranked[tie - 1].views == first.views:
             tie -= 1
-        index.append([start + 1, first.views, ranked[min(start + RANK_PAGE_SIZE, len(ranked)) - 1].views, tie + 1])
+        last = ranked[min(start + RANK_PAGE_SIZE, len(ranked)) - 1]
+        index.append(PageBounds(start + 1, first.views, last.views, tie + 1))
     return index
 
 
@@ -93,25 +94,25 @@ def seconds_between(earlier: str, later: str) -> float:
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
-def due(previous: Mapping[str, Any] | None, now: str, keeping: Keeping) -> bool:
+def due(previous: RankBlock | None, now: str, keeping: Keeping) -> bool:
     """A new version is due when there is none, or RankRefreshSeconds (less the jitter share) have passed."""
     if previous is None:
         return True
-    return seconds_between(previous["generated_at"], now) >= DUE_SHARE * keeping.rank_refresh_seconds
+    return seconds_between(previous.generated_at, now) >= DUE_SHARE * keeping.rank_refresh_seconds
 
 
 def digest_of(ranked: Sequence[Entry]) -> str:
-    pairs = [[e.id, e.views] for e in ranked]
+    pairs = [Row(e.id, e.views) for e in ranked]
     return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
 
 
-def unchanged(previous: Mapping[str, Any] | None) -> RankRefresh:
+def unchanged(previous: RankBlock | None) -> RankRefresh:
     """Nothing due: the head keeps its block."""
-    return RankRefresh(dict(previous) if previous else None, 0, None, [])
+    return RankRefresh(previous, 0, None, [])
 
 
 def plan_rank_version(
-    keep: Keep, keeping: Keeping, previous: Mapping[str, Any] | None, gathered: Gathered, *, now: str, rv: str
+    keep: Keep, keeping: Keeping, previous: RankBlock | None, gathered: Gathered, *, now: str, rv: str
 ) -> RankRefresh:
     """The new ranked version ``rv`` of a due gather of the exact top D, unless the ranking did not change.
 
@@ -121,41 +122,32 @@ def plan_rank_version(
     ranked = gathered.top
     threshold = ranked[-1].views if len(ranked) >= depth else 0
     digest = digest_of(ranked)
-    if previous is not None and previous.get("digest") == digest:
-        return RankRefresh(dict(previous), threshold, None, [])
-    retired = [list(r) for r in previous.get("retired", [])] if previous else []
+    if previous is not None and previous.digest == digest:
+        return RankRefresh(previous, threshold, None, [])
+    retired = list(previous.retired) if previous else []
     if previous is not None:
         # Its events and length go with it: a cursor on it still reads the list its walk pinned.
-        retired.append(
-            [
-                previous["rv"],
-                now,
-                len(previous["pages"]),
-                previous["shards"],
-                previous.get("events", []),
-                previous["count"],
-            ]
-        )
-    expired = [r for r in retired if seconds_between(r[1], now) >= keeping.cursor_ttl_seconds]
+        retired.append(Retired(previous.rv, now, len(previous.pages), previous.shards, previous.events, previous.count))
+    expired = [r for r in retired if seconds_between(r.retired_at, now) >= keeping.cursor_ttl_seconds]
     parts = build_parts(ranked, depth, rv)
-    block = {
-        "rv": parts.rv,
-        "generated_at": now,
-        "depth": depth,
-        "count": len(ranked),
-        "page_size": RANK_PAGE_SIZE,
-        "shards": len(parts.shards),
-        "pages": page_index(ranked),
+    block = RankBlock(
+        rv=parts.rv,
+        generated_at=now,
+        depth=depth,
+        count=len(ranked),
+        page_size=RANK_PAGE_SIZE,
+        shards=len(parts.shards),
+        pages=tuple(page_index(ranked)),
         # The last entry's views and competition rank: a lookup past the version compares its views with them.
-        "last": [ranked[-1].views, last_tie(ranked)] if ranked else [0, 0],
-        "events": [],  # takedowns append here (services/takedowns.py); the gather already dropped hidden ids
-        "hits": {str(shard): hits for shard, hits in gathered.shard_hits.items()},
-        "digest": digest,
-        "threshold": threshold,
-        "retired": [r for r in retired if r not in expired],
-    }
+        last=LastEntry(ranked[-1].views, last_tie(ranked)) if ranked else LastEntry(0, 0),
+        events=(),  # takedowns append here (services/takedowns.py); the gather already dropped hidden ids
+        hits=dict(gathered.shard_hits),
+        digest=digest,
+        threshold=threshold,
+        retired=tuple(r for r in retired if r not in expired),
+    )
     return RankRefresh(block, threshold, parts, expired)
 
 
-def previous_hits(block: Mapping[str, Any] | None) -> dict[int, int] | None:
-    return {int(shard): hits for shard, hits in block["hits"].items()} if block and block.get("hits") else None
+def previous_hits(block: RankBlock | None) -> dict[int, int] | None:
+    return dict(block.hits) if block and block.hits else None

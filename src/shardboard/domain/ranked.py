@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from shardboard.domain.head import Head, PageBounds, RankEvent, Row
 
 # An answer may name at most this many ids (one BatchGetItem of rank shards reads at most 100 keys).
 MAX_RANK_IDS = 100
@@ -63,30 +65,30 @@ class RankAnswer:
 EXCLUDING = ("hide", "delete")
 
 
-def exclusions(events: Sequence[Sequence[Any]]) -> list[int]:
+def exclusions(events: Sequence[RankEvent]) -> list[int]:
     """Sorted 1-based positions a ranked version's events take out: ``["hide", id, pos]`` and ``["delete", id,
     pos]`` not followed by an ``["unhide", id]`` (an unhidden item kept its counts, so its position comes back)."""
     out: dict[str, int] = {}
     for event in events:
-        if event[0] in EXCLUDING:
-            out[event[1]] = int(event[2])
+        if event.kind in EXCLUDING:
+            out[event.id] = int(event.position or 0)  # a hide or delete always names its position
         else:
-            out.pop(event[1], None)
+            out.pop(event.id, None)
     return sorted(out.values())
 
 
-def excluded_ids(events: Sequence[Sequence[Any]]) -> set[str]:
+def excluded_ids(events: Sequence[RankEvent]) -> set[str]:
     """Ids whose position the events take out (see ``exclusions``)."""
     out: set[str] = set()
     for event in events:
-        (out.add if event[0] in EXCLUDING else out.discard)(event[1])
+        (out.add if event.kind in EXCLUDING else out.discard)(event.id)
     return out
 
 
-def taken_down(events: Sequence[Sequence[Any]], item: str) -> str | None:
+def taken_down(events: Sequence[RankEvent], item: str) -> str | None:
     """``"hidden"`` or ``"deleted"`` when the events take the item out of the version: a delete for good (a hide
     repeated on a deleted item leaves it deleted), else the last event of it."""
-    kinds = [event[0] for event in events if event[1] == item]
+    kinds = [event.kind for event in events if event.id == item]
     if "delete" in kinds:
         return "deleted"
     return {"hide": "hidden"}.get(kinds[-1] if kinds else "")
@@ -127,38 +129,38 @@ def percentile(rank: float, of: int) -> float:
     return round(100 * (1 - (min(rank, of) - 1) / of), 4)
 
 
-def head_entries(head: Mapping[str, Any]) -> list[list[Any]]:
+def head_entries(head: Head) -> list[Row]:
     """The entries of a snapshot head that reads rank from it: its top N, and with a ranked version (D >= N + R) its
     R spares too, the exact next entries of the same gather (without one, D = N and the spares are past D)."""
-    return [*head["items"], *head.get("spare", [])] if head.get("rank") else list(head["items"])
+    return [*head.items, *head.spare] if head.rank is not None else list(head.items)
 
 
-def holds_whole_board(head: Mapping[str, Any]) -> bool:
+def holds_whole_board(head: Head) -> bool:
     """Whether a snapshot head holds every visible item of its period: it shows fewer than N, so its threshold T (the
     N-th best views, kept by every gather and takedown patch) is 0. Read from the head itself, so that a reader
     with another N in its settings (the library's defaults) answers as the API does."""
-    return not head.get("threshold")
+    return not head.threshold
 
 
-def head_size(version: tuple[int, bool], head: Mapping[str, Any]) -> tuple[int, bool]:
+def head_size(version: tuple[int, bool], head: Head) -> tuple[int, bool]:
     """``of`` and whether it is exact, from the version's (``board_size`` less its exclusions) and the head. The head
     is never older than the version (it is gathered every run, the version every RankRefreshSeconds): a head short
     of N holds the whole visible board, so its count is ``of``, exactly; a full one holds ``head_entries`` of a
     board at least that large."""
     of, exact = version
     if holds_whole_board(head):
-        shown = len(head["items"])
+        shown = len(head.items)
         return (shown, True) if of <= shown else (of, False)
     held = len(head_entries(head))
     return max(of, held), exact and of >= held
 
 
-def head_ranks(items: Sequence[Sequence[Any]]) -> dict[str, tuple[int, int]]:
+def head_ranks(items: Sequence[Row]) -> dict[str, tuple[int, int]]:
     """id -> (competition rank, views) of a snapshot head's items (board order)."""
     ranks: dict[str, tuple[int, int]] = {}
     rank = 0
     for position, (item_id, views) in enumerate(items, start=1):
-        if position == 1 or items[position - 2][1] != views:
+        if position == 1 or items[position - 2].views != views:
             rank = position
         ranks[item_id] = (rank, views)
     return ranks
@@ -177,9 +179,9 @@ def zipf_exponent(tail: Sequence[Sequence[int]]) -> float | None:
     return -slope if -slope >= MIN_ZIPF_EXPONENT else None
 
 
-def tail_points(pages: Sequence[Sequence[Any]], depth: int) -> list[list[int]]:
+def tail_points(pages: Sequence[PageBounds], depth: int) -> list[list[int]]:
     """(rank, views) points of a version's ranks D/10..D, from the head's page index [start, first, last, tie]."""
-    return [[start, first] for start, first, _, _ in pages if start >= depth // 10]
+    return [[page.start, page.first_views] for page in pages if page.start >= depth // 10]
 
 
 def approx_rank(views: int, count: int, last_views: int, exponent: float | None, of: int | None = None) -> int:

@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from shardboard.domain.head import Head, Row
 from shardboard.domain.periods import ALL, bucket_of, period_from_bucket
 from shardboard.domain.policy import Leaderboards
-from shardboard.domain.ports import PeriodKey, Snapshot
+from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_versions import RankRefresh
 from shardboard.domain.ranking import Entry, Gathered, with_ranks
 
 
 @dataclass(frozen=True)
 class SnapshotResult:
-    snapshot: dict[str, Any]
+    snapshot: Head
     written: bool  # False when the content had not changed (or a newer snapshot won the race)
     gathered: Gathered
     # False when hides above the sparse index's T outran the spares and no deeper index could make up for them: the
@@ -28,9 +29,9 @@ class SnapshotResult:
     proven: bool = True
 
 
-def head_digest(items: list[list[Any]], spare: list[list[Any]]) -> str:
+def head_digest(items: Sequence[Row], spare: Sequence[Row]) -> str:
     """What a snapshot's content is compared by: its top N and its spares (a stale spare would refill wrongly)."""
-    return hashlib.sha256(json.dumps(items + spare, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([*items, *spare], ensure_ascii=False).encode()).hexdigest()
 
 
 def index_threshold(gathered: list[Entry], depth: int) -> int:
@@ -50,37 +51,35 @@ def proven_exact(top: Sequence[Entry], depth: int, threshold: int) -> bool:
 def plan_head(  # noqa: PLR0917 - one head's inputs
     policy: Leaderboards,
     period: PeriodKey,
-    previous: Snapshot | None,
+    previous: Head | None,
     gathered: Gathered,
     rank: RankRefresh,
     now: str,
-) -> Snapshot | None:
+) -> Head | None:
     """The head to write after a gather of the exact top N+R visible (top N in ``items``, the R spares in ``spare``),
     or None when its content and ranked version are the previous head's (nothing to write)."""
     top_n = policy.keep(period.board).top_n
-    items = [[e.id, e.views] for e in gathered.top[:top_n]]
-    spare = [[e.id, e.views] for e in gathered.top[top_n:]]
+    items = tuple(Row(e.id, e.views) for e in gathered.top[:top_n])
+    spare = tuple(Row(e.id, e.views) for e in gathered.top[top_n:])
     digest = head_digest(items, spare)
-    if previous is not None and previous["digest"] == digest and rank.block == previous.get("rank"):
+    if previous is not None and previous.digest == digest and rank.block == previous.rank:
         return None
-    snapshot: Snapshot = {
-        "board": period.board,
-        "period": period_json(period),
-        "bucket": period.bucket,
-        "version": previous["version"] + 1 if previous else 1,
-        "generated_at": now,
-        "items": items,
-        "spare": spare,
-        "items_read": gathered.items_read,
+    return Head(
+        board=period.board,
+        period=period_json(period),
+        bucket=period.bucket,
+        version=previous.version + 1 if previous else 1,
+        generated_at=now,
+        items=items,
+        spare=spare,
+        items_read=gathered.items_read,
         # T, the N-th best views: an item below it can never reach the top N (docs/sparse-index.md).
-        "threshold": items[-1][1] if len(items) >= top_n else 0,
-        "shard_hits": gathered.shard_hits,
-        "digest": digest,
-        "expires_at": policy.periods.expires(period),
-    }
-    if rank.block is not None:
-        snapshot["rank"] = rank.block
-    return snapshot
+        threshold=items[-1].views if len(items) >= top_n else 0,
+        shard_hits=gathered.shard_hits,
+        digest=digest,
+        expires_at=policy.periods.expires(period),
+        rank=rank.block,
+    )
 
 
 @dataclass(frozen=True)
@@ -127,15 +126,15 @@ class RefreshRun:
         return sum(r.written for r in self.results.values())
 
 
-def leaderboard_json(snapshot: Snapshot, limit: int | None = None) -> dict[str, Any]:
+def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]:
     """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``;
     an entry whose metadata the head carries also has ``"meta"`` (domain/head_meta.py)."""
-    entries = [Entry(id=item, views=views) for item, views in snapshot["items"][:limit]]
-    meta = snapshot.get("meta") or {}
+    entries = [Entry(id=item, views=views) for item, views in snapshot.items[:limit]]
+    meta = snapshot.meta or {}
     return {
-        "board": snapshot["board"],
-        "generated_at": snapshot["generated_at"],
-        "period": snapshot.get("period") or {"kind": ALL},
+        "board": snapshot.board,
+        "generated_at": snapshot.generated_at,
+        "period": snapshot.period or {"kind": ALL},
         "items": [_with_meta(ranked.as_json(), meta.get(ranked.id)) for ranked in with_ranks(entries)],
     }
 

@@ -56,7 +56,7 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
         return cached(page)
     top = reading.top(reads(), board=board, period=period, at=at, limit=limit)
     # The snapshot's version and the limit name this answer: a 304 needs no document built.
-    etag = f'"{top.head["version"]}-{top.limit}"'
+    etag = f'"{top.head.version}-{top.limit}"'
     headers = cache_headers(etag)
     if not_modified(etag):
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)

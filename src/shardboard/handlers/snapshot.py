@@ -80,11 +80,11 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         "refreshed": [
             {
                 **period._asdict(),
-                "version": r.snapshot["version"],
+                "version": r.snapshot.version,
                 "written": r.written,
-                "items": len(r.snapshot["items"]),
+                "items": len(r.snapshot.items),
                 "items_read": r.gathered.items_read,
-                "threshold": r.snapshot["threshold"],
+                "threshold": r.snapshot.threshold,
             }
             for period, r in sorted(run.results.items())
         ][:50],

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshot, Snapshots
+from shardboard.domain.head import Head
+from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.rank_lookup import lookup_ranks
 from shardboard.domain.rank_pages import (
     Around,
@@ -61,7 +62,7 @@ class Top:
     """A board's top entries: the period read, its head (for the ETag) and the document GET /leaderboard answers."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     limit: int  # the entries asked for (the board's N by default)
     document: Leaderboard
 
@@ -79,7 +80,7 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
     return period_at(name, kind, validation.moment(at))
 
 
-def head_of(reads: BoardReads, period: PeriodKey) -> Snapshot:
+def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     """The period's snapshot head (one GetItem), or NoSnapshot."""
     head = reads.board.get_snapshot(period)
     if head is None:
@@ -99,7 +100,7 @@ def top(
     wanted = period_named(reads.settings, board, period, at)
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
     head = head_of(reads, wanted)
-    document = Leaderboard.of_snapshot(dict(head), count)
+    document = Leaderboard.of_snapshot(head, count)
     document.walk = walk_cursor(head, wanted, reads.settings.page_size)
     return Top(wanted, head, count, document)
 
@@ -137,12 +138,12 @@ class RankAnswers:
     """Ranks of some ids in a period, in the order asked."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     answers: list[RankAnswer]
 
     def document(self) -> Ranks:
         """What GET /rank answers."""
-        shown = self.head.get("period") or {"kind": "all"}
+        shown = self.head.period or {"kind": "all"}
         ranks = [answer.as_json() for answer in self.answers]
         return Ranks.model_validate({"board": self.period.board, "period": shown, "ranks": ranks})
 
@@ -152,7 +153,7 @@ class Neighbourhood:
     """An item's neighbours in a period."""
 
     period: PeriodKey
-    head: Snapshot
+    head: Head
     item_id: str
     around: Around
 

@@ -7,6 +7,7 @@ reason and its documents are due again (``META_REFRESH_SECONDS``), which a board
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -50,14 +51,10 @@ def _patch_meta(board: Snapshots, period: PeriodKey, item_id: str, document: dic
     (the snapshot job kept rewriting it: its own read of the catalog, or its next due one, brings the document)."""
     for _ in range(PATCH_ATTEMPTS):
         head = board.get_snapshot(period, consistent=True)
-        meta = (head or {}).get("meta") or {}
+        meta = (head.meta if head else None) or {}
         if head is None or item_id not in meta or meta[item_id] == document:
             return "absent"
-        patched = {
-            **head,
-            "meta": within_budget({**meta, item_id: document}, head["items"]),
-            "version": head["version"] + 1,
-        }
-        if board.put_snapshot(patched, head["version"]):
+        patched = replace(head, meta=within_budget({**meta, item_id: document}, head.items), version=head.version + 1)
+        if board.put_snapshot(patched, head.version):
             return "patched"
     return "lost"

@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from shardboard.domain.deep_tier import gather_deep
+from shardboard.domain.head import Head, RankBlock
 from shardboard.domain.head_meta import meta_ask, with_meta
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
@@ -26,7 +27,6 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodLedger,
     RankedVersions,
-    Snapshot,
     Snapshots,
     Thresholds,
 )
@@ -211,7 +211,7 @@ def take_snapshot(
     period = period or PeriodKey(settings.board, ALL, ALL)
     now = now or iso_now()
     previous = board.get_snapshot(period, consistent=True)
-    gathered, proven = gather_head(board, settings, period, previous["shard_hits"] if previous else None, hidden)
+    gathered, proven = gather_head(board, settings, period, previous.shard_hits if previous else None, hidden)
     expires = policy.periods.expires(period)
     rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
     snapshot = plan_head(policy, period, previous, gathered, rank, now)
@@ -220,7 +220,7 @@ def take_snapshot(
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
-    written = board.put_snapshot(snapshot, previous["version"] if previous else None)
+    written = board.put_snapshot(snapshot, previous.version if previous else None)
     if not written:
         # A head that lost its race takes its ranked version's items back with it: the winner's head names its own.
         if rank.written is not None:
@@ -234,22 +234,21 @@ def take_snapshot(
     return SnapshotResult(snapshot, written, gathered, proven)
 
 
-def inline_meta(snapshot: Snapshot, previous: Snapshot | None, catalog: ItemCatalog | None, page_size: int) -> Snapshot:
-    """Give ``snapshot`` (about to be written) its ``meta`` and ``meta_at`` (domain/head_meta.py), in place and
-    returned; no catalog: the head carries none."""
+def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:
+    """``snapshot`` (about to be written) with its ``meta`` and ``meta_at`` (domain/head_meta.py); no catalog: the
+    head carries none."""
     if catalog is None:
         return snapshot
     ask = meta_ask(snapshot, previous, page_size)
     found = catalog.get_many(ask.asked) if ask.asked else {}
-    snapshot.update(with_meta(snapshot, ask, found))
-    return snapshot
+    return with_meta(snapshot, ask, found)
 
 
 def ranked_version(
     board: SnapshotBoard,
     settings: Settings,
     period: PeriodKey,
-    previous: Snapshot | None,
+    previous: Head | None,
     *,
     now: str,
     expires: int | None,
@@ -263,7 +262,7 @@ def ranked_version(
             return gather_deep_board(board, settings, period, depth, hits, hidden=hidden)
         return gather_board(board, settings, hits, period, hidden, top_n=depth)
 
-    block = previous.get("rank") if previous else None
+    block = previous.rank if previous else None
     return refresh_rank_version(board, settings, period, block, now=now, gather=gather, expires_at=expires)
 
 
@@ -271,7 +270,7 @@ def refresh_rank_version(
     board: RankedVersions,
     settings: Settings,
     period: PeriodKey,
-    previous: Mapping[str, Any] | None = None,
+    previous: RankBlock | None = None,
     *,
     now: str,
     gather: Gather,
@@ -285,8 +284,8 @@ def refresh_rank_version(
         return unchanged(previous)
     gathered = gather(keep.depth, previous_hits(previous))
     refresh = plan_rank_version(keep, keeping, previous, gathered, now=now, rv=uuid.uuid4().hex[:12])
-    for rv, _, pages, shards, *_ in refresh.expired:
-        board.delete_rank_parts(period, rv, pages, shards)
+    for retired in refresh.expired:
+        board.delete_rank_parts(period, retired.rv, retired.pages, retired.shards)
     if refresh.written is not None:
         board.put_rank_parts(period, refresh.written, expires_at)
     return refresh

@@ -17,10 +17,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from shardboard.domain.head import Head, RankEvent
 from shardboard.domain.items import DELETED, HIDDEN, iso_ms
 from shardboard.domain.periods import ALL, expires_at, retained_buckets
 from shardboard.domain.ports import (
@@ -31,7 +32,6 @@ from shardboard.domain.ports import (
     PeriodLedger,
     RankedHeads,
     RankedVersions,
-    Snapshot,
 )
 from shardboard.domain.rank_versions import rank_shard_of
 from shardboard.domain.ranked import taken_down
@@ -94,51 +94,50 @@ class Deletion(Takedown):
         return {**super().as_json(), "status": "deleted", "erased": self.erased}
 
 
-def without(snapshot: Snapshot, item_id: str, top_n: int) -> Snapshot | None:
+def without(snapshot: Head, item_id: str, top_n: int) -> Head | None:
     """The head with ``item_id`` dropped and the top N refilled from its spares, or None when it does not hold it.
 
     The head's items and spares are the exact top N+R visible of one gather, so the rest, in order, is the exact
     top N+R-1 of the visible items without this one, as of that gather.
     """
-    entries = [*snapshot["items"], *snapshot.get("spare", [])]
-    kept = [entry for entry in entries if entry[0] != item_id]
+    entries = [*snapshot.items, *snapshot.spare]
+    kept = tuple(entry for entry in entries if entry.id != item_id)
     if len(kept) == len(entries):
         return None
     items, spare = kept[:top_n], kept[top_n:]
-    return {
-        **snapshot,
-        "items": items,
-        "spare": spare,
-        "version": snapshot["version"] + 1,
-        "digest": head_digest(items, spare),
-        "threshold": items[-1][1] if len(items) >= top_n else 0,
-    }
+    return replace(
+        snapshot,
+        items=items,
+        spare=spare,
+        version=snapshot.version + 1,
+        digest=head_digest(items, spare),
+        threshold=items[-1].views if len(items) >= top_n else 0,
+    )
 
 
-def rank_event(board: RankedVersions, period: PeriodKey, head: Snapshot, item_id: str, kind: str) -> list[Any] | None:
+def rank_event(board: RankedVersions, period: PeriodKey, head: Head, item_id: str, kind: str) -> RankEvent | None:
     """The event to append to the head's ranked version: ``[kind, id, pos]`` for a hide or delete of an item the
     version holds (its position from its rank shard, one GetItem), ``["unhide", id]`` for an item it has hidden;
     None when there is no version or nothing changes in it."""
-    block = head.get("rank")
-    if not block:
+    block = head.rank
+    if block is None:
         return None
-    status = taken_down(block.get("events", []), item_id)
+    status = taken_down(block.events, item_id)
     if status == STATUS_AFTER[kind] or (kind == "unhide" and status != "hidden"):
         return None
     if kind == "unhide":
-        return ["unhide", item_id]
-    shard = rank_shard_of(item_id, block["shards"])
-    found = board.get_rank_shards(period, block["rv"], [shard]).get(shard, {})
-    return [kind, item_id, found[item_id][0]] if item_id in found else None
+        return RankEvent("unhide", item_id)
+    shard = rank_shard_of(item_id, block.shards)
+    found = board.get_rank_shards(period, block.rv, [shard]).get(shard, {})
+    return RankEvent(kind, item_id, found[item_id].position) if item_id in found else None
 
 
-def with_event(head: Snapshot, event: list[Any] | None) -> Snapshot:
+def with_event(head: Head, event: RankEvent | None) -> Head:
     """The head with ``event`` (if any) appended to its ranked version's events (append-only: a cursor pins a
     prefix of them)."""
-    if event is None:
+    if event is None or head.rank is None:
         return head
-    block = head["rank"]
-    return {**head, "rank": {**block, "events": [*block.get("events", []), event]}}
+    return replace(head, rank=replace(head.rank, events=(*head.rank.events, event)))
 
 
 def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
@@ -326,10 +325,10 @@ def _patch_once(board: RankedHeads, settings: Settings, period: PeriodKey, item_
     event = rank_event(board, period, head, item_id, kind)
     if dropped is None and event is None:
         return "absent"
-    patched = with_event(dropped or {**head, "version": head["version"] + 1}, event)
-    if not board.put_snapshot(patched, head["version"]):
+    patched = with_event(dropped or replace(head, version=head.version + 1), event)
+    if not board.put_snapshot(patched, head.version):
         return None
-    return "short" if dropped is not None and len(dropped["items"]) < top_n else "patched"
+    return "short" if dropped is not None and len(dropped.items) < top_n else "patched"
 
 
 def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
@@ -339,7 +338,7 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
         event = None if head is None else rank_event(board, period, head, item_id, "unhide")
         if head is None or event is None:
             return
-        if board.put_snapshot(with_event({**head, "version": head["version"] + 1}, event), head["version"]):
+        if board.put_snapshot(with_event(replace(head, version=head.version + 1), event), head.version):
             return
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -132,7 +131,7 @@ class ShardboardBoardsDesign:
             top_n = self.settings.top_n_of(period.board)
             key: BucketKey = (period.board, period.kind, period.bucket)
             result.note_refresh(key, refreshed.gathered.items_read, top_n, self.settings.board_shards, at)
-            result.tops[key] = [(item, views) for item, views in refreshed.snapshot["items"]]
+            result.tops[key] = [(item, views) for item, views in refreshed.snapshot.items]
         if run.failures:
             raise next(iter(run.failures.values()))
         return usage.units("write", BOARD_TABLE) - writes_before, usage.units("read") - reads_before
@@ -165,9 +164,9 @@ class ShardboardBoardsDesign:
 
 def shardboard_tops(design: ShardboardBoardsDesign) -> dict[BucketKey, list[tuple[str, int]]]:
     """Every period's stored snapshot (for tests)."""
-    found: dict[BucketKey, Any] = {}
+    found: dict[BucketKey, list[tuple[str, int]]] = {}
     for status in design.design.board.periods():
         snapshot = design.design.board.get_snapshot(status.period)
         if snapshot:
-            found[tuple(status.period)] = snapshot["items"]  # type: ignore[index]
+            found[(status.period.board, status.period.kind, status.period.bucket)] = list(snapshot.items)
     return found

@@ -268,7 +268,7 @@ class ShardboardDesign:
         everything = PeriodKey(self.settings.board, ALL, ALL)
         run = refresh_changed(self.board, self.settings, now=iso(from_epoch(self._epoch())), always=[everything])
         result = run.results[everything]
-        self._top = [(item, views) for item, views in result.snapshot["items"]]
+        self._top = [(item, views) for item, views in result.snapshot.items]
         return result.gathered.items_read
 
     def frontend_read_units(self) -> float:

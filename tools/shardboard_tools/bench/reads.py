@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
+from shardboard.domain.head import Head, RankBlock
 from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.rank_lookup import lookup_ranks
@@ -83,7 +84,7 @@ def run_depth(
     assert isinstance(design, ShardboardDesign)
     usage, board, views = design.emulator.usage, design.board, max(1, run.views_recorded)
     period = PeriodKey(design.settings.board, ALL, ALL)
-    head = board.get_snapshot(period) or {}
+    head = board.get_snapshot(period)
     figures: dict[str, Any] = {
         "depth": design.settings.rank_depth_of(design.settings.board),
         "ranked_versions": design.settings.ranked_versions(design.settings.board),
@@ -104,9 +105,9 @@ def run_depth(
     return figures
 
 
-def rank_versions_written(head: dict[str, Any]) -> int:
-    rank = head.get("rank")
-    return 0 if not rank else 1 + len(rank.get("retired", []))
+def rank_versions_written(head: Head | None) -> int:
+    rank = head.rank if head else None
+    return 0 if rank is None else 1 + len(rank.retired)
 
 
 def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[str, int]]) -> dict[str, Any]:
@@ -119,8 +120,9 @@ def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
     units = design.emulator.usage.units("read")
     result = take_snapshot(design.board, design.settings, iso(later), period)
     gather_read_units = design.emulator.usage.units("read") - units
-    block = result.snapshot["rank"]
-    depth = block["depth"]
+    block = result.snapshot.rank
+    assert block is not None, "a board with ranked versions names one in its head"
+    depth = block.depth
     stored = ranked_entries(design.board, period, block)
     return {
         "exact_ranked_version": stored == [list(pair) for pair in truth[:depth]],
@@ -146,7 +148,8 @@ def price_lookups(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
             continue
         item = truth[position - 1][0]
         requests, units = usage.requests, usage.units("read")
-        head = design.board.get_snapshot(period) or {}
+        head = design.board.get_snapshot(period)
+        assert head is not None, "the drain wrote the head"
         [answer] = lookup_ranks(design.board, design.settings.policy, period, head, [item], catalog=design.items)
         shown = f"rank {answer.rank:,}" if answer.rank else f"beyond {answer.beyond:,}, ~{answer.approximate_rank:,}"
         priced.append(
@@ -184,7 +187,8 @@ def price_around(design: ShardboardDesign, period: PeriodKey, truth: list[tuple[
             continue
 
         def read(item: str = truth[position - 1][0]) -> str:
-            head = design.board.get_snapshot(period) or {}
+            head = design.board.get_snapshot(period)
+            assert head is not None, "the drain wrote the head"
             answer = around(design.board, period, head, item, k=5, catalog=design.items)
             return f"{len(answer.entries)} entries ({answer.above} above, {answer.below} below), {answer.source}"
 
@@ -243,11 +247,11 @@ def priced_row(read: str, where: str, position: int, truth: list[tuple[str, int]
     }
 
 
-def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: dict[str, Any]) -> list[list[Any]]:
+def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: RankBlock) -> list[list[Any]]:
     """Every entry of a ranked version, page after page (read straight from the in-memory table, unpriced)."""
     entries: list[list[Any]] = []
-    for page in range(len(block["pages"])):
-        entries += json.loads(board.data.items[rank_page_pk(*period, block["rv"], page)][RANK_ENTRIES]["S"])
+    for page in range(len(block.pages)):
+        entries += json.loads(board.data.items[rank_page_pk(*period, block.rv, page)][RANK_ENTRIES]["S"])
     return entries
 
 

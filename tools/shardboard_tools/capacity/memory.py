@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import json
 import math
 import threading
 import time
@@ -33,6 +32,7 @@ from shardboard.adapters.board_table import (
     period_status,
     rank_part_items,
     rank_rows,
+    rank_shard_of_text,
     snapshot_from_item,
     snapshot_item,
 )
@@ -135,6 +135,7 @@ from shardboard.domain import ports
 from shardboard.domain.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.dedupe import Seen, SeenOutcome
+from shardboard.domain.head import Head, Row
 from shardboard.domain.idempotency import (
     Answer,
     IdempotencyKeyReused,
@@ -169,7 +170,6 @@ from shardboard.domain.ports import (
     PeriodKey,
     PeriodStatus,
     RankParts,
-    RankRow,
     RankShard,
     ShardMetadata,
     TakedownListing,
@@ -943,7 +943,7 @@ class MemoryBoardStore:
 
     # -- snapshots and period items
     @metered
-    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Item | None:
+    def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:
         """A period's snapshot (a bare board name: its all-time one), or None before the first."""
         if isinstance(period, str):
             period = PeriodKey(period, ALL, ALL)
@@ -952,7 +952,7 @@ class MemoryBoardStore:
         return None if item is None else snapshot_from_item(item)
 
     @metered
-    def put_snapshot(self, snapshot: Mapping[str, Any], previous_version: int | None) -> bool:
+    def put_snapshot(self, snapshot: Head, previous_version: int | None) -> bool:
         item = snapshot_item(snapshot)
         pk = item[PK]["S"]
         with self.data.lock:
@@ -1146,12 +1146,12 @@ class MemoryBoardStore:
             for shard in shards:
                 item = self.data.read("BatchGetItem", rank_shard_pk(*period, rv, shard), consistent=False)
                 if item is not None:
-                    found[shard] = json.loads(item[RANK_ENTRIES]["S"])
+                    found[shard] = rank_shard_of_text(item[RANK_ENTRIES]["S"])
         return found
 
     @metered
-    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[RankRow]]:
-        found: dict[int, list[RankRow]] = {}
+    def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[Row]]:
+        found: dict[int, list[Row]] = {}
         with self.data.lock:
             for page in pages:
                 item = self.data.read("BatchGetItem", rank_page_pk(*period, rv, page), consistent=False)

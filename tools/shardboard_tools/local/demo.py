@@ -122,7 +122,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         )
         stored = rt.board.get_snapshot(PeriodKey(settings.board, ALL, ALL), consistent=True)
         if stored:
-            tracker.snapshot(stored["items"], visible_at)
+            tracker.snapshot(stored.items, visible_at)
 
     scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
     load = LoadResult()

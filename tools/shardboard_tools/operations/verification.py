@@ -133,7 +133,7 @@ def verify(
             # (deleted ids are out of the truth already)
             visible = (Entry(id=i, views=v) for i, v in truth_counts.items() if v and i not in hidden)
             best = top(visible, settings.top_n_of(period.board))
-            exact = snapshot["items"] == [[e.id, e.views] for e in best]
+            exact = list(snapshot.items) == [(e.id, e.views) for e in best]
             report.snapshots_checked += 1
             if not exact:
                 report.snapshots_inexact.append(f"{period.board} {label}")

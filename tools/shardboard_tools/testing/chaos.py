@@ -339,8 +339,8 @@ class Chaos:
         if hidden and rng.random() < 0.5:
             unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored")
             self.report.takedowns["unhide"] += 1
-        head = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL)) or {"items": []}
-        pool = [item for item, _ in head["items"] if item not in hidden] or self.names
+        head = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL))
+        pool = [item for item, _ in (head.items if head else ()) if item not in hidden] or self.names
         for item in rng.sample(pool, k=min(len(pool), rng.choice((1, 2)))):
             try:
                 hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown")

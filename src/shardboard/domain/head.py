@@ -1,0 +1,175 @@
+"""The snapshot head and its ranked version's block as typed values, and the JSON they are stored as.
+
+A head is the one board-table item a frontend reads per board and period (domain/snapshot.py builds it); its ``rank``
+block names the current ranked version (domain/rank_versions.py). Entries are stored compactly as JSON lists
+(``[id, views]``, a page's ``[start, first views, last views, tie start]``...): the rows below are NamedTuples so that
+they serialise to those same lists, and the adapters convert the rest (events, retired versions) here, so the stored
+attributes stay what they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+# An entry's inline document by id, or None ("asked, never put"): domain/head_meta.py.
+Meta = dict[str, dict[str, Any] | None]
+
+
+class Row(NamedTuple):
+    """One entry of a head (its items and spares) or of a ranked version's stored page: ``[id, views]``."""
+
+    id: str
+    views: int
+
+
+class ShardRow(NamedTuple):
+    """One id's entry in a rank shard: ``[position, tie start, views]``, 1-based (the tie start is its competition
+    rank: the position of the first entry with the same views)."""
+
+    position: int
+    tie_start: int
+    views: int
+
+
+class PageBounds(NamedTuple):
+    """A ranked version's page as its head's index holds it: ``[start position, first views, last views, tie start
+    of its first entry]``."""
+
+    start: int
+    first_views: int
+    last_views: int
+    tie_start: int
+
+
+class LastEntry(NamedTuple):
+    """A ranked version's last entry: its views and competition rank (a lookup past the version compares with it)."""
+
+    views: int
+    tie_start: int
+
+
+class RankEvent(NamedTuple):
+    """A takedown appended to a ranked version: ``[kind, id, position]`` for a hide or delete (``kind`` "hide" or
+    "delete"), ``[kind, id]`` for an unhide (no position)."""
+
+    kind: str
+    id: str
+    position: int | None = None
+
+    def as_json(self) -> list[Any]:
+        return [self.kind, self.id] if self.position is None else [self.kind, self.id, self.position]
+
+    @classmethod
+    def from_json(cls, event: Sequence[Any]) -> RankEvent:
+        return cls(event[0], event[1], int(event[2]) if len(event) > 2 else None)
+
+
+class Retired(NamedTuple):
+    """A superseded ranked version still readable by cursors: ``[rv, retired at, pages, shards, events, count]``
+    (the last two absent in entries written before events existed: ``entries`` None)."""
+
+    rv: str
+    retired_at: str
+    pages: int
+    shards: int
+    events: tuple[RankEvent, ...] = ()
+    entries: int | None = None  # its count (``tuple.count`` is taken)
+
+    def as_json(self) -> list[Any]:
+        entry: list[Any] = [self.rv, self.retired_at, self.pages, self.shards]
+        if self.entries is None:
+            return entry
+        return [*entry, [event.as_json() for event in self.events], self.entries]
+
+    @classmethod
+    def from_json(cls, entry: Sequence[Any]) -> Retired:
+        events = tuple(RankEvent.from_json(e) for e in entry[4]) if len(entry) > 4 else ()
+        count = int(entry[5]) if len(entry) > 5 else None
+        return cls(entry[0], entry[1], int(entry[2]), int(entry[3]), events, count)
+
+
+@dataclass(frozen=True)
+class RankBlock:
+    """A head's ``rank`` block: its current ranked version (the exact top ``depth``, ``count`` entries as pages of
+    ``page_size`` and ``shards`` rank shards under ``rv``), its takedown ``events`` and the ``retired`` versions."""
+
+    rv: str
+    generated_at: str
+    depth: int
+    count: int
+    page_size: int
+    shards: int
+    pages: tuple[PageBounds, ...]
+    last: LastEntry
+    events: tuple[RankEvent, ...]
+    hits: Mapping[int, int]  # the gather's reads per board shard (the next gather's hint)
+    digest: str
+    threshold: int
+    retired: tuple[Retired, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The block as stored (this key order: the stored text, and so its digest, must not change)."""
+        return {
+            "rv": self.rv,
+            "generated_at": self.generated_at,
+            "depth": self.depth,
+            "count": self.count,
+            "page_size": self.page_size,
+            "shards": self.shards,
+            "pages": [list(page) for page in self.pages],
+            "last": list(self.last),
+            "events": [event.as_json() for event in self.events],
+            "hits": {str(shard): hits for shard, hits in self.hits.items()},
+            "digest": self.digest,
+            "threshold": self.threshold,
+            "retired": [entry.as_json() for entry in self.retired],
+        }
+
+    @classmethod
+    def from_json(cls, block: Mapping[str, Any]) -> RankBlock:
+        return cls(
+            rv=block["rv"],
+            generated_at=block["generated_at"],
+            depth=block["depth"],
+            count=block["count"],
+            page_size=block["page_size"],
+            shards=block["shards"],
+            pages=tuple(PageBounds(*page) for page in block["pages"]),
+            last=LastEntry(*block["last"]),
+            events=tuple(RankEvent.from_json(event) for event in block.get("events", [])),
+            hits={int(shard): hits for shard, hits in (block.get("hits") or {}).items()},
+            digest=block["digest"],
+            threshold=block["threshold"],
+            retired=tuple(Retired.from_json(entry) for entry in block.get("retired", [])),
+        )
+
+
+def rows(pairs: Sequence[Sequence[Any]]) -> tuple[Row, ...]:
+    """Rows from stored ``[id, views]`` pairs."""
+    return tuple(Row(item_id, views) for item_id, views in pairs)
+
+
+@dataclass(frozen=True)
+class Head:
+    """A period's snapshot head: the exact top N (``items``) and R ``spare`` entries of one gather, the index
+    threshold T, what the gather read, the first P entries' metadata (``meta``, when the job has a catalog) and the
+    ranked version (``rank``, when the period keeps one)."""
+
+    board: str
+    period: Mapping[str, Any]  # the period's JSON (``{"kind": "all"}`` for all time), as the API answers it
+    bucket: str
+    version: int
+    generated_at: str
+    items: tuple[Row, ...]
+    items_read: int
+    # T, the N-th best views: an item below it can never reach the top N (0: the head holds the whole board).
+    threshold: int
+    shard_hits: Mapping[int, int]
+    digest: str
+    spare: tuple[Row, ...] = ()
+    expires_at: int | None = None  # a past period's TTL (written, not read back)
+    meta: Meta | None = None
+    meta_at: str | None = None  # when ``meta`` was last read in full; set whenever ``meta`` is
+    rank: RankBlock | None = None
