@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.ranking import Entry, Page, first_page_size, gather_top_n, top, with_ranks
+from shardboard.domain.ranking import Entry, ShardRead, first_page_size, gather_top_n, top, with_ranks
 from tests.conftest import examples
 
 
@@ -25,12 +25,12 @@ class FakeShards:
         self.cursor = [0] * len(shards)
         self.read = 0
 
-    def fetch(self, shard: int, limit: int, first_page: bool) -> Page:
+    def fetch(self, shard: int, limit: int, first_page: bool) -> ShardRead:
         start = 0 if first_page else self.cursor[shard]
         page = self.shards[shard][start : start + limit]
         self.cursor[shard] = start + len(page)
         self.read += len(page)
-        return Page(page, more=self.cursor[shard] < len(self.shards[shard]))
+        return ShardRead(page, more=self.cursor[shard] < len(self.shards[shard]))
 
 
 entries = st.lists(

@@ -18,7 +18,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from shardboard.domain.ranking import Entry, Page, gather_top_n
+from shardboard.domain.ranking import Entry, ShardRead, gather_top_n
 from shardboard.domain.sharding import write_shards_needed
 from shardboard_tools.capacity.units import query_units
 
@@ -142,12 +142,12 @@ def _random_board(size: int, shards: int, rng: random.Random) -> list[list[Entry
 def _fetcher(board: list[list[Entry]], pages: list[int]) -> Any:
     offsets = [0] * len(board)
 
-    def fetch(shard: int, limit: int, first_page: bool) -> Page:
+    def fetch(shard: int, limit: int, first_page: bool) -> ShardRead:
         start = 0 if first_page else offsets[shard]
         page = board[shard][start : start + limit]
         offsets[shard] = start + len(page)
         pages.append(len(page))
-        return Page(page, more=offsets[shard] < len(board[shard]))
+        return ShardRead(page, more=offsets[shard] < len(board[shard]))
 
     return fetch
 

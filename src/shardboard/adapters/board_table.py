@@ -70,7 +70,6 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateState,
     BoardState,
-    Cursor,
     LateMove,
     LateResult,
     MoveResult,
@@ -79,6 +78,7 @@ from shardboard.domain.ports import (
     PeriodStatus,
     RankParts,
     RankShard,
+    ResumeToken,
 )
 
 
@@ -466,7 +466,7 @@ class BoardStore:
 
     # -- the GSIs
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
+        self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Best ``limit`` (id, views) of one board shard of a kind's index, resuming after ``start``."""
         kwargs: dict[str, Any] = {
@@ -486,7 +486,7 @@ class BoardStore:
         return rows, response.get("LastEvaluatedKey")
 
     def query_deep(
-        self, board: str, deep_key: str, limit: int, start: Cursor | None
+        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Up to ``limit`` (id, bucket) of one deep shard, best bucket first. The index is KEYS_ONLY: the id is the
         aggregate key past its board's prefix (the board is known, so nothing in the id is parsed)."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this
 
 # A resume token: the key where an index read stopped (each key attribute's typed value), handed back as is to read
 # on from there. The domain never looks inside.
-Cursor = Mapping[str, Mapping[str, str]]
+ResumeToken = Mapping[str, Mapping[str, str]]
 # An aggregate or past entry as a scan of the board table returns it: attribute name -> typed value (type -> text).
 StoredItem = Mapping[str, Mapping[str, str]]
 # Where an index key of a resharded board sits: (item key, key attribute, index key, item id).
@@ -312,15 +312,15 @@ class BoardIndex(Protocol):
         ...
 
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
-    ) -> tuple[list[tuple[str, int]], Cursor | None]:
+        self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[tuple[str, int]], ResumeToken | None]:
         """Best ``limit`` (id, views) of one board shard of a kind's index after ``start``, and the resume token
         (None: the shard is read to its end)."""
         ...
 
     def query_deep(
-        self, board: str, deep_key: str, limit: int, start: Cursor | None
-    ) -> tuple[list[tuple[str, int]], Cursor | None]:
+        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[tuple[str, int]], ResumeToken | None]:
         """Up to ``limit`` (id, bucket) of one deep shard, best bucket first, after ``start``; and the resume token."""
         ...
 

@@ -52,19 +52,19 @@ def with_ranks(ordered: Sequence[Entry]) -> list[RankedEntry]:
 
 
 @dataclass(frozen=True)
-class Page:
+class ShardRead:
     """One query result of a board shard, best first. ``more`` is False when the shard is exhausted."""
 
     entries: list[Entry]
     more: bool
 
 
-# fetch(shard, limit, first_page) -> Page; the fetcher keeps each shard's paging cursor.
-Fetch = Callable[[int, int, bool], Page]
+# fetch(shard, limit, first_page) -> ShardRead; the fetcher keeps each shard's paging cursor.
+Fetch = Callable[[int, int, bool], ShardRead]
 # Request = (shard, limit, first_page)
 Request = tuple[int, int, bool]
 # each(call, requests) -> the pages, in the requests' order: ``map``, or a thread pool's map (the caller owns it)
-Each = Callable[[Callable[[Request], Page], list[Request]], Iterable[Page]]
+Each = Callable[[Callable[[Request], ShardRead], list[Request]], Iterable[ShardRead]]
 
 
 @dataclass(frozen=True)

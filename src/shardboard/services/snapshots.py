@@ -22,16 +22,16 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateReads,
     BoardIndex,
-    Cursor,
     ItemCatalog,
     PeriodKey,
     PeriodLedger,
     RankedVersions,
+    ResumeToken,
     Snapshots,
     Thresholds,
 )
 from shardboard.domain.rank_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
-from shardboard.domain.ranking import Entry, Gathered, Page, gather_top_n, top
+from shardboard.domain.ranking import Entry, Gathered, ShardRead, gather_top_n, top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
 from shardboard.domain.taken_down import Dropped, TakenDown, dropped_among
@@ -82,9 +82,9 @@ def gather_layout(
     Hidden items keep their index keys and counts; dropping them from each page before the threshold rule sees it
     keeps the rule exact on the visible sorted lists (and is required: the GSI may still show a just-hidden item).
     """
-    cursors: dict[int, Cursor | None] = {}
+    cursors: dict[int, ResumeToken | None] = {}
 
-    def fetch(shard: int, limit: int, first_page: bool) -> Page:
+    def fetch(shard: int, limit: int, first_page: bool) -> ShardRead:
         rows, cursors[shard] = board.query_shard(
             period.kind,
             period_shard_value(period.board, period.kind, period.bucket, shard, shards),
@@ -93,7 +93,7 @@ def gather_layout(
         )
         gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()
         visible = [Entry(id=item, views=views) for item, views in rows if item not in gone]
-        return Page(visible, more=cursors[shard] is not None)
+        return ShardRead(visible, more=cursors[shard] is not None)
 
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
         return gather_top_n(top_n, shards, fetch, previous_hits, each=pool.map)
@@ -175,7 +175,7 @@ def gather_deep_board(
     keys = [period_shard_value(period.board, ALL, ALL, shard, shards) for shards in layouts for shard in range(shards)]
 
     def read_buckets(shard: int) -> Iterator[tuple[int, list[str]]]:
-        start: Cursor | None = None
+        start: ResumeToken | None = None
         while True:
             rows, start = board.query_deep(period.board, keys[shard], DEEP_PAGE, start)
             gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import THROTTLING_CODES, error_code
-from shardboard.domain.ranking import Entry, Page, gather_top_n
+from shardboard.domain.ranking import Entry, ShardRead, gather_top_n
 from shardboard.domain.sharding import board_shard_of
 from shardboard.settings import Settings
 from shardboard_tools.bench.boards_workload import (
@@ -466,7 +466,7 @@ class StraightforwardDesign:
         sorted_shards: dict[int, list[Entry]] = {}
         cursors: dict[int, int] = {}
 
-        def fetch(shard: int, limit: int, first_page: bool) -> Page:
+        def fetch(shard: int, limit: int, first_page: bool) -> ShardRead:
             if first_page:
                 members = partitions.get(shard, {})
                 sorted_shards[shard] = sorted(Entry(item, views) for item, views in members.items())
@@ -479,7 +479,7 @@ class StraightforwardDesign:
             units = query_units(sizes, consistent=False)
             self.emulator.admit("Query", [Charge(SF_BOARD, resource, partition, "read", units)])
             result.refresh_read_units += units
-            return Page(page, cursors[shard] < len(entries))
+            return ShardRead(page, cursors[shard] < len(entries))
 
         gathered = gather_top_n(n, shards, fetch, self.hits.get(key))
         self.hits[key] = gathered.shard_hits

@@ -161,7 +161,6 @@ from shardboard.domain.ports import (
     AggregateState,
     BoardState,
     CounterSet,
-    Cursor,
     IndexKeyAt,
     LateMove,
     LateResult,
@@ -171,6 +170,7 @@ from shardboard.domain.ports import (
     PeriodStatus,
     RankParts,
     RankShard,
+    ResumeToken,
     ShardMetadata,
     TakedownListing,
 )
@@ -878,7 +878,7 @@ class MemoryBoardStore:
     # -- the GSIs
     @metered
     def query_shard(
-        self, kind: str, board_shard: str, limit: int, start: Cursor | None
+        self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """Like DynamoDB: best first, resumes after ``start``, returns a cursor whenever ``limit`` was reached."""
         count_name, key_name = count_attr(kind), index_key_attr(kind)
@@ -906,7 +906,7 @@ class MemoryBoardStore:
 
     @metered
     def query_deep(
-        self, board: str, deep_key: str, limit: int, start: Cursor | None
+        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[tuple[str, int]], Item | None]:
         """The deep GSI like DynamoDB: best bucket first, KEYS_ONLY entries (~100 bytes), a cursor at ``limit``."""
         index = self.data.schema.index(BY_DEEP_INDEX)
