@@ -44,7 +44,7 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime

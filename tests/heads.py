@@ -1,11 +1,11 @@
-"""Snapshot heads for tests that build one by hand (domain/head.py)."""
+"""Snapshot heads for tests that build one by hand (domain/publishing/head.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from shardboard.domain.head import Head, RankBlock, Row, rows
+from shardboard.domain.publishing.head import Head, RankBlock, Row, rows
 
 
 def head_of_pairs(

@@ -32,17 +32,18 @@ import boto3
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
 from shardboard.adapters.items_table import ItemStore
-from shardboard.domain import items, validation
+from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
-from shardboard.domain.idempotency import OnceWrite
+from shardboard.domain.items import records as items
 from shardboard.domain.periods import ALL, Period, parse_time, period_from_bucket
 from shardboard.domain.ports import RetrySafeViewCounters, Throttled
-from shardboard.domain.rank_pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
-from shardboard.domain.ranked import RankAnswer
-from shardboard.domain.ranking import RankedEntry
-from shardboard.domain.recording import (
+from shardboard.domain.publishing.gather import RankedEntry
+from shardboard.domain.reading.pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
+from shardboard.domain.reading.percentiles import RankAnswer
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.writing.idempotency import OnceWrite
+from shardboard.domain.writing.recording import (
     MAX_WRITE_ATTEMPTS,
     Where,
     record_seen_view,

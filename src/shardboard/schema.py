@@ -21,9 +21,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BOARD_NAME, MAX_BOARDS_PER_VIEW
-from shardboard.domain.head import Head
-from shardboard.domain.items import ItemRecord, meta
-from shardboard.domain.snapshot import leaderboard_json
+from shardboard.domain.items.records import ItemRecord, meta
+from shardboard.domain.publishing.head import Head
+from shardboard.domain.publishing.snapshot import leaderboard_json
 
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.

@@ -14,11 +14,11 @@ from functools import cached_property
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
-from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
-from shardboard.domain.dynamic_sharding import ShardPolicy
 from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, parse_periods
 from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
-from shardboard.domain.rate_limit import RateLimits
+from shardboard.domain.writing.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
+from shardboard.domain.writing.dynamic_sharding import ShardPolicy
+from shardboard.domain.writing.rate_limit import RateLimits
 from shardboard.schedule import ScheduleError, interval_seconds
 
 # The write-shard formula (docs/background.md): W >= writes/s x ceil(item KB) / 1000. A viral item at 10,000 views/s
@@ -37,7 +37,8 @@ DEFAULT_BOARD_SHARDS = 10
 DEFAULT_TOP_N = 100
 DEFAULT_CATEGORY_TOP_N = 100
 # P: the entries whose metadata the snapshot head inlines (issue 13): a frontend's first page renders from one GetItem.
-# 100 x 2 KB documents keep the head near 200 KB, under the 350 KB budget (domain/head_meta.py) and 400 KB items.
+# 100 x 2 KB documents keep the head near 200 KB, under the 350 KB budget (domain/publishing/head_meta.py) and 400 KB
+# items.
 DEFAULT_PAGE_SIZE = 100
 # Ranked versions (docs/proposals/items-and-ranks.md section 3): the depth D to which a period's exact ranking is
 # kept for rank lookups, and how often it is rewritten. D <= N keeps today's behaviour (the head is the ranking).
@@ -137,7 +138,7 @@ class Settings:
     views_per_viewer_per_minute: int = 0
     # RequireItems: a view of an id never created with PUT /item is refused (404, nothing written).
     require_items: bool = False
-    # PageSize (P): the head's first P entries carry their metadata (domain/head_meta.py).
+    # PageSize (P): the head's first P entries carry their metadata (domain/publishing/head_meta.py).
     page_size: int = DEFAULT_PAGE_SIZE
     rank_depth: int = DEFAULT_RANK_DEPTH
     category_rank_depth: int = DEFAULT_CATEGORY_RANK_DEPTH

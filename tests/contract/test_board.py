@@ -12,9 +12,9 @@ import pytest
 
 from shardboard.adapters.dynamodb import ScanDeadline
 from shardboard.adapters.keys import DEEP_KEY, ITEM_ID, index_key_attr
-from shardboard.domain.batch import ShardMove
-from shardboard.domain.head import Head, RankBlock, rows
+from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, LateResult, MoveResult, PastEntry, PeriodKey
+from shardboard.domain.publishing.head import Head, RankBlock, rows
 
 BOARD = "contract"
 D1, D2, D3 = "2026-11-22", "2026-11-23", "2026-11-24"
@@ -442,8 +442,8 @@ def test_each_period_has_its_own_snapshot(ports):
 
 
 def test_ranked_version_parts_are_written_read_by_shard_and_deleted(ports):
-    from shardboard.domain.rank_versions import build_parts
-    from shardboard.domain.ranking import Entry
+    from shardboard.domain.publishing.gather import Entry
+    from shardboard.domain.publishing.ranked_versions import build_parts
 
     board = ports.board
     # Given a ranked version of 260 entries (3 pages, 2 rank shards at D = 260), ids with '#' and Unicode

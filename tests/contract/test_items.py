@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shardboard.adapters.items_table import marker_key, old_set_key
-from shardboard.domain.items import ItemRecord, created_key, created_shard, meta, set_shard
+from shardboard.domain.items.records import ItemRecord, created_key, created_shard, meta, set_shard
 from shardboard_tools.capacity.units import item_size
 
 ODD_IDS = ["images/001.jpg", "a#1", "a b", "ünï/çødé", "猫 #2/x", "a?b", "x/rank", "%41", "a" * 512]

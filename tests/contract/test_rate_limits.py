@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 
 from shardboard.adapters.keys import RATE_PREFIX
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.rate_limit import IP, VIEWER, RateLimits, allowances, within
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.rate_limit import IP, VIEWER, RateLimits, allowances, within
 from tests.contract.conftest import Ports, memory_ports
 
 T = 1_794_999_990.0  # 30 s into a minute
@@ -114,7 +114,7 @@ def test_cost_per_view_with_and_without_the_limits() -> None:
 
 
 def _refused(request) -> None:
-    from shardboard.domain.rate_limit import RateLimited
+    from shardboard.domain.writing.rate_limit import RateLimited
 
     try:
         request()

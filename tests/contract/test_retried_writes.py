@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from shardboard.adapters.keys import IDEMPOTENCY_PREFIX, PK, writer_attr
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.idempotency import (
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.idempotency import (
     IDEMPOTENCY_KEY_SECONDS,
     Answer,
     IdempotencyKeyReused,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from shardboard.domain.dedupe import Seen
+from shardboard.domain.writing.dedupe import Seen
 from tests.contract.conftest import Ports, memory_ports
 
 DAY = 86_400

@@ -9,7 +9,7 @@ from botocore.stub import Stubber
 
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.batch import ViewRecord
+from shardboard.domain.aggregating.batch import ViewRecord
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
 from shardboard_tools.capacity.memory import MemoryViewStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from concurrent.futures import ThreadPoolExecutor
 
-from shardboard.domain.ranking import Entry, top
+from shardboard.domain.publishing.gather import Entry, top
 from shardboard_tools.local.runtime import Runtime
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from shardboard.adapters.keys import snapshot_pk
-from shardboard.domain.items import meta
+from shardboard.domain.items.records import meta
 from shardboard.domain.periods import ALL
 from shardboard.handlers import aggregate, read_api, snapshot
 from shardboard_tools.capacity.units import item_size, read_units

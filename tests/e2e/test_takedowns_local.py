@@ -12,12 +12,12 @@ from urllib.parse import quote
 
 import pytest
 
-from shardboard.domain.head import RankEvent
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import period_at
+from shardboard.domain.publishing.head import RankEvent
+from shardboard.domain.publishing.snapshot import period_at
+from shardboard.domain.reading.ranks import lookup_ranks
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.handlers import aggregate, items_admin, snapshot
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.scheduler import scheduled_event

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.ranking import Entry, top
+from shardboard.domain.publishing.gather import Entry, top
 from shardboard.handlers import aggregate, read_api, snapshot
 from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.local.stream_runner import StreamRunner
@@ -128,7 +128,7 @@ def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local
     # Given items with metadata (one title holding markup, shown as text), one without, views and a snapshot
     from playwright.sync_api import sync_playwright
 
-    from shardboard.domain.items import meta
+    from shardboard.domain.items.records import meta
 
     rt = make_local(TopN="5")
     cat = {"title": "A <b>cat</b>", "url": "https://example.com/cat", "thumbnail": "https://example.com/cat.jpg"}

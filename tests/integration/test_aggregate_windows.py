@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from shardboard.domain.batch import ViewRecord, fold
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.window import AggregationWindow, WindowStateError, pack, unpack
+from shardboard.domain.aggregating.batch import ViewRecord, fold
+from shardboard.domain.aggregating.window import AggregationWindow, WindowStateError, pack, unpack
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 

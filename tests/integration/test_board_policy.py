@@ -18,7 +18,7 @@ from moto import mock_aws
 from shardboard import BadInput, Recorder
 from shardboard.adapters.keys import BOARD_COUNTER_PREFIX, ITEM_ID, PK, VIEWS, threshold_pk
 from shardboard.domain.boards import DEFAULT_MAX_BOARDS, ITEM_SIZE_LIMIT, BoardNotAllowed, BoardPolicy
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.handlers import wiring
 from shardboard_tools.capacity.units import item_size
 from shardboard_tools.cli import main

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client, throttle_scope
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard_tools.capacity import PARTITION_THROTTLED, CapacityEmulator, Limits, VirtualClock
 from shardboard_tools.capacity.hook import attach, install_from_env, uninstall

@@ -10,9 +10,9 @@ from dataclasses import replace
 from shardboard.adapters.keys import ITEM_ID, SHARD
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.dynamic_sharding import ShardRouter, readable_shards
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.recording import record_views
+from shardboard.domain.writing.dynamic_sharding import ShardRouter, readable_shards
+from shardboard.domain.writing.recording import record_views
 from shardboard_tools.capacity.emulator import VirtualClock
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.operations.verification import verify

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.keys import SEEN_PREFIX
-from shardboard.domain.dedupe import MARKER_GRACE_SECONDS, Seen
-from shardboard.domain.recording import record_seen_view, record_views
+from shardboard.domain.writing.dedupe import MARKER_GRACE_SECONDS, Seen
+from shardboard.domain.writing.recording import record_seen_view, record_views
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.operations.verification import verify

@@ -84,7 +84,7 @@ def put_at(item: str, at: str) -> None:
     import boto3
 
     from shardboard.adapters.items_table import ItemStore
-    from shardboard.domain.items import meta
+    from shardboard.domain.items.records import meta
 
     ItemStore(boto3.client("dynamodb", region_name="us-east-1"), "shardboard-items").put(
         item, meta({"title": item}), at

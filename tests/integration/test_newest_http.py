@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from shardboard.domain.items import meta
+from shardboard.domain.items.records import meta
 from shardboard_tools.local.gateway import Gateway, Request
 from tests.conftest import load_event
 from tests.integration.test_http_api import call

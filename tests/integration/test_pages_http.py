@@ -11,7 +11,7 @@ import time
 import pytest
 
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.recording import record_views
+from shardboard.domain.writing.recording import record_views
 from tests.conftest import load_event
 from tests.integration.test_http_api import call
 from tests.integration.test_items_http import with_query, written

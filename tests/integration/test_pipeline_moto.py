@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import random
 
-from shardboard.domain.ranking import Entry, top
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.snapshot import leaderboard_json
+from shardboard.domain.publishing.gather import Entry, top
+from shardboard.domain.publishing.snapshot import leaderboard_json
+from shardboard.domain.writing.recording import Where, record_views
 
 SEED_EXAMPLE = {
     "images/001.jpg": 27,

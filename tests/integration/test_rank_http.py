@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from tests.conftest import load_event
 from tests.integration.test_http_api import call
 from tests.integration.test_items_http import scan, with_query

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from shardboard.adapters.keys import RATE_PREFIX
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain import rate_limit
-from shardboard.domain.dedupe import Seen
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.rate_limit import RateLimited, RateLimits, allowances, within
-from shardboard.domain.recording import record_seen_view, record_views
+from shardboard.domain.writing import rate_limit
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.rate_limit import RateLimited, RateLimits, allowances, within
+from shardboard.domain.writing.recording import record_seen_view, record_views
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.operations.verification import verify

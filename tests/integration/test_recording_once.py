@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.recording import record_views
+from shardboard.domain.writing.recording import record_views
 from tests.conftest import load_event
 
 

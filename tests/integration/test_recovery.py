@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.services.takedowns import delete
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -110,7 +110,7 @@ def test_an_aggregate_ahead_of_its_counters_is_reported_not_lowered(board):
     item = next(iter(board.truth()))
     state = board.board.state("global", item)
     shard, applied = next(iter(state.applied.items()))
-    from shardboard.domain.batch import ShardMove
+    from shardboard.domain.aggregating.batch import ShardMove
 
     periods = board.settings.periods
     ahead = ShardMove(shard, applied, applied + 5)
@@ -154,7 +154,7 @@ def test_redrive_without_failed_batches_says_so(board, cli):
 
 
 def test_redrive_repairs_a_record_lost_on_a_write_shard_above_write_shards(make_pipeline, tmp_path):
-    from shardboard.domain.dynamic_sharding import readable_shards
+    from shardboard.domain.writing.dynamic_sharding import readable_shards
     from shardboard_tools.local.stream_runner import read_dead_letters
     from shardboard_tools.operations.recovery import redrive
     from shardboard_tools.testing.faults import FaultyFunction, FunctionFaults

@@ -11,8 +11,8 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.keys import DEEP_KEY
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.ranking import Entry, top
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.publishing.gather import Entry, top
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.services.snapshots import take_snapshot
 from shardboard_tools.operations import resharding
 from shardboard_tools.operations.verification import verify

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from shardboard.adapters.keys import SK
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.integration.test_http_api import call, get

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from shardboard.domain.rate_limit import RateLimits
+from shardboard.domain.writing.rate_limit import RateLimits
 from shardboard_tools.template import Template, TemplateError
 from tests.template.conftest import NAMESPACE, TEMPLATE, fixed, of_type
 from tests.template.test_auth import CHOICES, deployed

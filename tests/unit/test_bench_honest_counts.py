@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shardboard.domain.rate_limit import RateLimits
+from shardboard.domain.writing.rate_limit import RateLimits
 from shardboard_tools.bench.honest_counts import (
     COUNTED,
     DUPLICATE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shardboard.domain.aggregation import (
+from shardboard.domain.aggregating.aggregation import (
     Context,
     IndexJoin,
     ItemOutcome,
@@ -13,12 +13,12 @@ from shardboard.domain.aggregation import (
     plan_roll,
     step_for,
 )
-from shardboard.domain.batch import ItemDelta, ShardMove, ShardStep, optimistic_moves
+from shardboard.domain.aggregating.batch import ItemDelta, ShardMove, ShardStep, optimistic_moves
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import AggregateState, BoardState, PeriodKey
-from shardboard.domain.rank_versions import RankRefresh
-from shardboard.domain.ranking import Entry, Gathered
-from shardboard.domain.snapshot import plan_head, plan_publish
+from shardboard.domain.publishing.gather import Entry, Gathered
+from shardboard.domain.publishing.ranked_versions import RankRefresh
+from shardboard.domain.publishing.snapshot import plan_head, plan_publish
 from shardboard.settings import Settings
 
 EVERYTHING = PeriodKey("global", ALL, ALL)

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
-from shardboard.domain.batch import ViewRecord, fold
-from shardboard.domain.deep_tier import DEEP_BUCKET_BASE, deep_bucket
-from shardboard.domain.head import RankBlock
+from shardboard.domain.aggregating.batch import ViewRecord, fold
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import BoardState, PeriodKey
+from shardboard.domain.publishing.deep_tier import DEEP_BUCKET_BASE, deep_bucket
+from shardboard.domain.publishing.head import RankBlock
 from shardboard.services.aggregating import apply_deltas
 from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings

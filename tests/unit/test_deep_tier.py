@@ -9,8 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.deep_tier import DEEP_BUCKET_BASE, deep_bucket, gather_deep
-from shardboard.domain.ranking import Entry, top
+from shardboard.domain.publishing.deep_tier import DEEP_BUCKET_BASE, deep_bucket, gather_deep
+from shardboard.domain.publishing.gather import Entry, top
 from tests.conftest import examples
 
 

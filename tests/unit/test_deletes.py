@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.board_table import snapshot_from_item
+from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, DAY, from_epoch
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.taken_down import TakenDown
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown, delete, hide
 from shardboard_tools.bench.designs import ShardboardDesign

@@ -9,13 +9,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import throttle_scope
-from shardboard.domain.dynamic_sharding import (
+from shardboard.domain.ports import ThrottleScope
+from shardboard.domain.writing.dynamic_sharding import (
     ShardPolicy,
     ShardRouter,
     readable_shards,
     review_item,
 )
-from shardboard.domain.ports import ThrottleScope
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryShardMetadataStore
 from shardboard_tools.scenarios.viral_ramp import RampSpec, run_viral_ramp

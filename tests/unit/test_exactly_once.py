@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.aggregation import AggregateContention, Context, ItemOutcome
-from shardboard.domain.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
+from shardboard.domain.aggregating.aggregation import AggregateContention, Context, ItemOutcome
+from shardboard.domain.aggregating.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
 from shardboard.domain.ports import AggregateState, BoardState, MoveResult, PeriodKey
 from shardboard.services.aggregating import apply_delta
 from shardboard.settings import Settings

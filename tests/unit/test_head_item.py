@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 from shardboard.adapters.board_table import rank_part_items, snapshot_from_item, snapshot_item
-from shardboard.domain.head import Head, RankBlock, RankEvent, Retired, rows
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_versions import build_parts
-from shardboard.domain.ranking import Entry
+from shardboard.domain.publishing.gather import Entry
+from shardboard.domain.publishing.head import Head, RankBlock, RankEvent, Retired, rows
+from shardboard.domain.publishing.ranked_versions import build_parts
 
 BLOCK = {
     "rv": "abc123",

@@ -1,5 +1,5 @@
-"""Metadata in the snapshot head (domain/head_meta.py): the first P entries carry their documents, a run asks only
-for ids new among them (all P every META_REFRESH_SECONDS), and the head stays under its byte budget."""
+"""Metadata in the snapshot head (domain/publishing/head_meta.py): the first P entries carry their documents, a run asks
+only for ids new among them (all P every META_REFRESH_SECONDS), and the head stays under its byte budget."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 from dataclasses import replace
 
 from shardboard.adapters.board_table import snapshot_item
-from shardboard.domain.head import Head, Row
-from shardboard.domain.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, within_budget
-from shardboard.domain.items import MAX_META_BYTES, meta
-from shardboard.domain.snapshot import leaderboard_json
+from shardboard.domain.items.records import MAX_META_BYTES, meta
+from shardboard.domain.publishing.head import Head, Row
+from shardboard.domain.publishing.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, within_budget
+from shardboard.domain.publishing.snapshot import leaderboard_json
 from shardboard.services.snapshots import inline_meta
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore

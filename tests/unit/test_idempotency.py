@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.client import Recorder, Stores
-from shardboard.domain.idempotency import (
+from shardboard.domain.ports import Throttled, ThrottleScope
+from shardboard.domain.validation import BadInput
+from shardboard.domain.writing.idempotency import (
     IDEMPOTENCY_KEY_SECONDS,
     MAX_IDEMPOTENCY_KEY_CHARS,
     IdempotencyKeyReused,
@@ -25,9 +27,7 @@ from shardboard.domain.idempotency import (
     fingerprint,
     idempotency_key,
 )
-from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.recording import record_keyed_view, writer_shard
-from shardboard.domain.validation import BadInput
+from shardboard.domain.writing.recording import record_keyed_view, writer_shard
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.lost_responses import LostResponses, ResponseLost

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardboard.domain.items import (
+from shardboard.domain.items.records import (
     MAX_META_BYTES,
     DenyCheck,
     ItemAdmission,

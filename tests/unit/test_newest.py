@@ -1,4 +1,4 @@
-"""Newest items (domain/newest.py) against a brute-force sort: the K-shard merge is exact, pages walk the window
+"""Newest items (domain/items/newest.py) against a brute-force sort: the K-shard merge is exact, pages walk the window
 with no duplicate and no gap while items are created, and every cursor is checked before it is used."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.items import ItemRecord, created_key, meta
-from shardboard.domain.newest import (
+from shardboard.domain.items.newest import (
     ShardPage,
     Window,
     key_of,
@@ -22,6 +21,7 @@ from shardboard.domain.newest import (
     window,
     write_cursor,
 )
+from shardboard.domain.items.records import ItemRecord, created_key, meta
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
 from tests.conftest import examples

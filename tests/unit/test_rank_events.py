@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.head import Head, RankEvent
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import (
+from shardboard.domain.publishing.gather import Entry, Gathered, top
+from shardboard.domain.publishing.head import Head, RankEvent
+from shardboard.domain.reading.pages import (
     Cursor,
     NotRanked,
     around,
@@ -25,8 +25,8 @@ from shardboard.domain.rank_pages import (
     walk_cursor,
     window,
 )
-from shardboard.domain.ranked import exclusions, percentile, visible_positions
-from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.domain.reading.percentiles import exclusions, percentile, visible_positions
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples

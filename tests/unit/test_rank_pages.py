@@ -1,4 +1,4 @@
-"""Pages with a pinned cursor and around-me (domain/rank_pages.py) against brute-force sorting: heavy ties, pages
+"""Pages with a pinned cursor and around-me (domain/reading/pages.py) against brute-force sorting: heavy ties, pages
 at 0, N and D - 1, windows at the top, the bottom and past N, cursors tampered with, and walks across versions."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.head import Head
 from shardboard.domain.ports import PeriodKey, RankParts
-from shardboard.domain.rank_pages import (
+from shardboard.domain.publishing.gather import Entry, Gathered, top
+from shardboard.domain.publishing.head import Head
+from shardboard.domain.reading.pages import (
     EXPIRED,
     Cursor,
     NotRanked,
@@ -23,7 +24,6 @@ from shardboard.domain.rank_pages import (
     walk_cursor,
     window,
 )
-from shardboard.domain.ranking import Entry, Gathered, top
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
-from shardboard.domain.deep_tier import deep_bucket
-from shardboard.domain.head import RankBlock
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_versions import build_parts, rank_shard_of
-from shardboard.domain.ranking import Entry
+from shardboard.domain.publishing.deep_tier import deep_bucket
+from shardboard.domain.publishing.gather import Entry
+from shardboard.domain.publishing.head import RankBlock
+from shardboard.domain.publishing.ranked_versions import build_parts, rank_shard_of
 from shardboard.services.snapshots import take_snapshot
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload

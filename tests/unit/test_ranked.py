@@ -1,5 +1,5 @@
-"""Rank and percentile (domain/ranked.py, domain/rank_lookup.py) against brute-force sorting, with heavy ties at
-the top, at the depth D and beyond it."""
+"""Rank and percentile (domain/reading/percentiles.py, domain/reading/ranks.py) against brute-force sorting, with heavy
+ties at the top, at the depth D and beyond it."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.head import Head, RankEvent
 from shardboard.domain.ports import AggregateState, PeriodKey, RankParts
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.ranked import approx_rank, exclusions, percentile, rank_of, taken_down, zipf_exponent
-from shardboard.domain.ranking import Entry, Gathered, top
+from shardboard.domain.publishing.gather import Entry, Gathered, top
+from shardboard.domain.publishing.head import Head, RankEvent
+from shardboard.domain.reading.percentiles import (
+    approx_rank,
+    exclusions,
+    percentile,
+    rank_of,
+    taken_down,
+    zipf_exponent,
+)
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.services.snapshots import refresh_rank_version
 from shardboard.settings import Settings
 from tests.conftest import examples

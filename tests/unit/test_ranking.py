@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.ranking import Entry, ShardRead, first_page_size, gather_top_n, top, with_ranks
+from shardboard.domain.publishing.gather import Entry, ShardRead, first_page_size, gather_top_n, top, with_ranks
 from tests.conftest import examples
 
 

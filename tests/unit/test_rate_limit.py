@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.rate_limit import (
+from shardboard.domain.validation import BadInput
+from shardboard.domain.writing.rate_limit import (
     ALLOWANCE_GRACE_SECONDS,
     IP,
     VIEWER,
@@ -17,7 +18,6 @@ from shardboard.domain.rate_limit import (
     ip_client,
     within,
 )
-from shardboard.domain.validation import BadInput
 from shardboard.settings import ConfigError, Settings
 
 T = 1_794_999_990.5  # 30.5 s into a minute

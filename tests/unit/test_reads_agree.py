@@ -26,12 +26,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.head import Head
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
-from shardboard.domain.ranked import head_entries, head_ranks, percentile
+from shardboard.domain.publishing.head import Head
+from shardboard.domain.reading.pages import NotRanked, around, leaderboard_page
+from shardboard.domain.reading.percentiles import head_entries, head_ranks, percentile
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.services import snapshots as snapshot_module
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide

@@ -11,10 +11,10 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, DAY
-from shardboard.domain.ranking import Entry
-from shardboard.domain.snapshot import proven_exact
-from shardboard.domain.taken_down import TakenDown
+from shardboard.domain.publishing.gather import Entry
+from shardboard.domain.publishing.snapshot import proven_exact
 from shardboard.services.refill import repair_unproven
 from shardboard.services.snapshots import take_snapshot
 from shardboard.services.takedowns import delete, hide, unhide

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.domain.head import Head, rows
+from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import NotRanked, around, leaderboard_page
-from shardboard.domain.snapshot import RefreshRun, leaderboard_json
-from shardboard.domain.taken_down import TakenDown
+from shardboard.domain.publishing.head import Head, rows
+from shardboard.domain.publishing.snapshot import RefreshRun, leaderboard_json
+from shardboard.domain.reading.pages import NotRanked, around, leaderboard_page
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide, without
 from shardboard_tools.bench.designs import ShardboardDesign

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from shardboard.adapters.items_table import old_set_ids, partition_pk
 from shardboard.adapters.keys import SET_SK, TAKEDOWN_PARTITIONS
-from shardboard.domain.items import DELETED, HIDDEN, DenyCheck
+from shardboard.domain.items.records import DELETED, HIDDEN, DenyCheck
+from shardboard.domain.items.taken_down import LISTING_LIMIT, TakenDown, deleted_among, dropped_among
 from shardboard.domain.ports import TakedownListing
-from shardboard.domain.taken_down import LISTING_LIMIT, TakenDown, deleted_among, dropped_among
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryItemStore
 from shardboard_tools.capacity.units import item_size

@@ -11,7 +11,7 @@ from botocore.stub import Stubber
 
 from shardboard.adapters.views_table import MAX_BATCH_GET_ROUNDS, UnprocessedKeysRemain, ViewStore
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.rate_limit import RateLimits, allowances
+from shardboard.domain.writing.rate_limit import RateLimits, allowances
 
 TABLE = "views"
 

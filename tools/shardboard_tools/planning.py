@@ -18,7 +18,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from shardboard.domain.ranking import Entry, ShardRead, gather_top_n
+from shardboard.domain.publishing.gather import Entry, ShardRead, gather_top_n
 from shardboard.domain.sharding import write_shards_needed
 from shardboard_tools.capacity.units import query_units
 

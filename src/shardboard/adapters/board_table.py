@@ -63,9 +63,8 @@ from shardboard.adapters.keys import (
     snapshot_pk,
     threshold_pk,
 )
-from shardboard.domain.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.head import Head, RankBlock, Row, ShardRow, rows
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateState,
@@ -80,6 +79,7 @@ from shardboard.domain.ports import (
     RankShard,
     ResumeToken,
 )
+from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, rows
 
 
 def applied_values(item: Mapping[str, Any]) -> dict[int, int]:

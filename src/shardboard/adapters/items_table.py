@@ -45,7 +45,7 @@ from shardboard.adapters.keys import (
     marker_order_of,
     marker_sk,
 )
-from shardboard.domain.items import (
+from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
     HIDDEN,

@@ -20,7 +20,7 @@ from shardboard.adapters.keys import (
     WRITERS_PK,
     view_pk,
 )
-from shardboard.domain.batch import ViewRecord
+from shardboard.domain.aggregating.batch import ViewRecord
 from shardboard.domain.boards import GLOBAL_BOARD
 
 

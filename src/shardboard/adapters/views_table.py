@@ -44,9 +44,11 @@ from shardboard.adapters.keys import (
     writer_attr,
 )
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.dedupe import Seen, SeenOutcome
-from shardboard.domain.dynamic_sharding import retry_delay
-from shardboard.domain.idempotency import (
+from shardboard.domain.periods import DAY, bucket_of
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterSet, Throttled, ThrottleScope
+from shardboard.domain.writing.dedupe import Seen, SeenOutcome
+from shardboard.domain.writing.dynamic_sharding import retry_delay
+from shardboard.domain.writing.idempotency import (
     Answer,
     IdempotencyKeyReused,
     KeyedOutcome,
@@ -54,9 +56,7 @@ from shardboard.domain.idempotency import (
     OnceOutcome,
     OnceWrite,
 )
-from shardboard.domain.periods import DAY, bucket_of
-from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterSet, Throttled, ThrottleScope
-from shardboard.domain.rate_limit import Allowance
+from shardboard.domain.writing.rate_limit import Allowance
 
 # BatchGetItem reads at most 100 keys per request.
 BATCH_GET_KEYS = 100

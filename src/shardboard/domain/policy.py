@@ -63,7 +63,7 @@ class Keeping:
 
     main: Keep
     category: Keep
-    page_size: int = 100  # P: the head's first P entries carry their metadata (domain/head_meta.py)
+    page_size: int = 100  # P: the head's first P entries carry their metadata (domain/publishing/head_meta.py)
     rank_refresh_seconds: int = 60
     cursor_ttl_seconds: int = 900  # how long a superseded ranked version stays readable
 

@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from shardboard.domain.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.head import Head, Row, ShardRow
+from shardboard.domain.publishing.head import Head, Row, ShardRow
 
-if TYPE_CHECKING:  # items.py uses validation, which (via settings) imports this module; rate_limit imports it too
-    from shardboard.domain.dedupe import Seen, SeenOutcome
-    from shardboard.domain.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
-    from shardboard.domain.items import ItemRecord, ShardPage
-    from shardboard.domain.rate_limit import Allowance
+if TYPE_CHECKING:  # rate_limit imports this module (its store is a port): type-only imports keep the graph acyclic
+    from shardboard.domain.items.records import ItemRecord, ShardPage
+    from shardboard.domain.writing.dedupe import Seen, SeenOutcome
+    from shardboard.domain.writing.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
+    from shardboard.domain.writing.rate_limit import Allowance
 
 # A resume token: the key where an index read stopped (each key attribute's typed value), handed back as is to read
 # on from there. The domain never looks inside.

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.window import AggregationWindow
+from shardboard.domain.aggregating.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, denied_ids, settings
 from shardboard.services.aggregating import AppliedBatch, StreamAggregator, apply_stream_batch

@@ -19,12 +19,12 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shardboard.domain.boards import BoardNotAllowed
-from shardboard.domain.idempotency import IdempotencyKeyReused
-from shardboard.domain.items import UnknownItem
+from shardboard.domain.items.records import UnknownItem
 from shardboard.domain.ports import Throttled
-from shardboard.domain.rank_pages import NotRanked
-from shardboard.domain.rate_limit import RateLimited
+from shardboard.domain.reading.pages import NotRanked
 from shardboard.domain.validation import BadInput
+from shardboard.domain.writing.idempotency import IdempotencyKeyReused
+from shardboard.domain.writing.rate_limit import RateLimited
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
 from shardboard.services.reading import NoItem, NoSnapshot

@@ -14,7 +14,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from shardboard.domain import newest, validation
+from shardboard.domain import validation
+from shardboard.domain.items import newest
 from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer

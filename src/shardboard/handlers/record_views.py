@@ -36,9 +36,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from shardboard.domain.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, idempotency_key
-from shardboard.domain.rate_limit import RateLimited
-from shardboard.domain.recording import Recorded
+from shardboard.domain.writing.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, idempotency_key
+from shardboard.domain.writing.rate_limit import RateLimited
+from shardboard.domain.writing.recording import Recorded
 from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer

@@ -15,7 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.taken_down import TakenDown
+from shardboard.domain.items.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import container
 from shardboard.services.refill import Repair, repair_unproven

@@ -13,7 +13,7 @@ from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.items_table import ItemStore
-from shardboard.domain.taken_down import deleted_among
+from shardboard.domain.items.taken_down import deleted_among
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

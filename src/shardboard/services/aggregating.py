@@ -1,8 +1,8 @@
 """Apply a stream batch: the use case behind the aggregator function, ``shardboard process``'s runner, the benchmark
 and the operator tools (rebuild, redrive).
 
-The decisions are domain/aggregation.py's pure plans; this module reads what they need, executes the writes they
-return, feeds back what the table answered, and owns the thread pools. docs/exactly-once.md has the argument.
+The decisions are domain/aggregating/aggregation.py's pure plans; this module reads what they need, executes the writes
+they return, feeds back what the table answered, and owns the thread pools. docs/exactly-once.md has the argument.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
-from shardboard.domain.aggregation import (
+from shardboard.domain.aggregating.aggregation import (
     MAX_CAS_ATTEMPTS,
     AggregateContention,
     BatchOutcome,
@@ -36,10 +36,10 @@ from shardboard.domain.aggregation import (
     plan_roll,
     step_for,
 )
-from shardboard.domain.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
+from shardboard.domain.aggregating.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
+from shardboard.domain.aggregating.window import AggregationWindow
 from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Aggregates, AggregateState, BoardIndex, Erasure, PeriodLedger, Thresholds
-from shardboard.domain.window import AggregationWindow
 from shardboard.settings import Settings
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from shardboard.domain import items, newest, validation
-from shardboard.domain.items import ItemRecord, ShardPage
+from shardboard.domain import validation
+from shardboard.domain.items import newest
+from shardboard.domain.items import records as items
+from shardboard.domain.items.records import ItemRecord, ShardPage
 from shardboard.domain.ports import ItemCatalog, PeriodKey
 from shardboard.services import republishing as republish
 from shardboard.services import takedowns as takedown

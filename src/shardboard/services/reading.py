@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.head import Head
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import (
+from shardboard.domain.publishing.head import Head
+from shardboard.domain.publishing.snapshot import not_found, period_at
+from shardboard.domain.reading.pages import (
     Around,
     around,
     around_document,
@@ -25,8 +25,8 @@ from shardboard.domain.rank_pages import (
     parse_k,
     walk_cursor,
 )
-from shardboard.domain.ranked import MAX_RANK_IDS, RankAnswer
-from shardboard.domain.snapshot import not_found, period_at
+from shardboard.domain.reading.percentiles import MAX_RANK_IDS, RankAnswer
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.schema import AroundMe, Item, Leaderboard, Ranks
 from shardboard.settings import Settings
 

@@ -17,13 +17,20 @@ from typing import Protocol
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.dynamic_sharding import ShardRouter
-from shardboard.domain.idempotency import KeyedRequest, fingerprint
 from shardboard.domain.periods import bucket_of
 from shardboard.domain.ports import AllowanceCounters, RetrySafeViewCounters
-from shardboard.domain.rate_limit import allowances, within
-from shardboard.domain.recording import Recorded, Where, admitted, record_keyed_view, record_seen_view, record_views
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.dynamic_sharding import ShardRouter
+from shardboard.domain.writing.idempotency import KeyedRequest, fingerprint
+from shardboard.domain.writing.rate_limit import allowances, within
+from shardboard.domain.writing.recording import (
+    Recorded,
+    Where,
+    admitted,
+    record_keyed_view,
+    record_seen_view,
+    record_views,
+)
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

@@ -30,12 +30,12 @@ from typing import Protocol
 
 from shardboard.adapters.board_counts import Stored, stored_counts
 from shardboard.adapters.dynamodb import ScanDeadline
-from shardboard.domain.aggregation import Context
-from shardboard.domain.items import DELETED
+from shardboard.domain.aggregating.aggregation import Context
+from shardboard.domain.items.records import DELETED
+from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import BoardIndex, BoardScans, ItemCatalog, PeriodKey, PeriodLedger
-from shardboard.domain.refill import holding_threshold, reserve
-from shardboard.domain.taken_down import Dropped, TakenDown, dropped_among
+from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.services.snapshots import SnapshotBoard, take_snapshot
 from shardboard.settings import Settings
 

@@ -1,6 +1,6 @@
 """A re-put item document reaches the snapshot heads at once (issue 13: frontends render titles and thumbnails from
-the head's ``meta``, domain/head_meta.py): every head that carries the item's document, on every board and retained
-period the item counts in, gets the new one in a conditional put, the same patch a takedown makes
+the head's ``meta``, domain/publishing/head_meta.py): every head that carries the item's document, on every board and
+retained period the item counts in, gets the new one in a conditional put, the same patch a takedown makes
 (services/takedowns.py). Without it a head would keep the old document until the snapshot job rewrites it for another
 reason and its documents are due again (``META_REFRESH_SECONDS``), which a board whose top never changes never is.
 """
@@ -11,9 +11,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from shardboard.domain.head_meta import within_budget
-from shardboard.domain.items import ItemRecord, iso_ms
+from shardboard.domain.items.records import ItemRecord, iso_ms
 from shardboard.domain.ports import ItemCatalog, PeriodKey, Snapshots
+from shardboard.domain.publishing.head_meta import within_budget
 from shardboard.services.takedowns import PATCH_ATTEMPTS, ItemPeriods, affected_periods, for_each_period
 from shardboard.settings import Settings
 
@@ -30,7 +30,7 @@ def put_item(  # noqa: PLR0917 - the stores, the settings and the put
     meta: str,
     at: datetime | None = None,
 ) -> tuple[ItemRecord, list[PeriodKey]]:
-    """Create the item or replace its document (``meta``: compact JSON, checked by ``items.meta``), then give every
+    """Create the item or replace its document (``meta``: compact JSON, checked by ``records.meta``), then give every
     head that carries its document the new one: the record and the periods whose heads were patched."""
     moment = at or datetime.now(UTC)
     record = catalog.put(item_id, meta, iso_ms(moment))

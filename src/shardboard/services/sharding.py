@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from shardboard.domain.dynamic_sharding import ReviewOutcome, review_all
 from shardboard.domain.ports import AggregateReads, ShardMetadataStore
+from shardboard.domain.writing.dynamic_sharding import ReviewOutcome, review_all
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

@@ -2,8 +2,9 @@
 patches that gather a head again, ``refill`` and the benchmark.
 
 It reads (the previous head, the exact top N+R by scatter-gather over the board shards, the deep tier, the items'
-documents), calls the pure decisions of domain/snapshot.py, domain/rank_versions.py and domain/head_meta.py, and
-executes the writes they return. The thread pools live here: periods in parallel, a round's shard Queries in parallel.
+documents), calls the pure decisions of domain/publishing/snapshot.py, domain/publishing/ranked_versions.py and
+domain/publishing/head_meta.py, and executes the writes they return. The thread pools live here: periods in parallel, a
+round's shard Queries in parallel.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Protocol
 
-from shardboard.domain.deep_tier import gather_deep
-from shardboard.domain.head import Head, RankBlock
-from shardboard.domain.head_meta import meta_ask, with_meta
+from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateReads,
@@ -30,11 +29,13 @@ from shardboard.domain.ports import (
     Snapshots,
     Thresholds,
 )
-from shardboard.domain.rank_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
-from shardboard.domain.ranking import Entry, Gathered, ShardRead, gather_top_n, top
+from shardboard.domain.publishing.deep_tier import gather_deep
+from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, gather_top_n, top
+from shardboard.domain.publishing.head import Head, RankBlock
+from shardboard.domain.publishing.head_meta import meta_ask, with_meta
+from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
+from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
 from shardboard.domain.sharding import period_shard_value
-from shardboard.domain.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
-from shardboard.domain.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -166,9 +167,9 @@ def gather_deep_board(
     hidden: Dropped = frozenset(),
     head: Gathered | None = None,
 ) -> Gathered:
-    """The exact top ``depth`` visible of all time with the deep tier (domain/deep_tier.py): the head GSI's exact top
-    ``depth`` (``head``, when the caller gathered it already), then whole deep buckets over every shard of every
-    layout (a reshard moves deep keys like head keys), the found ids' exact views by BatchGetItem. Hidden ids are
+    """The exact top ``depth`` visible of all time with the deep tier (domain/publishing/deep_tier.py): the head GSI's
+    exact top ``depth`` (``head``, when the caller gathered it already), then whole deep buckets over every shard of
+    every layout (a reshard moves deep keys like head keys), the found ids' exact views by BatchGetItem. Hidden ids are
     dropped wherever they are read."""
     head = head or gather_board(board, settings, previous_hits, period, hidden, top_n=depth)
     layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
@@ -235,8 +236,8 @@ def take_snapshot(
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:
-    """``snapshot`` (about to be written) with its ``meta`` and ``meta_at`` (domain/head_meta.py); no catalog: the
-    head carries none."""
+    """``snapshot`` (about to be written) with its ``meta`` and ``meta_at`` (domain/publishing/head_meta.py); no
+    catalog: the head carries none."""
     if catalog is None:
         return snapshot
     ask = meta_ask(snapshot, previous, page_size)
@@ -277,7 +278,8 @@ def refresh_rank_version(
     expires_at: int | None,
 ) -> RankRefresh:
     """Gather the exact top D and write it as a new ranked version when one is due and the ranking changed
-    (domain/rank_versions.py decides; expired versions are deleted before the head that drops them is written)."""
+    (domain/publishing/ranked_versions.py decides; expired versions are deleted before the head that drops them is
+    written)."""
     keeping = settings.policy.keeping
     keep = keeping.of(period.board)
     if not keep.ranked_versions or not due(previous, now, keeping):

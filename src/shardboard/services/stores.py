@@ -15,9 +15,9 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.dynamic_sharding import ShardRouter
-from shardboard.domain.items import DELETED, DenyCheck, ItemAdmission, admit_all
-from shardboard.domain.taken_down import TakenDown
+from shardboard.domain.items.records import DELETED, DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.items.taken_down import TakenDown
+from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.settings import Settings
 
 

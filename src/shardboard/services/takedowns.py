@@ -5,8 +5,8 @@ drops it (``snapshots.gather_layout``). A hide also patches, at once, every snap
 the exact top N+R visible items of one gather, so removing the item leaves the exact refill as of that gather. A head
 left with fewer than N is gathered again on the spot. In the same conditional put, the head's ranked version (the top D
 that rank, around-me and pages read) gets the event ``[kind, id, pos]`` when it holds the item, so those reads skip it
-at once too (``ranked.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its counts
-were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
+at once too (``percentiles.exclusions``). Unhide appends ``["unhide", id]`` and gathers the item's heads again (its
+counts were never touched, so it returns exactly). Both mark the periods changed, so the next run re-gathers them too.
 
 A delete is a hide that also erases: after the tombstone (the id's deny marker, which every gather and the
 aggregator honour) and the same head patch, the item's aggregates and past entries are deleted on every board.
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from shardboard.domain.head import Head, RankEvent
-from shardboard.domain.items import DELETED, HIDDEN, iso_ms
+from shardboard.domain.items.records import DELETED, HIDDEN, iso_ms
+from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, expires_at, retained_buckets
 from shardboard.domain.ports import (
     AggregateReads,
@@ -33,10 +33,10 @@ from shardboard.domain.ports import (
     RankedHeads,
     RankedVersions,
 )
-from shardboard.domain.rank_versions import rank_shard_of
-from shardboard.domain.ranked import taken_down
-from shardboard.domain.snapshot import head_digest
-from shardboard.domain.taken_down import TakenDown
+from shardboard.domain.publishing.head import Head, RankEvent
+from shardboard.domain.publishing.ranked_versions import rank_shard_of
+from shardboard.domain.publishing.snapshot import head_digest
+from shardboard.domain.reading.percentiles import taken_down
 from shardboard.services.snapshots import RefreshingBoard, take_snapshot
 from shardboard.settings import Settings
 
@@ -50,7 +50,7 @@ class TakedownBoard(RefreshingBoard, Erasure, Protocol):
     marks changed, and a delete's sweep of the item's counts."""
 
 
-# What each event kind leaves the item as in a ranked version (``ranked.taken_down``).
+# What each event kind leaves the item as in a ranked version (``percentiles.taken_down``).
 STATUS_AFTER = {"hide": "hidden", "delete": "deleted", "unhide": None}
 # A head patch that lost a race with the snapshot job (or another patch) re-reads and re-patches this many times.
 PATCH_ATTEMPTS = 5

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import THROTTLING_CODES, error_code
-from shardboard.domain.ranking import Entry, ShardRead, gather_top_n
+from shardboard.domain.publishing.gather import Entry, ShardRead, gather_top_n
 from shardboard.domain.sharding import board_shard_of
 from shardboard.settings import Settings
 from shardboard_tools.bench.boards_workload import (

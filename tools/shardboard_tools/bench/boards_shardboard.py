@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey, Throttled
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.bench.boards_designs import BoardsRun, ProgressCallback

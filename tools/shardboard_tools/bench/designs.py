@@ -18,10 +18,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, cast
 
+from shardboard.domain.items.taken_down import deleted_among
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.recording import Where, record_views
-from shardboard.domain.taken_down import deleted_among
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.handlers.aggregate import aggregate
 from shardboard.services.aggregating import StreamAggregator
 from shardboard.services.snapshots import refresh_changed

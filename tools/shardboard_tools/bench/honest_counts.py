@@ -28,9 +28,9 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from shardboard.domain.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, Seen
-from shardboard.domain.rate_limit import RateLimited, RateLimits, allowances, within
-from shardboard.domain.recording import record_seen_view, record_views
+from shardboard.domain.writing.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, Seen
+from shardboard.domain.writing.rate_limit import RateLimited, RateLimits, allowances, within
+from shardboard.domain.writing.recording import record_seen_view, record_views
 from shardboard_tools.bench.honest_counts_retries import RETRY_RUNS, run_retries
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock

@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shardboard.client import Recorder, Stores
-from shardboard.domain.idempotency import KeyedRequest, fingerprint
-from shardboard.domain.recording import record_keyed_view, record_views
+from shardboard.domain.writing.idempotency import KeyedRequest, fingerprint
+from shardboard.domain.writing.recording import record_keyed_view, record_views
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.lost_responses import LostResponses, ResponseLost

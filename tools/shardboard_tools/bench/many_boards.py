@@ -33,7 +33,7 @@ from shardboard.adapters.keys import BY_CHANGE_INDEX
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import Board, PeriodKey
-from shardboard.domain.snapshot import RefreshRun
+from shardboard.domain.publishing.snapshot import RefreshRun
 from shardboard.services.aggregating import apply_batch, note_changes
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings

@@ -21,11 +21,11 @@ from datetime import timedelta
 from typing import Any
 
 from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
-from shardboard.domain.head import Head, RankBlock
 from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_lookup import lookup_ranks
-from shardboard.domain.rank_pages import Cursor, around, encode_cursor, leaderboard_page
+from shardboard.domain.publishing.head import Head, RankBlock
+from shardboard.domain.reading.pages import Cursor, around, encode_cursor, leaderboard_page
+from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.services.snapshots import take_snapshot
 from shardboard.settings import Settings
 from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign

@@ -132,19 +132,9 @@ from shardboard.adapters.keys import (
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
 from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
-from shardboard.domain.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.dedupe import Seen, SeenOutcome
-from shardboard.domain.head import Head, Row
-from shardboard.domain.idempotency import (
-    Answer,
-    IdempotencyKeyReused,
-    KeyedOutcome,
-    KeyedRequest,
-    OnceOutcome,
-    OnceWrite,
-)
-from shardboard.domain.items import (
+from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
     HIDDEN,
@@ -174,7 +164,17 @@ from shardboard.domain.ports import (
     ShardMetadata,
     TakedownListing,
 )
-from shardboard.domain.rate_limit import Allowance
+from shardboard.domain.publishing.head import Head, Row
+from shardboard.domain.writing.dedupe import Seen, SeenOutcome
+from shardboard.domain.writing.idempotency import (
+    Answer,
+    IdempotencyKeyReused,
+    KeyedOutcome,
+    KeyedRequest,
+    OnceOutcome,
+    OnceWrite,
+)
+from shardboard.domain.writing.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units

@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 
 from shardboard.domain import validation
-from shardboard.domain.items import UnknownItem
+from shardboard.domain.items.records import UnknownItem
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS
 

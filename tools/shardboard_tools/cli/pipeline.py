@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
-from shardboard.domain.rank_pages import (
+from shardboard.domain.reading.pages import (
     MAX_AROUND_K,
     NotRanked,
 )

@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from shardboard.domain import validation
-from shardboard.domain.dynamic_sharding import readable_shards
+from shardboard.domain.writing.dynamic_sharding import readable_shards
 from shardboard.services import sharding
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.operations import resharding

@@ -18,7 +18,7 @@ from rich.live import Live
 
 from shardboard.domain.periods import ALL, DAY
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.snapshot import leaderboard_json, period_at
+from shardboard.domain.publishing.snapshot import leaderboard_json, period_at
 from shardboard.settings import Settings, schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Panel, StreamLag, Vitals, render

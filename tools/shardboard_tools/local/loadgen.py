@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.periods import DEFAULT_PERIODS, anchor_kind
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 
 OnView = Callable[[str, float], None]
 # The category boards of the demo's items, busiest first, and the share of items in each.

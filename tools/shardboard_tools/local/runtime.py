@@ -13,7 +13,7 @@ from shardboard.adapters.dynamodb import dynamodb_client, streams_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
-from shardboard.domain.dynamic_sharding import ShardRouter
+from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
 from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings

@@ -30,8 +30,8 @@ from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
-from shardboard.domain.aggregation import AggregateContention, Context, periods_of
-from shardboard.domain.batch import fold
+from shardboard.domain.aggregating.aggregation import AggregateContention, Context, periods_of
+from shardboard.domain.aggregating.batch import fold
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import AggregateState, CounterReads, PeriodKey
 from shardboard.domain.validation import BadInput

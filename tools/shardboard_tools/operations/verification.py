@@ -14,8 +14,8 @@ from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
-from shardboard.domain.ranking import Entry, top
-from shardboard.domain.refill import holding_threshold, reserve
+from shardboard.domain.publishing.gather import Entry, top
+from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

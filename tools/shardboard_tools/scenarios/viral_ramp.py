@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from shardboard.adapters.stream_records import stream_view_records
-from shardboard.domain.dynamic_sharding import (
+from shardboard.domain.ports import ShardMetadata
+from shardboard.domain.writing.dynamic_sharding import (
     Growth,
     ShardPolicy,
     ShardRouter,
@@ -28,8 +29,7 @@ from shardboard.domain.dynamic_sharding import (
     retry_delay,
     review_all,
 )
-from shardboard.domain.ports import ShardMetadata
-from shardboard.domain.recording import attempt_view
+from shardboard.domain.writing.recording import attempt_view
 from shardboard.services.aggregating import apply_batch
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock

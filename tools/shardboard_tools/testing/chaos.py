@@ -35,7 +35,7 @@ from shardboard.adapters.keys import PK
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.periods import ALL, DAY, MONTH, WEEK, start_of
 from shardboard.domain.ports import PeriodKey, Throttled
-from shardboard.domain.recording import Where, record_views
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.lambda_model.delivery import RunStats
 from shardboard_tools.lambda_model.mapping import EventSourceMapping

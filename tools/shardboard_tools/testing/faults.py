@@ -36,7 +36,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
 from shardboard.adapters.keys import PK
-from shardboard.domain.aggregation import BatchOutcome
+from shardboard.domain.aggregating.aggregation import BatchOutcome
 from shardboard.handlers import aggregate
 from shardboard.handlers.wiring import board_store, denied_ids, settings
 from shardboard.services.aggregating import StreamAggregator

@@ -1,8 +1,8 @@
 """Newest items: an exact, newest-first walk of the items created in a time window (docs/proposals/items-and-ranks.md
 section 6).
 
-Items are spread over K created-shards (``c#<j>``, ``items.created_shard``) of the by-created index, each one sorted
-by its range key ``<created_at>#<id>`` (``items.created_key``: unique, so the order is total). A page asks every
+Items are spread over K created-shards (``c#<j>``, ``records.created_shard``) of the by-created index, each one sorted
+by its range key ``<created_at>#<id>`` (``records.created_key``: unique, so the order is total). A page asks every
 shard for its newest ``limit + 1`` keys at or below the resume key, newest first, and merges them in memory
 (``heapq.merge``). No shard can hold more than ``limit`` of the merged first ``limit``, so K requests a page give the
 exact page; the cursor is the last key emitted, so the next page resumes every shard exactly (no duplicate, no gap),
@@ -26,7 +26,7 @@ from datetime import datetime
 
 from shardboard.domain import validation
 from shardboard.domain.errors import BadInput
-from shardboard.domain.items import ItemRecord, ShardPage, created_key, iso_ms
+from shardboard.domain.items.records import ItemRecord, ShardPage, created_key, iso_ms
 from shardboard.domain.periods import PeriodError, parse_time
 
 # The most items one page holds (the route's limit, 1..100): a page then stays far under Lambda's 6 MB answer with
@@ -87,7 +87,7 @@ def window(
 
 
 def created_shards(shards: int) -> list[str]:
-    """Every partition value of the by-created index (``items.created_shard`` hashes ids onto these)."""
+    """Every partition value of the by-created index (``records.created_shard`` hashes ids onto these)."""
     return [f"c#{j}" for j in range(shards)]
 
 
@@ -140,7 +140,7 @@ def read_cursor(cursor: str, wanted: Window) -> str:
 
 
 def _well_formed(key: str) -> bool:
-    """``<created_at as ISO ms>#<valid id>``: what ``items.created_key`` writes (a lone surrogate or a control
+    """``<created_at as ISO ms>#<valid id>``: what ``records.created_key`` writes (a lone surrogate or a control
     character would fail at DynamoDB, not here)."""
     created_at, sep, item_id = key.partition("#")
     try:
@@ -151,7 +151,7 @@ def _well_formed(key: str) -> bool:
 
 
 def _iso_ms(moment: datetime) -> str:
-    """``items.iso_ms``, refusing years that do not print as four digits (their text would not sort by time)."""
+    """``records.iso_ms``, refusing years that do not print as four digits (their text would not sort by time)."""
     text = iso_ms(moment)
     if len(text) != len("2026-11-23T17:00:00.000Z"):
         raise ValueError(f"year {moment.year} is out of range")

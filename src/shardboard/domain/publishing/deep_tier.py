@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from shardboard.domain.ranking import Entry, top
+from shardboard.domain.publishing.gather import Entry, top
 
 # The bucket base. The cost model (tools/shardboard_tools/bench/deep_tier_model.py, docs/proposals/deep-tier.md) puts
 # powers of 2 at or above the index tier on the benchmark (low counts cross a power of 2 almost every window); powers

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from shardboard.domain.head import Head, Meta, Row
 from shardboard.domain.periods import parse_time
+from shardboard.domain.publishing.head import Head, Meta, Row
 
 if TYPE_CHECKING:  # ports imports items, which imports validation -> settings -> ... -> ports
-    from shardboard.domain.items import ItemRecord
+    from shardboard.domain.items.records import ItemRecord
 
 # A re-put document reaches heads that are being rewritten within this long (the staleness bound above).
 META_REFRESH_SECONDS = 300

@@ -6,8 +6,8 @@ The snapshot head names the current version in its ``rank`` block; superseded ve
 for ``CursorTtlSeconds`` (with their takedown events), then their items are deleted. With ranked versions on, a
 period kind's deep gather alone publishes the sparse-index threshold: T = the D-th best views, so every item that can
 reach the top D stays keyed (the argument of docs/sparse-index.md with N replaced by D); a head refresh (N <= D) is
-exact under the same T. All time has the deep tier instead (domain/deep_tier.py, docs/proposals/deep-tier.md): T
-stays the (N+R)-th best and the gather publishes T_D, the D-th best, for the deep index.
+exact under the same T. All time has the deep tier instead (domain/publishing/deep_tier.py,
+docs/proposals/deep-tier.md): T stays the (N+R)-th best and the gather publishes T_D, the D-th best, for the deep index.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from shardboard.domain.head import LastEntry, PageBounds, RankBlock, Retired, Row, ShardRow
 from shardboard.domain.policy import Keep, Keeping
 from shardboard.domain.ports import RankParts, RankShard
-from shardboard.domain.ranking import Entry, Gathered
+from shardboard.domain.publishing.gather import Entry, Gathered
+from shardboard.domain.publishing.head import LastEntry, PageBounds, RankBlock, Retired, Row, ShardRow
 
 # Entries per page (the proposal's P): ~4 KB, half a read unit.
 RANK_PAGE_SIZE = 100

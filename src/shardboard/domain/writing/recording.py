@@ -2,7 +2,7 @@
 
 One write per request, however large its count, so a request either counts every view or none: a failed request is
 safe to retry. The aggregator takes any step of a counter (stream records carry absolute OLD and NEW values).
-With a :class:`~shardboard.domain.dynamic_sharding.ShardRouter` the shard range is the item's current count
+With a :class:`~shardboard.domain.writing.dynamic_sharding.ShardRouter` the shard range is the item's current count
 (docs/dynamic-sharding.md), and a write throttled at the partition level grows it before the write is retried in
 the larger range.
 """
@@ -19,12 +19,12 @@ from typing import TypeVar
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.dedupe import Seen
-from shardboard.domain.dynamic_sharding import ShardRouter, retry_delay
-from shardboard.domain.idempotency import Answer, KeyedRequest, OnceOutcome, OnceWrite
-from shardboard.domain.items import UnknownItem
+from shardboard.domain.items.records import UnknownItem
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import RetrySafeViewCounters, SeenViewCounters, Throttled, ViewCounters
+from shardboard.domain.writing.dedupe import Seen
+from shardboard.domain.writing.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.writing.idempotency import Answer, KeyedRequest, OnceOutcome, OnceWrite
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()

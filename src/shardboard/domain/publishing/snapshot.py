@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.domain.head import Head, Row
 from shardboard.domain.periods import ALL, bucket_of, period_from_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.rank_versions import RankRefresh
-from shardboard.domain.ranking import Entry, Gathered, with_ranks
+from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
+from shardboard.domain.publishing.head import Head, Row
+from shardboard.domain.publishing.ranked_versions import RankRefresh
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class RefreshRun:
 
 def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]:
     """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``;
-    an entry whose metadata the head carries also has ``"meta"`` (domain/head_meta.py)."""
+    an entry whose metadata the head carries also has ``"meta"`` (domain/publishing/head_meta.py)."""
     entries = [Entry(id=item, views=views) for item, views in snapshot.items[:limit]]
     meta = snapshot.meta or {}
     return {

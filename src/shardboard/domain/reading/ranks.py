@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shardboard.domain.head import Head
-from shardboard.domain.items import DELETED
+from shardboard.domain.items.records import DELETED
 from shardboard.domain.periods import ALL, coarser_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads, RankShard
-from shardboard.domain.rank_versions import rank_shard_of
-from shardboard.domain.ranked import (
+from shardboard.domain.publishing.head import Head
+from shardboard.domain.publishing.ranked_versions import rank_shard_of
+from shardboard.domain.reading.percentiles import (
     RankAnswer,
     approx_rank,
     board_size,

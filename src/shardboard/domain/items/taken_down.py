@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from shardboard.domain.items import DELETED, HIDDEN
+from shardboard.domain.items.records import DELETED, HIDDEN
 from shardboard.domain.ports import ItemCatalog
 
 # How many markers of one status a listing reads at most before the reader switches to asking per id: a whole

@@ -41,7 +41,7 @@ class ShardStep:
 
 
 # (board, item id, bucket, write shard, OLD, NEW): what the fold reads of a counter. A ViewRecord is one; so is a
-# step unpacked from a tumbling window's state (domain/window.py), which needs no sequence number.
+# step unpacked from a tumbling window's state (domain/aggregating/window.py), which needs no sequence number.
 CounterStep = ViewRecord | tuple[str, str, str, int, int, int]
 # What one delta is about: a board's counter of one item in one anchor bucket.
 DeltaKey = tuple[str, str, str]

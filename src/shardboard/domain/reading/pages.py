@@ -1,12 +1,12 @@
 """Pages of a ranked version with a pinned cursor, and around-me (docs/proposals/items-and-ranks.md
-sections 4 and 5). Reads only: versions are written by domain/rank_versions.py.
+sections 4 and 5). Reads only: versions are written by domain/publishing/ranked_versions.py.
 
 A page reads the head (it names the current version and the retired ones still readable) and one BatchGetItem of
 the 1-2 stored pages covering the range; a cursor on a retired version reads one rank shard more, for the
 competition rank of its first page's first entry (the head's page index, which holds it, is the current version's
 only). A walk follows one version: views only ever produce new versions, so its pages never repeat or skip an entry.
 
-Takedowns append events to the version (``["hide", id, pos]``...; ``ranked.exclusions``): every read skips the
+Takedowns append events to the version (``["hide", id, pos]``...; ``percentiles.exclusions``): every read skips the
 positions they take out, and a cursor pins how many events its walk applies (``ev``), so a hide in the middle of a
 walk changes neither its list nor its ranks (the walk's later pages may still show the item; a new walk does not).
 A retired version keeps its events in the head's ``retired`` entry.
@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.head import Head, PageBounds, RankBlock, RankEvent, Retired
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
-from shardboard.domain.rank_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
-from shardboard.domain.ranked import (
+from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
+from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
+from shardboard.domain.reading.percentiles import (
     exclusions,
     head_entries,
     head_ranks,

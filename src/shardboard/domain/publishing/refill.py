@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import BoardState, PeriodKey
-from shardboard.domain.ranking import Entry, top
+from shardboard.domain.publishing.gather import Entry, top
 
 
 def reserve(policy: Leaderboards, period: PeriodKey, state: BoardState | None) -> tuple[int, int]:

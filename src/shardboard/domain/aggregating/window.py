@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardboard.domain.batch import CounterStep, DeltaKey, ItemDelta, ViewRecord, fold
+from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, ViewRecord, fold
 
 STATE_VERSION = 3
 # Fields per counter step in a packed batch: board, item id, anchor bucket, write shard, OLD views, NEW views.

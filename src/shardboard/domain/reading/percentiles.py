@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardboard.domain.head import Head, PageBounds, RankEvent, Row
+from shardboard.domain.publishing.head import Head, PageBounds, RankEvent, Row
 
 # An answer may name at most this many ids (one BatchGetItem of rank shards reads at most 100 keys).
 MAX_RANK_IDS = 100

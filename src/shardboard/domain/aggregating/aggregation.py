@@ -7,7 +7,7 @@ the per-write-shard applied values of its *anchor bucket* (the finest period, e.
 anchor bucket are one conditional UpdateItem (``Move``). Views of a newer bucket first copy the periods that end
 into past entries, then move the aggregate on (``Roll``). Views of an older bucket (an import, a stream retried for
 hours) move that bucket's entry and, in the same transaction, the aggregate and past entries (``LateMove``).
-docs/boards-and-periods.md has the argument; domain/batch.py the fold.
+docs/boards-and-periods.md has the argument; domain/aggregating/batch.py the fold.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from shardboard.domain.batch import DeltaKey, ItemDelta, ShardMove, catch_up_moves, lower_bound_after
-from shardboard.domain.deep_tier import deep_bucket
+from shardboard.domain.aggregating.batch import DeltaKey, ItemDelta, ShardMove, catch_up_moves, lower_bound_after
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
+from shardboard.domain.publishing.deep_tier import deep_bucket
 from shardboard.domain.sharding import board_shard_of, period_shard_value
 
 # A refused compare-and-set is retried against the values it found. Only a concurrent writer on the same write

@@ -1,10 +1,10 @@
 """The snapshot head and its ranked version's block as typed values, and the JSON they are stored as.
 
-A head is the one board-table item a frontend reads per board and period (domain/snapshot.py builds it); its ``rank``
-block names the current ranked version (domain/rank_versions.py). Entries are stored compactly as JSON lists
-(``[id, views]``, a page's ``[start, first views, last views, tie start]``...): the rows below are NamedTuples so that
-they serialise to those same lists, and the adapters convert the rest (events, retired versions) here, so the stored
-attributes stay what they are.
+A head is the one board-table item a frontend reads per board and period (domain/publishing/snapshot.py builds it); its
+``rank`` block names the current ranked version (domain/publishing/ranked_versions.py). Entries are stored compactly as
+JSON lists (``[id, views]``, a page's ``[start, first views, last views, tie start]``...): the rows below are
+NamedTuples so that they serialise to those same lists, and the adapters convert the rest (events, retired versions)
+here, so the stored attributes stay what they are.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-# An entry's inline document by id, or None ("asked, never put"): domain/head_meta.py.
+# An entry's inline document by id, or None ("asked, never put"): domain/publishing/head_meta.py.
 Meta = dict[str, dict[str, Any] | None]
 
 
