@@ -45,7 +45,7 @@ from shardboard.adapters.keys import (
 )
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import DAY, bucket_of
-from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterSet, Throttled, ThrottleScope
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, Allowance, CounterSet, Throttled, ThrottleScope
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
 from shardboard.domain.writing.dynamic_sharding import retry_delay
 from shardboard.domain.writing.idempotency import (
@@ -56,7 +56,6 @@ from shardboard.domain.writing.idempotency import (
     OnceOutcome,
     OnceWrite,
 )
-from shardboard.domain.writing.rate_limit import Allowance
 
 # BatchGetItem reads at most 100 keys per request.
 BATCH_GET_KEYS = 100

@@ -10,17 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.items.records import ItemRecord, ShardPage
 from shardboard.domain.publishing.head import Head, Row, ShardRow
-
-if TYPE_CHECKING:  # rate_limit imports this module (its store is a port): type-only imports keep the graph acyclic
-    from shardboard.domain.items.records import ItemRecord, ShardPage
-    from shardboard.domain.writing.dedupe import Seen, SeenOutcome
-    from shardboard.domain.writing.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
-    from shardboard.domain.writing.rate_limit import Allowance
+from shardboard.domain.writing.dedupe import Seen, SeenOutcome
+from shardboard.domain.writing.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
 
 # A resume token: the key where an index read stopped (each key attribute's typed value), handed back as is to read
 # on from there. The domain never looks inside.
@@ -40,6 +37,19 @@ class TakedownListing:
     ids: frozenset[str]
     complete: bool
     size: int | None = 0
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """One client's allowance in one window: ``views`` more views are asked of at most ``limit``."""
+
+    kind: str  # IP or VIEWER
+    client: str
+    window: int
+    limit: int
+    views: int
+    expires_at: int
+    retry_after: int  # seconds until the window ends, when a refused client may try again
 
 
 class ThrottleScope(Enum):

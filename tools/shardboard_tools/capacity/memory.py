@@ -149,6 +149,7 @@ from shardboard.domain.ports import (
     TAKEN,
     WRITTEN,
     AggregateState,
+    Allowance,
     BoardState,
     CounterSet,
     IndexKeyAt,
@@ -174,7 +175,6 @@ from shardboard.domain.writing.idempotency import (
     OnceOutcome,
     OnceWrite,
 )
-from shardboard.domain.writing.rate_limit import Allowance
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
 from shardboard_tools.capacity.units import item_size, query_units, read_units, write_units

@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.ports import AllowanceCounters, Throttled
+from shardboard.domain.ports import Allowance, AllowanceCounters, Throttled
 
 # The limits are per minute (ViewsPerIpPerMinute, ViewsPerViewerPerMinute): fixed windows of this many seconds.
 RATE_WINDOW_SECONDS = 60
@@ -41,19 +41,6 @@ class RateLimits:
     def __post_init__(self) -> None:
         if self.per_ip < 0 or self.per_viewer < 0 or self.window_seconds < 1:
             raise ValueError(f"rate limits must be >= 0 and the window >= 1 s, got {self}")
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """One client's allowance in one window: ``views`` more views are asked of at most ``limit``."""
-
-    kind: str  # IP or VIEWER
-    client: str
-    window: int
-    limit: int
-    views: int
-    expires_at: int
-    retry_after: int  # seconds until the window ends, when a refused client may try again
 
 
 class RateLimited(Exception):
