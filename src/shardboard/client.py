@@ -600,7 +600,10 @@ class Leaderboard:
             board=top.document.board,
             period=shown,
             generated_at=parse_time(top.document.generated_at),
-            items=tuple(RankedEntry(entry.rank, entry.id, entry.views) for entry in top.document.items[:limit]),
+            items=tuple(
+                RankedEntry(entry.rank, entry.id, entry.views, entry.previous_rank)
+                for entry in top.document.items[:limit]
+            ),
         )
 
     def rank(

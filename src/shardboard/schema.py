@@ -151,6 +151,12 @@ class RankedItem(BaseModel):
     rank: int = Field(ge=1, description="Competition rank: equal views share a rank (1, 2, 2, 4).")
     id: str
     views: int = Field(ge=0)
+    previous_rank: int | None = Field(
+        default=None,
+        ge=1,
+        description="Its rank in the snapshot before this one (compare with rank for movement); null when it was "
+        "not among that snapshot's entries (new), and on entries read from a ranked version.",
+    )
     meta: dict[str, Any] | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -834,6 +834,8 @@ def snapshot_item(head: Head) -> Item:
         item["rank"] = s_attr(compact(head.rank.as_json()))
     # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
     item["spare"] = s_attr(compact(head.spare))
+    if head.previous:  # {id: rank in the snapshot this one replaced}: the entries' previous_rank
+        item["previous"] = s_attr(compact(head.previous))
     return item
 
 
@@ -854,6 +856,7 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         meta=json.loads(item["meta"]["S"]) if "meta" in item else None,
         meta_at=item["meta_at"]["S"] if "meta" in item else None,
         rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
+        previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
     )
 
 

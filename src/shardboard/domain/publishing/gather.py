@@ -32,6 +32,7 @@ class RankedEntry:
     rank: int
     id: str
     views: int
+    previous_rank: int | None = None  # its rank in the snapshot before (movement); None: new to the board's head
 
     def as_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "id": self.id, "views": self.views}

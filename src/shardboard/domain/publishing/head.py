@@ -10,7 +10,7 @@ here, so the stored attributes stay what they are.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 # An entry's inline document by id, or None ("asked, never put"): domain/publishing/head_meta.py.
@@ -173,3 +173,11 @@ class Head:
     meta: Meta | None = None
     meta_at: str | None = None  # when ``meta`` was last read in full; set whenever ``meta`` is
     rank: RankBlock | None = None
+    # Movement: each entry's competition rank in the snapshot this one replaced (ids absent there: new, no key).
+    previous: Mapping[str, int] = field(default_factory=dict)
+
+
+def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:
+    """A leaderboard entry (``{"rank", "id", "views"}``) with its ``previous_rank``: its rank in the snapshot before
+    ``head`` (None: it was not there)."""
+    return {**entry, "previous_rank": head.previous.get(entry["id"])}

@@ -15,7 +15,7 @@ from shardboard.domain.periods import ALL, bucket_of, period_from_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
-from shardboard.domain.publishing.head import Head, Row
+from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
 
 
@@ -46,6 +46,16 @@ def proven_exact(top: Sequence[Entry], depth: int, threshold: int) -> bool:
     the published T is keyed (docs/sparse-index.md), so the gather is exact when its ``depth``-th entry is at or
     above T, or when T is 0 (everything is keyed). Only takedowns break it: more hides above T than spares."""
     return threshold <= 0 or (len(top) >= depth and top[depth - 1].views >= threshold)
+
+
+def previous_ranks(previous: Head | None, entries: Sequence[Row]) -> dict[str, int]:
+    """Each of ``entries``' competition rank in the ``previous`` head (its entries and spares, in board order); an id
+    it did not hold has none. What an entry's ``previous_rank`` reads, at no write of its own."""
+    if previous is None:
+        return {}
+    wanted = {row.id for row in entries}
+    held = [Entry(id=row.id, views=row.views) for row in (*previous.items, *previous.spare)]
+    return {ranked.id: ranked.rank for ranked in with_ranks(held) if ranked.id in wanted}
 
 
 def plan_head(  # noqa: PLR0917 - one head's inputs
@@ -79,6 +89,7 @@ def plan_head(  # noqa: PLR0917 - one head's inputs
         digest=digest,
         expires_at=policy.periods.expires(period),
         rank=rank.block,
+        previous=previous_ranks(previous, (*items, *spare)),
     )
 
 
@@ -127,15 +138,19 @@ class RefreshRun:
 
 
 def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]:
-    """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views"}]}``;
-    an entry whose metadata the head carries also has ``"meta"`` (domain/publishing/head_meta.py)."""
+    """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views",
+    "previous_rank"}]}``; an entry whose metadata the head carries also has ``"meta"``
+    (domain/publishing/head_meta.py)."""
     entries = [Entry(id=item, views=views) for item, views in snapshot.items[:limit]]
     meta = snapshot.meta or {}
     return {
         "board": snapshot.board,
         "generated_at": snapshot.generated_at,
         "period": snapshot.period or {"kind": ALL},
-        "items": [_with_meta(ranked.as_json(), meta.get(ranked.id)) for ranked in with_ranks(entries)],
+        "items": [
+            _with_meta(with_previous_rank(ranked.as_json(), snapshot), meta.get(ranked.id))
+            for ranked in with_ranks(entries)
+        ],
     }
 
 

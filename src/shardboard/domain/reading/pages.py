@@ -25,7 +25,7 @@ from typing import Any
 from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
-from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
+from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.reading.percentiles import (
     exclusions,
@@ -373,6 +373,13 @@ def framed(entries: list[Ranked], position: int, first: int, source: str, as_of:
     return Around(entries, above, len(entries) - above - 1, position, source, as_of)
 
 
+def moved(entry: Ranked, head: Head, *, from_head: bool) -> dict[str, Any]:
+    """The entry as an answer shows it, with its ``previous_rank`` when the answer is the head's (a ranked version
+    is gathered at its own times: no previous ranking is kept for it, so null)."""
+    shown = entry.as_json()
+    return with_previous_rank(shown, head) if from_head else {**shown, "previous_rank": None}
+
+
 def page_document(head: Head, page: Page) -> dict[str, Any]:
     """The page as GET /leaderboard answers it. ``generated_at`` is the version's gathering time; a retired
     version's head block is gone, so it is then the time it was superseded (it was gathered before)."""
@@ -385,7 +392,7 @@ def page_document(head: Head, page: Page) -> dict[str, Any]:
         "board": head.board,
         "generated_at": as_of,
         "period": head.period or {"kind": "all"},
-        "items": [entry.as_json() for entry in page.entries],
+        "items": [moved(entry, head, from_head=page.rv is None) for entry in page.entries],
         "offset": page.offset,
         "rv": page.rv,
         "cursor": page.cursor,
@@ -403,5 +410,5 @@ def around_document(head: Head, item: str, answer: Around) -> dict[str, Any]:
         "below": answer.below,
         "source": answer.source,
         "as_of": answer.as_of,
-        "items": [entry.as_json() for entry in answer.entries],
+        "items": [moved(entry, head, from_head=answer.source == "snapshot") for entry in answer.entries],
     }
