@@ -168,7 +168,8 @@ def test_reshard_and_shards_commands(monkeypatch):
         cli("process", "--drain")
         cli("snapshot")
         after = json.loads(cli("top", "--board", "cats", "--json"))["items"]
-        assert after[0]["id"] == "e" and after[1:] == [{**one, "rank": one["rank"] + 1} for one in before]
+        moved_down = [{**one, "rank": one["rank"] + 1, "previous_rank": one["rank"]} for one in before]
+        assert after[0]["id"] == "e" and after[0]["previous_rank"] is None and after[1:] == moved_down
         assert json.loads(cli("verify", "--json"))["exact"] is True
         refused = runner.invoke(main, ["reshard", "--board", "Cats!", "--gsi-shards", "2"])
         assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1

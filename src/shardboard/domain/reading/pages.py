@@ -25,7 +25,7 @@ from typing import Any
 from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
-from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired, with_previous_rank
+from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
 from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.reading.percentiles import (
     exclusions,
@@ -56,9 +56,10 @@ class Ranked:
     rank: int  # exact competition rank
     id: str
     views: int
+    previous_rank: int | None = None  # its rank in the snapshot before (answers from the head only)
 
     def as_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "views": self.views}
+        return {"rank": self.rank, "id": self.id, "views": self.views, "previous_rank": self.previous_rank}
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,8 @@ def page_of_head(head: Head, offset: int, limit: int) -> Page:
     """A page of the head itself, for a board without ranked versions (D = N: the head is the whole ranking)."""
     ranks = head_ranks(head.items)
     chosen = head.items[offset : offset + limit]
-    return Page([Ranked(ranks[item][0], item, views) for item, views in chosen], offset, None, None)
+    entries = [Ranked(ranks[item][0], item, views, head.previous.get(item)) for item, views in chosen]
+    return Page(entries, offset, None, None)
 
 
 def first_page(head: Head, offset: int, limit: int, board: RankedVersions, period: PeriodKey) -> Page:
@@ -358,26 +360,20 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str,
     short = holds_whole_board(head)
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
     shown = [Ranked(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
+    from_head = [replace(entry, previous_rank=head.previous.get(entry.id)) for entry in shown]
     if last <= held:
-        return framed(shown, position, first, "snapshot", head.generated_at)
+        return framed(from_head, position, first, "snapshot", head.generated_at)
     if version is not None and block is not None:
         ranked = read_positions(board, period, version, visible_positions(first - 1, last, excluded, count), excluded)
         ids = {entry.id for entry in entries}
         if ranked[: len(shown)] == shown and not any(entry.id in ids for entry in ranked[len(shown) :]):
             return framed(ranked, position, first, "ranked", block.generated_at)
-    return framed(shown, position, first, "snapshot", head.generated_at)
+    return framed(from_head, position, first, "snapshot", head.generated_at)
 
 
 def framed(entries: list[Ranked], position: int, first: int, source: str, as_of: str) -> Around:
     above = position - first
     return Around(entries, above, len(entries) - above - 1, position, source, as_of)
-
-
-def moved(entry: Ranked, head: Head, *, from_head: bool) -> dict[str, Any]:
-    """The entry as an answer shows it, with its ``previous_rank`` when the answer is the head's (a ranked version
-    is gathered at its own times: no previous ranking is kept for it, so null)."""
-    shown = entry.as_json()
-    return with_previous_rank(shown, head) if from_head else {**shown, "previous_rank": None}
 
 
 def page_document(head: Head, page: Page) -> dict[str, Any]:
@@ -392,7 +388,7 @@ def page_document(head: Head, page: Page) -> dict[str, Any]:
         "board": head.board,
         "generated_at": as_of,
         "period": head.period or {"kind": "all"},
-        "items": [moved(entry, head, from_head=page.rv is None) for entry in page.entries],
+        "items": [entry.as_json() for entry in page.entries],
         "offset": page.offset,
         "rv": page.rv,
         "cursor": page.cursor,
@@ -410,5 +406,5 @@ def around_document(head: Head, item: str, answer: Around) -> dict[str, Any]:
         "below": answer.below,
         "source": answer.source,
         "as_of": answer.as_of,
-        "items": [moved(entry, head, from_head=answer.source == "snapshot") for entry in answer.entries],
+        "items": [entry.as_json() for entry in answer.entries],
     }
