@@ -29,13 +29,15 @@ class Entry:
 
 @dataclass(frozen=True)
 class RankedEntry:
-    rank: int
+    """A leaderboard entry as every answer shows it (top, pages, around-me)."""
+
+    rank: int  # exact competition rank
     id: str
     views: int
-    previous_rank: int | None = None  # its rank in the snapshot before (movement); None: new to the board's head
+    previous_rank: int | None = None  # its rank in the snapshot before (movement); None: new, or not known
 
     def as_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "views": self.views}
+        return {"rank": self.rank, "id": self.id, "views": self.views, "previous_rank": self.previous_rank}
 
 
 def top(entries: Iterable[Entry], n: int) -> list[Entry]:

@@ -25,6 +25,7 @@ from typing import Any
 from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
+from shardboard.domain.publishing.gather import RankedEntry
 from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
 from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.reading.percentiles import (
@@ -49,17 +50,6 @@ _CURSOR_TEXT = re.compile(r"[A-Za-z0-9_-]{1,1024}")
 
 class NotRanked(LookupError):
     """Around-me of an id the ranking does not hold (past the depth D, or without views): HTTP 404 not_found."""
-
-
-@dataclass(frozen=True)
-class Ranked:
-    rank: int  # exact competition rank
-    id: str
-    views: int
-    previous_rank: int | None = None  # its rank in the snapshot before (answers from the head only)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "views": self.views, "previous_rank": self.previous_rank}
 
 
 @dataclass(frozen=True)
@@ -95,7 +85,7 @@ class Version:
 
 @dataclass(frozen=True)
 class Page:
-    entries: list[Ranked]
+    entries: list[RankedEntry]
     offset: int
     rv: str | None  # None: no ranked versions (D = N), the page is the head's
     cursor: str | None  # the next page; None: the walk is over
@@ -103,7 +93,7 @@ class Page:
 
 @dataclass(frozen=True)
 class Around:
-    entries: list[Ranked]
+    entries: list[RankedEntry]
     above: int  # entries shown above the item
     below: int
     position: int  # the item's 1-based position in board order
@@ -215,7 +205,7 @@ def page_of_head(head: Head, offset: int, limit: int) -> Page:
     """A page of the head itself, for a board without ranked versions (D = N: the head is the whole ranking)."""
     ranks = head_ranks(head.items)
     chosen = head.items[offset : offset + limit]
-    entries = [Ranked(ranks[item][0], item, views, head.previous.get(item)) for item, views in chosen]
+    entries = [RankedEntry(ranks[item][0], item, views, head.previous.get(item)) for item, views in chosen]
     return Page(entries, offset, None, None)
 
 
@@ -261,7 +251,7 @@ def read_page(board: RankedVersions, cursor: Cursor, version: Version) -> Page:
 
 def read_positions(
     board: RankedVersions, period: PeriodKey, version: Version, positions: Sequence[int], excluded: Sequence[int]
-) -> list[Ranked]:
+) -> list[RankedEntry]:
     """The entries at these 1-based positions of a version (ascending), with their competition ranks under the
     ``excluded`` positions: one BatchGetItem of the stored pages covering them (plus one rank shard for a retired
     version). Positions past the stored entries are left out."""
@@ -285,7 +275,7 @@ def read_positions(
         if index > 0 and rows[index - 1].views != views:
             tie = base + index + 1
         if base + index + 1 in wanted:
-            ranked.append(Ranked(rank_of(tie, excluded), item, views))
+            ranked.append(RankedEntry(rank_of(tie, excluded), item, views))
     return ranked
 
 
@@ -359,7 +349,7 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str,
     # A head short of N holds the whole visible board; else the board goes on past it (as far as the version knows).
     short = holds_whole_board(head)
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
-    shown = [Ranked(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
+    shown = [RankedEntry(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
     from_head = [replace(entry, previous_rank=head.previous.get(entry.id)) for entry in shown]
     if last <= held:
         return framed(from_head, position, first, "snapshot", head.generated_at)
@@ -371,7 +361,7 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str,
     return framed(from_head, position, first, "snapshot", head.generated_at)
 
 
-def framed(entries: list[Ranked], position: int, first: int, source: str, as_of: str) -> Around:
+def framed(entries: list[RankedEntry], position: int, first: int, source: str, as_of: str) -> Around:
     above = position - first
     return Around(entries, above, len(entries) - above - 1, position, source, as_of)
 
