@@ -148,11 +148,13 @@ def test_parallelization_factor_runs_batches_at_once_keeping_each_partition_key_
 
 
 def test_with_unlimited_retries_a_batch_ends_at_the_failure_destination_when_its_records_leave_the_stream(
-    pipeline, tmp_path
+    pipeline, tmp_path, stream_clock
 ):
-    # Given views 10 s short of the stream's 24-hour retention, and a function that always fails
+    # Given views stamped at one simulated instant (real stamps age apart on a loaded machine), now 10 s short of
+    # the stream's 24-hour retention, and a function that always fails
     pipeline.record_one_by_one("a", 3, random.Random(1))
-    clock = SimulatedClock(time.time() + 24 * 3600 - 10)
+    clock = stream_clock
+    clock.advance(24 * 3600 - 10)
 
     def fails(event: dict[str, Any], call: int) -> None:
         raise RuntimeError("always")
