@@ -175,6 +175,14 @@ def is_bucket(kind: str, bucket: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
+def previous_bucket(kind: str, bucket: str) -> str:
+    """The bucket of ``kind`` just before ``bucket`` (all time has none before it: itself)."""
+    if kind == ALL:
+        return ALL
+    return bucket_of(kind, bucket_start(kind, bucket) - timedelta(seconds=1))
+
+
 @functools.lru_cache(maxsize=65_536)  # a handful of distinct buckets per batch, looked up for every item
 def coarser_bucket(kind: str, anchor: str, anchor_bucket: str) -> str:
     """The ``kind`` bucket containing the anchor bucket ``anchor_bucket`` (all time contains everything)."""

@@ -93,6 +93,12 @@ class Leaderboards:
     def keep(self, board: str) -> Keep:
         return self.keeping.of(board)
 
+    def threshold_depth(self, period: PeriodKey) -> int:
+        """K: the published T is the K-th best of a period. D with ranked versions on a period kind (T from the
+        ranked version), N + R otherwise (all time's deep tier has its own T_D)."""
+        keep = self.keep(period.board)
+        return keep.depth if keep.ranked_versions and not self.deep_tier_on(period) else keep.gather_depth
+
     def deep_tier_on(self, period: PeriodKey) -> bool:
         """The deep tier serves all-time ranked versions only (a period kind keeps the index tier: T from the D-th
         best), and only with the sparse index (without it every item is in the head)."""

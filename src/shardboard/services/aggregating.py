@@ -35,6 +35,7 @@ from shardboard.domain.aggregating.aggregation import (
     plan_move,
     plan_roll,
     step_for,
+    threshold_lifts,
 )
 from shardboard.domain.aggregating.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
 from shardboard.domain.aggregating.window import AggregationWindow
@@ -171,7 +172,10 @@ def apply_batch(board: CountingBoard, records: Iterable[ViewRecord], settings: S
 
 def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], settings: Settings) -> BatchOutcome:
     """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per (board, item)
-    and anchor bucket; an item's buckets are applied oldest first, by one worker."""
+    and anchor bucket; an item's buckets are applied oldest first, by one worker.
+
+    When the batch itself proves a higher threshold (``threshold_lifts``), its witnesses go first, the new T is
+    published, and the rest is applied under it: what falls below it is never keyed."""
     outcome = BatchOutcome()
     if not deltas:
         return outcome
@@ -179,6 +183,26 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
     ctx = Context(settings.policy, board.thresholds(wanted) if wanted else {})
     outcome.threshold = ctx.main_threshold()
     groups = by_item(deltas)
+    lifts = threshold_lifts(ctx, deltas.values())
+    if lifts:
+        first = {key for lift in lifts for key in lift.witnesses}
+        _apply_groups(board, {key: groups.pop(key) for key in first}, ctx, settings, outcome)
+        held = [lift for lift in lifts if not any(key in outcome.failures for key in lift.witnesses)]
+        for lift in held:
+            board.raise_threshold(lift.period, lift.threshold)
+        ctx = ctx.raised(held)
+    _apply_groups(board, groups, ctx, settings, outcome)
+    return outcome
+
+
+def _apply_groups(
+    board: CountingBoard,
+    groups: Mapping[tuple[str, str], list[ItemDelta]],
+    ctx: Context,
+    settings: Settings,
+    outcome: BatchOutcome,
+) -> None:
+    """Apply each (board, item)'s deltas, in parallel when the settings allow; failures go to ``outcome``."""
 
     def apply(group: list[ItemDelta]) -> _Run:
         return [((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx)) for d in group]
@@ -193,6 +217,8 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
         for delta_key, item_outcome in run:
             outcome.add(ctx, delta_key, item_outcome)
 
+    if not groups:
+        return
     if settings.write_concurrency == 1:  # nothing to overlap (an in-memory store): skip the pool's dispatch cost
         for key, group in groups.items():
             try:
@@ -205,7 +231,6 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
         for key, future in futures.items():
             error = future.exception()
             collect(key, None if error else future.result(), error)
-    return outcome
 
 
 def note_changes(board: PeriodLedger, outcome: BatchOutcome, settings: Settings, now: int) -> None:

@@ -13,14 +13,22 @@ docs/boards-and-periods.md has the argument; domain/aggregating/batch.py the fol
 from __future__ import annotations
 
 import functools
+import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import NamedTuple
 
-from shardboard.domain.aggregating.batch import DeltaKey, ItemDelta, ShardMove, catch_up_moves, lower_bound_after
-from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket
+from shardboard.domain.aggregating.batch import (
+    DeltaKey,
+    ItemDelta,
+    ShardMove,
+    catch_up_moves,
+    lower_bound_after,
+    optimistic_moves,
+)
+from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket
@@ -150,6 +158,57 @@ class Context:
         """The deployment's board's all-time threshold this batch used (logged)."""
         return self.threshold(PeriodKey(self.policy.board, ALL, ALL))
 
+    def raised(self, lifts: Iterable[Lift]) -> Context:
+        """This context with the lifted thresholds in place of the ones read."""
+        states = dict(self.states)
+        for lift in lifts:
+            state = states.get(lift.period)
+            states[lift.period] = (
+                replace(state, threshold=lift.threshold) if state else BoardState(lift.threshold, None, None)
+            )
+        return Context(self.policy, states)
+
+
+@dataclass(frozen=True)
+class Lift:
+    """A batch's own proof that a period's T can rise: K of its items (``witnesses``, K the period's threshold
+    depth) are sure to hold at least ``threshold`` once their writes succeed, since counts only grow. Applied
+    first and published before the rest of the batch, it keeps a period's first batches (T still 0: no snapshot
+    yet) from keying every item they touch (docs/sparse-index.md, "The batch's own threshold")."""
+
+    period: PeriodKey
+    threshold: int
+    witnesses: frozenset[tuple[str, str]]  # (board, item)
+
+
+def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
+    """The periods whose K-th best lower bound in this batch is above the T the batch read, with their witnesses."""
+    if not ctx.policy.index.sparse:
+        return []
+    bounds: dict[PeriodKey, dict[str, int]] = defaultdict(dict)
+    for delta in deltas:
+        bound = lower_bound_after(optimistic_moves(delta))  # the shards' NEW values: held once the delta applied
+        if bound <= 0:
+            continue
+        for period in ctx.periods(delta.board, delta.bucket):
+            held = bounds[period]
+            if bound > held.get(delta.item_id, 0):
+                held[delta.item_id] = bound
+    lifts = []
+    for period, held in bounds.items():
+        depth = ctx.policy.threshold_depth(period)
+        if len(held) < depth:
+            continue
+        best = heapq.nlargest(depth, held.items(), key=_bound)
+        threshold = best[-1][1]
+        if threshold > ctx.threshold(period):
+            lifts.append(Lift(period, threshold, frozenset((period.board, item_id) for item_id, _ in best)))
+    return lifts
+
+
+def _bound(entry: tuple[str, int]) -> int:
+    return entry[1]
+
 
 @functools.lru_cache(maxsize=65_536)  # every delta asks; a batch has few distinct (board, bucket) pairs
 def periods_of(kinds: tuple[str, ...], board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
@@ -158,9 +217,20 @@ def periods_of(kinds: tuple[str, ...], board: str, anchor_bucket: str) -> tuple[
 
 
 def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[PeriodKey]:
-    """The periods whose thresholds and layouts a batch needs (one read per batch): every period its views count in."""
+    """The periods whose thresholds and layouts a batch needs (one read per batch): every period its views count in,
+    and those of the anchor bucket before (an aggregate that rolls keys its archived entries only at or above their
+    period's T)."""
     kinds = policy.periods.kinds
-    return sorted({period for delta in deltas for period in periods_of(kinds, delta.board, delta.bucket)})
+    anchor = policy.periods.anchor
+    buckets = {(delta.board, delta.bucket) for delta in deltas}
+    return sorted(
+        {
+            period
+            for board, bucket in buckets
+            for anchor_bucket in dict.fromkeys((bucket, previous_bucket(anchor, bucket)))
+            for period in periods_of(kinds, board, anchor_bucket)
+        }
+    )
 
 
 def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[ItemDelta]]:

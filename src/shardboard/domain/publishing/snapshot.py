@@ -109,7 +109,9 @@ def plan_publish(policy: Leaderboards, period: PeriodKey, gathered: Gathered, ra
     keep = policy.keep(period.board)
     deep = policy.deep_tier_on(period)
     threshold = (
-        rank.threshold if keep.ranked_versions and not deep else index_threshold(gathered.top, keep.gather_depth)
+        rank.threshold
+        if keep.ranked_versions and not deep
+        else index_threshold(gathered.top, policy.threshold_depth(period))
     )
     return Publish(
         threshold if policy.index.sparse and threshold > 0 else 0,
