@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shardboard_tools.bench.boards import READ_REQUEST_UNIT_DOLLARS, WRITE_REQUEST_UNIT_DOLLARS, run_boards
+from shardboard_tools.bench.boards import run_boards
 from shardboard_tools.bench.boards_designs import BREAKDOWN, SEED_PER_BOARD, STRAIGHTFORWARD
 from shardboard_tools.bench.boards_workload import (
     BoardsWorkload,
@@ -17,6 +17,7 @@ from shardboard_tools.bench.boards_workload import (
     brute_force_tops,
     bucket_label,
 )
+from shardboard_tools.bench.prices import READ_REQUEST_UNIT_DOLLARS, WRITE_REQUEST_UNIT_DOLLARS
 
 # 20 s of views at 400/s, midnight at 10 s; 2 s windows and refreshes (ten of each).
 SMALL = BoardsWorkload.straddling_midnight(
@@ -43,7 +44,8 @@ def result() -> dict[str, Any]:
 
 def test_the_default_workload_rolls_the_day_halfway_and_nothing_else() -> None:
     workload = BoardsWorkload()
-    assert workload.duration == 400.0
+    assert workload == BoardsWorkload.straddling_midnight()  # what `bench --scenario boards` runs by default
+    assert workload.views == 200_000 and workload.duration == 40.0
     midnight = datetime(2026, 11, 25, tzinfo=UTC)
     assert (midnight - workload.start).total_seconds() == workload.duration / 2
     days = workload.day_indexes(np.array([0.0, workload.duration - 1e-3]))
@@ -51,7 +53,7 @@ def test_the_default_workload_rolls_the_day_halfway_and_nothing_else() -> None:
     for period in ("week", "month", "all"):
         assert bucket_label(period, int(days[0])) == bucket_label(period, int(days[1]))
     assert workload.boards()[:2] == ("global", "cat-00") and workload.boards()[-1] == "cat-19"
-    assert workload.as_json()["start"] == "2026-11-24T23:56:40Z"
+    assert workload.as_json()["start"] == "2026-11-24T23:59:40Z"
 
 
 def test_views_have_the_shape_the_scenario_needs(views: Views) -> None:

@@ -3,7 +3,8 @@
 ``run_boards`` runs each design (``boards_designs``) on the workload (``boards_workload``) in virtual time and
 returns, per design, its write units per view (and their breakdown: base table, aggregates, GSI entries,
 snapshots), its refresh reads, its worst refresh read ratio, its throttled requests, an on-demand price per million
-views, and whether its final top N of every (board, period bucket) equals a brute-force count of the workload.
+views (at ``prices``), and whether its final top N of every (board, period bucket) equals a brute-force count of the
+workload.
 Per-view figures divide by the views offered (a throttled write costs nothing and its view is lost).
 """
 
@@ -26,11 +27,7 @@ from shardboard_tools.bench.boards_designs import (
 )
 from shardboard_tools.bench.boards_shardboard import ShardboardBoardsDesign
 from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, brute_force_tops
-
-# On-demand prices in us-east-1 (aws.amazon.com/dynamodb/pricing/on-demand, Standard table class, since the
-# November 2024 price cut): $1.25 per million write request units, $0.25 per million read request units.
-WRITE_REQUEST_UNIT_DOLLARS = 1.25 / 1_000_000
-READ_REQUEST_UNIT_DOLLARS = 0.25 / 1_000_000
+from shardboard_tools.bench.prices import on_demand_dollars
 
 
 def make_boards_design(name: str, workload: BoardsWorkload) -> BoardsDesign:
@@ -65,9 +62,7 @@ def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> 
         "throttled_requests": run.throttled_requests,
         "views_offered": run.views_offered,
         "views_recorded": run.views_recorded,
-        "cost_per_million_views": 1_000_000
-        * (writes * WRITE_REQUEST_UNIT_DOLLARS + reads * READ_REQUEST_UNIT_DOLLARS)
-        / views,
+        "cost_per_million_views": 1_000_000 * on_demand_dollars(writes, reads) / views,
         "exact": not mismatched,
         "buckets": len(truth),
         "mismatched_buckets": mismatched,

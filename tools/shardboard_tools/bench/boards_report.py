@@ -7,6 +7,9 @@ from typing import Any
 
 from rich.table import Table
 
+from shardboard_tools.bench.boards_workload import BoardsWorkload
+from shardboard_tools.bench.prices import READ_REQUEST_UNIT_DOLLARS, WRITE_REQUEST_UNIT_DOLLARS
+
 # The targets for shardboard in this scenario (docs/benchmarks-boards.md).
 MAX_WRITE_UNITS_PER_VIEW = 2.5
 BASE_WRITES_PER_VIEW = 1.0
@@ -24,6 +27,17 @@ ROWS = (
     ("throttled requests", "throttled_requests", "{:,}"),
     ("cost per million views (on-demand, reads included)", "cost_per_million_views", "${:.2f}"),
     ("exact on every (board, period)", "exact", "{}"),
+)
+
+
+PRICES_NOTE = (
+    f"Dollars at DynamoDB's on-demand prices, ${WRITE_REQUEST_UNIT_DOLLARS * 1e6:g} per million write request units "
+    f"and ${READ_REQUEST_UNIT_DOLLARS * 1e6:g} per million read request units (us-east-1, Standard table class; "
+    "tools/shardboard_tools/bench/prices.py)."
+)
+WORKLOAD_NOTE = (
+    f"The scenario's defaults (`BoardsWorkload`): {BoardsWorkload.views:,} views unless `--views` is given, sized to "
+    "finish within 10 minutes on a 2-core machine; `start` puts a UTC midnight halfway through the views."
 )
 
 
@@ -98,6 +112,7 @@ def markdown(result: dict[str, Any], command: str, notes: str) -> str:
     for label, key, form in ROWS:
         cells = [("-" if (v := _value(f, key)) is None else form.format(v)) for f in designs.values()]
         lines.append(f"| {label.strip()} | " + " | ".join(cells) + " |")
+    lines += ["", PRICES_NOTE]
     ours = designs.get("shardboard")
     if ours and ours.get("index_write_units_by_index"):
         lines += ["", "## shardboard's index writes per view, by index", "", "| index | write units per view |"]
@@ -105,7 +120,7 @@ def markdown(result: dict[str, Any], command: str, notes: str) -> str:
         lines += [f"| `{name}` | {units:.3f} |" for name, units in sorted(ours["index_write_units_by_index"].items())]
     lines += ["", "## Targets", "", "| target | wanted | found | met |", "|---|---|---:|:---:|"]
     lines += [f"| {t.name} | {t.wanted} | {t.found} | {'yes' if t.met else 'no'} |" for t in targets(result)]
-    lines += ["", "## Workload", ""]
+    lines += ["", "## Workload", "", WORKLOAD_NOTE, ""]
     lines += [f"- `{key}`: {value}" for key, value in result["workload"].items()]
     lines += ["", notes.strip(), ""]
     return "\n".join(lines)

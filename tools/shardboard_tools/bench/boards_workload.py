@@ -11,8 +11,9 @@ ties (the equal targets at the start) are broken by a permutation of the categor
 realised shares of views then match the targets to within sampling noise (the first item alone draws ~8 % of
 views, so a random assignment would not).
 
-The default ``start`` is 200 s before a UTC midnight, so a day boundary falls halfway through the 400 s run;
-2026-11-25 is a Wednesday (not a Monday) and not the 1st, so the week and month do not roll.
+The default ``start`` puts a UTC midnight halfway through the default run (``DEFAULT_VIEWS`` at
+``DEFAULT_VIEWS_PER_S``), so a day boundary falls halfway; 2026-11-25 is a Wednesday (not a Monday) and not the 1st,
+so the week and month do not roll. ``straddling_midnight`` does the same for any size.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ PERIODS = ("day", "week", "month", "all")
 SECONDS_PER_DAY = 86_400
 # Wed 2026-11-25 00:00 UTC: not a Monday, not the 1st, so only the day rolls there.
 DEFAULT_MIDNIGHT = datetime(2026, 11, 25, tzinfo=UTC)
+# The scenario's default size (`shardboard bench --scenario boards`): sized so that its three designs finish within
+# 10 minutes on a 2-core machine (docs/benchmarks-boards.md, "Workload").
+DEFAULT_VIEWS = 200_000
+DEFAULT_VIEWS_PER_S = 5_000.0
 
 
 def category_board(index: int) -> str:
@@ -57,18 +62,18 @@ class Views:
 
 @dataclass(frozen=True)
 class BoardsWorkload:
-    views: int = 2_000_000
+    views: int = DEFAULT_VIEWS
     items: int = 100_000
     zipf_s: float = 1.0
-    views_per_s: float = 5_000.0
+    views_per_s: float = DEFAULT_VIEWS_PER_S
     categories: int = 20
     # Target share of the views drawn by cat-00; the others split the rest evenly.
     hot_share: float = 0.35
     global_top_n: int = 1_000
     category_top_n: int = 100
     periods: tuple[str, ...] = PERIODS
-    # 200 s before a UTC midnight (Tue 2026-11-24 -> Wed 2026-11-25): the day rolls halfway through 400 s of views.
-    start: datetime = DEFAULT_MIDNIGHT - timedelta(seconds=200)
+    # Half the default run before a UTC midnight (Tue 2026-11-24 -> Wed 2026-11-25): the day rolls halfway through.
+    start: datetime = DEFAULT_MIDNIGHT - timedelta(seconds=DEFAULT_VIEWS / DEFAULT_VIEWS_PER_S / 2)
     gsi_shards: int = 10
     write_shards: int = 20
     refresh_seconds: float = 10.0

@@ -88,18 +88,21 @@ straightforward and shardboard (about 0.3 per view per board at 10 s windows: th
 once per window). The rest is index writes: an item in a period's index pays two index writes whenever its count, the
 sort key, changes, and at a period's start every period's threshold is 0, so every item joins. With four period kinds
 an item near the top is in four indexes: 4 x 2 writes per window. That is what keeps both designs well above 2.5 write
-units per view in this 400-second run, where every period (even all time) starts empty.
+units per view in this 40-second run, where every period (even all time) starts empty.
 
-Why shardboard costs more than straightforward in this run (3.958 against 3.570 write units per view), measured in the
-table above: its aggregate writes are 0.881 per view against 0.599, and its index writes 2.068 against 1.961. The
+Why shardboard costs more than straightforward in this run (4.255 against 3.681 write units per view), measured in the
+table above: its aggregate writes are 0.965 per view against 0.599, and its index writes 2.280 against 2.071. The
 difference is what keeps past periods queryable and exact: at the UTC day boundary halfway through, every
 aggregate that moves on first archives the ending day into a past entry (with its own `by-day` index key, so `top
 --period day --at yesterday` and late views keep working), and views of the previous day that arrive after it rolled
 are late moves, one TransactWriteItems at twice the units. The straightforward simulation moves its aggregate on in
 place and keeps a closed day only as its closing snapshot, and it carries no exactly-once bookkeeping (the emulator
 run injects no faults): it is the floor of a design that gives those up, not an exact alternative under faults.
-The 2M-view default run (`shardboard bench --scenario boards`) was not finished on this 2-core machine; 400,000 views
-keep the same day boundary halfway.
+The default, 200,000 views, is sized for the three designs to finish within 10 minutes on this 2-core machine (this
+run, `time`d and niced on the shared machine: 8 min 56 s, 4 min 57 s of CPU; seed-per-board 140 s of CPU,
+straightforward 34 s, shardboard 122 s). A bigger `--views` keeps the day boundary halfway and runs longer; every
+period starts empty and its threshold rises with time, so the per-view figures fall as the run lengthens (400,000
+views: 3.958 write units per view for shardboard, 3.570 for straightforward).
 
 What would get below it, measured levers first:
 - **A coarse sort key** (a rank bucket of the count, e.g. powers of 1.25, with the exact count read at refresh time

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
+from shardboard_tools.bench.boards_workload import BoardsWorkload
 from shardboard_tools.bench.designs import DESIGNS
 from shardboard_tools.bench.notes import NOTES
 from shardboard_tools.bench.report import chart, markdown, table, targets
@@ -29,7 +30,7 @@ def command_line(ctx: click.Context) -> str:
         given = ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE
         skipped = param.name in ("as_json", "no_files", "out") or value in ((), None)
         if skipped or (value == param.default and not given):
-            continue  # a default given on the command line stays: a scenario may have its own default (boards: 2M)
+            continue  # a default given on the command line stays: a scenario may have its own (BoardsWorkload.views)
         flag = param.opts[0] if isinstance(param, click.Option) else ""
         for one in value if isinstance(value, tuple) else (value,):
             changed.append(f"{flag} {one:g}" if isinstance(one, float) else f"{flag} {one}")
@@ -69,7 +70,11 @@ def print_targets(screen: Console, found: list[Any]) -> None:
 
 @click.command()
 @click.option(
-    "--views", type=click.IntRange(min=1000), default=Workload.views, show_default=True, help="Views offered."
+    "--views",
+    type=click.IntRange(min=1000),
+    default=Workload.views,
+    show_default=True,
+    help=f"Views offered (--scenario boards: {BoardsWorkload.views:,} unless given, its day boundary halfway).",
 )
 @click.option("--views-per-sec", type=click.FloatRange(min=1), default=Workload.views_per_s, show_default=True)
 @click.option("--items", type=click.IntRange(min=10), default=Workload.items, show_default=True, help="Catalogue size.")
@@ -204,11 +209,11 @@ def bench(
 
 
 def run_boards_scenario(ctx: click.Context, designs: tuple[str, ...], *, as_json: bool, out: Path | None) -> None:
-    """``--scenario boards``: 2,000,000 views on 20 skewed category boards, day/week/month and all time."""
+    """``--scenario boards``: BoardsWorkload's views (``--views`` when given) on 20 skewed category boards,
+    day/week/month and all time."""
     from shardboard_tools.bench.boards import run_boards
     from shardboard_tools.bench.boards_designs import BOARDS_DESIGNS
     from shardboard_tools.bench.boards_report import markdown, table, targets
-    from shardboard_tools.bench.boards_workload import BoardsWorkload
 
     workload = BoardsWorkload.straddling_midnight(**given(ctx, {"views": "views"}))
     chosen = tuple(d for d in designs if d in BOARDS_DESIGNS) or BOARDS_DESIGNS
