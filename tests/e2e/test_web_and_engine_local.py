@@ -58,10 +58,11 @@ def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
     finally:
         server.stop()
 
-    # Then it shows the exact top 5, fetched through the read API handler
+    # Then it shows the exact top 5, fetched through the read API handler, each new to the board (a first snapshot)
     expected = [[str(rank), item, f"{views:,}"] for rank, (item, views) in enumerate(brute_force_top(rt), 1)]
     assert title == rt.settings.board
-    assert [row[1:] for row in rows] == [row[1:] for row in expected]
+    assert [row[1:3] for row in rows] == [row[1:] for row in expected]
+    assert [row[3] for row in rows] == ["new"] * 5
     assert server.requests >= 2  # the page itself, then GET /leaderboard
 
 
@@ -171,6 +172,36 @@ def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local
     }
     assert (cells[1]["title"], cells[1]["href"], cells[1]["img"]) == ("A dog", None, None)
     assert cells[2] == {"title": None, "href": None, "img": None, "bold": False, "text": "images/fox.jpg"}
+
+
+def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
+    # Given a snapshot of a (3), b (2), c (1), then a newcomer e (5) and c climbing to 4, and a second snapshot
+    from playwright.sync_api import sync_playwright
+
+    rt = make_local(TopN="3")
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
+    for views in ({"a": 3, "b": 2, "c": 1}, {"e": 5, "c": 3}):
+        for item, count in views.items():
+            for shard in range(count):
+                rt.views.add_view(item, shard)
+        runner.drain()
+        rt.invoke(snapshot.handler, scheduled_event())
+    server = LeaderboardServer(read_api.handler).start()
+
+    # When Chromium opens the page
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(server.url + "?limit=3")
+            page.wait_for_selector("#rows tr")
+            rows = page.eval_on_selector_all("#rows tr", ROWS)
+            browser.close()
+    finally:
+        server.stop()
+
+    # Then e is new, c went up one place (3rd -> 2nd), a down two (1st -> 3rd)
+    assert [(row[1], row[3]) for row in rows] == [("e", "new"), ("c", "\u25b21"), ("a", "\u25bc2")]
 
 
 def test_read_api_errors_reach_the_page_as_http(make_local):
