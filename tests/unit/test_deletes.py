@@ -331,3 +331,29 @@ def test_a_delete_landing_between_a_batchs_deny_read_and_its_writes_is_erased_by
     assert landed == ["a"]
     world.assert_gone("a")
     assert world.aggregated() == {"b": 2}
+
+
+def test_a_takedown_keeps_a_past_periods_head_expiring():
+    # Given a day's head (it expires with its retention) and the day over
+    world = World(top_n=2, spare=0, board_shards=1, batch_size=5)
+    for item in ("i0", "i4"):
+        world.design.view(item)
+    world.design.settle(final=True)
+    world.refresh()
+    world.design.emulator.clock.advance(30 * 3600)
+
+    def expiries() -> dict[str, str | None]:
+        return {
+            row["pk"]["S"]: row.get("expires_at", {}).get("N")
+            for row in world.live("snapshot#")
+            if "#day#" in row["pk"]["S"]
+        }
+
+    (before,) = expiries().values()
+    # When an item of that day is deleted (its head is patched)
+    world.delete("i4")
+    # Then the patched head still expires when the day's retention ends: a head without a TTL would outlive it,
+    # and a later delete (which patches retained periods only) would leave its id there for good
+    assert before is not None
+    assert list(expiries().values()) == [before]
+    assert all("i4" not in [entry.id for entry in head.items] for head in world.heads())

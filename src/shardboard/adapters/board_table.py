@@ -857,6 +857,8 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         meta_at=item["meta_at"]["S"] if "meta" in item else None,
         rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
         previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
+        # Read back so that a takedown's patch of a past period's head keeps its TTL.
+        expires_at=int_of(item[EXPIRES_AT]) if EXPIRES_AT in item else None,
     )
 
 

@@ -169,7 +169,7 @@ class Head:
     shard_hits: Mapping[int, int]
     digest: str
     spare: tuple[Row, ...] = ()
-    expires_at: int | None = None  # a past period's TTL (written, not read back)
+    expires_at: int | None = None  # a past period's TTL (read back: a takedown's patch keeps it)
     meta: Meta | None = None
     meta_at: str | None = None  # when ``meta`` was last read in full; set whenever ``meta`` is
     rank: RankBlock | None = None
