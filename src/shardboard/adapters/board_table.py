@@ -836,6 +836,10 @@ def snapshot_item(head: Head) -> Item:
     item["spare"] = s_attr(compact(head.spare))
     if head.previous:  # {id: rank in the snapshot this one replaced}: the entries' previous_rank
         item["previous"] = s_attr(compact(head.previous))
+    if head.gone:  # {id: rank} of the top N before that this head no longer holds: its ``left`` events
+        item["gone"] = s_attr(compact(head.gone))
+    if head.events_version:
+        item["events_version"] = n_attr(head.events_version)
     return item
 
 
@@ -857,6 +861,8 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         meta_at=item["meta_at"]["S"] if "meta" in item else None,
         rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
         previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
+        gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
+        events_version=int_of(item.get("events_version")),
     )
 
 

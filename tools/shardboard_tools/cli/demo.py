@@ -118,6 +118,7 @@ def _report_table(report: object) -> Table:
         ("failure destination", f"{report.dead_letter_batches} batch(es)"),
         ("snapshot = exact top N", "yes" if report.snapshot_exact else "no"),
         ("every snapshot exact", f"{report.snapshots_checked - report.snapshots_inexact}/{report.snapshots_checked}"),
+        ("board events", f"{report.events:,}" + (f" in {report.events_file}" if report.events_file else "")),
     ]
     for name, value in rows:
         table.add_row(name, value)

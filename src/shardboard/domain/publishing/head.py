@@ -175,6 +175,10 @@ class Head:
     rank: RankBlock | None = None
     # Movement: each entry's competition rank in the snapshot this one replaced (ids absent there: new, no key).
     previous: Mapping[str, int] = field(default_factory=dict)
+    # Events (domain/publishing/events.py): the ids of the top N before that this head no longer holds, by their rank
+    # there, and the version whose gather set ``previous`` and ``gone`` (0: this head's own; a patch keeps it).
+    gone: Mapping[str, int] = field(default_factory=dict)
+    events_version: int = 0
 
 
 def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:
