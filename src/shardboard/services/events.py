@@ -40,6 +40,9 @@ class Announcer:
         self.policy = policy
         self.lookback = timedelta(seconds=CLOSE_LOOKBACK_RUNS * refresh_seconds)
         self._published: dict[PeriodKey, int] = {}
+        # Per period, the ids published for its latest gather (``events_version``): a takedown's patched head derives
+        # that gather's events again under the same ids, and only its own changes need to go out.
+        self._sent: dict[PeriodKey, tuple[int, set[str]]] = {}
         self._closed: set[PeriodKey] = set()
         self._lock = threading.Lock()
         self.sent = 0  # events published by this container (the handler's metric)
@@ -85,11 +88,16 @@ class Announcer:
             return self._published.get(period, 0) < head.version
 
     def _publish(self, period: PeriodKey, heads: Sequence[Head], events: list[BoardEvent]) -> int:
-        unique = list({event.id: event for event in events}.values())
+        with self._lock:
+            gather, sent = self._sent.get(period, (0, set()))
+        unique = [event for event in {event.id: event for event in events}.values() if event.id not in sent]
         if unique:
             self.sink.publish(unique)
+        latest = max(head.events_version or head.version for head in heads)
         with self._lock:
             self._published[period] = max(self._published.get(period, 0), *(head.version for head in heads))
+            ids = sent if latest == gather else set()
+            self._sent[period] = (latest, ids | {event.id for event in unique})
             self.sent += len(unique)
         return len(unique)
 
