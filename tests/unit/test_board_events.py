@@ -146,7 +146,7 @@ def test_the_bus_gets_batches_of_ten_and_sends_again_only_the_entries_it_refused
     sent: list[list[str]] = []
 
     class FlakyBus:
-        def put_events(self, Entries):  # noqa: N803 - boto3's parameter name
+        def put_events(self, Entries):  # boto3 names it so
             sent.append([json.loads(put["Detail"])["item"] for put in Entries])
             failed = len(sent) == 1  # the first request: its 2nd entry refused
             results = [

@@ -86,6 +86,8 @@ def demo(  # noqa: PLR0917 - one parameter per click option
             f"{report.periods} leaderboards; snapshots {report.snapshots_checked - report.snapshots_inexact}/"
             f"{report.snapshots_checked} exact)"
         )
+        where = f" in {report.events_file}" if report.events_file else ""
+        console.print(f"board events: {report.events:,} published{where} (docs/events.md)", soft_wrap=True)
     if not report.verify_exact:
         sys.exit(1)
 
@@ -118,7 +120,6 @@ def _report_table(report: object) -> Table:
         ("failure destination", f"{report.dead_letter_batches} batch(es)"),
         ("snapshot = exact top N", "yes" if report.snapshot_exact else "no"),
         ("every snapshot exact", f"{report.snapshots_checked - report.snapshots_inexact}/{report.snapshots_checked}"),
-        ("board events", f"{report.events:,}" + (f" in {report.events_file}" if report.events_file else "")),
     ]
     for name, value in rows:
         table.add_row(name, value)
