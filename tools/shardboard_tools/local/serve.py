@@ -102,8 +102,7 @@ def events_path(options: ServeOptions) -> Path:
 def describe(server: LocalApiServer, engine: str, options: ServeOptions, auth: str) -> str:
     """The one line ``serve`` prints: where, what it serves and what runs behind it."""
     routes = ", ".join(route.key for route in server.gateway.routes)
-    events = f"; board events to {events_path(options)}" if options.state_dir else ""
     return (
         f"shardboard serve: {server.url} ({routes}; auth {auth}) on {engine}; stream runner and snapshot every "
-        f"{options.refresh_seconds:g} s behind it{events}; Ctrl-C stops"
+        f"{options.refresh_seconds:g} s behind it; Ctrl-C stops"
     )
