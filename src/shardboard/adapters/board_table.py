@@ -79,7 +79,7 @@ from shardboard.domain.ports import (
     RankShard,
     ResumeToken,
 )
-from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, rows
+from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
 
 
 def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
@@ -840,6 +840,8 @@ def snapshot_item(head: Head) -> Item:
         item["gone"] = s_attr(compact(head.gone))
     if head.events_version:
         item["events_version"] = n_attr(head.events_version)
+    if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
+        item["patched"] = s_attr(compact(head.patched))
     return item
 
 
@@ -863,6 +865,7 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
         gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
         events_version=int_of(item.get("events_version")),
+        patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
     )
 
 

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from shardboard.domain.periods import ALL
 from shardboard.domain.publishing.gather import Entry, RankedEntry, with_ranks
-from shardboard.domain.publishing.head import Head, Row
+from shardboard.domain.publishing.head import Head, Row, TopChange
 
 ENTERED = "entered"
 LEFT = "left"
@@ -96,29 +96,39 @@ def departed(previous: Head | None, entries: Sequence[Row], top_n: int) -> dict[
     return {item: ranked.rank for item, ranked in before if ranked.rank <= top_n and item not in held}
 
 
-def taken_out(head: Head, item_id: str, top_n: int) -> dict[str, int]:
-    """``head.gone`` once a takedown drops ``item_id`` from it: the item's rank when it was in the top N (so the
-    patched head derives its ``left`` even if the item entered in this very head)."""
-    ranked = ranks_of(head).get(item_id)
-    if ranked is None or ranked.rank > top_n:
-        return dict(head.gone)
-    return {**head.gone, item_id: ranked.rank}
+def patch_changes(head: Head, entries: Sequence[Row], version: int, top_n: int) -> tuple[TopChange, ...]:
+    """``head.patched`` once a patch (a takedown) replaces the head's entries with ``entries`` as ``version``: what
+    left the top N (by rank before) and what the spares refilled it with (by rank now) appended."""
+    before = ranks_of(head)
+    was = {item for item, ranked in before.items() if ranked.rank <= top_n}
+    now = with_ranks([Entry(id=row.id, views=row.views) for row in entries])
+    is_in = {ranked.id for ranked in now if ranked.rank <= top_n}
+    left = sorted((before[item].rank, item) for item in was - is_in)
+    entered = [ranked.id for ranked in now if ranked.id in is_in - was]
+    return (
+        *head.patched,
+        *(TopChange(version, LEFT, item, rank) for rank, item in left),
+        *(TopChange(version, ENTERED, item, before[item].rank if item in before else None) for item in entered),
+    )
 
 
 def head_events(head: Head, top_n: int) -> list[BoardEvent]:
-    """The changes of the top N this head announces: ``left`` (best previous rank first), then ``entered`` (best
-    rank first). Their ids name the head version whose gather set ``previous`` (``events_version``): a takedown or
-    metadata patch keeps it, so the patched head's unchanged events keep their ids."""
+    """The changes of the top N this head announces: its gather's (``left`` by previous rank, then ``entered`` by
+    rank), then those of the patches since (in order). A gather's events are named by its version
+    (``events_version``), a patch's by the patch's: a patched head derives its gather's events again under the same
+    ids (their top N is the current one with the patches undone), and adds its own."""
     kind = head.period.get("kind", ALL)
     basis = head.events_version or head.version
     now = ranks_of(head)
     before = {**head.previous, **head.gone}
-    in_top = {item for item, ranked in now.items() if ranked.rank <= top_n}
+    gathered = {item for item, ranked in now.items() if ranked.rank <= top_n}
+    for change in reversed(head.patched):  # undone, latest first
+        (gathered.discard if change.type == ENTERED else gathered.add)(change.id)
 
-    def event(kind_of_event: str, item: str) -> BoardEvent:
+    def event(version: int, kind_of_event: str, item: str, previous_rank: int | None) -> BoardEvent:
         ranked = now.get(item)
         return BoardEvent(
-            id=event_id(head.board, kind, head.bucket, basis, kind_of_event, item),
+            id=event_id(head.board, kind, head.bucket, version, kind_of_event, item),
             type=kind_of_event,
             board=head.board,
             period=head.period,
@@ -129,12 +139,18 @@ def head_events(head: Head, top_n: int) -> list[BoardEvent]:
             item=item,
             rank=ranked.rank if ranked else None,
             views=ranked.views if ranked else None,
-            previous_rank=before.get(item),
+            previous_rank=previous_rank,
         )
 
-    left = sorted((rank, item) for item, rank in before.items() if rank <= top_n and item not in in_top)
-    entered = [item for item, ranked in now.items() if item in in_top and head.previous.get(item, top_n + 1) > top_n]
-    return [event(LEFT, item) for _, item in left] + [event(ENTERED, item) for item in entered]
+    left = sorted((rank, item) for item, rank in before.items() if rank <= top_n and item not in gathered)
+    # Board order: the entries held, then those a patch dropped since (they were in the gather's top N).
+    order = [*now, *(change.id for change in head.patched if change.id not in now)]
+    entered = [item for item in dict.fromkeys(order) if item in gathered and head.previous.get(item, top_n + 1) > top_n]
+    return [
+        *(event(basis, LEFT, item, rank) for rank, item in left),
+        *(event(basis, ENTERED, item, head.previous.get(item)) for item in entered),
+        *(event(change.version, change.type, change.id, change.previous_rank) for change in head.patched),
+    ]
 
 
 def closed_event(head: Head, top_n: int) -> BoardEvent:
