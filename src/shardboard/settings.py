@@ -148,6 +148,8 @@ class Settings:
     snapshot_spare: int = 32
     # Boards: which category boards writers may create (domain/boards.py): at most max, matching the pattern if any.
     board_policy: BoardPolicy = DEFAULT_POLICY
+    # EventBusName: the EventBridge bus the snapshot job publishes board events to (docs/events.md); "" = none.
+    event_bus: str = ""
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -311,6 +313,7 @@ class Settings:
             cursor_ttl_seconds=integer("CURSOR_TTL_SECONDS", defaults.cursor_ttl_seconds),
             snapshot_spare=integer("SNAPSHOT_SPARE", defaults.snapshot_spare),
             board_policy=board_policy(env.get("BOARDS"), defaults.board_policy),
+            event_bus=env.get("EVENT_BUS_NAME", defaults.event_bus),
         )
 
 

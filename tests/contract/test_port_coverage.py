@@ -12,8 +12,9 @@ from shardboard.domain import boards, ports
 from tests.contract import conftest
 
 HERE = Path(__file__).parent
-# The fixtures that hand a test one implementation after another (conftest.py; the registry's own module).
-BACKEND_FIXTURES = {"ports", "registry"}
+# The fixtures that hand a test one implementation after another (conftest.py; the registry's and the event sinks'
+# own modules).
+BACKEND_FIXTURES = {"ports", "registry", "sinks"}
 
 
 def port_methods() -> dict[str, set[str]]:

@@ -53,6 +53,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
         ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
         ("sqs:SendMessage", "SnapshotFailureQueue"),  # the async invocation's on-failure destination
+        ("events:PutEvents", "EventBus or event-bus/${EventBusName}"),  # board events: the stack's bus or the one given
     },
     "ShardReviewFunction": {
         ("dynamodb:GetItem", "BoardTable"),  # aggregate_views: the item's views, to measure its rate
@@ -112,9 +113,13 @@ def resource_name(resource: Any) -> str:
         name, attribute = resource["Fn::GetAtt"]
         return str(name) if attribute == "Arn" else f"{name}.{attribute}"
     if isinstance(resource, dict) and "Fn::Sub" in resource:
-        return re.sub(r"\$\{([^}.]+)\.Arn\}", r"\1", str(resource["Fn::Sub"]))
+        named = re.sub(r"\$\{([^}.]+)\.Arn\}", r"\1", str(resource["Fn::Sub"]))
+        # An ARN built from a parameter: what it names (``event-bus/${EventBusName}``).
+        return named.rsplit(":", 1)[-1] if named.startswith("arn:${AWS::Partition}:") else named
     if isinstance(resource, dict) and "Ref" in resource:
         return str(resource["Ref"])
+    if isinstance(resource, dict) and "Fn::If" in resource:  # one resource or the other, by a condition
+        return " or ".join(resource_name(branch) for branch in resource["Fn::If"][1:])
     return str(resource)
 
 

@@ -79,7 +79,7 @@ from shardboard.domain.ports import (
     RankShard,
     ResumeToken,
 )
-from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, rows
+from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
 
 
 def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
@@ -836,6 +836,12 @@ def snapshot_item(head: Head) -> Item:
     item["spare"] = s_attr(compact(head.spare))
     if head.previous:  # {id: rank in the snapshot this one replaced}: the entries' previous_rank
         item["previous"] = s_attr(compact(head.previous))
+    if head.gone:  # {id: rank} of the top N before that this head no longer holds: its ``left`` events
+        item["gone"] = s_attr(compact(head.gone))
+    if head.events_version:
+        item["events_version"] = n_attr(head.events_version)
+    if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
+        item["patched"] = s_attr(compact(head.patched))
     return item
 
 
@@ -859,6 +865,9 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
         # Read back so that a takedown's patch of a past period's head keeps its TTL.
         expires_at=int_of(item[EXPIRES_AT]) if EXPIRES_AT in item else None,
+        gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
+        events_version=int_of(item.get("events_version")),
+        patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
     )
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple, Protocol
 from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.items.records import ItemRecord, ShardPage
+from shardboard.domain.publishing.events import BoardEvent
 from shardboard.domain.publishing.head import Head, Row, ShardRow
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
 from shardboard.domain.writing.idempotency import KeyedOutcome, KeyedRequest, OnceOutcome, OnceWrite
@@ -493,6 +494,15 @@ class RankParts:
     rv: str
     pages: list[list[Row]]
     shards: dict[int, RankShard]
+
+
+class EventSink(Protocol):
+    """Where the snapshot job announces what changed on the boards (docs/events.md): an EventBridge bus, a file."""
+
+    def publish(self, events: Sequence[BoardEvent]) -> None:
+        """Deliver every event, in order, at least once; raises when some could not be delivered (the caller
+        publishes them again later, under the same ids)."""
+        ...
 
 
 class ShardMetadataStore(Protocol):

@@ -32,7 +32,10 @@ REPAIR_MARGIN_SECONDS = 5.0
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     stores = container()
     dropped = TakenDown.read(stores.items)
+    announced = stores.announcer.sent if stores.announcer else 0
     run = refresh_snapshots(stores, dropped=dropped)
+    events = (stores.announcer.sent if stores.announcer else 0) - announced
+    metrics.add_metric(name="EventsPublished", unit=MetricUnit.Count, value=events)
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
@@ -75,6 +78,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         "written": run.written,
         "items_read": run.items_read,
         "failed": len(run.failures),
+        "events": events,
         "repaired": repaired,
         "unproven": len(repair.unrepaired),
         "refreshed": [

@@ -36,6 +36,7 @@ from shardboard.domain.publishing.head_meta import meta_ask, with_meta
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
 from shardboard.domain.sharding import period_shard_value
+from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -218,7 +219,7 @@ def take_snapshot(
     snapshot = plan_head(policy, period, previous, gathered, rank, now)
     if snapshot is None:
         assert previous is not None
-        return SnapshotResult(previous, written=False, gathered=gathered, proven=proven)
+        return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
     written = board.put_snapshot(snapshot, previous.version if previous else None)
@@ -232,7 +233,7 @@ def take_snapshot(
             board.raise_threshold(period, publish.threshold)
         if publish.deep_threshold:
             board.raise_deep_threshold(period.board, publish.deep_threshold)
-    return SnapshotResult(snapshot, written, gathered, proven)
+    return SnapshotResult(snapshot, written, gathered, proven, previous)
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:
@@ -305,11 +306,14 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     hidden: Dropped = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
+    announcer: Announcer | None = None,
 ) -> RefreshRun:
     """Refresh every period whose counts changed since its last refresh (and ``always``), in parallel.
 
     A period is marked refreshed up to the change count read *before* its gather, so a change counted during the
-    gather leaves it dirty for the next run: nothing is missed, at worst refreshed twice.
+    gather leaves it dirty for the next run: nothing is missed, at worst refreshed twice. With an ``announcer``, a
+    period's events are published after its head write and before its mark: a failed publish leaves it dirty, and
+    the next run publishes them again.
     """
     stamps = {status.period: status.changes for status in board.changed_periods()}
     for period in always:
@@ -319,6 +323,8 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
 
     def refresh(period: PeriodKey) -> SnapshotResult:
         result = take_snapshot(board, settings, now, period, hidden, catalog=catalog)
+        if announcer is not None:
+            announcer.refreshed(period, result)
         if stamps[period] >= 0:
             board.mark_refreshed(period, stamps[period], int(time.time()))
         return result
@@ -344,4 +350,10 @@ def refresh_snapshots(stores: Container, now: str | None = None, dropped: Droppe
     settings = stores.settings
     dropped = TakenDown.read(stores.items) if dropped is None else dropped
     everything = PeriodKey(settings.board, ALL, ALL)
-    return refresh_changed(stores.board, settings, now, always=[everything], hidden=dropped, catalog=stores.items)
+    announcer = stores.announcer
+    run = refresh_changed(
+        stores.board, settings, now, always=[everything], hidden=dropped, catalog=stores.items, announcer=announcer
+    )
+    if announcer is not None:  # after the refreshes: a period's last changes come before its closed event
+        announcer.close_ended(stores.board, moment(now))
+    return run

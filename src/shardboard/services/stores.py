@@ -11,22 +11,26 @@ from typing import Any
 from shardboard.adapters.board_registry import BoardRegistryStore
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client
+from shardboard.adapters.event_bus import EventBusSink, events_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
 from shardboard.domain.items.records import DELETED, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.items.taken_down import TakenDown
+from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
+from shardboard.services.events import Announcer
 from shardboard.settings import Settings
 
 
 class Container:
     """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
 
-    def __init__(self, settings: Settings, dynamodb: Any) -> None:
+    def __init__(self, settings: Settings, dynamodb: Any, events: EventSink | None = None) -> None:
         self.settings = settings
         self.dynamodb = dynamodb
+        self._events = events
 
     @classmethod
     def from_env(cls) -> Container:
@@ -48,6 +52,20 @@ class Container:
     @cached_property
     def items(self) -> ItemStore:
         return ItemStore(self.dynamodb, self.settings.items_table)
+
+    @cached_property
+    def events(self) -> EventSink | None:
+        """Where the snapshot job announces board events: the sink given (local runtime, tests), else the bus the
+        settings name (EventBusName), else none."""
+        if self._events is not None or not self.settings.event_bus:
+            return self._events
+        return EventBusSink(events_client(), self.settings.event_bus)
+
+    @cached_property
+    def announcer(self) -> Announcer | None:
+        """The snapshot job's announcements and what this container has published (lives as long as it)."""
+        events = self.events
+        return None if events is None else Announcer(events, self.settings.policy, self.settings.refresh_seconds)
 
     @cached_property
     def admission(self) -> Callable[[str], bool]:

@@ -33,6 +33,7 @@ from shardboard.domain.ports import (
     RankedHeads,
     RankedVersions,
 )
+from shardboard.domain.publishing.events import patch_changes
 from shardboard.domain.publishing.head import Head, RankEvent
 from shardboard.domain.publishing.ranked_versions import rank_shard_of
 from shardboard.domain.publishing.snapshot import head_digest
@@ -112,6 +113,7 @@ def without(snapshot: Head, item_id: str, top_n: int) -> Head | None:
         version=snapshot.version + 1,
         digest=head_digest(items, spare),
         threshold=items[-1].views if len(items) >= top_n else 0,
+        patched=patch_changes(snapshot, kept, snapshot.version + 1, top_n),
     )
 
 

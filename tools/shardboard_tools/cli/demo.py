@@ -79,6 +79,8 @@ def demo(  # noqa: PLR0917 - one parameter per click option
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
     else:
+        where = f" in {report.events_file}" if report.events_file else ""
+        console.print(f"board events: {report.events:,} published{where} (docs/events.md)", soft_wrap=True)
         console.print(_leaderboards(report))
         console.print(_report_table(report))
         console.print(

@@ -41,7 +41,7 @@ DEFAULT_PORT = 3000
 @click.pass_context
 def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: float) -> None:
     """Serve every route template.yaml deploys on 127.0.0.1 through the real handlers, until Ctrl-C."""
-    from shardboard_tools.local.serve import ServeOptions, describe, serving
+    from shardboard_tools.local.serve import ServeOptions, describe, events_path, serving
     from shardboard_tools.local.stream_runner import default_state_dir
 
     rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
@@ -59,6 +59,7 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
             ):
                 click.echo(describe(server, f"{engine.kind} at {engine.endpoint}", options, accepted))
                 sys.stdout.flush()  # a pipe buffers it, and whoever waits for the URL waits for this line
+                click.echo(f"shardboard serve: board events to {events_path(options)} (docs/events.md)", err=True)
                 while engine.running:
                     time.sleep(0.5)
                 fail(f"{engine.kind} stopped on its own")

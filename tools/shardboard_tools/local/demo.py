@@ -21,6 +21,7 @@ from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.snapshot import leaderboard_json, period_at
 from shardboard.settings import Settings, schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.events import EVENTS_FILE, FileEvents, MemoryEvents
 from shardboard_tools.local.live import FreshnessTracker, LiveTicker, Panel, StreamLag, Vitals, render
 from shardboard_tools.local.loadgen import LoadResult, LoadSpec, generate
 from shardboard_tools.local.runtime import Runtime
@@ -70,6 +71,9 @@ class DemoReport:
     snapshots_inexact: int = 0
     # The global board and the busiest category, this period and all time: title, board, period, top items.
     leaderboards: list[dict[str, Any]] = field(default_factory=list)
+    # Board events the snapshot job published (entered, left, closed: docs/events.md) and the file holding them.
+    events: int = 0
+    events_file: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,7 +103,9 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
 
     started = time.monotonic()
     create_tables(rt.dynamodb, rt.template)
-    rt.export_to_handlers()
+    events_file = options.state_dir / EVENTS_FILE if options.state_dir else None
+    events = FileEvents(events_file) if events_file else MemoryEvents()
+    rt.export_to_handlers(events)
     settings = rt.settings
     tracker = FreshnessTracker(rt.views.scan_totals())
     aggregator = _AggregatorCounter()
@@ -174,6 +180,8 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         snapshots_checked=report.snapshots_checked,
         snapshots_inexact=len(report.snapshots_inexact),
         leaderboards=[{"title": panel.title, **(panel.board or {"items": []})} for panel in final],
+        events=events.count if isinstance(events, FileEvents) else len(events.events),
+        events_file=str(events_file) if events_file else None,
     )
 
 

@@ -13,6 +13,7 @@ from shardboard.adapters.dynamodb import dynamodb_client, streams_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
 from shardboard.services.stores import Container
@@ -76,13 +77,14 @@ class Runtime:
         """This process's shard-count cache (dynamic sharding), or None when MaxWriteShards == WriteShards."""
         return self.stores().router
 
-    def export_to_handlers(self) -> None:
-        """Hand the in-process functions this runtime's settings, as a Lambda container would build them.
+    def export_to_handlers(self, events: EventSink | None = None) -> None:
+        """Hand the in-process functions this runtime's settings, as a Lambda container would build them, and
+        ``events``, where the snapshot job announces board events (a file for ``serve`` and ``demo``).
 
         The functions get a client of their own, as in their own container: faults a test injects into the
         functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
         """
-        wiring.use(Container(self.settings, dynamodb_client()))
+        wiring.use(Container(self.settings, dynamodb_client(), events))
         # Lambda gets the metrics namespace from the template (Shardboard/<stack>); so do local handlers.
         namespace = self.template.function_environment().get("POWERTOOLS_METRICS_NAMESPACE")
         if observability.metrics.namespace is None and namespace:

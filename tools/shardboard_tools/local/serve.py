@@ -18,6 +18,7 @@ from shardboard.adapters.stack_config import publish
 from shardboard.handlers.openapi import document
 from shardboard.settings import schedule_seconds
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
+from shardboard_tools.local.events import EVENTS_FILE, FileEvents
 from shardboard_tools.local.gateway import Authorizer, Gateway, Reply
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.local.scheduler import Scheduler
@@ -61,7 +62,7 @@ def serving(
         stack.callback(server.stop)
         create_tables(rt.dynamodb, rt.template)
         publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard serve")
-        rt.export_to_handlers()
+        rt.export_to_handlers(FileEvents(events_path(options)) if options.state_dir else None)
         runner = StreamRunner(
             rt.dynamodb,
             rt.streams,
@@ -90,6 +91,12 @@ def stop_pipeline(runner: StreamRunner, follower: threading.Thread, schedules: S
     for schedule in schedules:
         schedule.stop(timeout=max(0.0, deadline - time.monotonic()))
     follower.join(max(0.0, deadline - time.monotonic()))
+
+
+def events_path(options: ServeOptions) -> Path:
+    """Where ``serve`` appends the board events the snapshot job publishes (``tail -f`` it to watch them)."""
+    assert options.state_dir is not None
+    return options.state_dir / EVENTS_FILE
 
 
 def describe(server: LocalApiServer, engine: str, options: ServeOptions, auth: str) -> str:

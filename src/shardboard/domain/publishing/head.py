@@ -50,6 +50,17 @@ class LastEntry(NamedTuple):
     tie_start: int
 
 
+class TopChange(NamedTuple):
+    """A change of the top N a patch of the head made (a takedown dropped ``id``, or refilled the top N with it):
+    ``[version of the patched head, "left" or "entered", id, its rank before the patch]`` (domain/publishing/events.py).
+    """
+
+    version: int
+    type: str
+    id: str
+    previous_rank: int | None
+
+
 class RankEvent(NamedTuple):
     """A takedown appended to a ranked version: ``[kind, id, position]`` for a hide or delete (``kind`` "hide" or
     "delete"), ``[kind, id]`` for an unhide (no position)."""
@@ -175,6 +186,12 @@ class Head:
     rank: RankBlock | None = None
     # Movement: each entry's competition rank in the snapshot this one replaced (ids absent there: new, no key).
     previous: Mapping[str, int] = field(default_factory=dict)
+    # Events (domain/publishing/events.py): the ids of the top N before that this head no longer holds, by their rank
+    # there, the version whose gather set ``previous`` and ``gone`` (0: this head's own; a patch keeps it), and the
+    # changes of the top N the patches since that gather made.
+    gone: Mapping[str, int] = field(default_factory=dict)
+    events_version: int = 0
+    patched: tuple[TopChange, ...] = ()
 
 
 def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:

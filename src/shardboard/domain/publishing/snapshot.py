@@ -14,6 +14,7 @@ from typing import Any
 from shardboard.domain.periods import ALL, bucket_of, period_from_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.publishing.events import departed
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
@@ -27,6 +28,7 @@ class SnapshotResult:
     # False when hides above the sparse index's T outran the spares and no deeper index could make up for them: the
     # head is the exact top of the *keyed* visible items only (``proven_exact``; `shardboard refill` repairs it).
     proven: bool = True
+    previous: Head | None = None  # the head read before the gather (its events may still be unpublished)
 
 
 def head_digest(items: Sequence[Row], spare: Sequence[Row]) -> str:
@@ -74,11 +76,12 @@ def plan_head(  # noqa: PLR0917 - one head's inputs
     digest = head_digest(items, spare)
     if previous is not None and previous.digest == digest and rank.block == previous.rank:
         return None
+    version = previous.version + 1 if previous else 1
     return Head(
         board=period.board,
         period=period_json(period),
         bucket=period.bucket,
-        version=previous.version + 1 if previous else 1,
+        version=version,
         generated_at=now,
         items=items,
         spare=spare,
@@ -90,6 +93,8 @@ def plan_head(  # noqa: PLR0917 - one head's inputs
         expires_at=policy.periods.expires(period),
         rank=rank.block,
         previous=previous_ranks(previous, (*items, *spare)),
+        gone=departed(previous, (*items, *spare), top_n),
+        events_version=version,
     )
 
 
