@@ -117,20 +117,35 @@ def test_a_move_keys_the_aggregate_once_per_kind_and_never_rekeys_it(ports):
 def test_join_index_keys_only_an_existing_aggregate_not_yet_in_that_kinds_index(ports):
     board = ports.board
     # Given no aggregate, the join is refused
-    assert board.join_index(BOARD, "a", "all", "contract#4#1") is False
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is False
     assert board.state(BOARD, "a") == AggregateState({}, 0, False)
     # Given an aggregate outside the (sparse) indexes, the join keys it into one kind's
     move(board, "a", [ShardMove(0, 0, 7)])
     assert board.query_shard("all", "contract#4#1", 10, None) == ([], None)
-    assert board.join_index(BOARD, "a", "all", "contract#4#1") is True
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
     assert board.state(BOARD, "a").in_index
-    assert board.join_index(BOARD, "a", "day", "contract#day#4#1") is True
+    assert board.join_index(BOARD, "a", {"day": "contract#day#4#1"}) is True
     assert board.state(BOARD, "a").keyed == frozenset({"day"})
     # When a second join names another key (during a reshard), it is refused and the item keeps its key
-    assert board.join_index(BOARD, "a", "all", "contract#8#5") is False
+    assert board.join_index(BOARD, "a", {"all": "contract#8#5"}) is False
     assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 7)], None)
     assert board.query_shard("all", "contract#8#5", 10, None) == ([], None)
     assert board.query_shard("day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
+
+
+def test_join_index_keys_several_kinds_in_one_write_and_keeps_the_keys_it_has(ports):
+    board = ports.board
+    # Given an aggregate keyed into all time only
+    move(board, "a", [ShardMove(0, 0, 7)])
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
+    # When one join names all time (another layout's key) and two kinds it lacks
+    keys = {"all": "contract#8#5", "day": "contract#day#4#1", "week": "wk#4#1"}
+    assert board.join_index(BOARD, "a", keys) is True
+    # Then it is keyed into both new kinds and keeps its all-time key; a join of keys it all has is refused
+    assert board.state(BOARD, "a").keyed == frozenset({"day", "week"})
+    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 7)], None)
+    assert board.query_shard("day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
+    assert board.join_index(BOARD, "a", {"day": "contract#day#4#1", "week": "wk#4#1"}) is False
 
 
 # -- the GSIs

@@ -84,7 +84,7 @@ def test_writes_are_priced_from_the_item_and_its_index_entry(pipeline):
     # When an aggregate is created outside the index, then joins it, then its views move
     board.move("global", "a", "all", [ShardMove(0, 0, 3)], kinds=(), joins={})
     assert emulator.usage.units("write", index) == 0
-    board.join_index("global", "a", "all", "global#10#1")
+    board.join_index("global", "a", {"all": "global#10#1"})
     assert emulator.usage.units("write", index) == 1
     board.move("global", "a", "all", [ShardMove(0, 3, 5)], kinds=(), joins={"all": "global#10#1"})
     # Then the sort-key change cost a delete and a put on the GSI key

@@ -390,18 +390,25 @@ class BoardStore:
         item = self._get(entry_pk(period.board, period.kind, period.bucket, item_id), consistent=True)
         return entry_state(item, period.kind)
 
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """Give an existing aggregate a kind's GSI key (sparse index: it reached the published threshold).
+    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
+        """Give an existing aggregate the GSI keys of several kinds in one write (sparse index: its counts reached
+        their thresholds; one write, not one per kind, when it crosses all time, week and month together).
 
-        False when there is no aggregate or it is keyed already: like ``move``'s if_not_exists, an item in an index
-        keeps its key (during a reshard, possibly the other layout's), since only `reshard` moves items.
+        False when there is no aggregate or it is keyed in every one already: like ``move``'s if_not_exists, an
+        item in an index keeps its key (during a reshard, possibly the other layout's), since only `reshard` moves
+        items.
         """
+        names, values, sets, absent = {"#pk": PK}, {}, [], []
+        for n, (kind, key) in enumerate(sorted(keys.items())):
+            names[f"#k{n}"], values[f":k{n}"] = index_key_attr(kind), s_attr(key)
+            sets.append(f"#k{n} = if_not_exists(#k{n}, :k{n})")
+            absent.append(f"attribute_not_exists(#k{n})")
         return self._conditional_update(
             aggregate_pk(board, item_id),
-            "SET #bs = :bs",
-            "attribute_exists(#pk) AND attribute_not_exists(#bs)",
-            {"#bs": index_key_attr(kind), "#pk": PK},
-            {":bs": s_attr(board_shard)},
+            f"SET {', '.join(sets)}",
+            f"attribute_exists(#pk) AND ({' OR '.join(absent)})",
+            names,
+            values,
         )
 
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:

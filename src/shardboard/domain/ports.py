@@ -309,8 +309,9 @@ class BoardIndex(Protocol):
     """The sparse leaderboard index: each period kind's S board shards, best count first, and the all-time deep
     tier's shards, best bucket first. An item joins by carrying a key; a read resumes where the last one stopped."""
 
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """Key an existing aggregate into a kind's index; False if it has no aggregate or is keyed already."""
+    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
+        """Key an existing aggregate into the index of each kind in ``keys`` (kind -> key) in one write; a kind it is
+        keyed in already keeps its key. False if it has no aggregate or is keyed in every one of them already."""
         ...
 
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:

@@ -108,12 +108,17 @@ def join_indexes(board: BoardIndex, ctx: Context, board_name: str, item_id: str,
 
 
 def _join(board: BoardIndex, joins: Iterable[Join]) -> ItemOutcome:
+    """One write for the index keys an aggregate lacks (every kind at once), one for its deep key."""
     writes, joined = 0, False
+    keys: dict[tuple[str, str], dict[str, str]] = {}
     for join in joins:
         if isinstance(join, DeepJoin):
             board.join_deep(join.board, join.item_id, join.key, join.bucket)
+            writes += 1
         else:
-            joined |= board.join_index(join.board, join.item_id, join.kind, join.key)
+            keys.setdefault((join.board, join.item_id), {})[join.kind] = join.key
+    for (board_name, item_id), kinds in keys.items():
+        joined |= board.join_index(board_name, item_id, kinds)
         writes += 1
     return ItemOutcome(writes=writes, joined_index=joined)
 

@@ -175,5 +175,5 @@ def _join(board: BoardIndex, ctx: Context, found: Stored, period: PeriodKey, ite
     """Key one item into a period's index: on its aggregate for a current period, else on its past entry."""
     key = ctx.index_key(period, item_id)
     if (period, item_id) in found.current:
-        return int(board.join_index(period.board, item_id, period.kind, key))
+        return int(board.join_index(period.board, item_id, {period.kind: key}))
     return int(board.join_entry(period, item_id, key))

@@ -40,6 +40,8 @@ EMULATE_ENV = "SHARDBOARD_EMULATE_CAPACITY"
 DYNAMODB_TARGET = "DynamoDB_20120810."
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 _CLAUSE = re.compile(r"\b(SET|ADD|REMOVE|DELETE)\b", re.IGNORECASE)
+# Actions are comma-separated, but so are a function's arguments: split on commas outside parentheses.
+_ACTIONS = re.compile(r",(?![^()]*\))")
 _IF_NOT_EXISTS = re.compile(r"^if_not_exists\(\s*([^,\s]+)\s*,\s*(:\w+)\s*\)$")
 _HASH_CONDITION = re.compile(r"([#\w.]+)\s*=\s*(:\w+)")
 _READ_CONTEXT = "shardboard_tools.capacity.read"
@@ -165,7 +167,7 @@ def _predicted(operation: str, body: Mapping[str, Any], old: Item | None) -> Ite
     values = body.get("ExpressionAttributeValues", {})
     parts = _CLAUSE.split(body.get("UpdateExpression", ""))
     for verb, clause in zip(parts[1::2], parts[2::2], strict=True):
-        for action in (a.strip() for a in clause.split(",") if a.strip()):
+        for action in (a.strip() for a in _ACTIONS.split(clause) if a.strip()):
             _apply(verb.upper(), action, names, values, new)
     return new
 

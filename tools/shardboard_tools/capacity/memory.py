@@ -794,9 +794,18 @@ class MemoryBoardStore:
         return len(found) + (aggregate is not None)
 
     @metered
-    def join_index(self, board: str, item_id: str, kind: str, board_shard: str) -> bool:
-        """``attribute_exists(pk) AND attribute_not_exists(key)``: an indexed item keeps its key."""
-        return self._join(aggregate_pk(board, item_id), index_key_attr(kind), board_shard)
+    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
+        """``attribute_exists(pk) AND (attribute_not_exists(k1) OR ...)``, each key ``if_not_exists``: an indexed
+        item keeps its key."""
+        pk = aggregate_pk(board, item_id)
+        wanted = {index_key_attr(kind): key for kind, key in keys.items()}
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is None or all(attribute in old for attribute in wanted):
+                self.data.refuse("UpdateItem", pk)
+                return False
+            self._write("UpdateItem", pk, {**{a: {"S": k} for a, k in wanted.items()}, **old})
+        return True
 
     @metered
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
