@@ -86,28 +86,64 @@ BOARDS_NOTES = """
 Every design pays one base write per view. The aggregate write per (board, item) per window is the same for
 straightforward and shardboard (about 0.3 per view per board at 10 s windows: the Zipf tail makes most items appear
 once per window). The rest is index writes: an item in a period's index pays two index writes whenever its count, the
-sort key, changes, and at a period's start every period's threshold is 0, so every item joins. With four period kinds
-an item near the top is in four indexes: 4 x 2 writes per window. That is what keeps both designs well above 2.5 write
-units per view in this 40-second run, where every period (even all time) starts empty.
+sort key, changes. The straightforward simulation keys every item while a period's threshold is still 0 (before
+its first snapshot), so at each period's start every item joins, in four indexes. shardboard's batches prove their
+own thresholds instead (docs/sparse-index.md, "The batch's own threshold"): a period's first batch keys about K items
+per board (its N + R best), publishes their K-th best count, and keys nothing below it.
 
-Why shardboard costs more than straightforward in this run (4.255 against 3.681 write units per view), measured in the
-table above: its aggregate writes are 0.965 per view against 0.599, and its index writes 2.280 against 2.071. The
-difference is what keeps past periods queryable and exact: at the UTC day boundary halfway through, every
-aggregate that moves on first archives the ending day into a past entry (with its own `by-day` index key, so `top
---period day --at yesterday` and late views keep working), and views of the previous day that arrive after it rolled
-are late moves, one TransactWriteItems at twice the units. The straightforward simulation moves its aggregate on in
-place and keeps a closed day only as its closing snapshot, and it carries no exactly-once bookkeeping (the emulator
-run injects no faults): it is the floor of a design that gives those up, not an exact alternative under faults.
-The default, 200,000 views, is sized for the three designs to finish within 10 minutes on this 2-core machine (this
-run, `time`d and niced on the shared machine: 8 min 56 s, 4 min 57 s of CPU; seed-per-board 140 s of CPU,
-straightforward 34 s, shardboard 122 s). A bigger `--views` keeps the day boundary halfway and runs longer; every
-period starts empty and its threshold rises with time, so the per-view figures fall as the run lengthens (400,000
-views: 3.958 write units per view for shardboard, 3.570 for straightforward).
+### Before and after the batch's own threshold
 
-What would get below it, measured levers first:
-- **A coarse sort key** (a rank bucket of the count, e.g. powers of 1.25, with the exact count read at refresh time
-  by BatchGetItem): an indexed item's update then costs no index write unless its bucket changes; refreshes read
-  the boundary bucket in full (more reads, which cost a fifth of a write). The next step: docs/boards-and-periods.md.
+The default command, the same workload and prices, on the commit before (ad4629b) and now:
+
+| shardboard | before | after |
+|---|---:|---:|
+| write units per view | 4.255 | 2.543 |
+| aggregates (and past entries) | 0.965 | 0.837 |
+| GSI entries | 2.280 | 0.696 |
+| worst / mean refresh read ratio | 2.09 / 1.29 | 1.90 / 1.16 |
+| throttled requests | 2,430 | 0 |
+| cost per million views | $2.66 | $1.59 (-40 %) |
+
+The index writes fell to a third (a new period's first batches no longer key every item they touch, and an
+aggregate rolling into the new day keys the entry it archives only at or above the old day's T); the aggregate writes
+fell too (an aggregate crossing several thresholds joins their indexes in one write, and far fewer items join); the
+throttling was the join storm on the index partitions at the day boundary. shardboard now costs less than the
+straightforward design (2.543 against 3.681 write units per view) while it keeps what that simulation gives up:
+past periods archived and queryable, late views, exactly-once bookkeeping.
+
+### Where the remaining units go
+
+Counted on this run (200,000 views) by wrapping the in-memory board store's methods, a one-off measurement:
+
+| what | writes | write units per view |
+|---|---:|---:|
+| base counters (one per view) | 200,000 | 1.000 |
+| aggregate moves (one per board, item and window) | 119,804 | 0.599 |
+| day boundary: archived entries + aggregates moved on | 21,564 + 21,564 | 0.216 |
+| joins after the count (one write per item, every kind at once) | 3,981 | 0.020 |
+| index: count changes of keyed items (2 units each) | 47,020 | 0.470 |
+| index: joins (1 unit each) | 35,726 | 0.179 |
+| index: the day boundary (rekeys 2, leaves 1) | 2,850 + 2,950 | 0.043 |
+
+The floor of this scheme: base, moves and the day boundary are 1.82 write units per view before any index write, so
+2.0 needs the index (and its joins) under 0.2. Nearly half of what is left is count changes of keyed items, each
+two index writes because the count is the sort key. Measured levers:
+
+- **A coarse sort key** (a geometric bucket of the count, keys only; the exact counts of the candidates read with
+  BatchGetItem at refresh time, as the all-time deep tier already does): on this run only 14,509 of those 47,020
+  count changes change a base-4 bucket, 6,510 a base-16 bucket. Written as the deep tier writes its bucket (one
+  aggregate write and two index writes per bucket change), that would bring the changes from 0.47 to about 0.22
+  (base 4) or 0.10 (base 16) write units per view: about 2.29 or 2.17 in total. It changes what the period indexes
+  sort by, so a deployed stack needs its indexes' sort key values rewritten (same GSI definitions: CloudFormation
+  adds or removes one GSI per update) and its gathers read exact counts: the next step.
+- **Longer aggregation windows** (AggregationWindowSeconds, 10 s here): the 0.6 moves per view are one per (board,
+  item) per window; a longer window merges more views per write, at the price of freshness.
 - **Longer periods of life**: in a real deployment the all-time and monthly thresholds are high and stable, so those
   indexes see few joins; only the new day restarts at 0. This run starts every period empty, its worst case.
+
+The default, 200,000 views, is sized for the three designs to finish within 10 minutes on this 2-core machine (this
+run, on the shared machine: 4 min 34 s; seed-per-board 128 s, straightforward 32 s, shardboard 109 s of its own
+wall time). A bigger `--views` keeps the day boundary halfway and runs longer; every period starts empty and its
+threshold rises with time, so the per-view figures fall as the run lengthens (400,000 views: 2.633 write units per
+view for shardboard before the one-write joins, 3.958 before the batch's own threshold).
 """
