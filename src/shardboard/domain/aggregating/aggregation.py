@@ -168,7 +168,8 @@ def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[
     groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
     for delta in deltas.values():
         groups[(delta.board, delta.item_id)].append(delta)
-    return {key: sorted(group, key=_by_bucket) for key, group in groups.items()}
+    # Most items have one bucket in a batch: nothing to sort.
+    return {key: sorted(group, key=_by_bucket) if len(group) > 1 else group for key, group in groups.items()}
 
 
 def _by_bucket(delta: ItemDelta) -> str:
