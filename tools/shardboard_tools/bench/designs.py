@@ -234,7 +234,8 @@ class ShardboardDesign:
         gc.freeze()
         clock = self.emulator.clock
         self.emulator.clock = PacedClock(clock.now(), REQUEST_LATENCY_S, self.function_concurrency)
-        stores = (self.board, self.items)  # the board table's requests, and the deny reads' on the items table
+        # The board table's requests, and the deny reads' on the items table.
+        stores: tuple[MemoryBoardStore | MemoryItemStore, ...] = (self.board, self.items)
         started = time.process_time()
         in_stores = [(store.cpu_seconds, store.metered_calls) for store in stores]
         try:
