@@ -104,6 +104,8 @@ class Context:
 
     policy: Leaderboards
     states: Mapping[PeriodKey, BoardState]
+    # deep_threshold per board, asked twice per delta: decided once per batch.
+    _deep: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def anchor(self) -> str:
@@ -132,6 +134,12 @@ class Context:
 
     def deep_threshold(self, board: str) -> int | None:
         """T_D of a board's all-time deep tier, or None when the deep tier is off (docs/proposals/deep-tier.md)."""
+        if board in self._deep:
+            return self._deep[board]
+        threshold = self._deep[board] = self._deep_threshold(board)
+        return threshold
+
+    def _deep_threshold(self, board: str) -> int | None:
         everything = PeriodKey(board, ALL, ALL)
         if not self.policy.deep_tier_on(everything):
             return None
@@ -193,8 +201,7 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
     return Step.ROLL if delta.bucket > state.bucket else Step.LATE
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
     index keys its count is sure to earn (``joins``, per kind) and the deep key and bucket (``deep``)."""
 
