@@ -56,6 +56,9 @@ class AggregatorBoard(CountingBoard, PeriodLedger, Erasure, Protocol):
 # -- one delta: the compare-and-set loop, each turn a pure decision and its write
 
 _Turn = tuple[ItemOutcome, AggregateState | None, list[ShardMove]]
+# Outcomes are immutable: the common ones are shared, not built per delta.
+_NOTHING = ItemOutcome()
+_ONE_WRITE = ItemOutcome(writes=1)
 _Run = list[tuple[DeltaKey, ItemOutcome]]  # one (board, item)'s deltas, applied
 
 
@@ -63,8 +66,8 @@ def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOut
     """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once."""
     moves = optimistic_moves(delta)
     if not moves:
-        return ItemOutcome()
-    outcome = ItemOutcome()
+        return _NOTHING
+    outcome = _NOTHING
     state: AggregateState | None = None
     for _ in range(MAX_CAS_ATTEMPTS):
         step = step_for(delta, state)
@@ -76,7 +79,7 @@ def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOut
         else:
             assert state is not None
             turn, state, moves = _late(board, delta, ctx, state, moves)
-        outcome = outcome.plus(turn)
+        outcome = turn if outcome is _NOTHING else outcome.plus(turn)
         if not moves:
             return outcome
     raise AggregateContention(f"{delta.board}/{delta.item_id!r}: {MAX_CAS_ATTEMPTS} compare-and-set attempts lost")
@@ -85,7 +88,7 @@ def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOut
 def _move(
     board: CountingBoard, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None
 ) -> _Turn:
-    outcome = ItemOutcome()
+    outcome = _NOTHING
     if known is not None:  # a previous attempt read the aggregate: continue from what it holds
         outcome, moves = catch_up(delta, known.applied)
         if not moves:  # a replay: everything was applied; still heal a crash between count and index writes
@@ -94,17 +97,19 @@ def _move(
     result = board.move(
         move.board, move.item_id, move.bucket, move.moves, kinds=move.kinds, joins=move.joins, deep=move.deep
     )
-    outcome = outcome.plus(ItemOutcome(writes=1))
     if not result.applied:
-        return outcome, result.state or board.state(delta.board, delta.item_id), moves
+        return outcome.plus(_ONE_WRITE), result.state or board.state(delta.board, delta.item_id), moves
     assert result.state is not None
-    outcome = outcome.plus(ItemOutcome(views_added=move.added))
-    return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, result.state)), result.state, []
+    joined = join_indexes(board, ctx, delta.board, delta.item_id, result.state)
+    # The write, its views and its joins as one outcome: the common path builds one, not a chain of sums.
+    done = ItemOutcome(views_added=move.added, writes=1 + joined.writes, joined_index=joined.joined_index)
+    return (done if outcome is _NOTHING else outcome.plus(done)), result.state, []
 
 
 def join_indexes(board: BoardIndex, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
     """Key the aggregate into every index whose threshold its count reached (sparse index; rebuild calls it too)."""
-    return _join(board, plan_joins(ctx, board_name, item_id, state))
+    joins = plan_joins(ctx, board_name, item_id, state)
+    return _join(board, joins) if joins else _NOTHING
 
 
 def _join(board: BoardIndex, joins: Iterable[Join]) -> ItemOutcome:
@@ -318,13 +323,18 @@ def apply_stream_batch(
     of deleted items are skipped, never failed; a failed item write fails exactly that item's records.
     """
     settings = aggregator.settings()
+    anchor = settings.anchor
     applied = AppliedBatch(window=window)
     read: list[tuple[Mapping[str, Any], list[ViewRecord]]] = []
+    steps: list[ViewRecord] = []
+    viewed: set[str] = set()
+    buckets: dict[str, bool] = {}  # whether each anchor bucket seen is one: a batch holds a handful of buckets
     for record in records:
-        views = _read(record, settings.anchor, applied.skipped)
+        views = _read(record, anchor, applied.skipped, buckets)
         if views:
             read.append((record, views))
-    viewed = {views[0].item_id for _, views in read}
+            steps += views
+            viewed.add(views[0].item_id)
     denied = aggregator.denied(viewed, False) if viewed else frozenset()
     if denied:
         # A counter written before a delete's tombstone and delivered after its sweep must never recreate the item's
@@ -333,11 +343,13 @@ def apply_stream_batch(
             if views[0].item_id in denied:
                 applied.skipped.append(Skipped("deleted", f"{views[0].item_id!r} is deleted", _event_id(record)))
         read = [(record, views) for record, views in read if views[0].item_id not in denied]
-    applied.outcome = _apply(aggregator, settings, [view for _, views in read for view in views], window, applied)
-    for record, views in read:
-        error = next((e for v in views if (e := applied.outcome.failed(v.board, v.item_id))), None)
-        if error is not None:
-            applied.failed[id(record)] = error
+        steps = [view for _, views in read for view in views]
+    applied.outcome = _apply(aggregator, settings, steps, window, applied)
+    if applied.outcome.failures:  # only then can a record have failed: most batches skip this pass
+        for record, views in read:
+            error = next((e for v in views if (e := applied.outcome.failed(v.board, v.item_id))), None)
+            if error is not None:
+                applied.failed[id(record)] = error
     return applied
 
 
@@ -380,9 +392,11 @@ def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchO
     return erased
 
 
-def _read(record: Mapping[str, Any], anchor: str, skipped: list[Skipped]) -> list[ViewRecord] | None:
+def _read(
+    record: Mapping[str, Any], anchor: str, skipped: list[Skipped], buckets: dict[str, bool]
+) -> list[ViewRecord] | None:
     """A record's counter steps (one per board it counts on), or None for a record that is not ours (noted in
-    ``skipped``)."""
+    ``skipped``). ``buckets`` remembers which buckets were checked against the anchor kind, and how."""
     # The raw wire images, not Powertools' whole-image deserialization: it was most of the CPU per record.
     try:
         views = stream_view_records(record)
@@ -393,9 +407,15 @@ def _read(record: Mapping[str, Any], anchor: str, skipped: list[Skipped]) -> lis
         trace = (type(error), error, error.__traceback__) if error.__traceback__ else None
         skipped.append(Skipped("malformed", repr(error), _event_id(record), trace))
         return None
-    if views and not is_bucket(anchor, views[0].bucket):
+    if not views:
+        return views
+    bucket = views[0].bucket
+    ours = buckets.get(bucket)
+    if ours is None:
+        ours = buckets[bucket] = is_bucket(anchor, bucket)
+    if not ours:
         # A counter written under other Periods, or by hand: skipped rather than guess its periods.
-        skipped.append(Skipped("foreign_bucket", f"{views[0].bucket!r} is not a {anchor} bucket", _event_id(record)))
+        skipped.append(Skipped("foreign_bucket", f"{bucket!r} is not a {anchor} bucket", _event_id(record)))
         return None
     return views
 

@@ -226,19 +226,25 @@ class ShardboardDesign:
         return self.delivery.stats.windows
 
     def _timed(self, call: Callable[[], Any]) -> Any:
-        """One invocation of the aggregator: its process CPU time (minus the in-memory store's own) is added to the
-        tally, and its requests are stamped as the deployed function sends them (``PacedClock``)."""
+        """One invocation of the aggregator: its process CPU time (minus the in-memory stores' own: the board table
+        and the items table its deny reads query) is added to the tally, and its requests are stamped as the
+        deployed function sends them (``PacedClock``)."""
         # A Lambda's heap is small; the in-memory tables' is not: keep them out of the garbage collector's full
         # passes, which would otherwise be billed to the aggregator.
         gc.freeze()
         clock = self.emulator.clock
         self.emulator.clock = PacedClock(clock.now(), REQUEST_LATENCY_S, self.function_concurrency)
-        started, in_store, calls = time.process_time(), self.board.cpu_seconds, self.board.metered_calls
+        # The board table's requests, and the deny reads' on the items table.
+        stores: tuple[MemoryBoardStore | MemoryItemStore, ...] = (self.board, self.items)
+        started = time.process_time()
+        in_stores = [(store.cpu_seconds, store.metered_calls) for store in stores]
         try:
             return call()
         finally:
-            store = self.board.cpu_seconds - in_store + (self.board.metered_calls - calls) * self.metering_overhead
-            self.cpu_seconds += time.process_time() - started - store
+            spent = time.process_time() - started
+            for store, (in_store, calls) in zip(stores, in_stores, strict=True):
+                spent -= store.cpu_seconds - in_store + (store.metered_calls - calls) * self.metering_overhead
+            self.cpu_seconds += spent
             self.emulator.clock = clock
 
     def _invoke_batch(self, event: dict[str, Any], context: Any) -> Any:

@@ -31,10 +31,11 @@ NOTES = """
   item views/s sustained` bisects (2 %) on the rate of a single item, each probe lasting 2 simulated seconds, for the
   highest rate with zero throttled requests. `items read per refresh` is the last refresh of the run (steady state: it
   sizes its first pages from the previous snapshot). `aggregator CPU` is `time.process_time` of the real handler path
-  per record, minus the in-memory store's own time (in Lambda that time is the DynamoDB client's), with the calibrated
-  cost of that metering removed, best of 3 runs; the window state's JSON round trip at every invocation is included (a
-  cost the window adds); decoding the event's records and freeing them afterwards are not (the Lambda runtime's work,
-  the same for any stream consumer). It is the only machine-dependent figure.
+  per record, minus the in-memory stores' own time (the board table's requests and the deny reads' on the items table:
+  in Lambda that time is the DynamoDB client's), with the calibrated cost of that metering removed, best of 3 runs; the
+  window state's JSON round trip at every invocation is included (a cost the window adds); decoding the event's records
+  and freeing them afterwards are not (the Lambda runtime's work, the same for any stream consumer). It is the only
+  machine-dependent figure.
 - **Exactness.** `exact top N` compares each design's last leaderboard with the true top N of the views it recorded.
 
 ## Where the write units go, and why windows

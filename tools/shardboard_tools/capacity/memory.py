@@ -1329,6 +1329,7 @@ class MemoryItemStore:
     ) -> None:
         self.data = MemoryTable(items_schema(table), emulator)
         self.created_shards = created_shards
+        self.cpu_seconds, self.metered_calls = 0.0, 0  # the deny reads the aggregator makes (``metered``)
         self._sort_keys: dict[str, list[str]] = {}  # partition -> its markers' (and old set's) sort keys, ascending
 
     def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
@@ -1463,6 +1464,7 @@ class MemoryItemStore:
         item = self.data.read("GetItem", f"{pk}\0{key[SK]['S']}", consistent=True, partition=pk)
         return item_id in old_set_ids(item or {})
 
+    @metered
     def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
         """The adapter's Query of each partition, highest sort key first, ``limit`` split over the partitions; each
         page (1 MB, or the limit) priced by its items' total size."""
@@ -1493,6 +1495,7 @@ class MemoryItemStore:
             units = query_units(sizes_of_page, consistent)
             self.data.emulator.admit("Query", [Charge(self.data.schema.name, self.data.schema.name, pk, "read", units)])
 
+    @metered
     def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
         """The adapter's BatchGetItem of the ids' markers: each key priced as a read of its item (or of nothing)."""
         found: set[str] = set()

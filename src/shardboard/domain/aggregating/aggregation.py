@@ -112,6 +112,8 @@ class Context:
 
     policy: Leaderboards
     states: Mapping[PeriodKey, BoardState]
+    # deep_threshold per board, asked twice per delta: decided once per batch.
+    _deep: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def anchor(self) -> str:
@@ -140,6 +142,12 @@ class Context:
 
     def deep_threshold(self, board: str) -> int | None:
         """T_D of a board's all-time deep tier, or None when the deep tier is off (docs/proposals/deep-tier.md)."""
+        if board in self._deep:
+            return self._deep[board]
+        threshold = self._deep[board] = self._deep_threshold(board)
+        return threshold
+
+    def _deep_threshold(self, board: str) -> int | None:
         everything = PeriodKey(board, ALL, ALL)
         if not self.policy.deep_tier_on(everything):
             return None
@@ -238,7 +246,8 @@ def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[
     groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
     for delta in deltas.values():
         groups[(delta.board, delta.item_id)].append(delta)
-    return {key: sorted(group, key=_by_bucket) for key, group in groups.items()}
+    # Most items have one bucket in a batch: nothing to sort.
+    return {key: sorted(group, key=_by_bucket) if len(group) > 1 else group for key, group in groups.items()}
 
 
 def _by_bucket(delta: ItemDelta) -> str:
@@ -262,8 +271,7 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
     return Step.ROLL if delta.bucket > state.bucket else Step.LATE
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
     index keys its count is sure to earn (``joins``, per kind) and the deep key and bucket (``deep``)."""
 

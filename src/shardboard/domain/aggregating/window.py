@@ -19,6 +19,7 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, ViewRecord, fold
@@ -77,9 +78,8 @@ class AggregationWindow:
 
 def pack(records: Iterable[ViewRecord]) -> str:
     """One batch's counter steps as a compact ASCII string (JSON, deflated, base64: nothing for JSON to escape)."""
-    flat: list[str | int] = []
-    for record in records:
-        flat += (record.board, record.item_id, record.bucket, record.shard, record.old, record.new)
+    # A ViewRecord's first STEP_FIELDS fields, flattened at C speed.
+    flat = list(chain.from_iterable([record[:STEP_FIELDS] for record in records]))
     text = json.dumps(flat, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return base64.b64encode(zlib.compress(text, 1)).decode("ascii")
 
