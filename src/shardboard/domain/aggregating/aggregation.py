@@ -190,7 +190,8 @@ class Lift:
 
 
 def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
-    """The periods whose K-th best lower bound in this batch is above the T the batch read, with their witnesses."""
+    """The periods without a published T whose K-th best lower bound in this batch is above 0, with their
+    witnesses."""
     if not ctx.policy.index.sparse:
         return []
     bounds: dict[PeriodKey, dict[str, int]] = defaultdict(dict)
@@ -199,6 +200,8 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
         if bound <= 0:
             continue
         for period in ctx.periods(delta.board, delta.bucket):
+            if ctx.threshold(period) > 0:
+                continue
             held = bounds[period]
             if bound > held.get(delta.item_id, 0):
                 held[delta.item_id] = bound
@@ -209,7 +212,9 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
             continue
         best = heapq.nlargest(depth, held.items(), key=_bound)
         threshold = best[-1][1]
-        if threshold > ctx.threshold(period):
+        # Only where no T was published yet: a hidden witness (the aggregator cannot tell) then costs one repair,
+        # not one per batch; once the job publishes, its T counts visible items only.
+        if ctx.threshold(period) == 0 and threshold > 0:
             lifts.append(Lift(period, threshold, frozenset((period.board, item_id) for item_id, _ in best)))
     return lifts
 
