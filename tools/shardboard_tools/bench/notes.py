@@ -98,19 +98,21 @@ The default command, the same workload and prices, on the commit before (ad4629b
 
 | shardboard | before | after |
 |---|---:|---:|
-| write units per view | 4.255 | 2.543 |
-| aggregates (and past entries) | 0.965 | 0.837 |
-| GSI entries | 2.280 | 0.696 |
+| write units per view | 4.255 | 2.582 |
+| aggregates (and past entries) | 0.965 | 0.840 |
+| GSI entries | 2.280 | 0.732 |
 | worst / mean refresh read ratio | 2.09 / 1.29 | 1.90 / 1.16 |
 | throttled requests | 2,430 | 0 |
-| cost per million views | $2.66 | $1.59 (-40 %) |
+| cost per million views | $2.66 | $1.62 (-39 %) |
 
-The index writes fell to a third (a new period's first batches no longer key every item they touch, and an
+The index writes fell to a third (a new period's first batch no longer keys every item it touches, and an
 aggregate rolling into the new day keys the entry it archives only at or above the old day's T); the aggregate writes
 fell too (an aggregate crossing several thresholds joins their indexes in one write, and far fewer items join); the
 throttling was the join storm on the index partitions at the day boundary. shardboard now costs less than the
-straightforward design (2.543 against 3.681 write units per view) while it keeps what that simulation gives up:
-past periods archived and queryable, late views, exactly-once bookkeeping.
+straightforward design (2.582 against 3.681 write units per view) while it keeps what that simulation gives up:
+past periods archived and queryable, late views, exactly-once bookkeeping. A batch lifts only a period that has no
+T yet; lifting above the job's T too measured 2.543 (-40 %), but is only safe once the aggregator can tell hidden
+witnesses (docs/sparse-index.md).
 
 ### Where the remaining units go
 
@@ -121,22 +123,20 @@ Counted on this run (200,000 views) by wrapping the in-memory board store's meth
 | base counters (one per view) | 200,000 | 1.000 |
 | aggregate moves (one per board, item and window) | 119,804 | 0.599 |
 | day boundary: archived entries + aggregates moved on | 21,564 + 21,564 | 0.216 |
-| joins after the count (one write per item, every kind at once) | 3,981 | 0.020 |
-| index: count changes of keyed items (2 units each) | 47,020 | 0.470 |
-| index: joins (1 unit each) | 35,726 | 0.179 |
-| index: the day boundary (rekeys 2, leaves 1) | 2,850 + 2,950 | 0.043 |
+| joins after the count (one write per item, every kind at once) | 4,718 | 0.024 |
+| index: count changes of keyed items (2 units each) | 48,643 | 0.486 |
+| index: joins (1 unit each) | 39,123 | 0.196 |
+| index: the day boundary (rekeys 2, leaves 1) | 2,971 + 3,261 | 0.046 |
 
 The floor of this scheme: base, moves and the day boundary are 1.82 write units per view before any index write, so
-2.0 needs the index (and its joins) under 0.2. Nearly half of what is left is count changes of keyed items, each
+2.0 needs the index (and its joins) under 0.2. Two thirds of what is left is count changes of keyed items, each
 two index writes because the count is the sort key. Measured levers:
 
 - **A coarse sort key** (a geometric bucket of the count, keys only; the exact counts of the candidates read with
-  BatchGetItem at refresh time, as the all-time deep tier already does): on this run only 14,509 of those 47,020
-  count changes change a base-4 bucket, 6,510 a base-16 bucket. Written as the deep tier writes its bucket (one
-  aggregate write and two index writes per bucket change), that would bring the changes from 0.47 to about 0.22
-  (base 4) or 0.10 (base 16) write units per view: about 2.29 or 2.17 in total. It changes what the period indexes
-  sort by, so a deployed stack needs its indexes' sort key values rewritten (same GSI definitions: CloudFormation
-  adds or removes one GSI per update) and its gathers read exact counts: the next step.
+  BatchGetItem at refresh time, as the all-time deep tier already does; docs/proposals/coarse-index.md): on this run
+  only 15,232 of those 48,643 count changes change a base-4 bucket, 6,510 a base-16 bucket. Written as the deep tier
+  writes its bucket (one aggregate write and two index writes per bucket change), that would bring the changes from
+  0.49 to about 0.23 (base 4) or 0.10 (base 16) write units per view: about 2.32 or 2.19 in total.
 - **Longer aggregation windows** (AggregationWindowSeconds, 10 s here): the 0.6 moves per view are one per (board,
   item) per window; a longer window merges more views per write, at the price of freshness.
 - **Longer periods of life**: in a real deployment the all-time and monthly thresholds are high and stable, so those
@@ -144,7 +144,8 @@ two index writes because the count is the sort key. Measured levers:
 
 The default, 200,000 views, is sized for the three designs to finish within 10 minutes on this 2-core machine (this
 run, on the shared machine: 4 min 34 s; seed-per-board 128 s, straightforward 32 s, shardboard 109 s of its own
-wall time). A bigger `--views` keeps the day boundary halfway and runs longer; every period starts empty and its
-threshold rises with time, so the per-view figures fall as the run lengthens (400,000 views: 2.633 write units per
-view for shardboard before the one-write joins, 3.958 before the batch's own threshold).
+wall time; shardboard alone, `--design shardboard`: 2 min 31 s). A bigger `--views` keeps the day boundary halfway
+and runs longer; every period starts empty and its threshold rises with time, so the per-view figures fall as the
+run lengthens (400,000 views: 3.958 write units per view for shardboard before the batch's own threshold, 2.633 with
+its first version).
 """
