@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -33,37 +35,50 @@ CHROMIUM_ARGS = [
 ]
 
 
-def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
-    # Given a processed stream and a snapshot
+ROWS = "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+T = TypeVar("T")
+
+
+def read_top_table(limit: int, read: Callable[[Any], T]) -> tuple[T, int]:
+    """Open the read API's page (top ``limit``) in Chromium, ``read`` it once its table shows, and close both: what
+    was read, and how many requests the server answered."""
     from playwright.sync_api import sync_playwright
 
-    rt = make_local(TopN="5")
-    record_random_views(rt, views=120, items=12)
-    StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
-    rt.invoke(snapshot.handler, scheduled_event())
     server = LeaderboardServer(read_api.handler).start()
-
-    # When Debian's Chromium opens the page
     try:
         with sync_playwright() as playwright:
             if CHROMIUM is None and not Path(playwright.chromium.executable_path).exists():
                 pytest.fail("no Chromium: run `make browser` (Debian's chromium, or Playwright's download)")
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page()
-            page.goto(server.url + "?limit=5")
+            page.goto(f"{server.url}?limit={limit}")
             page.wait_for_selector("#rows tr")
-            rows = page.eval_on_selector_all("#rows tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
-            title = page.text_content("#board")
+            found = read(page)
             browser.close()
     finally:
         server.stop()
+    return found, server.requests
+
+
+def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
+    # Given a processed stream and a snapshot
+
+    rt = make_local(TopN="5")
+    record_random_views(rt, views=120, items=12)
+    StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
+    rt.invoke(snapshot.handler, scheduled_event())
+
+    # When Debian's Chromium opens the page
+    (rows, title), requests = read_top_table(
+        5, lambda page: (page.eval_on_selector_all("#rows tr", ROWS), page.text_content("#board"))
+    )
 
     # Then it shows the exact top 5, fetched through the read API handler, each new to the board (a first snapshot)
     expected = [[str(rank), item, f"{views:,}"] for rank, (item, views) in enumerate(brute_force_top(rt), 1)]
     assert title == rt.settings.board
     assert [row[1:3] for row in rows] == [row[1:] for row in expected]
     assert [row[3] for row in rows] == ["new"] * 5
-    assert server.requests >= 2  # the page itself, then GET /leaderboard
+    assert requests >= 2  # the page itself, then GET /leaderboard
 
 
 def test_search_box_shows_rank_and_neighbours_and_the_pager_walks_one_version(make_local, tmp_path):
@@ -122,12 +137,10 @@ def test_search_box_shows_rank_and_neighbours_and_the_pager_walks_one_version(ma
 
 
 PERIOD = PeriodKey("global", "all", "all")
-ROWS = "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
 
 
 def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local, tmp_path):
     # Given items with metadata (one title holding markup, shown as text), one without, views and a snapshot
-    from playwright.sync_api import sync_playwright
 
     from shardboard.domain.items.records import meta
 
@@ -140,27 +153,20 @@ def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local
             rt.views.add_view(item, shard)
     StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
     rt.invoke(snapshot.handler, scheduled_event())
-    server = LeaderboardServer(read_api.handler).start()
 
     # When Chromium opens the page
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(server.url + "?limit=5")
-            page.wait_for_selector("#rows tr")
-            cells = page.eval_on_selector_all(
-                "#rows td.item",
-                """cells => cells.map(c => ({
-                    title: c.querySelector('.title')?.textContent ?? null,
-                    href: c.querySelector('a')?.href ?? null,
-                    img: c.querySelector('img')?.src ?? null,
-                    bold: c.querySelector('b') !== null,
-                    text: c.textContent}))""",
-            )
-            browser.close()
-    finally:
-        server.stop()
+    cells, _ = read_top_table(
+        5,
+        lambda page: page.eval_on_selector_all(
+            "#rows td.item",
+            """cells => cells.map(c => ({
+                title: c.querySelector('.title')?.textContent ?? null,
+                href: c.querySelector('a')?.href ?? null,
+                img: c.querySelector('img')?.src ?? null,
+                bold: c.querySelector('b') !== null,
+                text: c.textContent}))""",
+        ),
+    )
 
     # Then the cat shows its thumbnail and its title as a link, the dog its title, the fox its id alone
     assert cells[0] == {
@@ -176,7 +182,6 @@ def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local
 
 def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
     # Given a snapshot of a (3), b (2), c (1), then a newcomer e (5) and c climbing to 4, and a second snapshot
-    from playwright.sync_api import sync_playwright
 
     rt = make_local(TopN="3")
     runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
@@ -186,19 +191,9 @@ def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
                 rt.views.add_view(item, shard)
         runner.drain()
         rt.invoke(snapshot.handler, scheduled_event())
-    server = LeaderboardServer(read_api.handler).start()
 
     # When Chromium opens the page
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(server.url + "?limit=3")
-            page.wait_for_selector("#rows tr")
-            rows = page.eval_on_selector_all("#rows tr", ROWS)
-            browser.close()
-    finally:
-        server.stop()
+    rows, _ = read_top_table(3, lambda page: page.eval_on_selector_all("#rows tr", ROWS))
 
     # Then e is new, c went up one place (3rd -> 2nd), a down two (1st -> 3rd)
     assert [(row[1], row[3]) for row in rows] == [("e", "new"), ("c", "\u25b21"), ("a", "\u25bc2")]

@@ -127,15 +127,11 @@ def head_events(head: Head, top_n: int) -> list[BoardEvent]:
 
     def event(version: int, kind_of_event: str, item: str, previous_rank: int | None) -> BoardEvent:
         ranked = now.get(item)
-        return BoardEvent(
-            id=event_id(head.board, kind, head.bucket, version, kind_of_event, item),
-            type=kind_of_event,
-            board=head.board,
-            period=head.period,
-            bucket=head.bucket,
-            version=head.version,
-            generated_at=head.generated_at,
-            top_n=top_n,
+        return _of_head(
+            head,
+            top_n,
+            event_id(head.board, kind, head.bucket, version, kind_of_event, item),
+            kind_of_event,
             item=item,
             rank=ranked.rank if ranked else None,
             views=ranked.views if ranked else None,
@@ -156,20 +152,31 @@ def head_events(head: Head, top_n: int) -> list[BoardEvent]:
 def closed_event(head: Head, top_n: int) -> BoardEvent:
     """The period closed: its head's top N as the period ends (one id per board and period)."""
     kind = head.period.get("kind", ALL)
+    return _of_head(
+        head,
+        top_n,
+        event_id(head.board, kind, head.bucket, CLOSED),
+        CLOSED,
+        top=tuple(
+            RankedEntry(ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id))
+            for ranked in ranks_of(head).values()
+            if ranked.rank <= top_n
+        ),
+    )
+
+
+def _of_head(head: Head, top_n: int, event: str, kind_of_event: str, **about: Any) -> BoardEvent:
+    """An event of ``head``: what every event says of the head it was derived from, and ``about`` its own part."""
     return BoardEvent(
-        id=event_id(head.board, kind, head.bucket, CLOSED),
-        type=CLOSED,
+        id=event,
+        type=kind_of_event,
         board=head.board,
         period=head.period,
         bucket=head.bucket,
         version=head.version,
         generated_at=head.generated_at,
         top_n=top_n,
-        top=tuple(
-            RankedEntry(ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id))
-            for ranked in ranks_of(head).values()
-            if ranked.rank <= top_n
-        ),
+        **about,
     )
 
 
