@@ -184,8 +184,8 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
     """Apply folded deltas (one batch's, or a whole tumbling window's): one compare-and-set write per (board, item)
     and anchor bucket; an item's buckets are applied oldest first, by one worker.
 
-    When the batch itself proves a higher threshold (``threshold_lifts``), its witnesses go first, the new T is
-    published, and the rest is applied under it: what falls below it is never keyed."""
+    When the batch itself proves a threshold for a period that has none yet (``threshold_lifts``), its witnesses go
+    first, the new T is published, and the rest is applied under it: what falls below it is never keyed."""
     outcome = BatchOutcome()
     if not deltas:
         return outcome

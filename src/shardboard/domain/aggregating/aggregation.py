@@ -200,6 +200,8 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
         if bound <= 0:
             continue
         for period in ctx.periods(delta.board, delta.bucket):
+            # Only where no T was published yet: a hidden witness (the aggregator cannot tell) then costs one
+            # repair, not one per batch; once the job publishes, its T counts visible items only.
             if ctx.threshold(period) > 0:
                 continue
             held = bounds[period]
@@ -211,11 +213,7 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
         if len(held) < depth:
             continue
         best = heapq.nlargest(depth, held.items(), key=_bound)
-        threshold = best[-1][1]
-        # Only where no T was published yet: a hidden witness (the aggregator cannot tell) then costs one repair,
-        # not one per batch; once the job publishes, its T counts visible items only.
-        if ctx.threshold(period) == 0 and threshold > 0:
-            lifts.append(Lift(period, threshold, frozenset((period.board, item_id) for item_id, _ in best)))
+        lifts.append(Lift(period, best[-1][1], frozenset((period.board, item_id) for item_id, _ in best)))
     return lifts
 
 
