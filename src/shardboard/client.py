@@ -585,17 +585,30 @@ class Leaderboard:
         )
 
     def top(
-        self, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None, limit: int | None = None
+        self,
+        board: str = GLOBAL_BOARD,
+        period: str = ALL,
+        at: datetime | str | None = None,
+        limit: int | None = None,
+        window: str | None = None,
     ) -> Standings:
         """The snapshot of ``board`` for the ``period`` kind (``all``, or a configured ``hour``/``day``/``week``/
         ``month``) containing ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None: now), its first
-        ``limit`` entries (None: all of the snapshot's N). Bad arguments raise BadInput (a ValueError); a period
+        ``limit`` entries (None: all of the snapshot's N); with ``window`` (``24h``: one of the stack's rolling
+        windows) that window's top as of now instead. Bad arguments raise BadInput (a ValueError); a period
         without a snapshot raises NoSnapshot (the API's 404)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
-        top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
+        if window is not None:
+            top = reading.top(self._reads, board=board, window=window, limit=limit)
+        else:
+            top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
         key = top.period
-        shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
+        if window is not None:
+            span = top.document.period
+            shown = Period(key.kind, top.head.bucket, parse_time(span.start), parse_time(span.end))  # type: ignore[union-attr]
+        else:
+            shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
         return Standings(
             board=top.document.board,
             period=shown,

@@ -172,6 +172,11 @@ class Leaderboard(BaseModel):
     generated_at: str = Field(description="When the snapshot job gathered it (ISO-8601 UTC).")
     period: AllTime | CalendarPeriod
     items: list[RankedItem]
+    window: str | None = Field(
+        default=None,
+        exclude_if=_absent_value,
+        description="A rolling window's name (``24h``): the period is the window's hours, up to the current one.",
+    )
     walk: str | None = Field(
         default=None,
         exclude_if=_absent_value,

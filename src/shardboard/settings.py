@@ -14,8 +14,9 @@ from functools import cached_property
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
-from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError, parse_periods
+from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError
 from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
+from shardboard.domain.windows import parse_names, split_names
 from shardboard.domain.writing.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
 from shardboard.domain.writing.dynamic_sharding import ShardPolicy
 from shardboard.domain.writing.rate_limit import RateLimits
@@ -121,7 +122,8 @@ class Settings:
     sparse_index: bool = True
     # Parallel aggregate writes per batch: a 1,000-record batch touches hundreds of items.
     write_concurrency: int = 16
-    # Calendar periods kept besides all time, finest first (docs/boards-and-periods.md), and N of category boards.
+    # Calendar periods kept besides all time, finest first (docs/boards-and-periods.md), then rolling windows
+    # (docs/rolling-windows.md), as the Periods parameter names them; and N of category boards.
     periods: tuple[str, ...] = DEFAULT_PERIODS
     category_top_n: int = DEFAULT_CATEGORY_TOP_N
     # How long past periods stay readable (then their snapshots and entries expire by TTL), in units of their kind.
@@ -194,9 +196,10 @@ class Settings:
             ("week", self.retention_weeks),
             ("month", self.retention_months),
         )
+        kinds, windows = split_names(self.periods)
         return Leaderboards(
             board=self.board,
-            periods=Periods(self.periods, retention),
+            periods=Periods(kinds, retention, windows),
             index=Indexing(self.sparse_index, self.board_shards),
             keeping=Keeping(
                 self._keep(self.top_n, self.rank_depth),
@@ -321,7 +324,7 @@ def periods(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
     if raw is None:
         return default
     try:
-        return parse_periods(raw)
+        return parse_names(raw)
     except PeriodError as error:
         raise ConfigError(f"PERIODS: {error}") from None
 

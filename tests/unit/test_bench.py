@@ -66,8 +66,9 @@ def test_shardboard_meets_its_targets_where_the_seeds_throttle(result):
     # An exact refresh reads close to N + S (no spares in this comparison: SnapshotSpare = 0), against the seed's S x N
     assert ours["refresh_items_read"] <= 1.15 * (SMALL.top_n + SMALL.gsi_shards)
     assert sharded["refresh_items_read"] > 4 * ours["refresh_items_read"]
-    # One snapshot item per frontend request, cheaper than re-running the seed's queries
-    assert ours["frontend_read_units"] < unsharded["frontend_read_units"] < sharded["frontend_read_units"]
+    # One snapshot item per frontend request: no dearer than the unsharded seed's one Query of N items (the head also
+    # carries movement and spares, ~16 KB at N = 100), far cheaper than the sharded seed's S Queries
+    assert ours["frontend_read_units"] <= unsharded["frontend_read_units"] < sharded["frontend_read_units"]
     # The seeds pay ~3 write units per view (1 + two index writes); shardboard less
     for seed in (unsharded, sharded):
         assert 2.4 <= seed["write_units_per_view"] <= 3.0

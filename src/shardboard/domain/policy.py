@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, DEFAULT_PERIODS, anchor_kind, expires_at
+from shardboard.domain.periods import ALL, DEFAULT_PERIODS, HOUR, anchor_kind, expires_at
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.windows import Window, is_window
+
+# An hour summed by rolling windows publishes T from this many times N+R deep (docs/rolling-windows.md).
+WINDOW_HOUR_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,8 @@ class Periods:
 
     kinds: tuple[str, ...] = DEFAULT_PERIODS
     retention: tuple[tuple[str, int], ...] = ()
+    # Rolling windows read as sums of hour periods (domain/windows.py): naming one puts ``hour`` in ``kinds``.
+    windows: tuple[Window, ...] = ()
 
     @cached_property
     def anchor(self) -> str:
@@ -30,11 +36,18 @@ class Periods:
         return dict(self.retention)
 
     def kept(self, kind: str) -> int:
-        """Periods of ``kind`` kept past the current one (0: all time, which never expires)."""
-        return self._kept.get(kind, 0)
+        """Periods of ``kind`` kept past the current one (0: all time, which never expires); hours at least as long
+        as the longest window, whose sums read them."""
+        kept = self._kept.get(kind, 0)
+        return max(kept, *(window.hours for window in self.windows)) if kind == HOUR else kept
+
+    def window(self, name: str) -> Window | None:
+        return next((window for window in self.windows if window.name == name), None)
 
     def expires(self, period: PeriodKey) -> int | None:
-        """When a period's items expire by TTL (None: all time)."""
+        """When a period's items expire by TTL (None: all time); a window head an hour after its own hour ends."""
+        if is_window(period.kind):
+            return expires_at(HOUR, period.bucket, 1)
         return expires_at(period.kind, period.bucket, self.kept(period.kind))
 
 
@@ -97,7 +110,21 @@ class Leaderboards:
         """K: the published T is the K-th best of a period. D with ranked versions on a period kind (T from the
         ranked version), N + R otherwise (all time's deep tier has its own T_D)."""
         keep = self.keep(period.board)
-        return keep.depth if keep.ranked_versions and not self.deep_tier_on(period) else keep.gather_depth
+        if keep.ranked_versions and not self.deep_tier_on(period):
+            return keep.depth
+        if period.kind == HOUR and self.periods.windows:
+            # Windows sum hours: an hour's T must sit well below its N+R-th best, or the sum of the hours' Ts
+            # (what an unkeyed item may hold) outgrows a window's N+R-th best and its top cannot be proven.
+            return WINDOW_HOUR_DEPTH * keep.gather_depth
+        return keep.gather_depth
+
+    def head_depth(self, period: PeriodKey) -> int:
+        """How deep a head gather reads: N+R, or down to the T it publishes when that is deeper (an hour summed by
+        windows); ranked versions and the deep tier publish their own."""
+        keep = self.keep(period.board)
+        if keep.ranked_versions:
+            return keep.gather_depth
+        return max(keep.gather_depth, self.threshold_depth(period))
 
     def deep_tier_on(self, period: PeriodKey) -> bool:
         """The deep tier serves all-time ranked versions only (a period kind keeps the index tier: T from the D-th

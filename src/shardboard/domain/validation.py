@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import unicodedata
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
 from shardboard.domain.errors import BadInput as BadInput  # noqa: PLC0414 - re-exported as validation.BadInput
 from shardboard.domain.periods import ALL, PeriodError, parse_time, utc
+from shardboard.domain.windows import Window
 
 # One request may record at most this many views (all of them in one base-table write: ADD views :count).
 MAX_VIEWS_PER_REQUEST = 1000
@@ -243,6 +245,16 @@ def period_kind(value: str | None, configured: tuple[str, ...]) -> str:
         choices = ", ".join((ALL, *configured))
         raise BadInput(f"period must be one of {choices}, got {_shown(value)}")
     return value
+
+
+def window_name(value: str, configured: Sequence[Window]) -> Window:
+    """The ``window`` query parameter: one of the stack's rolling windows (its Periods name them: ``24h``, ``7d``)."""
+    chosen = next((window for window in configured if window.name == value), None)
+    if chosen is None:
+        names = ", ".join(window.name for window in configured)
+        choices = f"one of {names}" if names else "none here (add one like 24h to the stack's Periods)"
+        raise BadInput(f"window must be {choices}, got {_shown(value)}")
+    return chosen
 
 
 def moment(value: str | datetime | None) -> datetime | None:

@@ -1,4 +1,5 @@
-"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot), an
+"""HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot, or with
+``window=24h`` of a rolling window's), an
 item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
 items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
@@ -37,6 +38,7 @@ BeforeQuery = Annotated[str, Query(description="ISO-8601: items created before t
 PageLimitQuery = Annotated[str, Query(description=f"Items per page, 1 to {newest.MAX_NEWEST_LIMIT} (default 100).")]
 CursorQuery = Annotated[str, Query(description="The previous page's cursor (same created_after/created_before).")]
 OffsetQuery = Annotated[str, Query(description="A page of the ranked version from this 0-based offset (O + L <= D).")]
+WindowQuery = Annotated[str, Query(description="A rolling window of the stack's Periods (24h): its top as of now.")]
 WalkQuery = Annotated[str, Query(description="A page's (or walk's) cursor: the next page of the version it pins.")]
 
 
@@ -49,13 +51,16 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
     limit: LimitQuery = "",
     offset: OffsetQuery = "",
     cursor: WalkQuery = "",
+    window: WindowQuery = "",
 ) -> Response[Leaderboard | None]:  # None: 304 Not Modified
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
+    if window and (offset or cursor):
+        raise validation.BadInput("a window has no pages: send window without offset or cursor")
     if offset or cursor:
         metrics.add_metric(name="LeaderboardPageReads", unit=MetricUnit.Count, value=1)
         page = reading.page(reads(), board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         return cached(page)
-    top = reading.top(reads(), board=board, period=period, at=at, limit=limit)
+    top = reading.top(reads(), board=board, period=period, at=at, limit=limit, window=window)
     # The snapshot's version and the limit name this answer: a 304 needs no document built.
     etag = f'"{top.head.version}-{top.limit}"'
     headers = cache_headers(etag)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from shardboard.domain import validation
+from shardboard.domain.periods import HOUR, previous_bucket
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.publishing.head import Head
 from shardboard.domain.publishing.snapshot import not_found, period_at
@@ -27,6 +28,7 @@ from shardboard.domain.reading.pages import (
 )
 from shardboard.domain.reading.percentiles import MAX_RANK_IDS, RankAnswer
 from shardboard.domain.reading.ranks import lookup_ranks
+from shardboard.domain.windows import window_bucket
 from shardboard.schema import AroundMe, Item, Leaderboard, Ranks
 from shardboard.settings import Settings
 
@@ -74,7 +76,7 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
     """The period that ``board`` (None or empty: the global board), ``period`` (``all`` or a configured kind) and
     ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: now) name."""
     name = validation.board_name(board or settings.board)
-    kind = validation.period_kind(period or "", settings.periods)
+    kind = validation.period_kind(period or "", settings.policy.periods.kinds)
     if not (at is None or isinstance(at, (str, datetime))):
         raise validation.BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
     return period_at(name, kind, validation.moment(at))
@@ -95,13 +97,38 @@ def top(
     period: str | None = None,
     at: Moment = None,
     limit: int | str | None = None,
+    window: str | None = None,
 ) -> Top:
-    """The first ``limit`` entries (None: the board's N) of the period's snapshot: one GetItem."""
+    """The first ``limit`` entries (None: the board's N) of the period's snapshot: one GetItem. With ``window``, the
+    rolling window's head instead (``period`` and ``at`` must then be absent)."""
+    if window:
+        return window_top(reads, board=board, window=window, period=period, at=at, limit=limit)
     wanted = period_named(reads.settings, board, period, at)
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
     head = head_of(reads, wanted)
     document = Leaderboard.of_snapshot(head, count)
     document.walk = walk_cursor(head, wanted, reads.settings.page_size)
+    return Top(wanted, head, count, document)
+
+
+def window_top(
+    reads: BoardReads, *, board: str | None, window: str, period: str | None, at: Moment, limit: int | str | None
+) -> Top:
+    """A rolling window's head: the current hour's, or while the job has not yet refreshed it this hour, the hour
+    before's (its ``period`` says which hours it sums). At most two GetItems."""
+    name = validation.board_name(board or reads.settings.board)
+    chosen = validation.window_name(window, reads.settings.policy.periods.windows)
+    if period not in (None, "") or at not in (None, ""):
+        raise validation.BadInput("a window is read as of now: send window without period or at")
+    count = validation.limit(_text(limit), reads.settings.top_n_of(name))
+    wanted = PeriodKey(name, chosen.name, window_bucket(datetime.now(UTC)))
+    head = reads.board.get_snapshot(wanted) or reads.board.get_snapshot(
+        wanted._replace(bucket=previous_bucket(HOUR, wanted.bucket))
+    )
+    if head is None:
+        raise NoSnapshot(wanted)
+    document = Leaderboard.of_snapshot(head, count)
+    document.window = chosen.name
     return Top(wanted, head, count, document)
 
 

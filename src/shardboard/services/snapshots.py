@@ -13,14 +13,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import (
     AggregateReads,
     BoardIndex,
+    BoardScans,
     ItemCatalog,
     PeriodKey,
     PeriodLedger,
@@ -35,7 +38,9 @@ from shardboard.domain.publishing.head import Head, RankBlock
 from shardboard.domain.publishing.head_meta import meta_ask, with_meta
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
+from shardboard.domain.publishing.sums import Part, Summed, sum_top
 from shardboard.domain.sharding import period_shard_value
+from shardboard.domain.windows import Window, is_window, window_bucket
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -55,7 +60,7 @@ class GatherSource(BoardIndex, Thresholds, AggregateReads, Protocol):
     tier's buckets hold no counts)."""
 
 
-class SnapshotBoard(GatherSource, Snapshots, RankedVersions, Protocol):
+class SnapshotBoard(GatherSource, BoardScans, Snapshots, RankedVersions, Protocol):
     """What one period's snapshot reads and writes: the gather's sources, the head and its ranked versions."""
 
 
@@ -146,7 +151,7 @@ def gather_head(
     versions), the deep gather, exact down to T_D, takes over (docs/sparse-index.md, "Takedowns")."""
     policy = settings.policy
     depth = policy.keep(period.board).gather_depth
-    gathered = gather_board(board, settings, previous_hits, period, hidden)
+    gathered = gather_board(board, settings, previous_hits, period, hidden, top_n=policy.head_depth(period))
     if not hidden or not policy.index.sparse:
         return gathered, True  # nothing was ever taken down: every visible item at or above T is in the gather
     state = board.thresholds([period], consistent=True).get(period)
@@ -212,6 +217,8 @@ def take_snapshot(
     policy = settings.policy
     period = period or PeriodKey(settings.board, ALL, ALL)
     now = now or iso_now()
+    if is_window(period.kind):
+        return take_window_snapshot(board, settings, now, period, hidden, catalog=catalog)
     previous = board.get_snapshot(period, consistent=True)
     gathered, proven = gather_head(board, settings, period, previous.shard_hits if previous else None, hidden)
     expires = policy.periods.expires(period)
@@ -234,6 +241,102 @@ def take_snapshot(
         if publish.deep_threshold:
             board.raise_deep_threshold(period.board, publish.deep_threshold)
     return SnapshotResult(snapshot, written, gathered, proven, previous)
+
+
+# -- rolling windows: sums of hour periods (domain/windows.py, domain/publishing/sums.py)
+
+
+def take_window_snapshot(
+    board: SnapshotBoard,
+    settings: Settings,
+    now: str,
+    period: PeriodKey,
+    hidden: Dropped = frozenset(),
+    *,
+    catalog: ItemCatalog | None = None,
+) -> SnapshotResult:
+    """The head of a rolling window ending in the hour ``period.bucket``: the exact top N+R visible items by their
+    views summed over the window's hours. A window's first head of an hour takes its movement (``previous_rank``)
+    from the head of the hour before."""
+    window = settings.policy.periods.window(period.kind)
+    if window is None:
+        raise ValueError(f"{period.kind!r} is not a window of this stack")
+    previous = board.get_snapshot(period, consistent=True)
+    before = previous
+    if before is None:
+        earlier = board.get_snapshot(period._replace(bucket=previous_bucket(HOUR, period.bucket)), consistent=True)
+        before = replace(earlier, digest="") if earlier else None  # a new hour's head is always written
+    summed = sum_window(board, settings, window, period, hidden)
+    gathered = Gathered(
+        summed.top, items_read=summed.items_read + summed.counts_read, rounds=summed.rounds, shard_hits={}
+    )
+    snapshot = plan_head(settings.policy, period, before, gathered, unchanged(None), now)
+    if snapshot is None:
+        assert previous is not None
+        return SnapshotResult(previous, written=False, gathered=gathered, previous=previous)
+    snapshot = inline_meta(snapshot, before, catalog, settings.policy.keeping.page_size)
+    written = board.put_snapshot(snapshot, previous.version if previous else None)
+    return SnapshotResult(snapshot, written, gathered, previous=before)
+
+
+def sum_window(
+    board: SnapshotBoard, settings: Settings, window: Window, period: PeriodKey, hidden: Dropped = frozenset()
+) -> Summed:
+    """The exact top N+R visible of a window: the threshold algorithm over its hour periods' indexes, or, when the
+    hours' thresholds cannot prove it (few hours' items reach a window's top), every hour count from one scan."""
+    hours = [PeriodKey(period.board, HOUR, bucket) for bucket in window.hour_buckets(period.bucket)]
+    depth = settings.policy.keep(period.board).gather_depth
+    states = board.thresholds(hours, consistent=True) if settings.policy.index.sparse else {}
+
+    def gather(part: int, top_n: int) -> Part:
+        found = gather_board(board, settings, None, hours[part], hidden, top_n=top_n).top
+        state = states.get(hours[part])
+        return Part(found, more=len(found) >= top_n, threshold=state.threshold if state else 0)
+
+    def read(wanted: Mapping[int, Sequence[str]]) -> dict[int, dict[str, int]]:
+        asks = [(part, item) for part, ids in wanted.items() for item in ids]
+        with ThreadPoolExecutor(max_workers=SHARD_PARALLELISM) as pool:
+            counts = list(pool.map(lambda ask: hour_count(board, hours[ask[0]], ask[1]), asks))
+        found: dict[int, dict[str, int]] = {}
+        for (part, item), count in zip(asks, counts, strict=True):
+            found.setdefault(part, {})[item] = count
+        return found
+
+    summed = sum_top(depth, len(hours), gather, read)
+    if summed.proven:
+        return summed
+    return counted_window(board, settings, hours, depth, hidden, tried=summed)
+
+
+def hour_count(board: AggregateReads, hour: PeriodKey, item_id: str) -> int:
+    """An item's exact views in one hour period: its aggregate's while that hour is its current one, else the past
+    entry archived when it moved on (none when its views all came later)."""
+    state = board.state(hour.board, item_id)
+    if state.bucket == hour.bucket:
+        return state.count(HOUR)
+    if state.bucket is None or state.bucket < hour.bucket:
+        return 0
+    return board.entry_state(hour, item_id).views
+
+
+def counted_window(
+    board: SnapshotBoard,
+    settings: Settings,
+    hours: Sequence[PeriodKey],
+    depth: int,
+    hidden: Dropped,
+    *,
+    tried: Summed,
+) -> Summed:
+    """The window's top from every hour count of the board table (one scan): exact when the index cannot prove it."""
+    stored = stored_counts(board, settings.policy.periods)
+    totals: dict[str, int] = {}
+    for hour in hours:
+        for item, count in stored.counts.get(hour, {}).items():
+            totals[item] = totals.get(item, 0) + count
+    gone = dropped_among(hidden, list(totals)) if hidden else frozenset()
+    entries = [Entry(id=item, views=total) for item, total in totals.items() if total > 0 and item not in gone]
+    return Summed(top(entries, depth), True, tried.items_read + len(totals), tried.counts_read, tried.rounds + 1)
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:
@@ -329,16 +432,67 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
             board.mark_refreshed(period, stamps[period], int(time.time()))
         return result
 
-    if stamps:
-        with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(stamps)))) as pool:
-            futures = {period: pool.submit(refresh, period) for period in sorted(stamps)}
+    def run(periods: Iterable[PeriodKey]) -> None:
+        periods = sorted(periods)
+        if not periods:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(periods)))) as pool:
+            futures = {period: pool.submit(refresh, period) for period in periods}
         for period, future in futures.items():
             error = future.exception()
             if error is None:
                 results[period] = future.result()
+                if is_window(period.kind):
+                    _remember_window(board, period, results[period])
             else:
                 failures[period] = error
+
+    run(period for period in stamps if not is_window(period.kind))
+    # Windows after their hours: a window's sum reads the hours' thresholds as this run published them.
+    windows = windows_due(board, settings, stamps, moment(now))
+    for period in windows:
+        stamps.setdefault(period, -1)
+    run(period for period in stamps if is_window(period.kind))
     return RefreshRun(results, failures)
+
+
+# Per process: the window heads with entries it last wrote, (board store, board, window) -> hour bucket. A window
+# slides every hour even without views: these are refreshed at the next hour without a read to find them.
+_window_heads: dict[tuple[int, str, str], str] = {}
+
+
+def windows_due(
+    board: RefreshingBoard, settings: Settings, stamps: Mapping[PeriodKey, int], at: datetime
+) -> set[PeriodKey]:
+    """The window heads a run refreshes: every window of a board whose hours in it changed, and those that hold
+    entries and were last written for an earlier hour. A process's first run finds the latter from the ledger (the
+    boards whose counts changed within the longest window)."""
+    windows = settings.policy.periods.windows
+    if not windows:
+        return set()
+    bucket = window_bucket(at)
+    changed = {(period.board, period.bucket) for period in stamps if period.kind == HOUR}
+    store = id(board)
+    known = {(name, kind): hour for (owner, name, kind), hour in _window_heads.items() if owner == store}
+    boards = {name for name, _ in changed} | {name for name, _ in known}
+    if not known:
+        since = (at - timedelta(hours=max(window.hours for window in windows) + 2)).timestamp()
+        boards |= {s.period.board for s in board.periods() if s.period.kind == ALL and s.changed_at >= since}
+    due = set()
+    for name in boards:
+        for window in windows:
+            touched = any((name, hour) in changed for hour in window.hour_buckets(bucket))
+            if touched or known.get((name, window.name), "") < bucket:
+                due.add(PeriodKey(name, window.name, bucket))
+    return due
+
+
+def _remember_window(board: RefreshingBoard, period: PeriodKey, result: SnapshotResult) -> None:
+    key = (id(board), period.board, period.kind)
+    if result.snapshot.items:
+        _window_heads[key] = period.bucket
+    else:
+        _window_heads.pop(key, None)
 
 
 def refresh_snapshots(stores: Container, now: str | None = None, dropped: Dropped | None = None) -> RefreshRun:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from shardboard.domain.items.records import DELETED, HIDDEN, iso_ms
 from shardboard.domain.items.taken_down import TakenDown
-from shardboard.domain.periods import ALL, expires_at, retained_buckets
+from shardboard.domain.periods import ALL, HOUR, retained_buckets
 from shardboard.domain.ports import (
     AggregateReads,
     Erasure,
@@ -143,8 +143,9 @@ def with_event(head: Head, event: RankEvent | None) -> Head:
 
 
 def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, moment: datetime) -> list[PeriodKey]:
-    """Every period whose head may hold the item: on each board where it has an aggregate, all time and every
-    retained bucket of each configured kind (one consistent GetItem per board, in parallel)."""
+    """Every period whose head may hold the item: on each board where it has an aggregate, all time, every
+    retained bucket of each configured kind and each window's readable heads (one consistent GetItem per board, in
+    parallel)."""
     boards = sorted({status.period.board for status in board.periods()} | {settings.board})
     with ThreadPoolExecutor(max_workers=PARALLELISM) as pool:
         states = list(pool.map(lambda name: board.state(name, item_id), boards))
@@ -153,8 +154,11 @@ def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, momen
         if state.views == 0 and not state.applied:
             continue
         periods.append(PeriodKey(name, ALL, ALL))
-        for kind in settings.periods:
+        for kind in settings.policy.periods.kinds:
             periods.extend(PeriodKey(name, kind, b) for b in retained_buckets(kind, moment, settings.retention(kind)))
+        # A window's head of this hour, and the hour before's, which reads fall back on until the job writes this one
+        hours = retained_buckets(HOUR, moment, 1)
+        periods.extend(PeriodKey(name, window.name, b) for window in settings.policy.periods.windows for b in hours)
     return periods
 
 
@@ -347,7 +351,7 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
 def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey]) -> None:
     """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
     if periods:
-        expiry = {p: expires_at(p.kind, p.bucket, settings.retention(p.kind)) for p in periods}
+        expiry = {p: settings.policy.periods.expires(p) for p in periods}
         board.mark_changed(list(periods), int(time.time()), expiry)
 
 

@@ -157,6 +157,7 @@ def snapshot(ctx: click.Context) -> None:
 @click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
 @click.option("--offset", default=None, metavar="O", help="A page of the ranked version from this 0-based offset.")
 @click.option("--cursor", default=None, metavar="C", help="The next page of the version a cursor pins.")
+@click.option("--window", default=None, metavar="W", help="A rolling window of the Periods (24h, 7d), as of now.")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard JSON of the read API.")
 @click.pass_context
 def top(  # noqa: PLR0917 - one parameter per click option
@@ -167,25 +168,35 @@ def top(  # noqa: PLR0917 - one parameter per click option
     at: str | None,
     offset: str | None,
     cursor: str | None,
+    window: str | None,
     as_json: bool,
 ) -> None:
     """Show a board's leaderboard for a period from its snapshot item (one GetItem), as GET /leaderboard does; with
     --offset or --cursor, a page of its ranked version (the cursor to go on is printed)."""
 
     rt = runtime(ctx)
+    from shardboard.domain.errors import BadInput
     from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
 
     reads = reading.BoardReads(rt.board, rt.items, rt.settings)
     with one_line_errors(), no_snapshot_hint():
-        key = reading.period_named(rt.settings, board, period, at)
-        if offset is not None or cursor is not None:
+        if window is not None and (offset is not None or cursor is not None):
+            raise BadInput("a window has no pages: use --window without --offset or --cursor")
+        if window is not None:
+            answer = reading.top(reads, board=board, period=period, at=at, limit=limit, window=window)
+            key, document = answer.period, answer.document
+        elif offset is not None or cursor is not None:
+            key = reading.period_named(rt.settings, board, period, at)
             document = reading.page(reads, board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         else:
+            key = reading.period_named(rt.settings, board, period, at)
             document = reading.top(reads, board=board, period=period, at=at, limit=limit).document
     if as_json:
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
     shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
+    if document.window:
+        shown = f"last {document.window} ({document.period.start} to now)"  # type: ignore[union-attr]
     following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
     caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
     console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))

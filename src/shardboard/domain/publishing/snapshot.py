@@ -18,6 +18,7 @@ from shardboard.domain.publishing.events import departed
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
+from shardboard.domain.windows import is_window, parse_window
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ def plan_head(  # noqa: PLR0917 - one head's inputs
 ) -> Head | None:
     """The head to write after a gather of the exact top N+R visible (top N in ``items``, the R spares in ``spare``),
     or None when its content and ranked version are the previous head's (nothing to write)."""
-    top_n = policy.keep(period.board).top_n
+    keep = policy.keep(period.board)
+    top_n = keep.top_n
     items = tuple(Row(e.id, e.views) for e in gathered.top[:top_n])
-    spare = tuple(Row(e.id, e.views) for e in gathered.top[top_n:])
+    spare = tuple(Row(e.id, e.views) for e in gathered.top[top_n : keep.gather_depth])
     digest = head_digest(items, spare)
     if previous is not None and previous.digest == digest and rank.block == previous.rank:
         return None
@@ -125,7 +127,11 @@ def plan_publish(policy: Leaderboards, period: PeriodKey, gathered: Gathered, ra
 
 
 def period_json(period: PeriodKey) -> dict[str, Any]:
-    return period_from_bucket(period.kind, period.bucket).as_json() if period.kind != ALL else {"kind": ALL}
+    if period.kind == ALL:
+        return {"kind": ALL}
+    if is_window(period.kind):
+        return parse_window(period.kind).span(period.bucket)
+    return period_from_bucket(period.kind, period.bucket).as_json()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""Rolling windows through the real functions on moto: ``GET /leaderboard?window=24h`` answers the window's head (the
+snapshot job sums the hours), with the same JSON as a period's plus ``window``; what a window cannot answer is a 400."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from shardboard.domain.periods import iso, start_of
+from tests.integration.test_http_api import call, get
+from tests.integration.test_takedowns_http import drain, record, takedown
+
+
+def test_a_window_reads_the_top_of_its_hours_with_its_span(make_pipeline):
+    # Given a stack with a 24 h window and views this hour
+    pipeline = make_pipeline(Periods="day,24h", TopN="3", SnapshotSpare="1")
+    record(pipeline, {"a": 5, "b": 4, "c": 3, "d": 2})
+    drain(pipeline)
+    # When the snapshot job runs
+    pipeline.snapshot()
+    # Then the window's top is its hours' sum, best first, with the window named and its span up to this hour's end
+    status, _, body = call(pipeline, "read_api", get("/leaderboard", "window=24h"))
+    assert status == 200, body
+    assert [(e["rank"], e["id"], e["views"], e["previous_rank"]) for e in body["items"]] == [
+        (1, "a", 5, None),
+        (2, "b", 4, None),
+        (3, "c", 3, None),
+    ]
+    hour = start_of("hour", datetime.now(UTC))
+    assert body["window"] == "24h"
+    assert body["period"] == {
+        "kind": "24h",
+        "start": iso(hour - timedelta(hours=24)),
+        "end": iso(hour + timedelta(hours=1)),
+    }
+    # And a hide takes the item off the window at once, the spare moving up
+    status, _, _ = call(pipeline, "items_admin", takedown("hide", "id=a"))
+    assert status == 200
+    status, _, body = call(pipeline, "read_api", get("/leaderboard", "window=24h"))
+    assert [e["id"] for e in body["items"]] == ["b", "c", "d"]
+
+
+def test_what_a_window_cannot_answer_is_a_clear_400(make_pipeline):
+    pipeline = make_pipeline(Periods="day,24h")
+    for query, message in [
+        ("window=7d", "window must be one of 24h"),
+        ("window=24h&period=day", "as of now"),
+        ("window=24h&at=2026-11-01", "as of now"),
+        ("window=24h&offset=0", "no pages"),
+        ("window=24x", "window must be one of 24h"),
+    ]:
+        status, _, body = call(pipeline, "read_api", get("/leaderboard", query))
+        assert status == 400, (query, body)
+        assert message in body["message"], (query, body)
+
+
+def test_a_window_without_views_is_not_found(make_pipeline):
+    pipeline = make_pipeline(Periods="day,24h")
+    status, _, body = call(pipeline, "read_api", get("/leaderboard", "window=24h"))
+    assert status == 404, body
