@@ -22,6 +22,7 @@ from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import (
     AggregateReads,
+    AggregateState,
     BoardIndex,
     BoardScans,
     ItemCatalog,
@@ -284,22 +285,32 @@ def sum_window(
 ) -> Summed:
     """The exact top N+R visible of a window: the threshold algorithm over its hour periods' indexes, or, when the
     hours' thresholds cannot prove it (few hours' items reach a window's top), every hour count from one scan."""
-    hours = [PeriodKey(period.board, HOUR, bucket) for bucket in window.hour_buckets(period.bucket)]
     depth = settings.policy.keep(period.board).gather_depth
-    states = board.thresholds(hours, consistent=True) if settings.policy.index.sparse else {}
+    every = [PeriodKey(period.board, HOUR, bucket) for bucket in window.hour_buckets(period.bucket)]
+    # An hour with views has its ledger item (the aggregator marks it before its counts are gathered): the others
+    # are left out, a window of a quiet board reads a few hours, not H + 1.
+    states = board.thresholds(every, consistent=True)
+    hours = [hour for hour in every if hour in states]
+    sparse = settings.policy.index.sparse
+    aggregates: dict[str, AggregateState] = {}
 
     def gather(part: int, top_n: int) -> Part:
         found = gather_board(board, settings, None, hours[part], hidden, top_n=top_n).top
-        state = states.get(hours[part])
-        return Part(found, more=len(found) >= top_n, threshold=state.threshold if state else 0)
+        return Part(found, more=len(found) >= top_n, threshold=states[hours[part]].threshold if sparse else 0)
+
+    def count(ask: tuple[int, str]) -> int:
+        part, item = ask
+        if item not in aggregates:  # one read of an item's aggregate for all its hours (a race reads it twice)
+            aggregates[item] = board.state(period.board, item)
+        return hour_count(board, hours[part], item, aggregates[item])
 
     def read(wanted: Mapping[int, Sequence[str]]) -> dict[int, dict[str, int]]:
         asks = [(part, item) for part, ids in wanted.items() for item in ids]
         with ThreadPoolExecutor(max_workers=SHARD_PARALLELISM) as pool:
-            counts = list(pool.map(lambda ask: hour_count(board, hours[ask[0]], ask[1]), asks))
+            counts = list(pool.map(count, asks))
         found: dict[int, dict[str, int]] = {}
-        for (part, item), count in zip(asks, counts, strict=True):
-            found.setdefault(part, {})[item] = count
+        for (part, item), views in zip(asks, counts, strict=True):
+            found.setdefault(part, {})[item] = views
         return found
 
     summed = sum_top(depth, len(hours), gather, read)
@@ -308,10 +319,9 @@ def sum_window(
     return counted_window(board, settings, hours, depth, hidden, tried=summed)
 
 
-def hour_count(board: AggregateReads, hour: PeriodKey, item_id: str) -> int:
-    """An item's exact views in one hour period: its aggregate's while that hour is its current one, else the past
-    entry archived when it moved on (none when its views all came later)."""
-    state = board.state(hour.board, item_id)
+def hour_count(board: AggregateReads, hour: PeriodKey, item_id: str, state: AggregateState) -> int:
+    """An item's exact views in one hour period, given its aggregate's ``state``: the aggregate's while that hour is
+    its current one, else the past entry archived when it moved on (none when its views all came later)."""
     if state.bucket == hour.bucket:
         return state.count(HOUR)
     if state.bucket is None or state.bucket < hour.bucket:

@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 SEED_PER_BOARD = "seed-per-board"
 STRAIGHTFORWARD = "straightforward"
 SHARDBOARD_BOARDS = "shardboard"
-BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD, SHARDBOARD_BOARDS)
+# shardboard with a 24 h rolling window on every board too (hours counted, the window summed at each refresh).
+SHARDBOARD_WINDOWED = "shardboard+24h"
+BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD, SHARDBOARD_BOARDS, SHARDBOARD_WINDOWED)
 # A refused write (throttled) is retried by the aggregator at most this many times before the run fails loudly.
 MAX_WRITE_ATTEMPTS = 1_000
 BREAKDOWN = ("base", "aggregates", "index", "snapshots")

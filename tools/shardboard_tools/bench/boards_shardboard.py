@@ -35,8 +35,9 @@ class ShardboardBoardsDesign:
 
     name = SHARDBOARD
 
-    def __init__(self, workload: BoardsWorkload) -> None:
+    def __init__(self, workload: BoardsWorkload, windows: tuple[str, ...] = ()) -> None:
         self.workload = workload
+        self.name = f"{SHARDBOARD}+{'+'.join(windows)}" if windows else SHARDBOARD
         self.clock = VirtualClock()
         self.emulator = CapacityEmulator(self.clock)
         single = Workload(
@@ -61,7 +62,7 @@ class ShardboardBoardsDesign:
             board_shards=workload.gsi_shards,
             top_n=workload.global_top_n,
             category_top_n=workload.category_top_n,
-            periods=tuple(p for p in workload.periods if p != ALL),
+            periods=(*(p for p in workload.periods if p != ALL), *windows),
             write_concurrency=1,
             # D = N: this scenario prices head refreshes (docs/benchmarks-boards.md); ranked versions are priced by
             # `--scenario reads`.
