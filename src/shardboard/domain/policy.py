@@ -9,17 +9,20 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, DEFAULT_PERIODS, anchor_kind, expires_at
+from shardboard.domain.periods import ALL, DEFAULT_PERIODS, anchor_kind, coarser_bucket, expires_at, weight_of
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
 
 
 @dataclass(frozen=True)
 class Periods:
-    """The period kinds counted besides all time (finest first: the finest is the anchor base counters are keyed by)
-    and how many periods of each kind stay readable once they end (``retention``, in units of the kind)."""
+    """The period kinds counted besides all time (finest first: the finest is the anchor base counters are keyed by),
+    how many periods of each kind stay readable once they end (``retention``, in units of the kind) and the
+    trending kind's half-life in hours (its epoch's length, its weights)."""
 
     kinds: tuple[str, ...] = DEFAULT_PERIODS
     retention: tuple[tuple[str, int], ...] = ()
+    half_life_hours: int = DEFAULT_HALF_LIFE_HOURS
 
     @cached_property
     def anchor(self) -> str:
@@ -35,7 +38,16 @@ class Periods:
 
     def expires(self, period: PeriodKey) -> int | None:
         """When a period's items expire by TTL (None: all time)."""
-        return expires_at(period.kind, period.bucket, self.kept(period.kind))
+        return expires_at(period.kind, period.bucket, self.kept(period.kind), half_life=self.half_life_hours)
+
+    def bucket(self, kind: str, anchor_bucket: str) -> str:
+        """The ``kind`` bucket an anchor bucket falls in."""
+        return coarser_bucket(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
+
+    def increment(self, kind: str, anchor_bucket: str, views: int) -> int:
+        """What ``views`` views of ``anchor_bucket`` add to their ``kind`` period's count: the views themselves, or
+        for trending their weighted score (the one place a count's unit depends on its kind)."""
+        return views * weight_of(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from shardboard.domain.items.records import DELETED, HIDDEN, iso_ms
 from shardboard.domain.items.taken_down import TakenDown
-from shardboard.domain.periods import ALL, expires_at, retained_buckets
+from shardboard.domain.periods import ALL, retained_buckets
 from shardboard.domain.ports import (
     AggregateReads,
     Erasure,
@@ -154,7 +154,12 @@ def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, momen
             continue
         periods.append(PeriodKey(name, ALL, ALL))
         for kind in settings.periods:
-            periods.extend(PeriodKey(name, kind, b) for b in retained_buckets(kind, moment, settings.retention(kind)))
+            periods.extend(
+                PeriodKey(name, kind, b)
+                for b in retained_buckets(
+                    kind, moment, settings.retention(kind), half_life=settings.trending_half_life_hours
+                )
+            )
     return periods
 
 
@@ -347,7 +352,7 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
 def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey]) -> None:
     """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
     if periods:
-        expiry = {p: expires_at(p.kind, p.bucket, settings.retention(p.kind)) for p in periods}
+        expiry = {p: settings.policy.periods.expires(p) for p in periods}
         board.mark_changed(list(periods), int(time.time()), expiry)
 
 
