@@ -34,6 +34,7 @@ from shardboard.domain.trending import (
 )
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import ConfigError, Settings
+from shardboard_tools.operations.recovery import RebuildProgress, rebuild
 from shardboard_tools.operations.verification import stored, verify
 from tests.conftest import examples
 from tests.unit.test_boards_periods import BOARDS, ITEMS, World, deliver_at_least_once
@@ -163,3 +164,26 @@ def test_every_epoch_score_is_the_weighted_sum_and_every_head_the_top_by_score(v
     report = verify(world.views, world.board, config)
     assert report.exact, (report.differences, report.index_misses)
     assert not report.snapshots_inexact
+
+
+def test_a_lost_aggregate_the_stream_recreated_gets_its_weighted_history_back():
+    # Given an item viewed in three hours of one epoch: two past hours archived in entries, the last in the aggregate
+    config = Settings(periods=("trending",), write_concurrency=1)
+    world = World(config)
+    hours = [EDGE + timedelta(hours=h, minutes=5) for h in (3, 4, 5)]
+    for views, at in zip((10, 20, 30), hours, strict=True):
+        world.record("x", (), at, 0, views)
+        world.deliver([record for lane in world.shards for record in lane])
+        world.shards = [[], [], []]
+    # When the aggregate is lost, the stream recreates it from the last hour's next view, and a late view of the
+    # hour before moves that hour's entry and the recreated aggregate together
+    world.board.delete_aggregate("x")
+    world.record("x", (), hours[2], 1, 5)
+    world.record("x", (), hours[1], 1, 2)
+    world.deliver([record for lane in world.shards for record in lane])
+    # Then rebuild adds back exactly the surviving entries' views, each weighed by its own hour, in the epoch's score
+    rebuild(world.views, world.board, config, RebuildProgress.fresh(1))
+    found, _ = stored(world.board, config)
+    w = weights(6)
+    assert found[PeriodKey("global", TRENDING, "2026-11-30T00")] == {"x": 10 * w[3] + 22 * w[4] + 35 * w[5]}
+    assert verify(world.views, world.board, config).exact
