@@ -595,7 +595,8 @@ class Leaderboard:
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
         top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
         key = top.period
-        shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
+        half_life = self.settings.trending_half_life_hours
+        shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket, half_life=half_life)
         return Standings(
             board=top.document.board,
             period=shown,
