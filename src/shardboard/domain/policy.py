@@ -11,7 +11,7 @@ from functools import cached_property
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, DEFAULT_PERIODS, anchor_kind, coarser_bucket, expires_at, weight_of
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Periods:
     @cached_property
     def anchor(self) -> str:
         return anchor_kind(self.kinds)
+
+    @cached_property
+    def weighted(self) -> bool:
+        """Whether some kind's count is not a count of views (trending's score)."""
+        return TRENDING in self.kinds
 
     @cached_property
     def _kept(self) -> dict[str, int]:
@@ -47,6 +52,8 @@ class Periods:
     def increment(self, kind: str, anchor_bucket: str, views: int) -> int:
         """What ``views`` views of ``anchor_bucket`` add to their ``kind`` period's count: the views themselves, or
         for trending their weighted score (the one place a count's unit depends on its kind)."""
+        if kind != TRENDING:  # the aggregator asks per delta and kind: the common kinds skip the weight's lookup
+            return views
         return views * weight_of(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
 
 

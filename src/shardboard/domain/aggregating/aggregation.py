@@ -142,6 +142,8 @@ class Context:
     def weights(self, kinds: Iterable[str], anchor_bucket: str) -> dict[str, int]:
         """What one view of ``anchor_bucket`` adds to each of ``kinds`` whose count is weighted (the others add 1):
         a write's storage multiplies its delta by these."""
+        if not self.policy.periods.weighted:
+            return {}
         found = {kind: self.gain(kind, anchor_bucket, 1) for kind in kinds}
         return {kind: weight for kind, weight in found.items() if weight != 1}
 
