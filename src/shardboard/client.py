@@ -608,7 +608,10 @@ class Leaderboard:
             span = top.document.period
             shown = Period(key.kind, top.head.bucket, parse_time(span.start), parse_time(span.end))  # type: ignore[union-attr]
         else:
-            shown = Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket)
+            half_life = self.settings.trending_half_life_hours
+            shown = (
+                Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket, half_life=half_life)
+            )
         return Standings(
             board=top.document.board,
             period=shown,

@@ -14,8 +14,15 @@ from functools import cached_property
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
-from shardboard.domain.periods import DEFAULT_PERIODS, PeriodError
+from shardboard.domain.periods import DEFAULT_PERIODS, HOUR, PeriodError
 from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
+from shardboard.domain.trending import (
+    DEFAULT_HALF_LIFE_HOURS,
+    TRENDING,
+    TRENDING_RETENTION_EPOCHS,
+    HalfLifeError,
+    check_half_life,
+)
 from shardboard.domain.windows import parse_names, split_names
 from shardboard.domain.writing.dedupe import DEFAULT_DEDUPE_WINDOW_SECONDS, MIN_DEDUPE_WINDOW_SECONDS
 from shardboard.domain.writing.dynamic_sharding import ShardPolicy
@@ -77,6 +84,7 @@ PUBLISHED_VARIABLES: dict[str, str] = {
     "RETENTION_DAYS": "retention_days",
     "RETENTION_WEEKS": "retention_weeks",
     "RETENTION_MONTHS": "retention_months",
+    "TRENDING_HALF_LIFE_HOURS": "trending_half_life_hours",
     "SNAPSHOT_SCHEDULE": "schedule",
     "SPARSE_INDEX": "sparse_index",
     "DEDUPE_WINDOW": "dedupe_window_seconds",
@@ -131,6 +139,8 @@ class Settings:
     retention_days: int = 35
     retention_weeks: int = 16
     retention_months: int = 24
+    # The trending kind's half-life in hours (docs/trending.md): its epoch's length and its weights.
+    trending_half_life_hours: int = DEFAULT_HALF_LIFE_HOURS
     # A view that names a viewer counts once per viewer, item and fixed window of this many seconds (DedupeWindow).
     dedupe_window_seconds: int = DEFAULT_DEDUPE_WINDOW_SECONDS
     # Views per source IP and per viewer per minute that POST /views admits; 0 = off. The template passes
@@ -178,6 +188,12 @@ class Settings:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         schedule_seconds(self.schedule)  # fail at cold start, not at the first read of the refresh interval
+        try:
+            check_half_life(self.trending_half_life_hours)
+        except HalfLifeError as error:
+            raise ConfigError(f"trending_half_life_hours: {error}") from None
+        if TRENDING in self.periods and HOUR not in self.periods:  # trending's weights are per hour bucket
+            object.__setattr__(self, "periods", parse_names(",".join(self.periods)))
 
     @property
     def refresh_seconds(self) -> int:
@@ -195,11 +211,12 @@ class Settings:
             ("day", self.retention_days),
             ("week", self.retention_weeks),
             ("month", self.retention_months),
+            (TRENDING, TRENDING_RETENTION_EPOCHS),
         )
         kinds, windows = split_names(self.periods)
         return Leaderboards(
             board=self.board,
-            periods=Periods(kinds, retention, windows),
+            periods=Periods(kinds, retention, windows, self.trending_half_life_hours),
             index=Indexing(self.sparse_index, self.board_shards),
             keeping=Keeping(
                 self._keep(self.top_n, self.rank_depth),
@@ -305,6 +322,7 @@ class Settings:
             retention_days=integer("RETENTION_DAYS", defaults.retention_days),
             retention_weeks=integer("RETENTION_WEEKS", defaults.retention_weeks),
             retention_months=integer("RETENTION_MONTHS", defaults.retention_months),
+            trending_half_life_hours=integer("TRENDING_HALF_LIFE_HOURS", defaults.trending_half_life_hours),
             dedupe_window_seconds=integer("DEDUPE_WINDOW", defaults.dedupe_window_seconds),
             views_per_ip_per_minute=integer("VIEWS_PER_IP_PER_MINUTE", defaults.views_per_ip_per_minute),
             views_per_viewer_per_minute=integer("VIEWS_PER_VIEWER_PER_MINUTE", defaults.views_per_viewer_per_minute),

@@ -316,6 +316,32 @@ def rolled(board):
     board.archive(PastEntry(DAY1, "a", 6, {0: 6}, None, 10, None))
 
 
+def test_a_move_adds_a_weighted_kinds_delta_times_its_weight(ports):
+    board = ports.board
+    weight = 2**40 + 7  # a trending weight: larger than 2^32, not a power of two
+    # Given a move that counts in the day and in a weighted kind
+    first = board.move(
+        BOARD, "a", D1, [ShardMove(0, 0, 3)], kinds=("day", "trending"), joins={}, weights={"trending": weight}
+    )
+    # Then all time and the day add the views, the weighted kind the views times its weight
+    assert first == MoveResult(True, state({0: 3}, 3, counts={"day": 3, "trending": 3 * weight}))
+    board.move(BOARD, "a", D1, [ShardMove(0, 3, 5)], kinds=("day", "trending"), joins={}, weights={"trending": weight})
+    assert board.state(BOARD, "a") == state({0: 5}, 5, counts={"day": 5, "trending": 5 * weight})
+
+
+def test_a_late_move_adds_a_weighted_kinds_delta_times_its_weight_to_the_aggregate_and_past_entries(ports):
+    board = ports.board
+    rolled(board)
+    weights = {"week": 1000, "month": 3}
+    # When D1's shard 0 advances from 6 to 9 with the week and the month weighted (as trending would be)
+    result = board.move_late(dataclasses.replace(late([ShardMove(0, 6, 9)]), weights=weights))
+    # Then the entry's own count adds 3, the aggregate's week 3 x 1000, last month's entry 3 x 3
+    assert result == LateResult(True)
+    assert board.entry_state(DAY1, "a") == state({0: 9}, 9, D1)
+    assert board.state(BOARD, "a") == state({0: 4}, 13, D2, {"day": 4, "week": 10 + 3000})
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 9, False, "2026-10", {"month": 9})
+
+
 def test_a_late_move_moves_the_entry_the_aggregate_and_past_entries_together(ports):
     board = ports.board
     rolled(board)

@@ -60,6 +60,7 @@ def test_provisioned_on_request_for_tables_and_index():
         "by-day",
         "by-week",
         "by-month",
+        "by-trending",
         "by-deep",
         "by-change",
     }

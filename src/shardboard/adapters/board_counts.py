@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shardboard.adapters.board_table import aggregate_state
 from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
-from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.periods import ALL
 from shardboard.domain.policy import Periods
 from shardboard.domain.ports import BoardScans, PeriodKey
 
@@ -43,7 +43,7 @@ def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = 
         for kind in (*periods.kinds, ALL):
             if kind != ALL and state.bucket is None:
                 continue
-            period = PeriodKey(owner, kind, coarser_bucket(kind, periods.anchor, state.bucket or ALL))
+            period = PeriodKey(owner, kind, periods.bucket(kind, state.bucket or ALL))
             counts[period][item] = state.count(kind)
             current.add((period, item))
             if index_key_attr(kind) in row:

@@ -173,16 +173,19 @@ class BoardStore:
         kinds: Sequence[str],
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
+        weights: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` from expected to target for each move and add the difference to all-time views and
         to each kind's current count, in one UpdateItem conditioned on the anchor bucket and every expected value
         (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write,
-        ``deep`` into the deep tier (if it has no deep key: a higher bucket is a separate ``join_deep``).
+        ``deep`` into the deep tier (if it has no deep key: a higher bucket is a separate ``join_deep``); a kind in
+        ``weights`` adds the difference times its weight.
         """
         sets, conditions, names, values = move_expression(moves)
         names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET}
+        delta = sum(m.target - m.expected for m in moves)
         values |= {
-            ":delta": n_attr(sum(m.target - m.expected for m in moves)),
+            ":delta": n_attr(delta),
             ":item": s_attr(item_id),
             ":board": s_attr(board),
             ":bucket": s_attr(bucket),
@@ -190,7 +193,11 @@ class BoardStore:
         adds = ["#views :delta"]
         for kind in kinds:
             names[f"#v_{kind}"] = count_attr(kind)
-            adds.append(f"#v_{kind} :delta")
+            if weights and kind in weights:
+                values[f":d_{kind}"] = n_attr(delta * weights[kind])
+                adds.append(f"#v_{kind} :d_{kind}")
+            else:
+                adds.append(f"#v_{kind} :delta")
         sets += ["#item = :item", "#board = :board", "#bucket = :bucket"]
         for kind, key in joins.items():
             # An aggregate already in an index keeps its key: only `reshard` (and a period's end) moves it.
@@ -301,14 +308,18 @@ class BoardStore:
                     "TableName": self.table,
                     "Key": {PK: s_attr(aggregate_pk(late.board, late.item_id))},
                     "UpdateExpression": "ADD "
-                    + ", ".join(["#views :delta", *(f"#v_{kind} :delta" for kind in late.aggregate_kinds)]),
+                    + ", ".join(["#views :delta", *(f"#v_{kind} :d_{kind}" for kind in late.aggregate_kinds)]),
                     "ConditionExpression": "#bucket = :bucket",
                     "ExpressionAttributeNames": {
                         "#views": VIEWS,
                         "#bucket": BUCKET,
                         **{f"#v_{kind}": count_attr(kind) for kind in late.aggregate_kinds},
                     },
-                    "ExpressionAttributeValues": {":delta": n_attr(delta), ":bucket": s_attr(late.aggregate_bucket)},
+                    "ExpressionAttributeValues": {
+                        ":delta": n_attr(delta),
+                        ":bucket": s_attr(late.aggregate_bucket),
+                        **{f":d_{kind}": n_attr(late.added(kind, delta)) for kind in late.aggregate_kinds},
+                    },
                 }
             },
             *({"Update": self._entry_update(period, late, delta)} for period in late.past),
@@ -343,7 +354,7 @@ class BoardStore:
         names |= {"#kind": PERIOD_KIND, "#bucket": BUCKET}
         values = {
             **values,
-            ":delta": n_attr(delta),
+            ":delta": n_attr(late.added(period.kind, delta)),
             ":item": s_attr(late.item_id),
             ":board": s_attr(period.board),
             ":kind": s_attr(period.kind),

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, DEFAULT_PERIODS, HOUR, anchor_kind, expires_at
+from shardboard.domain.periods import ALL, DEFAULT_PERIODS, HOUR, anchor_kind, coarser_bucket, expires_at, weight_of
 from shardboard.domain.ports import PeriodKey
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING
 from shardboard.domain.windows import Window, is_window
 
 # An hour summed by rolling windows publishes T from this many times N+R deep (docs/rolling-windows.md).
@@ -19,17 +20,24 @@ WINDOW_HOUR_DEPTH = 4
 
 @dataclass(frozen=True)
 class Periods:
-    """The period kinds counted besides all time (finest first: the finest is the anchor base counters are keyed by)
-    and how many periods of each kind stay readable once they end (``retention``, in units of the kind)."""
+    """The period kinds counted besides all time (finest first: the finest is the anchor base counters are keyed by),
+    how many periods of each kind stay readable once they end (``retention``, in units of the kind) and the
+    trending kind's half-life in hours (its epoch's length, its weights)."""
 
     kinds: tuple[str, ...] = DEFAULT_PERIODS
     retention: tuple[tuple[str, int], ...] = ()
     # Rolling windows read as sums of hour periods (domain/windows.py): naming one puts ``hour`` in ``kinds``.
     windows: tuple[Window, ...] = ()
+    half_life_hours: int = DEFAULT_HALF_LIFE_HOURS
 
     @cached_property
     def anchor(self) -> str:
         return anchor_kind(self.kinds)
+
+    @cached_property
+    def weighted(self) -> bool:
+        """Whether some kind's count is not a count of views (trending's score)."""
+        return TRENDING in self.kinds
 
     @cached_property
     def _kept(self) -> dict[str, int]:
@@ -48,7 +56,18 @@ class Periods:
         """When a period's items expire by TTL (None: all time); a window head an hour after its own hour ends."""
         if is_window(period.kind):
             return expires_at(HOUR, period.bucket, 1)
-        return expires_at(period.kind, period.bucket, self.kept(period.kind))
+        return expires_at(period.kind, period.bucket, self.kept(period.kind), half_life=self.half_life_hours)
+
+    def bucket(self, kind: str, anchor_bucket: str) -> str:
+        """The ``kind`` bucket an anchor bucket falls in."""
+        return coarser_bucket(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
+
+    def increment(self, kind: str, anchor_bucket: str, views: int) -> int:
+        """What ``views`` views of ``anchor_bucket`` add to their ``kind`` period's count: the views themselves, or
+        for trending their weighted score (the one place a count's unit depends on its kind)."""
+        if kind != TRENDING:  # the aggregator asks per delta and kind: the common kinds skip the weight's lookup
+            return views
+        return views * weight_of(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
 
 
 @dataclass(frozen=True)

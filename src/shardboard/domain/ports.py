@@ -133,6 +133,11 @@ class LateMove:
     past: Sequence[PeriodKey]
     joins: Mapping[PeriodKey, str]  # index keys set (if absent) on entries whose lower bound reaches the threshold
     expires_at: Mapping[PeriodKey, int | None]
+    weights: Mapping[str, int] = field(default_factory=dict)  # per kind, what one view adds when not 1 (trending)
+
+    def added(self, kind: str, views: int) -> int:
+        """What ``views`` views add to the ``kind`` count of the aggregate or of a past entry."""
+        return views * self.weights.get(kind, 1)
 
 
 @dataclass(frozen=True)
@@ -236,10 +241,12 @@ class AggregateWrites(Protocol):
         kinds: Sequence[str],
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
+        weights: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
         all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind;
-        ``deep``: the all-time deep key and bucket to set if the aggregate has none."""
+        ``deep``: the all-time deep key and bucket to set if the aggregate has none; ``weights``: per kind, what one
+        view adds to its count when not 1 (a trending score)."""
         ...
 
     def roll(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shardboard.domain.periods import HOUR, KINDS, PeriodError, bucket_of, bucket_start, iso, parse_periods, start_of
+from shardboard.domain.trending import TRENDING
 
 # ``24h``, ``7d``: at most 90 days, so a window's hours stay a few thousand and a retention of them stays cheap.
 WINDOW_NAME = re.compile(r"([1-9][0-9]{0,3})([hd])")
@@ -66,9 +67,11 @@ def parse_names(text: str) -> tuple[str, ...]:
 
 
 def split_names(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[Window, ...]]:
-    """The period kinds counted (with ``hour`` when a window needs it) and the windows, from the setting's names."""
+    """The period kinds counted (with ``hour`` when a window or trending needs it) and the windows, from the setting's
+    names."""
     windows = tuple(sorted(parse_window(name) for name in names if is_window(name)))
-    kinds = {name for name in names if not is_window(name)} | ({HOUR} if windows else set())
+    kinds = {name for name in names if not is_window(name)}
+    kinds |= {HOUR} if windows or TRENDING in kinds else set()  # both read hour periods
     return tuple(kind for kind in KINDS if kind in kinds), windows
 
 

@@ -95,7 +95,14 @@ def _move(
             return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, known)), known, []
     move = plan_move(delta, ctx, moves)
     result = board.move(
-        move.board, move.item_id, move.bucket, move.moves, kinds=move.kinds, joins=move.joins, deep=move.deep
+        move.board,
+        move.item_id,
+        move.bucket,
+        move.moves,
+        kinds=move.kinds,
+        joins=move.joins,
+        deep=move.deep,
+        weights=move.weights,
     )
     if not result.applied:
         return outcome.plus(_ONE_WRITE), result.state or board.state(delta.board, delta.item_id), moves

@@ -61,10 +61,11 @@ class Announcer:
     def close_ended(self, board: ClosingBoard, now: datetime) -> int:
         """Publish ``closed`` for the periods that ended within the lookback, on every board that has a head in
         them; the number published. Reads the ledger only in the runs just after a period boundary."""
+        half_life = self.policy.periods.half_life_hours
         ended = [
-            (kind, bucket_of(kind, start - timedelta(microseconds=1)))
+            (kind, bucket_of(kind, start - timedelta(microseconds=1), half_life=half_life))
             for kind in self.policy.periods.kinds
-            if kind != ALL and now - (start := start_of(kind, now)) < self.lookback
+            if kind != ALL and now - (start := start_of(kind, now, half_life=half_life)) < self.lookback
         ]
         if not ended:
             return 0

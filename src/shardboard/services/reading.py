@@ -79,7 +79,7 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
     kind = validation.period_kind(period or "", settings.policy.periods.kinds)
     if not (at is None or isinstance(at, (str, datetime))):
         raise validation.BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-    return period_at(name, kind, validation.moment(at))
+    return period_at(name, kind, validation.moment(at), half_life=settings.trending_half_life_hours)
 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:

@@ -154,8 +154,10 @@ def affected_periods(board: ItemPeriods, settings: Settings, item_id: str, momen
         if state.views == 0 and not state.applied:
             continue
         periods.append(PeriodKey(name, ALL, ALL))
+        half_life = settings.trending_half_life_hours
         for kind in settings.policy.periods.kinds:
-            periods.extend(PeriodKey(name, kind, b) for b in retained_buckets(kind, moment, settings.retention(kind)))
+            retained = retained_buckets(kind, moment, settings.retention(kind), half_life=half_life)
+            periods.extend(PeriodKey(name, kind, b) for b in retained)
         # A window's head of this hour, and the hour before's, which reads fall back on until the job writes this one
         hours = retained_buckets(HOUR, moment, 1)
         periods.extend(PeriodKey(name, window.name, b) for window in settings.policy.periods.windows for b in hours)

@@ -627,6 +627,7 @@ class MemoryBoardStore:
         kinds: Sequence[str],
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
+        weights: Mapping[str, int] | None = None,
     ) -> MoveResult:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
@@ -638,8 +639,10 @@ class MemoryBoardStore:
             delta = sum(m.target - m.expected for m in moves)
             new = dict(current)
             new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, BOARD: {"S": board}, BUCKET: {"S": bucket}}
-            for attribute in (VIEWS, *(count_attr(kind) for kind in kinds)):
-                new[attribute] = {"N": str(_number(current, attribute) + delta)}
+            new[VIEWS] = {"N": str(_number(current, VIEWS) + delta)}
+            for kind in kinds:
+                added = delta * (weights or {}).get(kind, 1)
+                new[count_attr(kind)] = {"N": str(_number(current, count_attr(kind)) + added)}
             for m in moves:
                 new[applied_attr(m.shard)] = {"N": str(m.target)}
             for kind, key in joins.items():  # if_not_exists: only reshard (and a period's end) moves keys
@@ -726,7 +729,8 @@ class MemoryBoardStore:
                 item = dict(self.data.items.get(pk) or {})
                 item |= {PK: {"S": pk}, ITEM_ID: {"S": late.item_id}, BOARD: {"S": period.board}}
                 item |= {PERIOD_KIND: {"S": period.kind}, BUCKET: {"S": period.bucket}}
-                item[count_attr(period.kind)] = {"N": str(_number(item, count_attr(period.kind)) + delta)}
+                added = late.added(period.kind, delta)
+                item[count_attr(period.kind)] = {"N": str(_number(item, count_attr(period.kind)) + added)}
                 if period == entry:
                     for m in late.moves:
                         item[applied_attr(m.shard)] = {"N": str(m.target)}
@@ -737,8 +741,10 @@ class MemoryBoardStore:
                     item.setdefault(index_key_attr(period.kind), {"S": late.joins[period]})
                 writes.append((pk, item))
             moved = dict(aggregate)
-            for attribute in (VIEWS, *(count_attr(kind) for kind in late.aggregate_kinds)):
-                moved[attribute] = {"N": str(_number(aggregate, attribute) + delta)}
+            moved[VIEWS] = {"N": str(_number(aggregate, VIEWS) + delta)}
+            for kind in late.aggregate_kinds:
+                added = late.added(kind, delta)
+                moved[count_attr(kind)] = {"N": str(_number(aggregate, count_attr(kind)) + added)}
             writes.append((aggregate_key, moved))
             charges = []
             for pk, item in writes:

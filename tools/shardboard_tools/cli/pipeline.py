@@ -152,7 +152,7 @@ def snapshot(ctx: click.Context) -> None:
 @click.option("-n", "limit", type=int, help="How many entries (default: the board's N; a page: PageSize).")
 @click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
 @click.option(
-    "--period", default=None, metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
+    "--period", default=None, metavar="P", help="all (default) or a Periods kind: hour, day, week, month, trending."
 )
 @click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
 @click.option("--offset", default=None, metavar="O", help="A page of the ranked version from this 0-based offset.")
@@ -228,7 +228,7 @@ def ranked_table(title: str, caption: str, items: list[RankedItem]) -> Table:
 @click.option("-k", "k", default=None, metavar="K", help=f"Entries above and below, 1 to {MAX_AROUND_K} (default 5).")
 @click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
 @click.option(
-    "--period", default="all", metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
+    "--period", default="all", metavar="P", help="all (default) or a Periods kind: hour, day, week, month, trending."
 )
 @click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON of GET /around.")
@@ -259,7 +259,7 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
 @click.argument("items", nargs=-1, required=True)
 @click.option("--board", default=None, metavar="NAME", help="The board (default: the global board).")
 @click.option(
-    "--period", default="all", metavar="P", help="all (default), or one of the Periods: hour, day, week, month."
+    "--period", default="all", metavar="P", help="all (default) or a Periods kind: hour, day, week, month, trending."
 )
 @click.option("--at", "at", default=None, metavar="DATE", help="A date or time in the period (ISO-8601; default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON of GET /rank.")

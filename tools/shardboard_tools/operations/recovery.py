@@ -32,7 +32,7 @@ from shardboard.adapters.dynamodb import error_code
 from shardboard.adapters.stream_records import UnexpectedRecord, view_records
 from shardboard.domain.aggregating.aggregation import AggregateContention, Context, periods_of
 from shardboard.domain.aggregating.batch import fold
-from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.periods import ALL
 from shardboard.domain.ports import AggregateState, CounterReads, PeriodKey
 from shardboard.domain.validation import BadInput
 from shardboard.services.aggregating import AggregatorBoard, apply_deltas, join_indexes, note_changes
@@ -134,7 +134,8 @@ def restore_history(
         if not adds:
             return {}, []
         if board.add_history(board_name, item_id, state, adds):
-            periods = list(periods_of(settings.periods, board_name, state.bucket))
+            half_life = settings.trending_half_life_hours
+            periods = list(periods_of(settings.periods, board_name, state.bucket, half_life))
             ctx = Context(settings.policy, board.thresholds(periods))
             join_indexes(board, ctx, board_name, item_id, board.state(board_name, item_id))  # counts grew: sparse index
             return adds, periods
@@ -143,16 +144,22 @@ def restore_history(
 
 def missing_history(state: AggregateState, past: Mapping[str, int], settings: Settings) -> dict[str, int]:
     """Per kind, the views of the past anchor entries ``past`` (bucket -> views, buckets older than the aggregate's)
-    that the aggregate does not hold: 0 for a whole aggregate, negative when entries expired."""
+    that the aggregate does not hold, in the kind's unit (a trending score weighs each bucket's views): 0 for a
+    whole aggregate, negative when entries expired."""
     current = sum(state.applied.values())
     assert state.bucket is not None
+    periods = settings.policy.periods
     missing = {ALL: sum(past.values()) - (state.views - current)}
     for kind in settings.periods:
         if kind == settings.anchor:
             continue  # the anchor's current period is the aggregate's own bucket: no entry lies in it
-        period = coarser_bucket(kind, settings.anchor, state.bucket)
-        held = sum(views for bucket, views in past.items() if coarser_bucket(kind, settings.anchor, bucket) == period)
-        missing[kind] = held - (state.count(kind) - current)
+        period = periods.bucket(kind, state.bucket)
+        held = sum(
+            periods.increment(kind, bucket, views)
+            for bucket, views in past.items()
+            if periods.bucket(kind, bucket) == period
+        )
+        missing[kind] = held - (state.count(kind) - periods.increment(kind, state.bucket, current))
     return missing
 
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.periods import ALL
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.refill import holding_threshold, reserve
@@ -70,15 +70,17 @@ def truth(views: CounterReads, settings: Settings) -> Counts:
 
 def counted(views: CounterReads, settings: Settings, deleted: frozenset[str] = frozenset()) -> tuple[Counts, int]:
     """Every period's counts from the base table alone, without the deleted ids, and how many base counters of
-    deleted ids were left out."""
+    deleted ids were left out. A trending score's truth is the sum over the epoch's hour buckets of each bucket's
+    count times its weight."""
     counts: Counts = defaultdict(lambda: defaultdict(int))
     leftovers = 0
+    periods = settings.policy.periods
     for item, bucket, _, board, value in views.scan_counters_all():
         if item in deleted:
             leftovers += 1
             continue
         for kind in (*settings.periods, ALL):
-            counts[PeriodKey(board, kind, coarser_bucket(kind, settings.anchor, bucket))][item] += value
+            counts[PeriodKey(board, kind, periods.bucket(kind, bucket))][item] += periods.increment(kind, bucket, value)
     return counts, leftovers
 
 

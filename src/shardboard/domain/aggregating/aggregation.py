@@ -33,6 +33,7 @@ from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket
 from shardboard.domain.sharding import board_shard_of, period_shard_value
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
 
 # A refused compare-and-set is retried against the values it found. Only a concurrent writer on the same write
 # shard (two runners on one stream by mistake) or a concurrent roll can refuse it again; eight rounds is far beyond.
@@ -128,11 +129,23 @@ class Context:
         return tuple(kind for kind in self.kinds if kind != self.anchor)
 
     def period(self, board: str, kind: str, anchor_bucket: str) -> PeriodKey:
-        return PeriodKey(board, kind, coarser_bucket(kind, self.anchor, anchor_bucket))
+        return PeriodKey(board, kind, self.policy.periods.bucket(kind, anchor_bucket))
 
     def periods(self, board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
         """Every period a view of ``anchor_bucket`` counts in: the configured kinds, then all time."""
-        return periods_of(self.kinds, board, anchor_bucket)
+        return periods_of(self.kinds, board, anchor_bucket, self.policy.periods.half_life_hours)
+
+    def gain(self, kind: str, anchor_bucket: str, views: int) -> int:
+        """What ``views`` views of ``anchor_bucket`` add to its ``kind`` count (a trending score is weighted)."""
+        return self.policy.periods.increment(kind, anchor_bucket, views)
+
+    def weights(self, kinds: Iterable[str], anchor_bucket: str) -> dict[str, int]:
+        """What one view of ``anchor_bucket`` adds to each of ``kinds`` whose count is weighted (the others add 1):
+        a write's storage multiplies its delta by these."""
+        if not self.policy.periods.weighted:
+            return {}
+        found = {kind: self.gain(kind, anchor_bucket, 1) for kind in kinds}
+        return {kind: weight for kind, weight in found.items() if weight != 1}
 
     def threshold(self, period: PeriodKey) -> int:
         if not self.policy.index.sparse:
@@ -204,9 +217,9 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
             # repair, not one per batch; once the job publishes, its T counts visible items only.
             if ctx.threshold(period) > 0:
                 continue
-            held = bounds[period]
-            if bound > held.get(delta.item_id, 0):
-                held[delta.item_id] = bound
+            held, gained = bounds[period], ctx.gain(period.kind, delta.bucket, bound)
+            if gained > held.get(delta.item_id, 0):
+                held[delta.item_id] = gained
     lifts = []
     for period, held in bounds.items():
         depth = ctx.policy.threshold_depth(period)
@@ -222,9 +235,14 @@ def _bound(entry: tuple[str, int]) -> int:
 
 
 @functools.lru_cache(maxsize=65_536)  # every delta asks; a batch has few distinct (board, bucket) pairs
-def periods_of(kinds: tuple[str, ...], board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
+def periods_of(
+    kinds: tuple[str, ...], board: str, anchor_bucket: str, half_life: int = DEFAULT_HALF_LIFE_HOURS
+) -> tuple[PeriodKey, ...]:
     anchor = anchor_kind(kinds)
-    return tuple(PeriodKey(board, kind, coarser_bucket(kind, anchor, anchor_bucket)) for kind in (*kinds, ALL))
+    return tuple(
+        PeriodKey(board, kind, coarser_bucket(kind, anchor, anchor_bucket, half_life=half_life))
+        for kind in (*kinds, ALL)
+    )
 
 
 def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[PeriodKey]:
@@ -233,13 +251,14 @@ def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[P
     period's T)."""
     kinds = policy.periods.kinds
     anchor = policy.periods.anchor
+    half_life = policy.periods.half_life_hours
     buckets = {(delta.board, delta.bucket) for delta in deltas}
     return sorted(
         {
             period
             for board, bucket in buckets
             for anchor_bucket in dict.fromkeys((bucket, previous_bucket(anchor, bucket)))
-            for period in periods_of(kinds, board, anchor_bucket)
+            for period in periods_of(kinds, board, anchor_bucket, half_life)
         }
     )
 
@@ -276,7 +295,8 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
 
 class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
-    index keys its count is sure to earn (``joins``, per kind) and the deep key and bucket (``deep``)."""
+    index keys its count is sure to earn (``joins``, per kind), the deep key and bucket (``deep``) and what one
+    view adds to each weighted kind's count (``weights``: trending)."""
 
     board: str
     item_id: str
@@ -285,6 +305,7 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
     kinds: tuple[str, ...]
     joins: dict[str, str]
     deep: tuple[str, int] | None
+    weights: dict[str, int]
 
     @property
     def added(self) -> int:
@@ -346,9 +367,16 @@ def catch_up(delta: ItemDelta, applied: Mapping[int, int]) -> tuple[ItemOutcome,
     return seen, catch_up_moves(delta, applied)
 
 
-def joins_for(ctx: Context, periods: Sequence[PeriodKey], item_id: str, lower_bound: int) -> dict[PeriodKey, str]:
-    """Index keys to set in the same write: every period whose threshold the count is sure to reach."""
-    return {p: ctx.index_key(p, item_id) for p in periods if lower_bound >= ctx.threshold(p)}
+def joins_for(
+    ctx: Context, periods: Sequence[PeriodKey], item_id: str, anchor_bucket: str, lower_bound: int
+) -> dict[PeriodKey, str]:
+    """Index keys to set in the same write: every period whose threshold the count is sure to reach (``lower_bound``
+    views of ``anchor_bucket``, in each period's own unit)."""
+    return {
+        p: ctx.index_key(p, item_id)
+        for p in periods
+        if ctx.gain(p.kind, anchor_bucket, lower_bound) >= ctx.threshold(p)
+    }
 
 
 def deep_join_for(ctx: Context, board: str, item_id: str, lower_bound: int) -> tuple[str, int] | None:
@@ -364,7 +392,7 @@ def deep_join_for(ctx: Context, board: str, item_id: str, lower_bound: int) -> t
 def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
     """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem."""
     lower_bound = lower_bound_after(moves)
-    joins = joins_for(ctx, ctx.periods(delta.board, delta.bucket), delta.item_id, lower_bound)
+    joins = joins_for(ctx, ctx.periods(delta.board, delta.bucket), delta.item_id, delta.bucket, lower_bound)
     return Move(
         delta.board,
         delta.item_id,
@@ -373,6 +401,7 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
         ctx.kinds,
         {p.kind: k for p, k in joins.items()},
         deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
+        ctx.weights(ctx.kinds, delta.bucket),
     )
 
 
@@ -418,12 +447,13 @@ def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
     keys: dict[str, str | None] = {}
     for kind in ctx.kinds:
         before, after = ctx.period(delta.board, kind, old.bucket), ctx.period(delta.board, kind, delta.bucket)
+        gained = ctx.gain(kind, delta.bucket, added)
         if before == after:
-            counts[kind] = old.count(kind) + added
+            counts[kind] = old.count(kind) + gained
             continue
-        counts[kind] = added
+        counts[kind] = gained
         archives.append(_past_entry(ctx, before, delta.item_id, old))
-        keys[kind] = ctx.index_key(after, delta.item_id) if added >= max(1, ctx.threshold(after)) else None
+        keys[kind] = ctx.index_key(after, delta.item_id) if gained >= max(1, ctx.threshold(after)) else None
     new = AggregateState(
         applied={m.shard: m.target for m in moves},
         views=old.views + added,
@@ -482,8 +512,9 @@ def plan_late(delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: 
         aggregate_bucket=aggregate.bucket,
         aggregate_kinds=same,
         past=periods[1:],
-        joins=joins_for(ctx, periods, delta.item_id, lower_bound_after(moves)),
+        joins=joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound_after(moves)),
         expires_at={p: ctx.expires(p) for p in periods},
+        weights=ctx.weights(ctx.kinds, delta.bucket),
     )
 
 

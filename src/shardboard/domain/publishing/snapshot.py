@@ -18,6 +18,7 @@ from shardboard.domain.publishing.events import departed
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
 from shardboard.domain.windows import is_window, parse_window
 
 
@@ -81,7 +82,7 @@ def plan_head(  # noqa: PLR0917 - one head's inputs
     version = previous.version + 1 if previous else 1
     return Head(
         board=period.board,
-        period=period_json(period),
+        period=period_json(period, half_life=policy.periods.half_life_hours),
         bucket=period.bucket,
         version=version,
         generated_at=now,
@@ -126,12 +127,12 @@ def plan_publish(policy: Leaderboards, period: PeriodKey, gathered: Gathered, ra
     )
 
 
-def period_json(period: PeriodKey) -> dict[str, Any]:
+def period_json(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> dict[str, Any]:
     if period.kind == ALL:
         return {"kind": ALL}
     if is_window(period.kind):
         return parse_window(period.kind).span(period.bucket)
-    return period_from_bucket(period.kind, period.bucket).as_json()
+    return period_from_bucket(period.kind, period.bucket, half_life=half_life).as_json()
 
 
 @dataclass(frozen=True)
@@ -171,9 +172,11 @@ def _with_meta(entry: dict[str, Any], document: dict[str, Any] | None) -> dict[s
     return entry if document is None else {**entry, "meta": document}
 
 
-def period_at(board: str, kind: str, moment: datetime | None = None) -> PeriodKey:
-    """The period of ``kind`` containing ``moment`` (now by default) on ``board``."""
-    return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC)))
+def period_at(
+    board: str, kind: str, moment: datetime | None = None, *, half_life: int = DEFAULT_HALF_LIFE_HOURS
+) -> PeriodKey:
+    """The period of ``kind`` containing ``moment`` (now by default) on ``board`` (``half_life``: trending's)."""
+    return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC), half_life=half_life))
 
 
 def not_found(period: PeriodKey) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardboard.domain.items.records import DELETED
-from shardboard.domain.periods import ALL, coarser_bucket
+from shardboard.domain.periods import ALL
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads, RankShard
 from shardboard.domain.publishing.head import Head
@@ -137,6 +137,6 @@ def current_views(board: AggregateReads, policy: Leaderboards, period: PeriodKey
     state = board.state(period.board, item_id)
     if period.kind == ALL:
         return state.views
-    if state.bucket is not None and coarser_bucket(period.kind, policy.periods.anchor, state.bucket) == period.bucket:
+    if state.bucket is not None and policy.periods.bucket(period.kind, state.bucket) == period.bucket:
         return state.count(period.kind)
     return board.entry_state(period, item_id).views

@@ -1,0 +1,189 @@
+"""Trending against a brute force: every stored score of every epoch is the weighted sum of its item's views (each
+hour's views times that hour's weight), however late, out of order or replayed the stream delivers them, and every
+epoch's head is the exact top N by score (ties by id)."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, localcontext
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardboard.domain.periods import (
+    PeriodError,
+    bucket_of,
+    expires_at,
+    is_bucket,
+    parse_periods,
+    period_from_bucket,
+    previous_bucket,
+    retained_buckets,
+)
+from shardboard.domain.ports import PeriodKey
+from shardboard.domain.trending import (
+    HALF_LIVES_PER_EPOCH,
+    PRECISION_BITS,
+    TRENDING,
+    carried,
+    largest_score,
+    weights,
+)
+from shardboard.services.snapshots import refresh_changed
+from shardboard.settings import ConfigError, Settings
+from shardboard_tools.operations.recovery import RebuildProgress, rebuild
+from shardboard_tools.operations.verification import stored, verify
+from tests.conftest import examples
+from tests.unit.test_boards_periods import BOARDS, ITEMS, World, deliver_at_least_once
+
+YEAR_ONE = datetime(1, 1, 1, tzinfo=UTC)
+# Monday 2026-11-30 00:00 UTC: an epoch's landmark at a 6-hour half-life (7-day epochs counted from 0001-01-01, a
+# Monday) and at a 1-hour one (28-hour epochs: 17,750,016 hours after 0001-01-01 is a multiple of 28).
+EDGE = datetime(2026, 11, 30, 0, 0, tzinfo=UTC)
+
+
+def brute_weight(moment: datetime, half_life: int) -> tuple[str, int]:
+    """The epoch (its landmark hour's id) and the weight of a view at ``moment``, from first principles."""
+    hours = (moment - YEAR_ONE) // timedelta(hours=1)
+    epoch = HALF_LIVES_PER_EPOCH * half_life
+    landmark = YEAR_ONE + timedelta(hours=hours // epoch * epoch)
+    with localcontext() as context:
+        context.prec = 60
+        weight = int((Decimal(2) ** (PRECISION_BITS + Decimal(hours % epoch) / half_life)).to_integral_value())
+    return landmark.strftime("%Y-%m-%dT%H"), weight
+
+
+# -- the weights and the epoch
+
+
+@pytest.mark.parametrize("half_life", [1, 2, 6, 24])
+def test_weights_are_the_rounded_powers_and_stay_far_below_38_digits(half_life):
+    table = weights(half_life)
+    assert len(table) == HALF_LIVES_PER_EPOCH * half_life
+    assert table[0] == 2**PRECISION_BITS
+    for hour, weight in enumerate(table):
+        assert weight == brute_weight(YEAR_ONE + timedelta(hours=hour), half_life)[1]
+    # The magnitude argument: 10^12 views all in the last hour stay below DynamoDB's 10^38.
+    assert largest_score(10**12, half_life) < 10**31
+    # A view of the last hour carried into the next epoch keeps about P bits.
+    assert carried(table[-1]) >= 2 ** (PRECISION_BITS - 1)
+
+
+def test_an_epoch_is_28_half_lives_named_by_its_landmark_hour():
+    moment = datetime(2026, 11, 26, 17, 5, tzinfo=UTC)
+    assert bucket_of(TRENDING, moment) == "2026-11-23T00"  # 6 h: epochs are the ISO weeks
+    period = period_from_bucket(TRENDING, "2026-11-23T00")
+    assert period.as_json() == {"kind": "trending", "start": "2026-11-23T00:00:00Z", "end": "2026-11-30T00:00:00Z"}
+    assert bucket_of(TRENDING, moment, half_life=1) == brute_weight(moment, 1)[0]
+    assert period_from_bucket(TRENDING, bucket_of(TRENDING, moment, half_life=1), half_life=1).end is not None
+    assert is_bucket(TRENDING, "2026-11-23T00") and not is_bucket(TRENDING, "2026-11-23T06")
+    assert previous_bucket(TRENDING, "2026-11-23T00") == "2026-11-16T00"
+    assert retained_buckets(TRENDING, moment, 2) == ["2026-11-23T00", "2026-11-16T00", "2026-11-09T00"]
+    four_weeks_after_its_end = int(datetime(2026, 12, 28, tzinfo=UTC).timestamp())
+    assert expires_at(TRENDING, "2026-11-23T00", 4) == four_weeks_after_its_end
+    # Ids sort in time order.
+    ids = [bucket_of(TRENDING, EDGE + timedelta(hours=h), half_life=1) for h in range(-200, 200, 7)]
+    assert ids == sorted(ids)
+
+
+def test_trending_implies_hour():
+    assert parse_periods("day,week,trending") == ("hour", "day", "week", "trending")
+    assert Settings(periods=("day", "trending")).periods == ("hour", "day", "trending")
+    assert Settings(periods=("trending",)).anchor == "hour"
+    with pytest.raises(PeriodError):
+        parse_periods("decayed")
+    with pytest.raises(ConfigError):
+        Settings(trending_half_life_hours=0)
+
+
+def test_one_view_per_hour_weighs_its_hour():
+    config = Settings(periods=("trending",), write_concurrency=1)
+    world = World(config)
+    world.record("a", ("cats",), EDGE - timedelta(minutes=30), 0)  # the last hour of the epoch before
+    world.record("a", ("cats",), EDGE + timedelta(hours=7, minutes=1), 1)  # hour 7 of the new one
+    world.deliver(world.shards[0] + world.shards[1] + world.shards[2])
+    found, _ = stored(world.board, config)
+    assert found[PeriodKey("cats", TRENDING, "2026-11-23T00")] == {"a": weights(6)[-1]}
+    assert found[PeriodKey("cats", TRENDING, "2026-11-30T00")] == {"a": weights(6)[7]}
+    assert found[PeriodKey("cats", "all", "all")] == {"a": 2}
+
+
+# -- the whole pipeline against the brute force
+
+views_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(ITEMS),
+        st.lists(st.sampled_from(BOARDS), max_size=2, unique=True).map(tuple),
+        st.integers(-40, 40),  # hours from EDGE, an epoch boundary (several for a 1-hour half-life)
+        st.integers(0, 2),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    views=views_strategy,
+    seed=st.integers(0, 10**6),
+    half_life=st.sampled_from([1, 6]),
+    periods=st.sampled_from([("trending",), ("day", "trending"), ("hour", "week", "month", "trending")]),
+    top_n=st.integers(1, 4),
+)
+def test_every_epoch_score_is_the_weighted_sum_and_every_head_the_top_by_score(views, seed, half_life, periods, top_n):
+    # Given views of random items on random boards at random hours around an epoch boundary
+    config = Settings(
+        periods=periods, trending_half_life_hours=half_life, write_concurrency=1, top_n=top_n, category_top_n=top_n
+    )
+    world = World(config)
+    expected: dict[PeriodKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for item, boards, hours, shard, count in views:
+        at = EDGE + timedelta(hours=hours, minutes=30)
+        world.record(item, boards, at, shard, count)
+        epoch, weight = brute_weight(at, half_life)
+        for board in ("global", *boards):
+            expected[PeriodKey(board, TRENDING, epoch)][item] += count * weight
+    # When the stream is delivered at least once, late and out of order across stream shards, with replays
+    deliver_at_least_once(world, random.Random(seed))
+    # Then every stored score of every epoch equals the brute-force weighted sum
+    found, _ = stored(world.board, config)
+    scores = {p: {i: v for i, v in c.items() if v} for p, c in found.items() if p.kind == TRENDING and any(c.values())}
+    assert scores == {p: dict(c) for p, c in expected.items()}
+    # And after a refresh, every epoch's head is the brute-force top N by score, ties by id
+    refresh_changed(world.board, config, always=[PeriodKey("global", "all", "all")])
+    for period, truth in expected.items():
+        snapshot = world.board.get_snapshot(period)
+        assert snapshot is not None, period
+        best = sorted(truth.items(), key=lambda entry: (-entry[1], entry[0]))[:top_n]
+        assert list(snapshot.items) == best, period
+    # And verify, whose truth weighs each hour, finds the stack exact
+    report = verify(world.views, world.board, config)
+    assert report.exact, (report.differences, report.index_misses)
+    assert not report.snapshots_inexact
+
+
+def test_a_lost_aggregate_the_stream_recreated_gets_its_weighted_history_back():
+    # Given an item viewed in three hours of one epoch: two past hours archived in entries, the last in the aggregate
+    config = Settings(periods=("trending",), write_concurrency=1)
+    world = World(config)
+    hours = [EDGE + timedelta(hours=h, minutes=5) for h in (3, 4, 5)]
+    for views, at in zip((10, 20, 30), hours, strict=True):
+        world.record("x", (), at, 0, views)
+        world.deliver([record for lane in world.shards for record in lane])
+        world.shards = [[], [], []]
+    # When the aggregate is lost, the stream recreates it from the last hour's next view, and a late view of the
+    # hour before moves that hour's entry and the recreated aggregate together
+    world.board.delete_aggregate("x")
+    world.record("x", (), hours[2], 1, 5)
+    world.record("x", (), hours[1], 1, 2)
+    world.deliver([record for lane in world.shards for record in lane])
+    # Then rebuild adds back exactly the surviving entries' views, each weighed by its own hour, in the epoch's score
+    rebuild(world.views, world.board, config, RebuildProgress.fresh(1))
+    found, _ = stored(world.board, config)
+    w = weights(6)
+    assert found[PeriodKey("global", TRENDING, "2026-11-30T00")] == {"x": 10 * w[3] + 22 * w[4] + 35 * w[5]}
+    assert verify(world.views, world.board, config).exact
