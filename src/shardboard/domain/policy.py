@@ -47,7 +47,7 @@ class Periods:
         """Periods of ``kind`` kept past the current one (0: all time, which never expires); hours at least as long
         as the longest window, whose sums read them."""
         kept = self._kept.get(kind, 0)
-        return max(kept, *(window.hours for window in self.windows)) if kind == HOUR else kept
+        return max((kept, *(window.hours for window in self.windows))) if kind == HOUR else kept
 
     def window(self, name: str) -> Window | None:
         return next((window for window in self.windows if window.name == name), None)
