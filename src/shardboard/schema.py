@@ -157,6 +157,12 @@ class RankedItem(BaseModel):
         description="Its rank in the snapshot before this one (compare with rank for movement); null when it was "
         "not among that snapshot's entries (new), and on entries read from a ranked version.",
     )
+    score: float | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Trending only: the time-decayed view count the entry is ranked by, as of generated_at (a view "
+        "then counts 1, a view one half-life older 1/2); views is it rounded. Absent on other periods.",
+    )
     meta: dict[str, Any] | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

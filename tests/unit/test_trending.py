@@ -18,6 +18,7 @@ from shardboard.domain.periods import (
     bucket_of,
     expires_at,
     is_bucket,
+    iso,
     parse_periods,
     period_from_bucket,
     previous_bucket,
@@ -32,6 +33,7 @@ from shardboard.domain.trending import (
     largest_score,
     weights,
 )
+from shardboard.schema import Leaderboard
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import ConfigError, Settings
 from shardboard_tools.operations.recovery import RebuildProgress, rebuild
@@ -153,12 +155,15 @@ def test_every_epoch_score_is_the_weighted_sum_and_every_head_the_top_by_score(v
     found, _ = stored(world.board, config)
     scores = {p: {i: v for i, v in c.items() if v} for p, c in found.items() if p.kind == TRENDING and any(c.values())}
     assert scores == {p: dict(c) for p, c in expected.items()}
-    # And after a refresh, every epoch's head is the brute-force top N by score, ties by id
+    # And after a refresh, every epoch's head is the brute-force top N by its score plus the epoch before's carried
+    # (decayed by 2^28), ties by id
     refresh_changed(world.board, config, always=[PeriodKey("global", "all", "all")])
     for period, truth in expected.items():
         snapshot = world.board.get_snapshot(period)
         assert snapshot is not None, period
-        best = sorted(truth.items(), key=lambda entry: (-entry[1], entry[0]))[:top_n]
+        before = expected.get(period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life)), {})
+        ranked = {item: truth.get(item, 0) + carried(before.get(item, 0)) for item in truth.keys() | before.keys()}
+        best = sorted(((i, v) for i, v in ranked.items() if v), key=lambda entry: (-entry[1], entry[0]))[:top_n]
         assert list(snapshot.items) == best, period
     # And verify, whose truth weighs each hour, finds the stack exact
     report = verify(world.views, world.board, config)
@@ -187,3 +192,18 @@ def test_a_lost_aggregate_the_stream_recreated_gets_its_weighted_history_back():
     w = weights(6)
     assert found[PeriodKey("global", TRENDING, "2026-11-30T00")] == {"x": 10 * w[3] + 22 * w[4] + 35 * w[5]}
     assert verify(world.views, world.board, config).exact
+
+
+def test_a_trending_entry_shows_its_score_as_views_now():
+    # Given one view in the landmark hour of an epoch and two in the hour six hours later (one half-life)
+    config = Settings(periods=("trending",), write_concurrency=1)
+    world = World(config)
+    world.record("a", (), EDGE + timedelta(minutes=30), 0)
+    world.record("b", (), EDGE + timedelta(hours=6, minutes=30), 0, 2)
+    world.deliver(world.shards[0] + world.shards[1] + world.shards[2])
+    # When the job refreshes the epoch at the end of that later hour's start
+    run = refresh_changed(world.board, config, iso(EDGE + timedelta(hours=6)))
+    head = run.results[PeriodKey("global", TRENDING, "2026-11-30T00")].snapshot
+    # Then entries are ranked by score, shown as views now: b's two views count 2, a's one view, a half-life old, 1/2
+    items = Leaderboard.of_snapshot(head).as_json()["items"]
+    assert [(e["id"], e["rank"], e["score"], e["views"]) for e in items] == [("b", 1, 2.0, 2), ("a", 2, 0.5, 0)]

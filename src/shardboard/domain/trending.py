@@ -13,6 +13,7 @@ computed with integers only so that every process (aggregator, verify, a client)
 from __future__ import annotations
 
 import functools
+from datetime import datetime
 
 TRENDING = "trending"
 DEFAULT_HALF_LIFE_HOURS = 6
@@ -85,5 +86,12 @@ def largest_score(views: int, half_life: int) -> int:
 
 
 def carried(score: int) -> int:
-    """An ended epoch's score in the units of the next: floor(S / 2^m) (the lead's two-epoch read uses it)."""
+    """An ended epoch's score in the units of the next: floor(S / 2^m) (a trending head adds it to the epoch's)."""
     return score >> HALF_LIVES_PER_EPOCH
+
+
+def decayed(score: int, landmark: datetime, epoch_end: datetime, at: datetime) -> float:
+    """A stored score as views now: each view weighs 2^-(its age / h), so a view at ``at`` counts 1 and one a
+    half-life older 1/2. The half-life is the epoch's length over its 28 half-lives (a head carries its bounds)."""
+    half_life = (epoch_end - landmark) / HALF_LIVES_PER_EPOCH
+    return float(score) / float(2.0 ** (PRECISION_BITS + (at - landmark) / half_life))

@@ -39,8 +39,9 @@ from shardboard.domain.publishing.head import Head, RankBlock
 from shardboard.domain.publishing.head_meta import meta_ask, with_meta
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
-from shardboard.domain.publishing.sums import Part, Summed, sum_top
+from shardboard.domain.publishing.sums import Carry, Part, Summed, sum_top
 from shardboard.domain.sharding import period_shard_value
+from shardboard.domain.trending import TRENDING, carried
 from shardboard.domain.windows import Window, is_window, window_bucket
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
@@ -224,7 +225,8 @@ def take_snapshot(
     gathered, proven = gather_head(board, settings, period, previous.shard_hits if previous else None, hidden)
     expires = policy.periods.expires(period)
     rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
-    snapshot = plan_head(policy, period, previous, gathered, rank, now)
+    shown = trending_head(board, settings, period, gathered, hidden) if period.kind == TRENDING else gathered
+    snapshot = plan_head(policy, period, previous, shown, rank, now)
     if snapshot is None:
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
@@ -245,6 +247,25 @@ def take_snapshot(
 
 
 # -- rolling windows: sums of hour periods (domain/windows.py, domain/publishing/sums.py)
+
+
+def trending_head(
+    board: SnapshotBoard, settings: Settings, period: PeriodKey, gathered: Gathered, hidden: Dropped
+) -> Gathered:
+    """A trending head ranks by the epoch's score plus the previous epoch's, carried (decayed by 2^28, what its
+    views weigh against the new landmark): the sum of two periods, the epoch's own gather read once. The epoch's
+    own gather still publishes its T (docs/trending.md)."""
+    half_life = settings.trending_half_life_hours
+    before = period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life))
+    merged = sum_periods(
+        board, settings, [period, before], hidden, carries=[lambda score: score, carried], first=gathered
+    )
+    return Gathered(
+        merged.top,
+        items_read=gathered.items_read + merged.items_read - len(gathered.top) + merged.counts_read,
+        rounds=gathered.rounds + merged.rounds - 1,
+        shard_hits=gathered.shard_hits,
+    )
 
 
 def take_window_snapshot(
@@ -283,26 +304,50 @@ def take_window_snapshot(
 def sum_window(
     board: SnapshotBoard, settings: Settings, window: Window, period: PeriodKey, hidden: Dropped = frozenset()
 ) -> Summed:
-    """The exact top N+R visible of a window: the threshold algorithm over its hour periods' indexes, or, when the
-    hours' thresholds cannot prove it (few hours' items reach a window's top), every hour count from one scan."""
-    depth = settings.policy.keep(period.board).gather_depth
-    every = [PeriodKey(period.board, HOUR, bucket) for bucket in window.hour_buckets(period.bucket)]
-    # An hour with views has its ledger item (the aggregator marks it before its counts are gathered): the others
+    """The exact top N+R visible of a window: the sum of its hour periods (``sum_periods``)."""
+    hours = [PeriodKey(period.board, HOUR, bucket) for bucket in window.hour_buckets(period.bucket)]
+    return sum_periods(board, settings, hours, hidden)
+
+
+def sum_periods(  # noqa: PLR0917 - one sum's inputs
+    board: SnapshotBoard,
+    settings: Settings,
+    periods: Sequence[PeriodKey],
+    hidden: Dropped = frozenset(),
+    carries: Sequence[Carry] | None = None,
+    first: Gathered | None = None,
+) -> Summed:
+    """The exact top N+R visible by counts summed over ``periods`` of one board (each through its carry): the
+    threshold algorithm over their indexes (domain/publishing/sums.py) or, when their thresholds cannot prove it,
+    every count from one scan. ``first``: the first period's gather, when the caller made it already."""
+    board_name = periods[0].board if periods else settings.board
+    depth = settings.policy.keep(board_name).gather_depth
+    carry = list(carries) if carries is not None else [lambda count: count] * len(periods)
+    # A period with views has its ledger item (the aggregator marks it before its counts are gathered): the others
     # are left out, a window of a quiet board reads a few hours, not H + 1.
-    states = board.thresholds(every, consistent=True)
-    hours = [hour for hour in every if hour in states]
+    states = board.thresholds(periods, consistent=True)
+    chosen = [n for n, period in enumerate(periods) if period in states]
+    parts, carry = [periods[n] for n in chosen], [carry[n] for n in chosen]
     sparse = settings.policy.index.sparse
     aggregates: dict[str, AggregateState] = {}
+    first_depth = settings.policy.head_depth(periods[0]) if periods else 0
 
     def gather(part: int, top_n: int) -> Part:
-        found = gather_board(board, settings, None, hours[part], hidden, top_n=top_n).top
-        return Part(found, more=len(found) >= top_n, threshold=states[hours[part]].threshold if sparse else 0)
+        if (
+            first is not None
+            and parts[part] == periods[0]
+            and (top_n <= len(first.top) or len(first.top) < first_depth)
+        ):
+            found = first.top[:top_n]  # the head's own gather (deep enough, or it read every keyed item), read once
+        else:
+            found = gather_board(board, settings, None, parts[part], hidden, top_n=top_n).top
+        return Part(found, more=len(found) >= top_n, threshold=states[parts[part]].threshold if sparse else 0)
 
     def count(ask: tuple[int, str]) -> int:
         part, item = ask
-        if item not in aggregates:  # one read of an item's aggregate for all its hours (a race reads it twice)
-            aggregates[item] = board.state(period.board, item)
-        return hour_count(board, hours[part], item, aggregates[item])
+        if item not in aggregates:  # one read of an item's aggregate for all its periods (a race reads it twice)
+            aggregates[item] = board.state(board_name, item)
+        return count_in(board, settings, parts[part], item, aggregates[item])
 
     def read(wanted: Mapping[int, Sequence[str]]) -> dict[int, dict[str, int]]:
         asks = [(part, item) for part, ids in wanted.items() for item in ids]
@@ -313,39 +358,41 @@ def sum_window(
             found.setdefault(part, {})[item] = views
         return found
 
-    summed = sum_top(depth, len(hours), gather, read)
+    summed = sum_top(depth, len(parts), gather, read, carries=carry)
     if summed.proven:
         return summed
-    return counted_window(board, settings, hours, depth, hidden, tried=summed)
+    return counted_sum(board, settings, parts, carry, hidden, tried=summed)
 
 
-def hour_count(board: AggregateReads, hour: PeriodKey, item_id: str, state: AggregateState) -> int:
-    """An item's exact views in one hour period, given its aggregate's ``state``: the aggregate's while that hour is
+def count_in(board: AggregateReads, settings: Settings, period: PeriodKey, item_id: str, state: AggregateState) -> int:
+    """An item's exact count in one period, given its aggregate's ``state``: the aggregate's while that period is
     its current one, else the past entry archived when it moved on (none when its views all came later)."""
-    if state.bucket == hour.bucket:
-        return state.count(HOUR)
-    if state.bucket is None or state.bucket < hour.bucket:
+    current = settings.policy.periods.bucket(period.kind, state.bucket) if state.bucket is not None else None
+    if current == period.bucket:
+        return state.count(period.kind)
+    if current is None or current < period.bucket:
         return 0
-    return board.entry_state(hour, item_id).views
+    return board.entry_state(period, item_id).views
 
 
-def counted_window(
+def counted_sum(
     board: SnapshotBoard,
     settings: Settings,
-    hours: Sequence[PeriodKey],
-    depth: int,
+    periods: Sequence[PeriodKey],
+    carry: Sequence[Carry],
     hidden: Dropped,
     *,
     tried: Summed,
 ) -> Summed:
-    """The window's top from every hour count of the board table (one scan): exact when the index cannot prove it."""
+    """The sum's top from every count of the board table (one scan): exact when the indexes cannot prove it."""
     stored = stored_counts(board, settings.policy.periods)
     totals: dict[str, int] = {}
-    for hour in hours:
-        for item, count in stored.counts.get(hour, {}).items():
-            totals[item] = totals.get(item, 0) + count
+    for period, through in zip(periods, carry, strict=True):
+        for item, count in stored.counts.get(period, {}).items():
+            totals[item] = totals.get(item, 0) + through(count)
     gone = dropped_among(hidden, list(totals)) if hidden else frozenset()
     entries = [Entry(id=item, views=total) for item, total in totals.items() if total > 0 and item not in gone]
+    depth = settings.policy.keep(periods[0].board).gather_depth
     return Summed(top(entries, depth), True, tried.items_read + len(totals), tried.counts_read, tried.rounds + 1)
 
 

@@ -12,10 +12,11 @@ from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import ALL, previous_bucket
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.refill import holding_threshold, reserve
+from shardboard.domain.trending import TRENDING, carried
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -97,6 +98,17 @@ def verify_stack(stores: Container) -> Report:
     return verify(stores.views, stores.board, stores.settings, stores.items.hidden(), stores.items.denied())
 
 
+def ranked_by(expected: Counts, period: PeriodKey, settings: Settings) -> dict[str, int]:
+    """What a period's head ranks by: its counts, or for trending the epoch's scores plus the previous epoch's
+    carried (domain/trending.py)."""
+    own = expected.get(period, {})
+    if period.kind != TRENDING:
+        return own
+    half_life = settings.trending_half_life_hours
+    before = expected.get(period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life)), {})
+    return {item: own.get(item, 0) + carried(before.get(item, 0)) for item in own.keys() | before.keys()}
+
+
 def verify(
     views: CounterReads,
     board: CheckedBoard,
@@ -133,7 +145,8 @@ def verify(
         snapshot = board.get_snapshot(period)
         if snapshot is not None:
             # (deleted ids are out of the truth already)
-            visible = (Entry(id=i, views=v) for i, v in truth_counts.items() if v and i not in hidden)
+            shown = ranked_by(expected, period, settings)
+            visible = (Entry(id=i, views=v) for i, v in shown.items() if v and i not in hidden)
             best = top(visible, settings.top_n_of(period.board))
             exact = list(snapshot.items) == [(e.id, e.views) for e in best]
             report.snapshots_checked += 1

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.domain.periods import ALL, bucket_of, period_from_bucket
+from shardboard.domain.periods import ALL, bucket_of, parse_time, period_from_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.events import departed
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
-from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING, decayed
 from shardboard.domain.windows import is_window, parse_window
 
 
@@ -157,15 +157,26 @@ def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]
     (domain/publishing/head_meta.py)."""
     entries = [Entry(id=item, views=views) for item, views in snapshot.items[:limit]]
     meta = snapshot.meta or {}
+    ranked = with_ranks(entries)
+    items = [_with_meta(with_previous_rank(entry.as_json(), snapshot), meta.get(entry.id)) for entry in ranked]
+    if snapshot.period.get("kind") == TRENDING:
+        items = [_as_trending(entry, snapshot) for entry in items]
     return {
         "board": snapshot.board,
         "generated_at": snapshot.generated_at,
         "period": snapshot.period or {"kind": ALL},
-        "items": [
-            _with_meta(with_previous_rank(ranked.as_json(), snapshot), meta.get(ranked.id))
-            for ranked in with_ranks(entries)
-        ],
+        "items": items,
     }
+
+
+def _as_trending(entry: dict[str, Any], snapshot: Head) -> dict[str, Any]:
+    """A trending entry: ranked by its exact integer score; ``score`` is that score as views at the head's time
+    (a view then counts 1, a view a half-life older 1/2), ``views`` the same rounded (the integer is ~10^30)."""
+    start, end, at = (
+        parse_time(moment) for moment in (snapshot.period["start"], snapshot.period["end"], snapshot.generated_at)
+    )
+    score = decayed(entry["views"], start, end, at)
+    return {**entry, "views": round(score), "score": round(score, 3)}
 
 
 def _with_meta(entry: dict[str, Any], document: dict[str, Any] | None) -> dict[str, Any]:

@@ -57,9 +57,28 @@ GatherPart = Callable[[int, int], Part]
 ReadCounts = Callable[[Mapping[int, Sequence[str]]], Mapping[int, Mapping[str, int]]]
 
 
-def sum_top(n: int, parts: int, gather: GatherPart, read: ReadCounts, *, depth: int | None = None) -> Summed:
-    """The exact top ``n`` items by their counts summed over ``parts`` parts, or ``proven=False`` (module docstring).
-    Each part is first gathered ``depth`` deep (default ``n``), then twice as deep each round it must."""
+# carry(count) -> what a part's count adds to the sum: non-decreasing (so a part's bound stays a bound), e.g. the
+# identity, or trending's previous epoch, decayed by 2^28
+Carry = Callable[[int], int]
+
+
+def _same(count: int) -> int:
+    return count
+
+
+def sum_top(
+    n: int,
+    parts: int,
+    gather: GatherPart,
+    read: ReadCounts,
+    *,
+    depth: int | None = None,
+    carries: Sequence[Carry] | None = None,
+) -> Summed:
+    """The exact top ``n`` items by their counts summed over ``parts`` parts (each through its ``carries``, the
+    identity by default), or ``proven=False`` (module docstring). Each part is first gathered ``depth`` deep (default
+    ``n``), then twice as deep each round it must."""
+    carry = list(carries) if carries is not None else [_same] * parts
     depths = dict.fromkeys(range(parts), depth or n)
     gathered: dict[int, Part] = {}
     known: dict[int, dict[str, int]] = {part: {} for part in range(parts)}
@@ -70,9 +89,9 @@ def sum_top(n: int, parts: int, gather: GatherPart, read: ReadCounts, *, depth: 
             gathered[part] = gather(part, depths[part])
             items_read += len(gathered[part].top)
             known[part].update((entry.id, entry.views) for entry in gathered[part].top)
-        bounds = [gathered[part].bound for part in range(parts)]
+        bounds = [carry[part](gathered[part].bound) for part in range(parts)]
         candidates = {entry.id for part in gathered.values() for entry in part.top}
-        wanted = _worth_reading(n, candidates, known, bounds)
+        wanted = _worth_reading(n, candidates, known, bounds, carry)
         if wanted:
             found = read(wanted)
             for part, ids in wanted.items():
@@ -83,7 +102,7 @@ def sum_top(n: int, parts: int, gather: GatherPart, read: ReadCounts, *, depth: 
             Entry(id=item, views=total)
             for item in candidates
             if all(item in known[part] for part in range(parts))
-            and (total := sum(known[part][item] for part in range(parts))) > 0
+            and (total := sum(carry[part](known[part][item]) for part in range(parts))) > 0
         ]
         best = top(exact, n)
         unseen = sum(bounds)
@@ -95,12 +114,16 @@ def sum_top(n: int, parts: int, gather: GatherPart, read: ReadCounts, *, depth: 
 
 
 def _worth_reading(
-    n: int, candidates: set[str], known: Mapping[int, Mapping[str, int]], bounds: Sequence[int]
+    n: int,
+    candidates: set[str],
+    known: Mapping[int, Mapping[str, int]],
+    bounds: Sequence[int],
+    carry: Sequence[Carry],
 ) -> dict[int, list[str]]:
     """The missing counts of every candidate whose upper bound reaches the n-th best lower bound: the others cannot
     be in the top n, and each count read back costs a read."""
     parts = range(len(bounds))
-    lower = {item: sum(known[part].get(item, 0) for part in parts) for item in candidates}
+    lower = {item: sum(carry[part](known[part].get(item, 0)) for part in parts) for item in candidates}
     upper = {item: lower[item] + sum(bounds[part] for part in parts if item not in known[part]) for item in candidates}
     floor = sorted(lower.values(), reverse=True)[n - 1] if len(lower) >= n else 0
     wanted: dict[int, list[str]] = {}
