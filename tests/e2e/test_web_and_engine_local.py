@@ -39,9 +39,9 @@ ROWS = "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
 T = TypeVar("T")
 
 
-def read_top_table(limit: int, read: Callable[[Any], T]) -> tuple[T, int]:
-    """Open the read API's page (top ``limit``) in Chromium, ``read`` it once its table shows, and close both: what
-    was read, and how many requests the server answered."""
+def read_top_table(limit: int, read: Callable[[Any], T], query: str = "") -> tuple[T, int]:
+    """Open the read API's page (top ``limit``, and ``query``: a period or window) in Chromium, ``read`` it once its
+    table shows, and close both: what was read, and how many requests the server answered."""
     from playwright.sync_api import sync_playwright
 
     server = LeaderboardServer(read_api.handler).start()
@@ -51,7 +51,7 @@ def read_top_table(limit: int, read: Callable[[Any], T]) -> tuple[T, int]:
                 pytest.fail("no Chromium: run `make browser` (Debian's chromium, or Playwright's download)")
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page()
-            page.goto(f"{server.url}?limit={limit}")
+            page.goto(f"{server.url}?limit={limit}{'&' + query if query else ''}")
             page.wait_for_selector("#rows tr")
             found = read(page)
             browser.close()
@@ -197,6 +197,32 @@ def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
 
     # Then e is new, c went up one place (3rd -> 2nd), a down two (1st -> 3rd)
     assert [(row[1], row[3]) for row in rows] == [("e", "new"), ("c", "\u25b21"), ("a", "\u25bc2")]
+
+
+def test_page_shows_trending_with_arrows_and_the_last_24_hours(make_local, tmp_path):
+    # Given a stack with a 24 h window and trending: a snapshot of a (3), b (2), c (1), then c climbing to 6
+    rt = make_local(TopN="3", Periods="day,24h,trending")
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
+    for views in ({"a": 3, "b": 2, "c": 1}, {"c": 5}):
+        for item, count in views.items():
+            for shard in range(count):
+                rt.views.add_view(item, shard % rt.settings.write_shards)
+        runner.drain()
+        rt.invoke(snapshot.handler, scheduled_event())
+
+    def read(page: Any) -> tuple[list[list[str]], str]:
+        return page.eval_on_selector_all("#rows tr", ROWS), page.inner_text("#meta")
+
+    # When Chromium opens the page's trending view, then its last 24 hours
+    (trending, trending_meta), _ = read_top_table(3, read, "period=trending")
+    (window, window_meta), _ = read_top_table(3, read, "window=24h")
+
+    # Then trending ranks by the decayed count (views of this hour count alike) with arrows: c climbed two places
+    assert [(row[1], row[3]) for row in trending] == [("c", "\u25b22"), ("a", "\u25bc1"), ("b", "\u25bc1")]
+    assert trending_meta.startswith("trending")
+    # And the last 24 hours is the plain sum of the hours, as the day shows it
+    assert [(row[0], row[1], row[2]) for row in window] == [("1", "c", "6"), ("2", "a", "3"), ("3", "b", "2")]
+    assert window_meta.startswith("last 24h")
 
 
 def test_read_api_errors_reach_the_page_as_http(make_local):

@@ -11,15 +11,19 @@ Per-view figures divide by the views offered (a throttled write costs nothing an
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from shardboard.domain.periods import ALL
+from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.periods import ALL, HOUR, bucket_of, from_epoch, previous_bucket, weight_of
+from shardboard.domain.trending import TRENDING, carried
 from shardboard_tools.bench.boards_designs import (
     BOARDS_DESIGNS,
     BREAKDOWN,
     SEED_PER_BOARD,
     SHARDBOARD_BOARDS,
+    SHARDBOARD_TRENDING,
     SHARDBOARD_WINDOWED,
     STRAIGHTFORWARD,
     BoardsDesign,
@@ -28,7 +32,7 @@ from shardboard_tools.bench.boards_designs import (
     StraightforwardDesign,
 )
 from shardboard_tools.bench.boards_shardboard import ShardboardBoardsDesign
-from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, brute_force_tops
+from shardboard_tools.bench.boards_workload import BoardsWorkload, BucketKey, Views, brute_force_tops, category_board
 from shardboard_tools.bench.prices import on_demand_dollars
 
 
@@ -40,11 +44,15 @@ def make_boards_design(name: str, workload: BoardsWorkload) -> BoardsDesign:
     if name == SHARDBOARD_BOARDS:
         return ShardboardBoardsDesign(workload)
     if name == SHARDBOARD_WINDOWED:
-        return ShardboardBoardsDesign(workload, windows=("24h",))
+        return ShardboardBoardsDesign(workload, extra=("24h",))
+    if name == SHARDBOARD_TRENDING:
+        return ShardboardBoardsDesign(workload, extra=(TRENDING,))
     raise ValueError(f"unknown boards design {name!r}; choose from {', '.join(BOARDS_DESIGNS)}")
 
 
-def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> dict[str, Any]:
+def summarize(
+    run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]], trending: TrendingTruth | None = None
+) -> dict[str, Any]:
     """One design's figures as JSON (per view = per view offered)."""
     views = max(1, run.views_offered)
     writes = sum(run.write_units.values())
@@ -54,6 +62,7 @@ def summarize(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int]]]) -> 
     reads = run.refresh_read_units + run.other_read_units
     mismatched = sorted("/".join(key) for key, best in truth.items() if run.tops.get(key) != best)
     mismatched += window_mismatches(run, truth)
+    mismatched += trending.mismatches(run) if trending is not None else []
     return {
         "write_units_per_view": writes / views,
         "base_writes_per_view": breakdown["base"],
@@ -86,6 +95,41 @@ def window_mismatches(run: BoardsRun, truth: dict[BucketKey, list[tuple[str, int
     return sorted("/".join(key) for board, key in last.items() if run.tops[key] != truth.get((board, ALL, ALL)))
 
 
+class TrendingTruth:
+    """The brute-force trending scores of the workload (each view weighs its hour's W(k), default half-life) and each
+    board's last trending head against them: its epoch's score plus the epoch before's, carried."""
+
+    def __init__(self, workload: BoardsWorkload, views: Views) -> None:
+        import numpy as np
+
+        hours = np.floor((workload.start.timestamp() + views.offsets) / 3600).astype(np.int64)
+        keys, counts = np.unique(np.stack([hours, views.ranks, views.categories]), axis=1, return_counts=True)
+        ids = workload.item_ids()
+        self.workload = workload
+        self.scores: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for (hour, rank, category), count in zip(keys.T.tolist(), counts.tolist(), strict=True):
+            moment = from_epoch(hour * 3600)
+            epoch = bucket_of(TRENDING, moment)
+            weight = weight_of(TRENDING, HOUR, bucket_of(HOUR, moment))
+            for board in (GLOBAL_BOARD, category_board(category)):
+                self.scores[(board, epoch)][ids[rank]] += count * weight
+
+    def mismatches(self, run: BoardsRun) -> list[str]:
+        last: dict[str, BucketKey] = {}
+        for key in run.tops:
+            if key[1] == TRENDING and (key[0] not in last or key[2] > last[key[0]][2]):
+                last[key[0]] = key
+        wrong = []
+        for board, key in last.items():
+            own, before = self.scores[(board, key[2])], self.scores[(board, previous_bucket(TRENDING, key[2]))]
+            ranked = {item: own.get(item, 0) + carried(before.get(item, 0)) for item in own.keys() | before.keys()}
+            best = sorted(((i, v) for i, v in ranked.items() if v), key=lambda entry: (-entry[1], entry[0]))
+            top_n = self.workload.global_top_n if board == GLOBAL_BOARD else self.workload.category_top_n
+            if run.tops[key] != best[:top_n]:
+                wrong.append("/".join(key))
+        return sorted(wrong)
+
+
 def run_boards(
     workload: BoardsWorkload,
     designs: tuple[str, ...] = BOARDS_DESIGNS,
@@ -98,10 +142,11 @@ def run_boards(
     truth = brute_force_tops(workload, views)
     counted = time.perf_counter()
     results = {}
+    trending = TrendingTruth(workload, views) if SHARDBOARD_TRENDING in designs else None
     for name in designs:
         progress = (lambda done, name=name: on_progress(name, done)) if on_progress else None
         run = make_boards_design(name, workload).run(views, progress)
-        results[name] = summarize(run, truth)
+        results[name] = summarize(run, truth, trending)
     return {
         "scenario": "boards",
         "workload": workload.as_json(),

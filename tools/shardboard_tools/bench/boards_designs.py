@@ -58,7 +58,9 @@ STRAIGHTFORWARD = "straightforward"
 SHARDBOARD_BOARDS = "shardboard"
 # shardboard with a 24 h rolling window on every board too (hours counted, the window summed at each refresh).
 SHARDBOARD_WINDOWED = "shardboard+24h"
-BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD, SHARDBOARD_BOARDS, SHARDBOARD_WINDOWED)
+# shardboard with a trending board beside every board's periods (hours counted, two epochs summed per head).
+SHARDBOARD_TRENDING = "shardboard+trending"
+BOARDS_DESIGNS = (SEED_PER_BOARD, STRAIGHTFORWARD, SHARDBOARD_BOARDS, SHARDBOARD_WINDOWED, SHARDBOARD_TRENDING)
 # A refused write (throttled) is retried by the aggregator at most this many times before the run fails loudly.
 MAX_WRITE_ATTEMPTS = 1_000
 BREAKDOWN = ("base", "aggregates", "index", "snapshots")

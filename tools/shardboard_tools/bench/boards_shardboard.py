@@ -35,9 +35,10 @@ class ShardboardBoardsDesign:
 
     name = SHARDBOARD
 
-    def __init__(self, workload: BoardsWorkload, windows: tuple[str, ...] = ()) -> None:
+    def __init__(self, workload: BoardsWorkload, extra: tuple[str, ...] = ()) -> None:
+        """``extra``: periods beside the workload's (a window, trending), named in the design's name."""
         self.workload = workload
-        self.name = f"{SHARDBOARD}+{'+'.join(windows)}" if windows else SHARDBOARD
+        self.name = f"{SHARDBOARD}+{'+'.join(extra)}" if extra else SHARDBOARD
         self.clock = VirtualClock()
         self.emulator = CapacityEmulator(self.clock)
         single = Workload(
@@ -62,7 +63,7 @@ class ShardboardBoardsDesign:
             board_shards=workload.gsi_shards,
             top_n=workload.global_top_n,
             category_top_n=workload.category_top_n,
-            periods=(*(p for p in workload.periods if p != ALL), *windows),
+            periods=(*(p for p in workload.periods if p != ALL), *extra),
             write_concurrency=1,
             # D = N: this scenario prices head refreshes (docs/benchmarks-boards.md); ranked versions are priced by
             # `--scenario reads`.

@@ -102,9 +102,9 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "--design",
     "designs",
     multiple=True,
-    type=click.Choice([*DESIGNS, "seed-per-board", "straightforward", "shardboard+24h"]),
-    help="Only these designs (repeatable); --scenario boards knows seed-per-board, straightforward, shardboard and "
-    "shardboard+24h (with a 24 h rolling window).",
+    type=click.Choice([*DESIGNS, "seed-per-board", "straightforward", "shardboard+24h", "shardboard+trending"]),
+    help="Only these designs (repeatable); --scenario boards knows seed-per-board, straightforward, shardboard, "
+    "shardboard+24h (with a 24 h rolling window) and shardboard+trending.",
 )
 @click.option(
     "--scenario",

@@ -6,17 +6,19 @@ aggregator skips them) and are reported as leftovers, which do not make the repo
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.domain.trending import TRENDING, carried
+from shardboard.domain.windows import window_bucket
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -154,4 +156,26 @@ def verify(
                 report.snapshots_inexact.append(f"{period.board} {label}")
             if period == everything:
                 report.snapshot_exact = exact
+    _check_windows(board, settings, expected, hidden, report)
     return report
+
+
+def _check_windows(
+    board: CheckedBoard, settings: Settings, expected: Counts, hidden: frozenset[str], report: Report
+) -> None:
+    """Every window head of the current hour against the sum of its hours' true counts (a head from an earlier
+    hour, read until the job's first run of this hour, is not checked)."""
+    bucket = window_bucket(datetime.now(UTC))
+    for name in sorted({period.board for period in expected}):
+        for window in settings.policy.periods.windows:
+            head = board.get_snapshot(PeriodKey(name, window.name, bucket))
+            if head is None:
+                continue
+            sums: Counter[str] = Counter()
+            for hour in window.hour_buckets(bucket):
+                sums.update(expected.get(PeriodKey(name, HOUR, hour), {}))
+            visible = (Entry(id=i, views=v) for i, v in sums.items() if v and i not in hidden)
+            best = top(visible, settings.top_n_of(name))
+            report.snapshots_checked += 1
+            if list(head.items) != [(e.id, e.views) for e in best]:
+                report.snapshots_inexact.append(f"{name} {window.name}:{bucket}")

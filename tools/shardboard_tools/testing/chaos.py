@@ -64,6 +64,8 @@ CHAOS_PARAMETERS = {
     "StreamBatchingWindowSeconds": "0",
     "StreamMaximumRetryAttempts": "2",
     "CategoryTopN": "5",
+    # Every kind of period: calendar ones, a rolling window (sums of hours) and trending (two epochs summed).
+    "Periods": "day,week,month,24h,trending",
 }
 WRITER_THREADS = 8
 # The category boards views may name, the first much busier than the others.
