@@ -81,6 +81,14 @@ BOARDS_NOTES = """
 - **shardboard** is this project's code (record_views, the real aggregator handler in Lambda tumbling windows,
   `refresh_changed`): one base write per view holding a counter per board, one aggregate per (board, item) with all
   its current periods, past periods archived into entries when the aggregate moves on (docs/boards-and-periods.md).
+- **shardboard+24h** is the same with `Periods=day,week,month,24h`: every board also readable as its last 24 hours.
+  The window brings the `hour` period (base counters keyed by hour, one more index, hours' thresholds published
+  4 (N+R) deep so that window sums can be proven) and each refresh sums a board's hours into its window head
+  (docs/rolling-windows.md). Its last window heads are checked against the brute force (the run is shorter than a
+  day, so a window holds every view: its top is the all-time top).
+- **shardboard+trending** is the same with `Periods=day,week,month,trending`: every board also ranked by a decayed
+  count (half-life 6 h). It brings `hour` too and its own index (`by-trending`); each trending head sums two epochs
+  (docs/trending.md). Its last trending heads are checked against a brute-force weighted sum of the views.
 
 ## Where the units go, and the floor
 
