@@ -24,11 +24,13 @@ from shardboard.domain.ports import (
     ItemCatalog,
     PeriodKey,
     PeriodLedger,
+    RankCheckpoints,
     RankedVersions,
     ResumeToken,
     Snapshots,
     Thresholds,
 )
+from shardboard.domain.publishing.day_before import carried, checkpoint_of, day_back, with_day_before
 from shardboard.domain.publishing.deep_tier import gather_deep
 from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, gather_top_n, top
 from shardboard.domain.publishing.head import Head, RankBlock
@@ -55,8 +57,9 @@ class GatherSource(BoardIndex, Thresholds, AggregateReads, Protocol):
     tier's buckets hold no counts)."""
 
 
-class SnapshotBoard(GatherSource, Snapshots, RankedVersions, Protocol):
-    """What one period's snapshot reads and writes: the gather's sources, the head and its ranked versions."""
+class SnapshotBoard(GatherSource, Snapshots, RankCheckpoints, RankedVersions, Protocol):
+    """What one period's snapshot reads and writes: the gather's sources, the head, its ranks checkpoints and its
+    ranked versions."""
 
 
 class RefreshingBoard(SnapshotBoard, PeriodLedger, Protocol):
@@ -220,8 +223,13 @@ def take_snapshot(
     if snapshot is None:
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
+    snapshot = day_before(board, snapshot, previous, period)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
+    checkpoint = checkpoint_of(previous, snapshot)
+    if checkpoint is not None:
+        # Before the head that records it: a failed write leaves the head as it was, and the next run writes both.
+        board.put_ranks_checkpoint(checkpoint.period, checkpoint.hour, checkpoint.ranks, checkpoint.expires_at)
     written = board.put_snapshot(snapshot, previous.version if previous else None)
     if not written:
         # A head that lost its race takes its ranked version's items back with it: the winner's head names its own.
@@ -234,6 +242,16 @@ def take_snapshot(
         if publish.deep_threshold:
             board.raise_deep_threshold(period.board, publish.deep_threshold)
     return SnapshotResult(snapshot, written, gathered, proven, previous)
+
+
+def day_before(board: RankCheckpoints, snapshot: Head, previous: Head | None, period: PeriodKey) -> Head:
+    """``snapshot`` (about to be written) with the ranks a day before (domain/publishing/day_before.py): the previous
+    head's when they are of the same hour, else one read of that hour's checkpoint."""
+    back = day_back(period, snapshot.generated_at)
+    ranks = carried(previous, back)
+    if ranks is None:
+        ranks = board.get_ranks_checkpoint(back.period, back.hour) or {}
+    return with_day_before(snapshot, back, ranks)
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:

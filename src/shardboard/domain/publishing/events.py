@@ -158,7 +158,9 @@ def closed_event(head: Head, top_n: int) -> BoardEvent:
         event_id(head.board, kind, head.bucket, CLOSED),
         CLOSED,
         top=tuple(
-            RankedEntry(ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id))
+            RankedEntry(
+                ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id), head.day_before.get(ranked.id)
+            )
             for ranked in ranks_of(head).values()
             if ranked.rank <= top_n
         ),
