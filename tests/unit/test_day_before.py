@@ -177,7 +177,9 @@ def test_every_entry_shows_its_rank_in_the_first_head_of_the_same_hour_a_day_bef
                 truth = day.truth(period, head.generated_at)
                 shown = leaderboard_json(head)["items"]
                 assert [entry["day_before_rank"] for entry in shown] == [truth.get(entry["id"]) for entry in shown]
-                assert {e.id: head.day_before.get(e.id) for e in head.spare} == {e.id: truth.get(e.id) for e in head.spare}
+                assert {e.id: head.day_before.get(e.id) for e in head.spare} == {
+                    e.id: truth.get(e.id) for e in head.spare
+                }
 
 
 def act(day: Day, action: str, value: Any) -> None:
@@ -193,6 +195,8 @@ def act(day: Day, action: str, value: Any) -> None:
     else:
         takedown = hide if action == "hide" else unhide
         try:
-            takedown(day.catalog, design.board, design.settings, item, by="t", reason="", at=from_epoch(design._epoch()))
+            takedown(
+                day.catalog, design.board, design.settings, item, by="t", reason="", at=from_epoch(design._epoch())
+            )
         except NothingToTakeDown:
             pass
