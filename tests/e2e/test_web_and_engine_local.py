@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest

@@ -5,6 +5,7 @@ hides and unhides in between, against a brute-force log of every head gathered."
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from datetime import timedelta
 from typing import Any
@@ -194,9 +195,7 @@ def act(day: Day, action: str, value: Any) -> None:
         day.refresh()
     else:
         takedown = hide if action == "hide" else unhide
-        try:
+        with contextlib.suppress(NothingToTakeDown):  # an id never viewed: nothing to take down
             takedown(
                 day.catalog, design.board, design.settings, item, by="t", reason="", at=from_epoch(design._epoch())
             )
-        except NothingToTakeDown:
-            pass

@@ -60,8 +60,8 @@ from shardboard.adapters.keys import (
     index_key_attr,
     index_name,
     rank_page_pk,
-    ranks_checkpoint_pk,
     rank_shard_pk,
+    ranks_checkpoint_pk,
     snapshot_pk,
     threshold_pk,
 )
