@@ -7,7 +7,8 @@ kind's period that contained that hour: yesterday's day board as it stood then (
 yesterday as it stood at its first head (for ``hour``), the week or month a day ago (the one before once it turned),
 all time a day ago. An entry absent from that checkpoint, or a checkpoint never written (no head written that hour)
 or expired, gives no rank. The head keeps the checkpoint it read with the hour it was for, so the job reads one
-checkpoint per period per hour, writes one, and a reader reads none: docs/boards-and-periods.md, "Movement".
+checkpoint per period per hour, writes one, and a reader reads the head alone: docs/boards-and-periods.md, "The rank
+a day before".
 """
 
 from __future__ import annotations
