@@ -458,8 +458,6 @@ def test_a_head_with_day_before_ranks_reads_back_as_written(ports):
     head = dataclasses.replace(
         snapshot(1, [["a", 5], ["b", 4]]),
         day_before={"b": 1, "gone": 2},
-        day_before_hour="2026-11-22T06",
-        checkpoint_hour="2026-11-23T06",
     )
     assert board.put_snapshot(head, None) is True
     assert board.get_snapshot(ALL_TIME, consistent=True) == head

@@ -49,29 +49,31 @@ def test_a_head_reads_the_checkpoint_of_the_same_hour_yesterday_of_its_kinds_per
 
 def test_the_first_head_of_an_hour_writes_the_checkpoint_and_carries_what_it_read():
     first = head_of_pairs([["a", 5], ["b", 3]], spare=[["c", 3]], now="2026-11-26T10:05:00.000Z")
-    back = day_back(PeriodKey("global", ALL, ALL), first.generated_at)
-    # The first head of the hour: a checkpoint of its entries and spares (competition ranks), expiring in two days
+    # The first head of the hour: a checkpoint of its entries and spares (competition ranks), expiring in two days;
+    # it reads the checkpoint of a day before
     checkpoint = checkpoint_of(None, first)
     assert checkpoint is not None
     assert (checkpoint.hour, dict(checkpoint.ranks)) == ("2026-11-26T10", {"a": 1, "b": 2, "c": 2})
     assert checkpoint.expires_at == int((parse_time(first.generated_at) + timedelta(days=2)).timestamp())
-    written = with_day_before(first, back, {"b": 1, "x": 2})
-    assert (written.day_before_hour, written.checkpoint_hour) == ("2026-11-25T10", "2026-11-26T10")
+    assert carried(None, first) is None
+    written = with_day_before(first, {"b": 1, "x": 2})
     # A later head of the same hour writes none and takes the ranks along without a read
     later = head_of_pairs([["b", 9]], now="2026-11-26T10:59:59.999Z")
     assert checkpoint_of(written, later) is None
-    assert carried(written, day_back(PeriodKey("global", ALL, ALL), later.generated_at)) == {"b": 1, "x": 2}
+    assert carried(written, later) == {"b": 1, "x": 2}
     # The next hour's head writes one again and reads the next checkpoint
     next_hour = head_of_pairs([["b", 9]], now="2026-11-26T11:00:00.000Z")
     assert checkpoint_of(written, next_hour) is not None
-    assert carried(written, day_back(PeriodKey("global", ALL, ALL), next_hour.generated_at)) is None
+    assert carried(written, next_hour) is None
     assert hour_of(next_hour.generated_at) == "2026-11-26T11"
+    # A head stored before day-before ranks existed (none carried) has them read, even within its hour
+    assert carried(first, later) is None
+    # A checkpoint read that found none is carried as such: no read again within the hour
+    assert carried(with_day_before(first, {}), later) == {}
 
 
 def test_entries_carry_day_before_rank_in_top_head_pages_and_around_me():
-    head = dataclasses.replace(
-        head_of_pairs([["e", 9], ["c", 6], ["a", 1]]), day_before={"c": 1, "z": 2}, day_before_hour="2026-11-22T17"
-    )
+    head = dataclasses.replace(head_of_pairs([["e", 9], ["c", 6], ["a", 1]]), day_before={"c": 1, "z": 2})
     assert [(e["id"], e["day_before_rank"]) for e in leaderboard_json(head)["items"]] == [
         ("e", None),
         ("c", 1),
@@ -80,17 +82,19 @@ def test_entries_carry_day_before_rank_in_top_head_pages_and_around_me():
     assert [e.day_before_rank for e in page_of_head(head, 1, 2).entries] == [1, None]
     around = around_head(None, PeriodKey("global", ALL, ALL), head, "c", k=1)  # type: ignore[arg-type]
     assert [e.as_json()["day_before_rank"] for e in around.entries] == [None, 1, None]
+    # A head that carries none answers null
+    assert {e["day_before_rank"] for e in leaderboard_json(head_of_pairs([["e", 9]]))["items"]} == {None}
 
 
 def test_the_stored_head_keeps_its_day_before_ranks_and_a_head_without_them_is_stored_as_before():
     head = head_of_pairs([["e", 9], ["c", 6]])
-    assert not {"day_before", "day_before_hour", "checkpoint_hour"} & set(snapshot_item(head))
-    carrying = dataclasses.replace(
-        head, day_before={"c": 2}, day_before_hour="2026-11-22T17", checkpoint_hour="2026-11-23T17"
-    )
+    assert "day_before" not in snapshot_item(head)
+    assert snapshot_from_item(snapshot_item(head)).day_before is None
+    carrying = dataclasses.replace(head, day_before={"c": 2})
     assert snapshot_from_item(snapshot_item(carrying)) == carrying
-    # A checkpoint read that found none is kept too: the hour is known, no entry has a rank then
-    empty = dataclasses.replace(head, day_before_hour="2026-11-22T17", checkpoint_hour="2026-11-23T17")
+    # A checkpoint read that found none is kept too (two bytes): no entry has a rank then, and no read again
+    empty = dataclasses.replace(head, day_before={})
+    assert snapshot_item(empty)["day_before"] == {"S": "{}"}
     assert snapshot_from_item(snapshot_item(empty)) == empty
 
 

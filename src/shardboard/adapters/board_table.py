@@ -875,11 +875,8 @@ def snapshot_item(head: Head) -> Item:
         item["events_version"] = n_attr(head.events_version)
     if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
         item["patched"] = s_attr(compact(head.patched))
-    if head.day_before_hour is not None:  # the ranks checkpoint of that hour: the entries' day_before_rank
+    if head.day_before is not None:  # {id: rank} of the checkpoint a day before: the entries' day_before_rank
         item["day_before"] = s_attr(compact(head.day_before))
-        item["day_before_hour"] = s_attr(head.day_before_hour)
-    if head.checkpoint_hour is not None:
-        item["checkpoint_hour"] = s_attr(head.checkpoint_hour)
     return item
 
 
@@ -906,9 +903,7 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
         events_version=int_of(item.get("events_version")),
         patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
-        day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else {},
-        day_before_hour=item["day_before_hour"]["S"] if "day_before_hour" in item else None,
-        checkpoint_hour=item["checkpoint_hour"]["S"] if "checkpoint_hour" in item else None,
+        day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else None,
     )
 
 

@@ -247,11 +247,11 @@ def take_snapshot(
 def day_before(board: RankCheckpoints, snapshot: Head, previous: Head | None, period: PeriodKey) -> Head:
     """``snapshot`` (about to be written) with the ranks a day before (domain/publishing/day_before.py): the previous
     head's when they are of the same hour, else one read of that hour's checkpoint."""
-    back = day_back(period, snapshot.generated_at)
-    ranks = carried(previous, back)
+    ranks = carried(previous, snapshot)
     if ranks is None:
+        back = day_back(period, snapshot.generated_at)
         ranks = board.get_ranks_checkpoint(back.period, back.hour) or {}
-    return with_day_before(snapshot, back, ranks)
+    return with_day_before(snapshot, ranks)
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:

@@ -6,9 +6,11 @@ expiring after two days. A head generated at ``t`` carries the checkpoint of the
 kind's period that contained that hour: yesterday's day board as it stood then (for ``day``), the same clock hour
 yesterday as it stood at its first head (for ``hour``), the week or month a day ago (the one before once it turned),
 all time a day ago. An entry absent from that checkpoint, or a checkpoint never written (no head written that hour)
-or expired, gives no rank. The head keeps the checkpoint it read with the hour it was for, so the job reads one
-checkpoint per period per hour, writes one, and a reader reads the head alone: docs/boards-and-periods.md, "The rank
-a day before".
+or expired, gives no rank. The head keeps the checkpoint it read, so the job reads one checkpoint per period per hour,
+writes one, and a reader reads the head alone: docs/boards-and-periods.md, "The rank a day before". Both hours follow
+from the head's ``generated_at`` (a gather sets it, a takedown's or a document's patch keeps it), so the head stores
+no hour of its own: a head of the same hour as the one before it has that head's checkpoint written and its ranks
+read.
 """
 
 from __future__ import annotations
@@ -57,10 +59,10 @@ def day_back(period: PeriodKey, generated_at: str) -> DayBack:
     return DayBack(PeriodKey(period.board, period.kind, bucket_of(period.kind, then)), bucket_of(HOUR, then))
 
 
-def carried(previous: Head | None, back: DayBack) -> Mapping[str, int] | None:
-    """The day-before ranks the previous head carries when they are those of ``back``'s hour (a refresh within the
-    same hour reads no checkpoint), else None: read the checkpoint."""
-    if previous is None or previous.day_before_hour != back.hour:
+def carried(previous: Head | None, head: Head) -> Mapping[str, int] | None:
+    """The day-before ranks the previous head carries when it was gathered in ``head``'s hour (a refresh within the
+    same hour reads no checkpoint), else None: read the checkpoint (also for a head stored without them)."""
+    if previous is None or previous.day_before is None or hour_of(previous.generated_at) != hour_of(head.generated_at):
         return None
     return previous.day_before
 
@@ -69,14 +71,13 @@ def checkpoint_of(previous: Head | None, head: Head) -> Checkpoint | None:
     """The checkpoint to write with ``head``: the competition ranks of its entries and spares (as ``previous_rank``
     reads a head), or None when a head of this period was checkpointed in this hour already."""
     hour = hour_of(head.generated_at)
-    if previous is not None and previous.checkpoint_hour == hour:
+    if previous is not None and hour_of(previous.generated_at) == hour:
         return None
     period = PeriodKey(head.board, head.period.get("kind", ALL), head.bucket)
     expires = int((parse_time(head.generated_at) + CHECKPOINT_TTL).timestamp())
     return Checkpoint(period, hour, {item: ranked.rank for item, ranked in ranks_of(head).items()}, expires)
 
 
-def with_day_before(head: Head, back: DayBack, ranks: Mapping[str, int]) -> Head:
-    """``head`` carrying the day-before ``ranks`` of ``back``'s hour, and its own hour as its period's last
-    checkpointed one (it writes that checkpoint, or a head before it in the same hour did)."""
-    return replace(head, day_before=dict(ranks), day_before_hour=back.hour, checkpoint_hour=hour_of(head.generated_at))
+def with_day_before(head: Head, ranks: Mapping[str, int]) -> Head:
+    """``head`` carrying the day-before ``ranks`` (those of the checkpoint ``day_back`` names for it)."""
+    return replace(head, day_before=dict(ranks))

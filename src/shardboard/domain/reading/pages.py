@@ -26,7 +26,7 @@ from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
 from shardboard.domain.publishing.gather import RankedEntry
-from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
+from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired, day_before_rank
 from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.reading.percentiles import (
     exclusions,
@@ -206,7 +206,7 @@ def page_of_head(head: Head, offset: int, limit: int) -> Page:
     ranks = head_ranks(head.items)
     chosen = head.items[offset : offset + limit]
     entries = [
-        RankedEntry(ranks[item][0], item, views, head.previous.get(item), head.day_before.get(item))
+        RankedEntry(ranks[item][0], item, views, head.previous.get(item), day_before_rank(head, item))
         for item, views in chosen
     ]
     return Page(entries, offset, None, None)
@@ -354,7 +354,7 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str,
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
     shown = [RankedEntry(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
     from_head = [
-        replace(entry, previous_rank=head.previous.get(entry.id), day_before_rank=head.day_before.get(entry.id))
+        replace(entry, previous_rank=head.previous.get(entry.id), day_before_rank=day_before_rank(head, entry.id))
         for entry in shown
     ]
     if last <= held:
