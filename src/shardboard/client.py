@@ -617,7 +617,7 @@ class Leaderboard:
             period=shown,
             generated_at=parse_time(top.document.generated_at),
             items=tuple(
-                RankedEntry(entry.rank, entry.id, entry.views, entry.previous_rank)
+                RankedEntry(entry.rank, entry.id, entry.views, entry.previous_rank, entry.day_before_rank)
                 for entry in top.document.items[:limit]
             ),
         )

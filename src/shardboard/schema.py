@@ -157,6 +157,14 @@ class RankedItem(BaseModel):
         description="Its rank in the snapshot before this one (compare with rank for movement); null when it was "
         "not among that snapshot's entries (new), and on entries read from a ranked version.",
     )
+    day_before_rank: int | None = Field(
+        default=None,
+        ge=1,
+        description="Its rank in the same board and period kind 24 hours before this snapshot was generated, at hour "
+        "granularity: in the first snapshot of that period written in the same hour yesterday (for a day board, "
+        "yesterday's board as it stood then). Null when it was not among that snapshot's entries, when no snapshot "
+        "of that hour is known, and on entries read from a ranked version.",
+    )
     score: float | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

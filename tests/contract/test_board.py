@@ -479,6 +479,45 @@ def test_each_period_has_its_own_snapshot(ports):
     assert board.put_snapshot(snapshot(1, [["b", 1]]), None) is True
 
 
+def test_a_head_with_day_before_ranks_reads_back_as_written(ports):
+    board = ports.board
+    head = dataclasses.replace(
+        snapshot(1, [["a", 5], ["b", 4]]),
+        day_before={"b": 1, "gone": 2},
+    )
+    assert board.put_snapshot(head, None) is True
+    assert board.get_snapshot(ALL_TIME, consistent=True) == head
+
+
+# -- ranks checkpoints: a period's head ranks per hour, read a day later
+
+
+def test_a_ranks_checkpoint_is_kept_per_period_and_hour_and_a_missing_one_is_none(ports):
+    board = ports.board
+    expires = int(time.time()) + 2 * 86400
+    assert board.get_ranks_checkpoint(DAY1, "2026-11-22T06") is None
+    # Given the checkpoint of day 1 at 06:00 (ids of any bytes, ranks shared by ties)
+    ranks = {"a": 1, "b#1": 2, "ü/x y": 2}
+    board.put_ranks_checkpoint(DAY1, "2026-11-22T06", ranks, expires)
+    # Then it reads back by period and hour, and no other period or hour has it
+    assert board.get_ranks_checkpoint(DAY1, "2026-11-22T06") == ranks
+    assert board.get_ranks_checkpoint(DAY1, "2026-11-22T07") is None
+    assert board.get_ranks_checkpoint(DAY2, "2026-11-22T06") is None
+    assert board.get_ranks_checkpoint(ALL_TIME, "2026-11-22T06") is None
+    # And a second write of the same hour replaces it (a job that lost the head's race wrote it first)
+    board.put_ranks_checkpoint(DAY1, "2026-11-22T06", {"c": 1}, expires)
+    assert board.get_ranks_checkpoint(DAY1, "2026-11-22T06") == {"c": 1}
+    # And an empty head's checkpoint is an empty one, not none
+    board.put_ranks_checkpoint(ALL_TIME, "2026-11-22T06", {}, expires)
+    assert board.get_ranks_checkpoint(ALL_TIME, "2026-11-22T06") == {}
+
+
+def test_checkpoints_are_not_counts(ports):
+    board = ports.board
+    board.put_ranks_checkpoint(ALL_TIME, "2026-11-22T06", {"a": 1}, int(time.time()) + 86400)
+    assert board.scan_counts() == []
+
+
 # -- ranked versions: pages and rank shards, and the head's rank block
 
 

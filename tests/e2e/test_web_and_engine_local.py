@@ -9,11 +9,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from shardboard.domain.periods import HOUR, bucket_of
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.handlers import aggregate, read_api, snapshot
@@ -223,6 +225,30 @@ def test_page_shows_trending_with_arrows_and_the_last_24_hours(make_local, tmp_p
     # And the last 24 hours is the plain sum of the hours, as the day shows it
     assert [(row[0], row[1], row[2]) for row in window] == [("1", "c", "6"), ("2", "a", "3"), ("3", "b", "2")]
     assert window_meta.startswith("last 24h")
+
+
+def test_page_shows_who_moved_in_a_day(make_local, tmp_path):
+    # Given the board's checkpoint of the hour a day before (c 5th, a 1st; and the next hour's, should the snapshot
+    # run cross an hour), then a snapshot of e (5), c (4) and a (3)
+    rt = make_local(TopN="3")
+    now = datetime.now(UTC)
+    for hours in (24, 23):
+        then = bucket_of(HOUR, now - timedelta(hours=hours))
+        rt.board.put_ranks_checkpoint(
+            PeriodKey("global", "all", "all"), then, {"c": 5, "a": 1}, int(now.timestamp()) + 86400
+        )
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
+    for item, count in {"e": 5, "c": 4, "a": 3}.items():
+        for shard in range(count):
+            rt.views.add_view(item, shard)
+    runner.drain()
+    rt.invoke(snapshot.handler, scheduled_event())
+
+    # When Chromium opens the page
+    rows, _ = read_top_table(3, lambda page: page.eval_on_selector_all("#rows tr", ROWS))
+
+    # Then the 24h column shows c up three places (5th -> 2nd), a down two (1st -> 3rd), and nothing for e
+    assert [(row[1], row[4]) for row in rows] == [("e", ""), ("c", "\u25b23"), ("a", "\u25bc2")]
 
 
 def test_read_api_errors_reach_the_page_as_http(make_local):

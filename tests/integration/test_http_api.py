@@ -88,9 +88,9 @@ def test_leaderboard_is_the_snapshot_with_cache_headers(make_pipeline):
     assert status == 200
     assert body["board"] == "global" and body["generated_at"].endswith("Z")
     assert body["items"] == [
-        {"rank": 1, "id": "c", "views": 5, "previous_rank": None},
-        {"rank": 2, "id": "a", "views": 2, "previous_rank": None},
-        {"rank": 2, "id": "b", "views": 2, "previous_rank": None},
+        {"rank": 1, "id": "c", "views": 5, "previous_rank": None, "day_before_rank": None},
+        {"rank": 2, "id": "a", "views": 2, "previous_rank": None, "day_before_rank": None},
+        {"rank": 2, "id": "b", "views": 2, "previous_rank": None, "day_before_rank": None},
     ]
     assert headers["cache-control"] == "public, max-age=60"
     # And a client holding that version gets 304 Not Modified

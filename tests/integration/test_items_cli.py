@@ -138,6 +138,6 @@ def test_top_json_puts_each_entrys_metadata_on_the_entry(cli):  # noqa: F811
     board = json.loads(cli("top", "--json").output)
     # Then GET /leaderboard's shape: "meta" on the entry that has some, only
     assert board["items"] == [
-        {"rank": 1, "id": "cat", "views": 2, "previous_rank": None, "meta": CAT},
-        {"rank": 2, "id": "dog", "views": 1, "previous_rank": None},
+        {"rank": 1, "id": "cat", "views": 2, "previous_rank": None, "day_before_rank": None, "meta": CAT},
+        {"rank": 2, "id": "dog", "views": 1, "previous_rank": None, "day_before_rank": None},
     ]

@@ -225,9 +225,9 @@ def test_the_leaderboard_carries_each_entrys_metadata_from_one_getitem(make_pipe
     # Then the first P entries carry their metadata where they have some: a does, b has none, c is past P
     assert status == 200
     assert board["items"] == [
-        {"rank": 1, "id": "a", "views": 3, "previous_rank": None, "meta": CAT},
-        {"rank": 2, "id": "b", "views": 2, "previous_rank": None},
-        {"rank": 3, "id": "c", "views": 1, "previous_rank": None},
+        {"rank": 1, "id": "a", "views": 3, "previous_rank": None, "day_before_rank": None, "meta": CAT},
+        {"rank": 2, "id": "b", "views": 2, "previous_rank": None, "day_before_rank": None},
+        {"rank": 3, "id": "c", "views": 1, "previous_rank": None, "day_before_rank": None},
     ]
     # And once c climbs into the first P, the next head asks for it alone and carries it
     call(pipeline, "record_views", post(json.dumps({"id": "c", "count": 5})))

@@ -29,7 +29,7 @@ from shardboard.domain.trending import (
     HALF_LIVES_PER_EPOCH,
     PRECISION_BITS,
     TRENDING,
-    carried,
+    carried_score,
     largest_score,
     weights,
 )
@@ -71,7 +71,7 @@ def test_weights_are_the_rounded_powers_and_stay_far_below_38_digits(half_life):
     # The magnitude argument: 10^12 views all in the last hour stay below DynamoDB's 10^38.
     assert largest_score(10**12, half_life) < 10**31
     # A view of the last hour carried into the next epoch keeps about P bits.
-    assert carried(table[-1]) >= 2 ** (PRECISION_BITS - 1)
+    assert carried_score(table[-1]) >= 2 ** (PRECISION_BITS - 1)
 
 
 def test_an_epoch_is_28_half_lives_named_by_its_landmark_hour():
@@ -162,7 +162,9 @@ def test_every_epoch_score_is_the_weighted_sum_and_every_head_the_top_by_score(v
         snapshot = world.board.get_snapshot(period)
         assert snapshot is not None, period
         before = expected.get(period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life)), {})
-        ranked = {item: truth.get(item, 0) + carried(before.get(item, 0)) for item in truth.keys() | before.keys()}
+        ranked = {
+            item: truth.get(item, 0) + carried_score(before.get(item, 0)) for item in truth.keys() | before.keys()
+        }
         best = sorted(((i, v) for i, v in ranked.items() if v), key=lambda entry: (-entry[1], entry[0]))[:top_n]
         assert list(snapshot.items) == best, period
     # And verify, whose truth weighs each hour, finds the stack exact

@@ -49,6 +49,7 @@ from shardboard.adapters.keys import (
     PK,
     PREVIOUS_BOARD_SHARDS_ATTR,
     RANK_ENTRIES,
+    RANKS,
     REFRESHED_AT,
     SOURCE_VIEWS,
     VIEWS,
@@ -60,6 +61,7 @@ from shardboard.adapters.keys import (
     index_name,
     rank_page_pk,
     rank_shard_pk,
+    ranks_checkpoint_pk,
     snapshot_pk,
     threshold_pk,
 )
@@ -557,6 +559,17 @@ class BoardStore:
             raise
         return True
 
+    # -- ranks checkpoints
+    def put_ranks_checkpoint(self, period: PeriodKey, hour: str, ranks: Mapping[str, int], expires_at: int) -> None:
+        """One PutItem: the ranks as compact JSON (what the head carries them as), expiring by TTL."""
+        self.client.put_item(TableName=self.table, Item=ranks_checkpoint_item(period, hour, ranks, expires_at))
+
+    def get_ranks_checkpoint(self, period: PeriodKey, hour: str) -> dict[str, int] | None:
+        """One GetItem, eventually consistent: a checkpoint is read a day after it was written (and a day before its
+        TTL, so never one DynamoDB has yet to delete)."""
+        item = self._get(ranks_checkpoint_pk(*period, hour), consistent=False)
+        return None if item is None else ranks_of_checkpoint(item)
+
     # -- ranked versions
     def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
         """Pages and rank shards of one ranked version: BatchWriteItem, 25 items a request."""
@@ -826,6 +839,19 @@ def rank_shard_of_text(text: str) -> RankShard:
     return {item_id: ShardRow(*entry) for item_id, entry in json.loads(text).items()}
 
 
+def ranks_checkpoint_item(period: PeriodKey, hour: str, ranks: Mapping[str, int], expires_at: int) -> Item:
+    return {
+        PK: s_attr(ranks_checkpoint_pk(*period, hour)),
+        RANKS: s_attr(compact(ranks)),
+        EXPIRES_AT: n_attr(expires_at),
+    }
+
+
+def ranks_of_checkpoint(item: Mapping[str, Any]) -> dict[str, int]:
+    """A stored checkpoint's ranks by id."""
+    return cast(dict[str, int], json.loads(item[RANKS]["S"]))
+
+
 def snapshot_item(head: Head) -> Item:
     """The snapshot head as the item stored in the board table; a past period's expires by TTL."""
     item: Item = {
@@ -860,6 +886,8 @@ def snapshot_item(head: Head) -> Item:
         item["events_version"] = n_attr(head.events_version)
     if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
         item["patched"] = s_attr(compact(head.patched))
+    if head.day_before is not None:  # {id: rank} of the checkpoint a day before: the entries' day_before_rank
+        item["day_before"] = s_attr(compact(head.day_before))
     return item
 
 
@@ -886,6 +914,7 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
         events_version=int_of(item.get("events_version")),
         patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
+        day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else None,
     )
 
 

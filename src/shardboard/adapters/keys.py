@@ -181,6 +181,16 @@ RANK_SHARD_PREFIX = "rrank#"
 RANK_ENTRIES = "entries"
 
 
+# Ranks checkpoints (domain/publishing/day_before.py): a period's head ranks as its first head of an hour held them,
+# read a day later for the entries' day_before_rank; no item_id, so scans of the counts never take one.
+RANKS_CHECKPOINT_PREFIX = "dayranks#"
+RANKS = "ranks"
+
+
+def ranks_checkpoint_pk(board: str, kind: str, bucket: str, hour: str) -> str:
+    return f"{RANKS_CHECKPOINT_PREFIX}{board}#{kind}#{bucket}#{hour}"
+
+
 def rank_page_pk(board: str, kind: str, bucket: str, rv: str, page: int) -> str:
     return f"{RANK_PAGE_PREFIX}{board}#{kind}#{bucket}#{rv}#{page}"
 

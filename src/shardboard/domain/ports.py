@@ -407,6 +407,19 @@ class Snapshots(Protocol):
         ...
 
 
+class RankCheckpoints(Protocol):
+    """Each period's ranks as its first head of an hour held them: what a head's ``day_before_rank`` reads a day
+    later (domain/publishing/day_before.py)."""
+
+    def put_ranks_checkpoint(self, period: PeriodKey, hour: str, ranks: Mapping[str, int], expires_at: int) -> None:
+        """Write the checkpoint of ``period`` for ``hour`` (an hour bucket id): ``ranks`` by id, expiring by TTL."""
+        ...
+
+    def get_ranks_checkpoint(self, period: PeriodKey, hour: str) -> dict[str, int] | None:
+        """The checkpoint of ``period`` for ``hour``, or None when none was written (or it expired)."""
+        ...
+
+
 class RankedVersions(Protocol):
     """Ranked versions: a period's exact top D as stored pages and rank shards, named by the head that points at
     them."""
@@ -474,6 +487,7 @@ class Board(
     Thresholds,
     PeriodLedger,
     Snapshots,
+    RankCheckpoints,
     RankedVersions,
     BoardScans,
     Resharding,

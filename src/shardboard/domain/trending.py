@@ -85,7 +85,7 @@ def largest_score(views: int, half_life: int) -> int:
     return views * weights(half_life)[-1]
 
 
-def carried(score: int) -> int:
+def carried_score(score: int) -> int:
     """An ended epoch's score in the units of the next: floor(S / 2^m) (a trending head adds it to the epoch's)."""
     return score >> HALF_LIVES_PER_EPOCH
 

@@ -28,11 +28,13 @@ from shardboard.domain.ports import (
     ItemCatalog,
     PeriodKey,
     PeriodLedger,
+    RankCheckpoints,
     RankedVersions,
     ResumeToken,
     Snapshots,
     Thresholds,
 )
+from shardboard.domain.publishing.day_before import carried, checkpoint_of, day_back, with_day_before
 from shardboard.domain.publishing.deep_tier import gather_deep
 from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, gather_top_n, top
 from shardboard.domain.publishing.head import Head, RankBlock
@@ -41,7 +43,7 @@ from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
 from shardboard.domain.publishing.sums import Carry, Part, Summed, sum_top
 from shardboard.domain.sharding import period_shard_value
-from shardboard.domain.trending import TRENDING, carried
+from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import Window, is_window, window_bucket
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
@@ -62,8 +64,9 @@ class GatherSource(BoardIndex, Thresholds, AggregateReads, Protocol):
     tier's buckets hold no counts)."""
 
 
-class SnapshotBoard(GatherSource, BoardScans, Snapshots, RankedVersions, Protocol):
-    """What one period's snapshot reads and writes: the gather's sources, the head and its ranked versions."""
+class SnapshotBoard(GatherSource, BoardScans, Snapshots, RankCheckpoints, RankedVersions, Protocol):
+    """What one period's snapshot reads and writes: the gather's sources (and the table's counts, when a sum cannot
+    be proven from them), the head, its ranks checkpoints and its ranked versions."""
 
 
 class RefreshingBoard(SnapshotBoard, PeriodLedger, Protocol):
@@ -230,8 +233,13 @@ def take_snapshot(
     if snapshot is None:
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
+    snapshot = day_before(board, snapshot, previous, period)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
+    checkpoint = checkpoint_of(previous, snapshot)
+    if checkpoint is not None:
+        # Before the head that records it: a failed write leaves the head as it was, and the next run writes both.
+        board.put_ranks_checkpoint(checkpoint.period, checkpoint.hour, checkpoint.ranks, checkpoint.expires_at)
     written = board.put_snapshot(snapshot, previous.version if previous else None)
     if not written:
         # A head that lost its race takes its ranked version's items back with it: the winner's head names its own.
@@ -258,7 +266,7 @@ def trending_head(
     half_life = settings.trending_half_life_hours
     before = period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life))
     merged = sum_periods(
-        board, settings, [period, before], hidden, carries=[lambda score: score, carried], first=gathered
+        board, settings, [period, before], hidden, carries=[lambda score: score, carried_score], first=gathered
     )
     return Gathered(
         merged.top,
@@ -394,6 +402,16 @@ def counted_sum(
     entries = [Entry(id=item, views=total) for item, total in totals.items() if total > 0 and item not in gone]
     depth = settings.policy.keep(periods[0].board).gather_depth
     return Summed(top(entries, depth), True, tried.items_read + len(totals), tried.counts_read, tried.rounds + 1)
+
+
+def day_before(board: RankCheckpoints, snapshot: Head, previous: Head | None, period: PeriodKey) -> Head:
+    """``snapshot`` (about to be written) with the ranks a day before (domain/publishing/day_before.py): the previous
+    head's when they are of the same hour, else one read of that hour's checkpoint."""
+    ranks = carried(previous, snapshot)
+    if ranks is None:
+        back = day_back(period, snapshot.generated_at)
+        ranks = board.get_ranks_checkpoint(back.period, back.hour) or {}
+    return with_day_before(snapshot, ranks)
 
 
 def inline_meta(snapshot: Head, previous: Head | None, catalog: ItemCatalog | None, page_size: int) -> Head:

@@ -17,7 +17,7 @@ from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, HOUR, bucket_of, from_epoch, previous_bucket, weight_of
-from shardboard.domain.trending import TRENDING, carried
+from shardboard.domain.trending import TRENDING, carried_score
 from shardboard_tools.bench.boards_designs import (
     BOARDS_DESIGNS,
     BREAKDOWN,
@@ -122,7 +122,9 @@ class TrendingTruth:
         wrong = []
         for board, key in last.items():
             own, before = self.scores[(board, key[2])], self.scores[(board, previous_bucket(TRENDING, key[2]))]
-            ranked = {item: own.get(item, 0) + carried(before.get(item, 0)) for item in own.keys() | before.keys()}
+            ranked = {
+                item: own.get(item, 0) + carried_score(before.get(item, 0)) for item in own.keys() | before.keys()
+            }
             best = sorted(((i, v) for i, v in ranked.items() if v), key=lambda entry: (-entry[1], entry[0]))
             top_n = self.workload.global_top_n if board == GLOBAL_BOARD else self.workload.category_top_n
             if run.tops[key] != best[:top_n]:

@@ -33,6 +33,8 @@ from shardboard.adapters.board_table import (
     rank_part_items,
     rank_rows,
     rank_shard_of_text,
+    ranks_checkpoint_item,
+    ranks_of_checkpoint,
     snapshot_from_item,
     snapshot_item,
 )
@@ -122,6 +124,7 @@ from shardboard.adapters.keys import (
     item_record_pk,
     rank_page_pk,
     rank_shard_pk,
+    ranks_checkpoint_pk,
     seen_pk,
     shards_pk,
     snapshot_pk,
@@ -1132,6 +1135,19 @@ class MemoryBoardStore:
             else:
                 item.pop(CHANGED, None)
             self._write("UpdateItem", pk, item)
+
+    # -- ranks checkpoints
+    @metered
+    def put_ranks_checkpoint(self, period: PeriodKey, hour: str, ranks: Mapping[str, int], expires_at: int) -> None:
+        item = ranks_checkpoint_item(period, hour, ranks, expires_at)
+        with self.data.lock:
+            self.data.write("PutItem", item[PK]["S"], item)
+
+    @metered
+    def get_ranks_checkpoint(self, period: PeriodKey, hour: str) -> dict[str, int] | None:
+        with self.data.lock:
+            item = self.data.read("GetItem", ranks_checkpoint_pk(*period, hour), consistent=False)
+        return None if item is None else ranks_of_checkpoint(item)
 
     # -- ranked versions
     @metered

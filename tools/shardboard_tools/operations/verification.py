@@ -17,7 +17,7 @@ from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.refill import holding_threshold, reserve
-from shardboard.domain.trending import TRENDING, carried
+from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import window_bucket
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -108,7 +108,7 @@ def ranked_by(expected: Counts, period: PeriodKey, settings: Settings) -> dict[s
         return own
     half_life = settings.trending_half_life_hours
     before = expected.get(period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life)), {})
-    return {item: own.get(item, 0) + carried(before.get(item, 0)) for item in own.keys() | before.keys()}
+    return {item: own.get(item, 0) + carried_score(before.get(item, 0)) for item in own.keys() | before.keys()}
 
 
 def verify(

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from shardboard.domain.periods import ALL
 from shardboard.domain.publishing.gather import Entry, RankedEntry, with_ranks
-from shardboard.domain.publishing.head import Head, Row, TopChange
+from shardboard.domain.publishing.head import Head, Row, TopChange, day_before_rank
 
 ENTERED = "entered"
 LEFT = "left"
@@ -158,7 +158,9 @@ def closed_event(head: Head, top_n: int) -> BoardEvent:
         event_id(head.board, kind, head.bucket, CLOSED),
         CLOSED,
         top=tuple(
-            RankedEntry(ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id))
+            RankedEntry(
+                ranked.rank, ranked.id, ranked.views, head.previous.get(ranked.id), day_before_rank(head, ranked.id)
+            )
             for ranked in ranks_of(head).values()
             if ranked.rank <= top_n
         ),

@@ -35,9 +35,16 @@ class RankedEntry:
     id: str
     views: int
     previous_rank: int | None = None  # its rank in the snapshot before (movement); None: new, or not known
+    day_before_rank: int | None = None  # its rank a day before (domain/publishing/day_before.py); None: not known
 
     def as_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "id": self.id, "views": self.views, "previous_rank": self.previous_rank}
+        return {
+            "rank": self.rank,
+            "id": self.id,
+            "views": self.views,
+            "previous_rank": self.previous_rank,
+            "day_before_rank": self.day_before_rank,
+        }
 
 
 def top(entries: Iterable[Entry], n: int) -> list[Entry]:

@@ -192,9 +192,18 @@ class Head:
     gone: Mapping[str, int] = field(default_factory=dict)
     events_version: int = 0
     patched: tuple[TopChange, ...] = ()
+    # The rank a day before (domain/publishing/day_before.py): the ranks checkpoint of the hour 24 hours before
+    # ``generated_at`` (None: none read; empty: none found).
+    day_before: Mapping[str, int] | None = None
 
 
 def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:
     """A leaderboard entry (``{"rank", "id", "views"}``) with its ``previous_rank``: its rank in the snapshot before
-    ``head`` (None: it was not there)."""
-    return {**entry, "previous_rank": head.previous.get(entry["id"])}
+    ``head`` (None: it was not there), and its ``day_before_rank``: its rank a day before (None: not known)."""
+    item = entry["id"]
+    return {**entry, "previous_rank": head.previous.get(item), "day_before_rank": day_before_rank(head, item)}
+
+
+def day_before_rank(head: Head, item: str) -> int | None:
+    """``item``'s rank a day before as ``head`` carries it (None: not in the checkpoint, or none read)."""
+    return (head.day_before or {}).get(item)

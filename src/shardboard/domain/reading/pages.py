@@ -26,7 +26,7 @@ from shardboard.domain.errors import BadInput
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import ItemCatalog, PeriodKey, RankedHeads, RankedVersions, RankShard
 from shardboard.domain.publishing.gather import RankedEntry
-from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired
+from shardboard.domain.publishing.head import Head, PageBounds, RankBlock, RankEvent, Retired, day_before_rank
 from shardboard.domain.publishing.ranked_versions import RANK_PAGE_SIZE, rank_shard_of, seconds_between
 from shardboard.domain.reading.percentiles import (
     exclusions,
@@ -205,7 +205,10 @@ def page_of_head(head: Head, offset: int, limit: int) -> Page:
     """A page of the head itself, for a board without ranked versions (D = N: the head is the whole ranking)."""
     ranks = head_ranks(head.items)
     chosen = head.items[offset : offset + limit]
-    entries = [RankedEntry(ranks[item][0], item, views, head.previous.get(item)) for item, views in chosen]
+    entries = [
+        RankedEntry(ranks[item][0], item, views, head.previous.get(item), day_before_rank(head, item))
+        for item, views in chosen
+    ]
     return Page(entries, offset, None, None)
 
 
@@ -350,7 +353,10 @@ def around_head(board: RankedVersions, period: PeriodKey, head: Head, item: str,
     short = holds_whole_board(head)
     first, last = window(position, k, held if short or version is None else max(held, count - len(excluded)))
     shown = [RankedEntry(ranks[one][0], one, views) for one, views in entries[first - 1 : last]]
-    from_head = [replace(entry, previous_rank=head.previous.get(entry.id)) for entry in shown]
+    from_head = [
+        replace(entry, previous_rank=head.previous.get(entry.id), day_before_rank=day_before_rank(head, entry.id))
+        for entry in shown
+    ]
     if last <= held:
         return framed(from_head, position, first, "snapshot", head.generated_at)
     if version is not None and block is not None:
