@@ -135,7 +135,7 @@ def restore_history(
             return {}, []
         if board.add_history(board_name, item_id, state, adds):
             half_life = settings.trending_half_life_hours
-            periods = list(periods_of(settings.periods, board_name, state.bucket, half_life))
+            periods = list(periods_of(settings.policy.periods.kinds, board_name, state.bucket, half_life))
             ctx = Context(settings.policy, board.thresholds(periods))
             join_indexes(board, ctx, board_name, item_id, board.state(board_name, item_id))  # counts grew: sparse index
             return adds, periods
@@ -150,7 +150,7 @@ def missing_history(state: AggregateState, past: Mapping[str, int], settings: Se
     assert state.bucket is not None
     periods = settings.policy.periods
     missing = {ALL: sum(past.values()) - (state.views - current)}
-    for kind in settings.periods:
+    for kind in settings.policy.periods.kinds:
         if kind == settings.anchor:
             continue  # the anchor's current period is the aggregate's own bucket: no entry lies in it
         period = periods.bucket(kind, state.bucket)

@@ -82,7 +82,7 @@ def counted(views: CounterReads, settings: Settings, deleted: frozenset[str] = f
         if item in deleted:
             leftovers += 1
             continue
-        for kind in (*settings.periods, ALL):
+        for kind in (*settings.policy.periods.kinds, ALL):
             counts[PeriodKey(board, kind, periods.bucket(kind, bucket))][item] += periods.increment(kind, bucket, value)
     return counts, leftovers
 
