@@ -190,6 +190,14 @@ def is_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOUR
         return False
 
 
+def next_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
+    """The bucket of ``kind`` just after ``bucket`` (PeriodError past 9999; all time: itself)."""
+    if kind == ALL:
+        return ALL
+    end = end_of(kind, bucket_start(kind, bucket), half_life=half_life)
+    return bucket_of(kind, end, half_life=half_life)
+
+
 @functools.lru_cache(maxsize=4096)
 def previous_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
     """The bucket of ``kind`` just before ``bucket`` (all time has none before it: itself)."""

@@ -7,6 +7,7 @@ period, time, limit, ids, k) is checked here once, through :mod:`shardboard.doma
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,9 +84,10 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:
-    """The period's snapshot head (one GetItem), or NoSnapshot."""
+    """The period's snapshot head (one GetItem), or NoSnapshot: also when it is past its retention (DynamoDB's TTL
+    deletes it within days; until then takedowns no longer patch it, so it is not shown)."""
     head = reads.board.get_snapshot(period)
-    if head is None:
+    if head is None or (head.expires_at is not None and head.expires_at < time.time()):
         raise NoSnapshot(period)
     return head
 

@@ -13,13 +13,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
-from shardboard.domain.periods import ALL, HOUR, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, PeriodError, next_bucket, previous_bucket
 from shardboard.domain.ports import (
     AggregateReads,
     AggregateState,
@@ -496,6 +497,8 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     stamps = {status.period: status.changes for status in board.changed_periods()}
     for period in always:
         stamps.setdefault(period, -1)
+    for period in following_epochs(board, settings, stamps):
+        stamps.setdefault(period, -1)
     results: dict[PeriodKey, SnapshotResult] = {}
     failures: dict[PeriodKey, BaseException] = {}
 
@@ -529,6 +532,18 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
         stamps.setdefault(period, -1)
     run(period for period in stamps if is_window(period.kind))
     return RefreshRun(results, failures)
+
+
+def following_epochs(board: Snapshots, settings: Settings, stamps: Mapping[PeriodKey, int]) -> list[PeriodKey]:
+    """The trending heads a changed epoch feeds: the next epoch's carries its scores, so a late view of an ended
+    epoch changes the head after it too (when that head exists)."""
+    half_life = settings.trending_half_life_hours
+    after = set()
+    for period in stamps:
+        if period.kind == TRENDING:
+            with suppress(PeriodError):  # the last epoch of 9999 has none after it
+                after.add(period._replace(bucket=next_bucket(TRENDING, period.bucket, half_life=half_life)))
+    return sorted(period for period in after - set(stamps) if board.get_snapshot(period) is not None)
 
 
 # Per process: the window heads with entries it last wrote, (board store, board, window) -> hour bucket. A window

@@ -6,6 +6,7 @@ aggregator skips them) and are reported as leftovers, which do not make the repo
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -127,6 +128,7 @@ def verify(
     report = Report(items=len(overall), views=sum(overall.values()), hidden=len(hidden), deleted=len(deleted))
     report.deleted_leftovers = leftovers
     report.boards = len({p.board for p in expected})
+    now = time.time()
     report.periods = len(expected)
     thresholds = board.thresholds(sorted(expected.keys() | found.keys())) if settings.sparse_index else {}
     report.threshold = thresholds[everything].threshold if everything in thresholds else 0
@@ -145,7 +147,8 @@ def verify(
         if holding_threshold(stored_counts, *reserve(settings.policy, period, state), hidden | deleted) is not None:
             report.refill_needed.append(f"{period.board} {label}")
         snapshot = board.get_snapshot(period)
-        if snapshot is not None:
+        # A head past its retention is no longer read nor patched by takedowns: its TTL deletes it.
+        if snapshot is not None and not (snapshot.expires_at is not None and snapshot.expires_at < now):
             # (deleted ids are out of the truth already)
             shown = ranked_by(expected, period, settings)
             visible = (Entry(id=i, views=v) for i, v in shown.items() if v and i not in hidden)
