@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 import os
 import random
 import threading
@@ -63,6 +64,25 @@ from shardboard_tools.template import create_tables
 settings.register_profile("ci", max_examples=100, deadline=None, print_blob=True)
 settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("SHARDBOARD_HYPOTHESIS_PROFILE", "ci"))
+
+
+# What an in-process `shardboard` command changes for a terminal and a test process would keep: the functions'
+# log level (their warnings are what some tests read) and disabled metrics (what others read).
+QUIETED = ("POWERTOOLS_LOG_LEVEL", "POWERTOOLS_METRICS_DISABLED")
+
+
+@pytest.fixture(autouse=True)
+def functions_loud_as_deployed() -> Iterator[None]:
+    """Every test starts with the functions' logger and metrics as deployed, whatever a CLI test before it set."""
+    functions_logger = logging.getLogger("shardboard")
+    level, saved = functions_logger.level, {name: os.environ.get(name) for name in QUIETED}
+    yield
+    functions_logger.setLevel(level)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def examples(ci: int) -> int:

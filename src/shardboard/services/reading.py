@@ -7,7 +7,6 @@ period, time, limit, ids, k) is checked here once, through :mod:`shardboard.doma
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -84,10 +83,9 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:
-    """The period's snapshot head (one GetItem), or NoSnapshot: also when it is past its retention (DynamoDB's TTL
-    deletes it within days; until then takedowns no longer patch it, so it is not shown)."""
+    """The period's snapshot head (one GetItem), or NoSnapshot."""
     head = reads.board.get_snapshot(period)
-    if head is None or (head.expires_at is not None and head.expires_at < time.time()):
+    if head is None:
         raise NoSnapshot(period)
     return head
 

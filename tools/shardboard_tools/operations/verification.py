@@ -147,7 +147,8 @@ def verify(
         if holding_threshold(stored_counts, *reserve(settings.policy, period, state), hidden | deleted) is not None:
             report.refill_needed.append(f"{period.board} {label}")
         snapshot = board.get_snapshot(period)
-        # A head past its retention is no longer read nor patched by takedowns: its TTL deletes it.
+        # A head past its retention is no longer patched by takedowns (they patch retained periods): its TTL deletes
+        # it within days, and until then it is not checked (docs/operations.md).
         if snapshot is not None and not (snapshot.expires_at is not None and snapshot.expires_at < now):
             # (deleted ids are out of the truth already)
             shown = ranked_by(expected, period, settings)
