@@ -62,6 +62,17 @@ def read_top_table(limit: int, read: Callable[[Any], T], query: str = "") -> tup
     return found, server.requests
 
 
+def snapshots_after(rt: Any, tmp_path: Path, *rounds: dict[str, int]) -> None:
+    """Each round's views (one per write shard), streamed to the aggregator, then a snapshot run."""
+    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
+    for views in rounds:
+        for item, count in views.items():
+            for shard in range(count):
+                rt.views.add_view(item, shard % rt.settings.write_shards)
+        runner.drain()
+        rt.invoke(snapshot.handler, scheduled_event())
+
+
 def test_page_shows_the_exact_top_through_the_read_api(make_local, tmp_path):
     # Given a processed stream and a snapshot
 
@@ -150,11 +161,7 @@ def test_page_shows_titles_and_thumbnails_from_the_snapshots_metadata(make_local
     cat = {"title": "A <b>cat</b>", "url": "https://example.com/cat", "thumbnail": "https://example.com/cat.jpg"}
     rt.items.put("images/cat.jpg", meta(cat), "2026-11-23T17:00:00.000Z")
     rt.items.put("images/dog.jpg", meta({"title": "A dog"}), "2026-11-23T17:00:00.000Z")
-    for item, count in (("images/cat.jpg", 3), ("images/dog.jpg", 2), ("images/fox.jpg", 1)):
-        for shard in range(count):
-            rt.views.add_view(item, shard)
-    StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path).drain()
-    rt.invoke(snapshot.handler, scheduled_event())
+    snapshots_after(rt, tmp_path, {"images/cat.jpg": 3, "images/dog.jpg": 2, "images/fox.jpg": 1})
 
     # When Chromium opens the page
     cells, _ = read_top_table(
@@ -186,13 +193,7 @@ def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
     # Given a snapshot of a (3), b (2), c (1), then a newcomer e (5) and c climbing to 4, and a second snapshot
 
     rt = make_local(TopN="3")
-    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
-    for views in ({"a": 3, "b": 2, "c": 1}, {"e": 5, "c": 3}):
-        for item, count in views.items():
-            for shard in range(count):
-                rt.views.add_view(item, shard)
-        runner.drain()
-        rt.invoke(snapshot.handler, scheduled_event())
+    snapshots_after(rt, tmp_path, {"a": 3, "b": 2, "c": 1}, {"e": 5, "c": 3})
 
     # When Chromium opens the page
     rows, _ = read_top_table(3, lambda page: page.eval_on_selector_all("#rows tr", ROWS))
@@ -204,13 +205,7 @@ def test_page_shows_who_moved_since_the_snapshot_before(make_local, tmp_path):
 def test_page_shows_trending_with_arrows_and_the_last_24_hours(make_local, tmp_path):
     # Given a stack with a 24 h window and trending: a snapshot of a (3), b (2), c (1), then c climbing to 6
     rt = make_local(TopN="3", Periods="day,24h,trending")
-    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
-    for views in ({"a": 3, "b": 2, "c": 1}, {"c": 5}):
-        for item, count in views.items():
-            for shard in range(count):
-                rt.views.add_view(item, shard % rt.settings.write_shards)
-        runner.drain()
-        rt.invoke(snapshot.handler, scheduled_event())
+    snapshots_after(rt, tmp_path, {"a": 3, "b": 2, "c": 1}, {"c": 5})
 
     def read(page: Any) -> tuple[list[list[str]], str]:
         return page.eval_on_selector_all("#rows tr", ROWS), page.inner_text("#meta")
@@ -237,12 +232,7 @@ def test_page_shows_who_moved_in_a_day(make_local, tmp_path):
         rt.board.put_ranks_checkpoint(
             PeriodKey("global", "all", "all"), then, {"c": 5, "a": 1}, int(now.timestamp()) + 86400
         )
-    runner = StreamRunner(rt.dynamodb, rt.streams, rt.settings.views_table, aggregate.handler, state_dir=tmp_path)
-    for item, count in {"e": 5, "c": 4, "a": 3}.items():
-        for shard in range(count):
-            rt.views.add_view(item, shard)
-    runner.drain()
-    rt.invoke(snapshot.handler, scheduled_event())
+    snapshots_after(rt, tmp_path, {"e": 5, "c": 4, "a": 3})
 
     # When Chromium opens the page
     rows, _ = read_top_table(3, lambda page: page.eval_on_selector_all("#rows tr", ROWS))

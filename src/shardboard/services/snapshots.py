@@ -42,7 +42,7 @@ from shardboard.domain.publishing.head import Head, RankBlock
 from shardboard.domain.publishing.head_meta import meta_ask, with_meta
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
-from shardboard.domain.publishing.sums import Carry, Part, Summed, sum_top
+from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import Window, is_window, window_bucket
@@ -266,9 +266,7 @@ def trending_head(
     own gather still publishes its T (docs/trending.md)."""
     half_life = settings.trending_half_life_hours
     before = period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life))
-    merged = sum_periods(
-        board, settings, [period, before], hidden, carries=[lambda score: score, carried_score], first=gathered
-    )
+    merged = sum_periods(board, settings, [period, before], hidden, carries=[same, carried_score], first=gathered)
     return Gathered(
         merged.top,
         items_read=gathered.items_read + merged.items_read - len(gathered.top) + merged.counts_read,
@@ -331,7 +329,7 @@ def sum_periods(  # noqa: PLR0917 - one sum's inputs
     every count from one scan. ``first``: the first period's gather, when the caller made it already."""
     board_name = periods[0].board if periods else settings.board
     depth = settings.policy.keep(board_name).gather_depth
-    carry = list(carries) if carries is not None else [lambda count: count] * len(periods)
+    carry = list(carries) if carries is not None else [same] * len(periods)
     # A period with views has its ledger item (the aggregator marks it before its counts are gathered): the others
     # are left out, a window of a quiet board reads a few hours, not H + 1.
     states = board.thresholds(periods, consistent=True)

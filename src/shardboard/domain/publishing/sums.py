@@ -62,7 +62,8 @@ ReadCounts = Callable[[Mapping[int, Sequence[str]]], Mapping[int, Mapping[str, i
 Carry = Callable[[int], int]
 
 
-def _same(count: int) -> int:
+def same(count: int) -> int:
+    """The carry of a part that counts as it is."""
     return count
 
 
@@ -78,7 +79,7 @@ def sum_top(
     """The exact top ``n`` items by their counts summed over ``parts`` parts (each through its ``carries``, the
     identity by default), or ``proven=False`` (module docstring). Each part is first gathered ``depth`` deep (default
     ``n``), then twice as deep each round it must."""
-    carry = list(carries) if carries is not None else [_same] * parts
+    carry = list(carries) if carries is not None else [same] * parts
     depths = dict.fromkeys(range(parts), depth or n)
     gathered: dict[int, Part] = {}
     known: dict[int, dict[str, int]] = {part: {} for part in range(parts)}
