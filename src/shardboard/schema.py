@@ -171,6 +171,15 @@ class RankedItem(BaseModel):
         description="Trending only: the time-decayed view count the entry is ranked by, as of generated_at (a view "
         "then counts 1, a view one half-life older 1/2); views is it rounded. Absent on other periods.",
     )
+    recent: dict[str, int] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Trending only: the entry's views in the last hour and the last 24 hours as of generated_at, by "
+        'window (``{"1h": 12, "24h": 340}``; a window is its whole hours before the current one plus the current '
+        "one, as ``?window=`` reads it). Absent on other periods, and on an entry a takedown moved up from the "
+        "spares until the next refresh.",
+        examples=[{"1h": 12, "24h": 340}],
+    )
     meta: dict[str, Any] | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

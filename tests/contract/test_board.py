@@ -432,6 +432,9 @@ def test_a_change_counted_after_the_read_keeps_the_period_dirty(ports):
     # Then all time is clean, day 1 stays dirty with both changes counted and no refresh
     (dirty,) = board.changed_periods()
     assert (dirty.period, dirty.changed_at, dirty.changes, dirty.refreshed_at) == (DAY1, 110, 2, 0)
+    # And a read of the periods' thresholds tells their change counts too (a reader's "changed since I read it")
+    found = board.thresholds([ALL_TIME, DAY1], consistent=True)
+    assert (found[ALL_TIME].changes, found[DAY1].changes) == (1, 2)
     # And `periods` lists the board's all-time item (clean) and the dirty day
     listed = {status.period: status for status in board.periods()}
     assert set(listed) == {ALL_TIME, DAY1}

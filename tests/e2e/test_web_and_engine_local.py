@@ -216,6 +216,8 @@ def test_page_shows_trending_with_arrows_and_the_last_24_hours(make_local, tmp_p
 
     # Then trending ranks by the decayed count (views of this hour count alike) with arrows: c climbed two places
     assert [(row[1], row[3]) for row in trending] == [("c", "\u25b22"), ("a", "\u25bc1"), ("b", "\u25bc1")]
+    # and shows each entry's parts under its views: its views in the last hour and the last 24 hours
+    assert [row[2] for row in trending] == ["61h 6 \u00b7 24h 6", "31h 3 \u00b7 24h 3", "21h 2 \u00b7 24h 2"]
     assert trending_meta.startswith("trending")
     # And the last 24 hours is the plain sum of the hours, as the day shows it
     assert [(row[0], row[1], row[2]) for row in window] == [("1", "c", "6"), ("2", "a", "3"), ("3", "b", "2")]

@@ -33,6 +33,7 @@ from shardboard.domain.trending import (
     largest_score,
     weights,
 )
+from shardboard.domain.windows import RECENT
 from shardboard.schema import Leaderboard
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import ConfigError, Settings
@@ -99,6 +100,9 @@ def test_trending_implies_hour():
         parse_periods("decayed")
     with pytest.raises(ConfigError):
         Settings(trending_half_life_hours=0)
+    # and keeps at least the 24 hours its entries' recent views read, whatever the hours' retention says
+    assert Settings(periods=("trending",), retention_hours=6).policy.periods.kept("hour") == 24
+    assert Settings(periods=("day",), retention_hours=6).policy.periods.kept("hour") == 6
 
 
 def test_one_view_per_hour_weighs_its_hour():
@@ -194,6 +198,63 @@ def test_a_lost_aggregate_the_stream_recreated_gets_its_weighted_history_back():
     w = weights(6)
     assert found[PeriodKey("global", TRENDING, "2026-11-30T00")] == {"x": 10 * w[3] + 22 * w[4] + 35 * w[5]}
     assert verify(world.views, world.board, config).exact
+
+
+# -- recent views: an entry's views in the last hour and the last 24, beside its score
+
+
+def recent_truth(
+    views: list[tuple[str, tuple[str, ...], datetime, int]], board: str, at: datetime
+) -> dict[str, tuple[int, ...]]:
+    """Per item, its views on ``board`` in each RECENT window read at ``at`` (whole hours before plus the current)."""
+    hour = at.replace(minute=0, second=0, microsecond=0)
+    truth: dict[str, list[int]] = defaultdict(lambda: [0] * len(RECENT))
+    for item, boards, moment, count in views:
+        if board != "global" and board not in boards:
+            continue
+        for n, window in enumerate(RECENT):
+            if hour - timedelta(hours=window.hours) <= moment < hour + timedelta(hours=1):
+                truth[item][n] += count
+    return {item: tuple(counts) for item, counts in truth.items()}
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    first=views_strategy,
+    late=views_strategy,
+    seed=st.integers(0, 10**6),
+    reads=st.lists(st.integers(-2 * 60, 42 * 60), min_size=2, max_size=4),
+)
+def test_every_trending_entry_shows_its_exact_views_in_the_last_hour_and_day(first, late, seed, reads):
+    # Given views around an epoch boundary, delivered at least once and out of order, the job refreshing at random
+    # minutes (hour edges included), then more views of any hour (late ones too) and refreshes at other minutes
+    config = Settings(periods=("day", "trending"), write_concurrency=1, top_n=3, category_top_n=3)
+    world = World(config)
+    seen: list[tuple[str, tuple[str, ...], datetime, int]] = []
+    rng = random.Random(seed)
+    for batch, minutes in ((first, reads[: len(reads) // 2]), (late, reads[len(reads) // 2 :])):
+        for item, boards, hours, shard, count in batch:
+            at = EDGE + timedelta(hours=hours, minutes=rng.choice((0, 30, 59)))
+            world.record(item, boards, at, shard, count)
+            seen.append((item, boards, at, count))
+        deliver_at_least_once(world, rng)
+        for minute in minutes:
+            now = EDGE + timedelta(minutes=minute)
+            run = refresh_changed(world.board, config, iso(now), always=[PeriodKey("global", "all", "all")])
+            # Then every trending head written shows, for each entry, its exact views in the last hour and 24 hours
+            for period, result in run.results.items():
+                if period.kind != TRENDING or not result.written:
+                    continue
+                head = result.snapshot
+                truth = recent_truth(seen, period.board, now)
+                assert {row.id: tuple(head.recent[row.id]) for row in head.items} == {
+                    row.id: truth.get(row.id, (0, 0)) for row in head.items
+                }, (period, now)
+                entries = Leaderboard.of_snapshot(head).as_json()["items"]
+                assert all(
+                    entry["recent"] == dict(zip(("1h", "24h"), head.recent[entry["id"]], strict=True))
+                    for entry in entries
+                )
 
 
 def test_a_trending_entry_shows_its_score_as_views_now():

@@ -128,6 +128,7 @@ def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
         int_of(shards) if shards else None,
         int_of(previous) if previous else None,
         int_of(item.get(DEEP_THRESHOLD)),
+        int_of(item.get(CHANGES)),
     )
 
 
@@ -888,6 +889,8 @@ def snapshot_item(head: Head) -> Item:
         item["patched"] = s_attr(compact(head.patched))
     if head.day_before is not None:  # {id: rank} of the checkpoint a day before: the entries' day_before_rank
         item["day_before"] = s_attr(compact(head.day_before))
+    if head.recent:  # {id: [views in the last hour, in the last 24]}: a trending entry's recent views
+        item["recent"] = s_attr(compact(head.recent))
     return item
 
 
@@ -915,6 +918,7 @@ def snapshot_from_item(item: Mapping[str, Any]) -> Head:
         events_version=int_of(item.get("events_version")),
         patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
         day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else None,
+        recent=json.loads(item["recent"]["S"]) if "recent" in item else {},
     )
 
 

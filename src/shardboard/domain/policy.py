@@ -12,7 +12,7 @@ from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, DEFAULT_PERIODS, HOUR, anchor_kind, coarser_bucket, expires_at, weight_of
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING
-from shardboard.domain.windows import Window, is_window
+from shardboard.domain.windows import RECENT, Window, is_window
 
 # An hour summed by rolling windows publishes T from this many times N+R deep (docs/rolling-windows.md).
 WINDOW_HOUR_DEPTH = 4
@@ -45,9 +45,12 @@ class Periods:
 
     def kept(self, kind: str) -> int:
         """Periods of ``kind`` kept past the current one (0: all time, which never expires); hours at least as long
-        as the longest window, whose sums read them."""
+        as the longest window, whose sums read them (trending's recent views too)."""
         kept = self._kept.get(kind, 0)
-        return max((kept, *(window.hours for window in self.windows))) if kind == HOUR else kept
+        if kind != HOUR:
+            return kept
+        windows: tuple[Window, ...] = (*self.windows, *(RECENT if self.weighted else ()))
+        return max((kept, *(window.hours for window in windows)))
 
     def window(self, name: str) -> Window | None:
         return next((window for window in self.windows if window.name == name), None)

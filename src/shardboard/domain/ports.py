@@ -166,6 +166,8 @@ class BoardState:
     shards: int | None  # None until the first reshard: the template's BoardShards holds
     previous_shards: int | None
     deep_threshold: int = 0  # T_D of the all-time deep tier (docs/proposals/deep-tier.md); 0 until a deep gather
+    # The period's change count (PeriodStatus.changes): equal on two reads, its counts did not change in between.
+    changes: int = field(default=0, compare=False)
 
     def layouts(self, default_shards: int) -> list[int]:
         """Board shard counts to read, oldest first (two while a reshard is moving items)."""

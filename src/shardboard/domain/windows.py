@@ -75,6 +75,10 @@ def split_names(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[Window, 
     return tuple(kind for kind in KINDS if kind in kinds), windows
 
 
+# The windows a trending entry shows its views in (its "parts" beside the score): the last hour and the last 24.
+RECENT = (Window(1, "1h"), Window(24, "24h"))
+
+
 def window_bucket(moment: datetime) -> str:
     """The bucket a window head read at ``moment`` is kept under: the current hour (the window ends with it)."""
     return bucket_of(HOUR, start_of(HOUR, moment))

@@ -17,10 +17,11 @@ from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
+from weakref import WeakKeyDictionary
 
 from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
-from shardboard.domain.periods import ALL, HOUR, PeriodError, next_bucket, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, PeriodError, next_bucket, parse_time, previous_bucket
 from shardboard.domain.ports import (
     AggregateReads,
     AggregateState,
@@ -46,6 +47,7 @@ from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import Window, is_window, window_bucket
+from shardboard.services.counts import count_in, recent_views
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -235,6 +237,8 @@ def take_snapshot(
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
     snapshot = day_before(board, snapshot, previous, period)
+    if period.kind == TRENDING:
+        snapshot = with_recent(board, settings, snapshot)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
     checkpoint = checkpoint_of(previous, snapshot)
@@ -273,6 +277,13 @@ def trending_head(
         rounds=gathered.rounds + merged.rounds - 1,
         shard_hits=gathered.shard_hits,
     )
+
+
+def with_recent(board: SnapshotBoard, settings: Settings, snapshot: Head) -> Head:
+    """A trending head (about to be written) with its entries' views in the last hour and the last 24, as of its
+    ``generated_at`` (services/counts.py)."""
+    at, ids = parse_time(snapshot.generated_at), [row.id for row in snapshot.items]
+    return replace(snapshot, recent=recent_views(board, settings, snapshot.board, at, ids))
 
 
 def take_window_snapshot(
@@ -369,17 +380,6 @@ def sum_periods(  # noqa: PLR0917 - one sum's inputs
     if summed.proven:
         return summed
     return counted_sum(board, settings, parts, carry, hidden, tried=summed)
-
-
-def count_in(board: AggregateReads, settings: Settings, period: PeriodKey, item_id: str, state: AggregateState) -> int:
-    """An item's exact count in one period, given its aggregate's ``state``: the aggregate's while that period is
-    its current one, else the past entry archived when it moved on (none when its views all came later)."""
-    current = settings.policy.periods.bucket(period.kind, state.bucket) if state.bucket is not None else None
-    if current == period.bucket:
-        return state.count(period.kind)
-    if current is None or current < period.bucket:
-        return 0
-    return board.entry_state(period, item_id).views
 
 
 def counted_sum(
@@ -544,9 +544,9 @@ def following_epochs(board: Snapshots, settings: Settings, stamps: Mapping[Perio
     return sorted(period for period in after - set(stamps) if board.get_snapshot(period) is not None)
 
 
-# Per process: the window heads with entries it last wrote, (board store, board, window) -> hour bucket. A window
+# Per process and board store: the window heads with entries it last wrote, (board, window) -> hour bucket. A window
 # slides every hour even without views: these are refreshed at the next hour without a read to find them.
-_window_heads: dict[tuple[int, str, str], str] = {}
+_window_heads: WeakKeyDictionary[object, dict[tuple[str, str], str]] = WeakKeyDictionary()
 
 
 def windows_due(
@@ -560,8 +560,7 @@ def windows_due(
         return set()
     bucket = window_bucket(at)
     changed = {(period.board, period.bucket) for period in stamps if period.kind == HOUR}
-    store = id(board)
-    known = {(name, kind): hour for (owner, name, kind), hour in _window_heads.items() if owner == store}
+    known = dict(_window_heads.get(board, {}))
     boards = {name for name, _ in changed} | {name for name, _ in known}
     if not known:
         since = (at - timedelta(hours=max(window.hours for window in windows) + 2)).timestamp()
@@ -576,11 +575,11 @@ def windows_due(
 
 
 def _remember_window(board: RefreshingBoard, period: PeriodKey, result: SnapshotResult) -> None:
-    key = (id(board), period.board, period.kind)
+    heads = _window_heads.setdefault(board, {})
     if result.snapshot.items:
-        _window_heads[key] = period.bucket
+        heads[period.board, period.kind] = period.bucket
     else:
-        _window_heads.pop(key, None)
+        heads.pop((period.board, period.kind), None)
 
 
 def refresh_snapshots(stores: Container, now: str | None = None, dropped: Dropped | None = None) -> RefreshRun:

@@ -195,6 +195,9 @@ class Head:
     # The rank a day before (domain/publishing/day_before.py): the ranks checkpoint of the hour 24 hours before
     # ``generated_at`` (None: none read; empty: none found).
     day_before: Mapping[str, int] | None = None
+    # A trending head's recent views: per entry of the top N, its views in each window of domain/windows.py RECENT
+    # (the last hour, the last 24), as of ``generated_at``.
+    recent: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
 
 def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.ranked_versions import RankRefresh
 from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING, decayed
-from shardboard.domain.windows import is_window, parse_window
+from shardboard.domain.windows import RECENT, is_window, parse_window
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,9 @@ def _as_trending(entry: dict[str, Any], snapshot: Head) -> dict[str, Any]:
         parse_time(moment) for moment in (snapshot.period["start"], snapshot.period["end"], snapshot.generated_at)
     )
     score = decayed(entry["views"], start, end, at)
-    return {**entry, "views": round(score), "score": round(score, 3)}
+    recent = snapshot.recent.get(entry["id"])
+    parts = {} if recent is None else {"recent": dict(zip((w.name for w in RECENT), recent, strict=True))}
+    return {**entry, "views": round(score), "score": round(score, 3), **parts}
 
 
 def _with_meta(entry: dict[str, Any], document: dict[str, Any] | None) -> dict[str, Any]:
