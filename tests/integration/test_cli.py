@@ -198,3 +198,20 @@ def test_a_hidden_item_leaves_rank_around_and_top_offset_at_once(cli):
     assert refused.exit_code == 1 and "hidden" in refused.output
     page = json.loads(cli(*params, "top", "--offset", "1", "-n", "3", "--json").output)
     assert [(e["rank"], e["id"]) for e in page["items"]] == [(2, "images/004.jpg"), (3, "images/001.jpg")]
+
+
+def test_top_trending_shows_each_entry_with_its_views_in_the_last_hour_and_day(cli):
+    # Given a stack counting trending, with views recorded now
+    params = ("-p", "Periods=day,trending")
+    assert cli(*params, "init").exit_code == 0
+    for item, count in (("a", 3), ("b", 5)):
+        assert cli(*params, "record", item, "-n", str(count)).exit_code == 0
+    assert cli(*params, "process", "--drain").exit_code == 0
+    assert cli(*params, "snapshot").exit_code == 0
+    # When the trending board is read as JSON and as a table
+    board = json.loads(cli(*params, "top", "--period", "trending", "--json").output)
+    table = cli(*params, "top", "--period", "trending").output
+    # Then each entry carries its parts beside its score (its views are all this hour's), and the table shows them
+    assert Leaderboard.model_validate(board).as_json() == board
+    assert [(e["id"], e["recent"]) for e in board["items"]] == [("b", {"1h": 5, "24h": 5}), ("a", {"1h": 3, "24h": 3})]
+    assert "last 1h" in table and "last 24h" in table

@@ -218,8 +218,13 @@ def ranked_table(title: str, caption: str, items: list[RankedItem]) -> Table:
     table.add_column("rank", justify="right")
     table.add_column("id")
     table.add_column("views", justify="right")
+    windows = list(next((entry.recent for entry in items if entry.recent), {}))  # trending's parts
+    for window in windows:
+        table.add_column(f"last {window}", justify="right")
     for entry in items:
-        table.add_row(str(entry.rank), entry.id, f"{entry.views:,}")
+        recent = entry.recent or {}
+        parts = [f"{recent[window]:,}" if window in recent else "" for window in windows]
+        table.add_row(str(entry.rank), entry.id, f"{entry.views:,}", *parts)
     return table
 
 
