@@ -1,12 +1,19 @@
 """Movement through the real functions on moto: GET /leaderboard's entries carry ``previous_rank`` (their rank in the
 snapshot before), a hide leaves the others' as they were; a page of the ranked version shows none. Their
-``day_before_rank`` (their rank in the first head of the same hour a day before) in top, pages and around-me."""
+``day_before_rank`` (their rank in the first head of the same hour a day before) in top, pages and around-me. A
+property runs random views, refreshes, hides and unhides against a model of the head built from the definitions."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
+from shardboard.handlers import wiring
 from shardboard.services.snapshots import take_snapshot
+from tests.conftest import build_pipeline, examples
 from tests.integration.test_http_api import call, get
 from tests.integration.test_takedowns_http import drain, record, takedown
 
@@ -73,3 +80,103 @@ def test_entries_show_where_they_stood_a_day_before_in_top_pages_and_around_me(m
     drain(pipeline)
     take_snapshot(pipeline.board, pipeline.settings, "2026-11-21T11:05:00.000Z", everything)
     assert day_before(pipeline, "/leaderboard", "") == [("e", 1, None), ("c", 2, None), ("a", 3, None)]
+
+
+# -- movement across takedowns, against a model of what each head must hold
+
+TOP_N, SPARE = 3, 2
+ITEMS = "abcdef"
+steps = st.lists(
+    st.one_of(
+        st.dictionaries(st.sampled_from(ITEMS), st.integers(1, 4), min_size=1, max_size=3).map(lambda v: ("views", v)),
+        st.just(("snapshot", None)),
+        st.sampled_from(ITEMS).map(lambda item: ("hide", item)),
+        st.sampled_from(ITEMS).map(lambda item: ("unhide", item)),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+def competition(entries: list[tuple[str, int]]) -> dict[str, int]:
+    return {item: 1 + sum(1 for _, other in entries if other > views) for item, views in entries}
+
+
+class MovementModel:
+    """What the board's head holds (items then spares, as (id, views)) and each entry's previous rank, from the
+    definitions: a written head ranks its entries against the head it replaced; a hide drops the item and refills
+    the top N from the spares, the others keeping their previous ranks (a head too short after it is gathered
+    again); an unhide gathers the head again."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, int] = {}
+        self.hidden: set[str] = set()
+        self.head: list[tuple[str, int]] | None = None
+        self.previous: dict[str, int] = {}
+
+    def gather(self) -> None:
+        visible = [(item, views) for item, views in self.views.items() if item not in self.hidden]
+        new = sorted(visible, key=lambda entry: (-entry[1], entry[0]))[: TOP_N + SPARE]
+        if self.head is not None and new == self.head:
+            return  # the same content: the head is not written again
+        before = competition(self.head or [])
+        self.previous = {item: before[item] for item, _ in new if item in before}
+        self.head = new
+
+    def hide(self, item: str) -> None:
+        if not self.views.get(item):
+            return
+        self.hidden.add(item)
+        if self.head is None or item not in dict(self.head):
+            return
+        self.head = [entry for entry in self.head if entry[0] != item]
+        if len(self.head) < TOP_N:
+            self.gather()
+
+    def unhide(self, item: str) -> None:
+        if self.views.get(item):
+            self.hidden.discard(item)
+            if self.head is not None:
+                self.gather()  # an unhide gathers the heads again at once
+
+    def shown(self) -> list[tuple[str, int, int, int | None]] | None:
+        if self.head is None:
+            return None
+        top = self.head[:TOP_N]
+        ranks = competition(top)
+        return [(item, ranks[item], views, self.previous.get(item)) for item, views in top]
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(script=steps)
+def test_previous_ranks_follow_snapshots_and_takedowns_as_their_definition_says(script):
+    with mock_aws():
+        try:
+            check_movement(build_pipeline(TopN=str(TOP_N), SnapshotSpare=str(SPARE), RankDepth="0"), script)
+        finally:
+            wiring.use(None)
+
+
+def check_movement(pipeline, script) -> None:
+    # Given a board (top 3, 2 spares, no ranked versions) and a model of its head from the definitions
+    model = MovementModel()
+    for seed, (step, argument) in enumerate([("views", {"a": 1}), ("snapshot", None), *script]):
+        # When views arrive, the job runs, items are hidden and unhidden in any order
+        if step == "views":
+            record(pipeline, argument, seed=seed)
+            drain(pipeline)
+            for item, count in argument.items():
+                model.views[item] = model.views.get(item, 0) + count
+        elif step == "snapshot":
+            pipeline.snapshot()
+            model.gather()
+        else:
+            status, _, _ = call(pipeline, "items_admin", takedown(step, f"id={argument}"))
+            assert status == (200 if model.views.get(argument) else 404)  # an id never viewed: nothing to take down
+            model.hide(argument) if step == "hide" else model.unhide(argument)
+        # Then every read of the board, all time and today, shows what the model says: ranks, views, previous ranks
+        for query in ("", "period=day"):
+            status, _, body = call(pipeline, "read_api", get("/leaderboard", query))
+            entries = body["items"] if status == 200 else None
+            read = None if entries is None else [(e["id"], e["rank"], e["views"], e["previous_rank"]) for e in entries]
+            assert read == model.shown(), (step, argument, query)
