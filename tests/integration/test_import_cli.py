@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
+from shardboard.domain.periods import iso
 from shardboard_tools.cli import main
 
 LINES = [
@@ -95,3 +97,31 @@ def test_stdin_and_an_empty_file(cli, tmp_path):
 def test_a_missing_file_exits_2(cli, tmp_path):
     result = cli("import", str(tmp_path / "nope.jsonl"))
     assert result.exit_code == 2
+
+
+def test_imported_views_count_in_the_windows_and_the_trending_parts_they_fall_in(cli, tmp_path):
+    # Given a stack with a 24 h window and trending, and a file of views with their own times: this hour, 3 and 20
+    # hours ago, and 30 hours ago (outside the window)
+    params = ("-p", "Periods=day,24h,trending")
+    assert cli(*params, "init").exit_code == 0
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    lines = [
+        {"id": "a", "time": iso(now), "count": 2},
+        {"id": "b", "time": iso(now - timedelta(hours=3)), "count": 4},
+        {"id": "c", "time": iso(now - timedelta(hours=20)), "count": 3, "boards": ["cats"]},
+        {"id": "a", "time": iso(now - timedelta(hours=30)), "count": 9},
+    ]
+    # When they are imported and the pipeline runs
+    assert cli(*params, "import", write(tmp_path, lines)).exit_code == 0
+    assert "processed" in cli(*params, "process", "--drain").output
+    assert cli(*params, "snapshot").exit_code == 0
+    # Then the window counts only the views of its hours (a's 9 views of 30 hours ago are out), on every board
+    window = json.loads(cli(*params, "top", "--window", "24h", "--json").output)
+    assert [(e["id"], e["views"]) for e in window["items"]] == [("b", 4), ("c", 3), ("a", 2)]
+    cats = json.loads(cli(*params, "top", "--board", "cats", "--window", "24h", "--json").output)
+    assert [(e["id"], e["views"]) for e in cats["items"]] == [("c", 3)]
+    # And trending entries show the same views as their parts
+    trending = json.loads(cli(*params, "top", "--period", "trending", "--json").output)
+    parts = {e["id"]: e["recent"] for e in trending["items"]}
+    assert parts == {"a": {"1h": 2, "24h": 2}, "b": {"1h": 0, "24h": 4}, "c": {"1h": 0, "24h": 3}}
+    assert json.loads(cli(*params, "verify", "--json").output)["exact"] is True

@@ -16,6 +16,7 @@ from shardboard.domain.reading.pages import (
     MAX_AROUND_K,
     NotRanked,
 )
+from shardboard.domain.windows import parse_window
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
 
@@ -135,7 +136,7 @@ def snapshot(ctx: click.Context) -> None:
     for one in summary["refreshed"]:
         by_board.setdefault(one["board"], []).append(one)
     for board, periods in sorted(by_board.items()):
-        kinds = ", ".join(one["kind"] for one in sorted(periods, key=lambda one: PERIOD_ORDER.index(one["kind"])))
+        kinds = ", ".join(one["kind"] for one in sorted(periods, key=lambda one: listed_order(one["kind"])))
         written = sum(one["written"] for one in periods)
         read = sum(one["items_read"] for one in periods)
         console.print(f"{board}: {kinds} refreshed ({written} written, {read} items read)", markup=False)
@@ -382,7 +383,12 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         sys.exit(1)
 
 
-# Periods in the order a board lists them: all time first, then finest to coarsest.
+# Periods in the order a board lists them: all time first, then finest to coarsest, then windows, shortest first.
 PERIOD_ORDER = (ALL, *KINDS)
+
+
+def listed_order(kind: str) -> tuple[int, int]:
+    return (0, PERIOD_ORDER.index(kind)) if kind in PERIOD_ORDER else (1, parse_window(kind).hours)
+
 
 COMMANDS = [init, record, process, snapshot, top, rank, around_command, boards, verify_command]
