@@ -35,6 +35,7 @@ from shardboard.domain.trending import (
 )
 from shardboard.domain.windows import RECENT
 from shardboard.schema import Leaderboard
+from shardboard.services import counts
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import ConfigError, Settings
 from shardboard_tools.operations.recovery import RebuildProgress, rebuild
@@ -224,10 +225,20 @@ def recent_truth(
     late=views_strategy,
     seed=st.integers(0, 10**6),
     reads=st.lists(st.integers(-2 * 60, 42 * 60), min_size=2, max_size=4),
+    boards_kept=st.sampled_from([1, counts.BOARDS_KEPT]),
 )
-def test_every_trending_entry_shows_its_exact_views_in_the_last_hour_and_day(first, late, seed, reads):
+def test_every_trending_entry_shows_its_exact_views_in_the_last_hour_and_day(first, late, seed, reads, boards_kept):
     # Given views around an epoch boundary, delivered at least once and out of order, the job refreshing at random
-    # minutes (hour edges included), then more views of any hour (late ones too) and refreshes at other minutes
+    # minutes (hour edges included), then more views of any hour (late ones too) and refreshes at other minutes; the
+    # job's memory of hour counts holding every board, or one (the others evicted)
+    kept, counts.BOARDS_KEPT = counts.BOARDS_KEPT, boards_kept
+    try:
+        check_recent_views(first, late, seed, reads)
+    finally:
+        counts.BOARDS_KEPT = kept
+
+
+def check_recent_views(first, late, seed, reads) -> None:
     config = Settings(periods=("day", "trending"), write_concurrency=1, top_n=3, category_top_n=3)
     world = World(config)
     seen: list[tuple[str, tuple[str, ...], datetime, int]] = []
