@@ -32,11 +32,11 @@ ROWS = (
 # units; the reads closing makes are kept out of the units and the cost above.
 SHARDBOARD_ROWS = (
     ("events published (PutEvents entries)", ("events", "published"), "{:,}"),
-    ("  per refresh run, mean", ("events", "per_refresh_mean"), "{:,.1f}"),
-    ("  per refresh run, max", ("events", "per_refresh_max"), "{:,}"),
-    ("  entered", ("events", "entered"), "{:,}"),
-    ("  left", ("events", "left"), "{:,}"),
-    ("  closed", ("events", "closed"), "{:,}"),
+    ("  events per refresh run, mean", ("events", "per_refresh_mean"), "{:,.1f}"),
+    ("  events per refresh run, max", ("events", "per_refresh_max"), "{:,}"),
+    ("  entered events", ("events", "entered"), "{:,}"),
+    ("  left events", ("events", "left"), "{:,}"),
+    ("  closed events", ("events", "closed"), "{:,}"),
     ("  PutEvents requests (10 entries, 256 KB at most)", ("events", "put_events_requests"), "{:,}"),
     ("  billed events (64 KB chunks)", ("events", "billed_events"), "{:,}"),
     ("  read units closing ended periods (not in the cost)", ("events", "closing_read_units"), "{:,.1f}"),
