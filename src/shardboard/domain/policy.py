@@ -15,7 +15,7 @@ from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING
 from shardboard.domain.windows import RECENT, Window, is_window
 
 # An hour summed by rolling windows publishes T from this many times N+R deep (docs/rolling-windows.md).
-WINDOW_HOUR_DEPTH = 4
+WINDOW_HOUR_DEPTH = 2
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,7 @@ def take_snapshot(
     expires = policy.periods.expires(period)
     rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
     shown = trending_head(board, settings, period, gathered, hidden) if period.kind == TRENDING else gathered
+    gathered = replace(gathered, scans=shown.scans)  # the result names the epoch's own gather, and the sum's scans
     snapshot = plan_head(policy, period, previous, shown, rank, now)
     if snapshot is None:
         assert previous is not None
@@ -276,6 +277,7 @@ def trending_head(
         items_read=gathered.items_read + merged.items_read - len(gathered.top) + merged.counts_read,
         rounds=gathered.rounds + merged.rounds - 1,
         shard_hits=gathered.shard_hits,
+        scans=gathered.scans + merged.scans,
     )
 
 
@@ -308,7 +310,11 @@ def take_window_snapshot(
         before = replace(earlier, digest="") if earlier else None  # a new hour's head is always written
     summed = sum_window(board, settings, window, period, hidden)
     gathered = Gathered(
-        summed.top, items_read=summed.items_read + summed.counts_read, rounds=summed.rounds, shard_hits={}
+        summed.top,
+        items_read=summed.items_read + summed.counts_read,
+        rounds=summed.rounds,
+        shard_hits={},
+        scans=summed.scans,
     )
     snapshot = plan_head(settings.policy, period, before, gathered, unchanged(None), now)
     if snapshot is None:
@@ -400,7 +406,8 @@ def counted_sum(
     gone = dropped_among(hidden, list(totals)) if hidden else frozenset()
     entries = [Entry(id=item, views=total) for item, total in totals.items() if total > 0 and item not in gone]
     depth = settings.policy.keep(periods[0].board).gather_depth
-    return Summed(top(entries, depth), True, tried.items_read + len(totals), tried.counts_read, tried.rounds + 1)
+    read = tried.items_read + len(totals)
+    return Summed(top(entries, depth), True, read, tried.counts_read, tried.rounds + 1, scans=tried.scans + 1)
 
 
 def day_before(board: RankCheckpoints, snapshot: Head, previous: Head | None, period: PeriodKey) -> Head:

@@ -2,21 +2,30 @@
 
 ``record_views`` writes each view once (its global counter and its category's, in its day's base item); the real
 aggregator handler consumes the stream in 1,000-record batches inside Lambda tumbling windows (``lambda_model``);
-``refresh_changed`` refreshes every changed (board, period) each refresh interval. Units are booked by role: the base
-table, the board table while aggregating (aggregates, past entries, change marks), its GSIs, and the board table
-while refreshing (snapshots, thresholds); reads likewise.
+``refresh_changed`` refreshes every changed (board, period) each refresh interval, with an ``Announcer`` over an
+in-memory event sink (``BenchEvents``), and then closes the ended periods, as the deployed job does
+(``refresh_snapshots``). Units are booked by role: the base table, the board table while aggregating (aggregates, past
+entries, change marks), its GSIs, and the board table while refreshing (snapshots, thresholds); reads likewise. The
+events are counted apart (they are EventBridge entries, not DynamoDB units), and so are the reads closing makes (the
+ledger and the ended heads).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 
 from botocore.exceptions import ClientError
 
+from shardboard.adapters.event_bus import batches, entry, entry_size
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey, Throttled
+from shardboard.domain.publishing.events import EVENT_TYPES, BoardEvent
 from shardboard.domain.writing.recording import Where, record_views
+from shardboard.services.events import Announcer, moment
 from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.bench.boards_designs import BoardsRun, ProgressCallback
@@ -28,6 +37,29 @@ from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 SHARDBOARD = "shardboard"
 BOARD_TABLE = "memory-board"
 VIEWS_TABLE = "memory-views"
+EVENT_BUS = "bench-board-events"
+# EventBridge bills each 64 KB of an entry as one event.
+BILLED_CHUNK_BYTES = 64 * 1024
+
+
+class BenchEvents:
+    """The bench's event sink: keeps what was published, in order, and what the EventBridge adapter would send for it
+    (its PutEvents requests, at most 10 entries and 256 KB each) and be billed (64 KB chunks)."""
+
+    def __init__(self) -> None:
+        self.events: list[BoardEvent] = []
+        self.requests = 0
+        self.billed = 0
+        self._lock = threading.Lock()
+
+    def publish(self, events: Sequence[BoardEvent]) -> None:
+        entries = [entry(event, EVENT_BUS) for event in events]
+        requests = len(batches(entries))
+        billed = sum(-(-entry_size(put) // BILLED_CHUNK_BYTES) for put in entries)
+        with self._lock:
+            self.events.extend(events)
+            self.requests += requests
+            self.billed += billed
 
 
 class ShardboardBoardsDesign:
@@ -73,6 +105,12 @@ class ShardboardBoardsDesign:
         )
         self.settings = self.design.settings
         self.rng = random.Random(workload.seed)
+        self.events = BenchEvents()
+        self.announcer = Announcer(self.events, self.settings.policy, max(1, round(workload.refresh_seconds)))
+        self.events_per_run: list[int] = []
+        self.events_by_type: Counter[str] = Counter()
+        self.closing_read_units = 0.0
+        self.scan_fallbacks = 0
 
     def run(self, views: Views, on_progress: ProgressCallback | None = None) -> BoardsRun:
         started = time.perf_counter()
@@ -123,12 +161,14 @@ class ShardboardBoardsDesign:
         return result
 
     def _refresh(self, result: BoardsRun, at: float) -> tuple[float, float]:
-        """The snapshot job: every changed period; returns the write and read units it used."""
+        """The snapshot job: every changed period, then the ended ones closed; returns the write and read units its
+        refreshes used (closing's reads are booked apart)."""
         usage = self.emulator.usage
         writes_before, reads_before = usage.units("write", BOARD_TABLE), usage.units("read")
+        sent_before, received_before = self.announcer.sent, len(self.events.events)
         now = iso(from_epoch(self.workload.start.timestamp() + at))
         everything = PeriodKey(self.settings.board, ALL, ALL)
-        run = refresh_changed(self.design.board, self.settings, now=now, always=[everything])
+        run = refresh_changed(self.design.board, self.settings, now=now, always=[everything], announcer=self.announcer)
         for period, refreshed in run.results.items():
             top_n = self.settings.top_n_of(period.board)
             key: BucketKey = (period.board, period.kind, period.bucket)
@@ -136,7 +176,14 @@ class ShardboardBoardsDesign:
             result.tops[key] = [(item, views) for item, views in refreshed.snapshot.items]
         if run.failures:
             raise next(iter(run.failures.values()))
-        return usage.units("write", BOARD_TABLE) - writes_before, usage.units("read") - reads_before
+        used = usage.units("write", BOARD_TABLE) - writes_before, usage.units("read") - reads_before
+        closing_before = usage.units("read")
+        self.announcer.close_ended(self.design.board, moment(now))
+        self.closing_read_units += usage.units("read") - closing_before
+        self.events_per_run.append(self.announcer.sent - sent_before)
+        self.events_by_type.update(event.type for event in self.events.events[received_before:])
+        self.scan_fallbacks += run.scans
+        return used
 
     def _collect(self, result: BoardsRun, refresh_writes: float, refresh_reads: float) -> None:
         usage = self.emulator.usage
@@ -151,7 +198,7 @@ class ShardboardBoardsDesign:
         )
         result.write_units["snapshots"] = refresh_writes
         result.refresh_read_units = refresh_reads
-        result.other_read_units = usage.units("read") - refresh_reads
+        result.other_read_units = usage.units("read") - refresh_reads - self.closing_read_units
         result.extra = {
             "records": self.design.records,
             "windows": self.design.windows,
@@ -161,6 +208,22 @@ class ShardboardBoardsDesign:
                 if kind == "write" and resource.startswith(f"{BOARD_TABLE}/")
             },
             "aggregator_cpu_us_per_record": self.design.aggregator_cpu_us_per_record(),
+            "events": self._events(),
+            "scan_fallbacks": self.scan_fallbacks,
+        }
+
+    def _events(self) -> dict[str, float]:
+        """What the announcer published over the run (EventBridge entries) and the read units closing used."""
+        runs = self.events_per_run
+        return {
+            "published": self.announcer.sent,
+            "per_refresh_mean": sum(runs) / max(1, len(runs)),
+            "per_refresh_max": max(runs, default=0),
+            "refresh_runs": len(runs),
+            "put_events_requests": self.events.requests,
+            "billed_events": self.events.billed,
+            **{kind: self.events_by_type[kind] for kind in EVENT_TYPES},
+            "closing_read_units": self.closing_read_units,
         }
 
 

@@ -83,12 +83,32 @@ BOARDS_NOTES = """
   its current periods, past periods archived into entries when the aggregate moves on (docs/boards-and-periods.md).
 - **shardboard+24h** is the same with `Periods=day,week,month,24h`: every board also readable as its last 24 hours.
   The window brings the `hour` period (base counters keyed by hour, one more index, hours' thresholds published
-  4 (N+R) deep so that window sums can be proven) and each refresh sums a board's hours into its window head
+  2 (N+R) deep so that window sums can be proven) and each refresh sums a board's hours into its window head
   (docs/rolling-windows.md). Its last window heads are checked against the brute force (the run is shorter than a
   day, so a window holds every view: its top is the all-time top).
 - **shardboard+trending** is the same with `Periods=day,week,month,trending`: every board also ranked by a decayed
   count (half-life 6 h). It brings `hour` too and its own index (`by-trending`); each trending head sums two epochs
   (docs/trending.md). Its last trending heads are checked against a brute-force weighted sum of the views.
+
+## Events and scan fallbacks
+
+The shardboard designs run the snapshot job as it is deployed with an event bus (docs/events.md): each run refreshes
+with an `Announcer` over an in-memory sink and then closes the periods that ended (`close_ended`, as
+`refresh_snapshots` does), so the UTC midnight halfway closes every board's day (and its hour, where hours are
+counted) once.
+`events published` counts the entries the sink received (entered and left the top N, closed), per run its mean and
+max; `PutEvents requests` and `billed events` are what the EventBridge adapter would send for them (at most 10
+entries and 256 KB a request) and be billed (each 64 KB of an entry counts as one event: a closed event listing a top
+1,000 is several). Events are priced by EventBridge, not DynamoDB: they are in none of the units and not in the cost
+above. The announcer reads nothing to publish a refresh's events (they derive from the head it wrote and the one it
+read before); closing reads the ledger and each ended head once, in the runs just after a boundary: those read units
+are shown apart and kept out of the other rows, which stay as they were without events. Every period starts empty in
+this run, so a period's first head announces each of its entries as entered: the first runs after the start (and
+the new day's first) dominate the max.
+
+`window scan fallbacks` counts the sums of periods (a window's hours, a trending head's two epochs) that the
+published thresholds could not prove, so that the job counted them from one scan of the board table instead (exact,
+and it reads the whole table: docs/rolling-windows.md, "What it costs").
 
 ## Where the units go, and the floor
 

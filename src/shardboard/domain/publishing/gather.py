@@ -84,6 +84,8 @@ class Gathered:
     rounds: int
     # How many of the top N each shard held: next refresh's first-round page sizes.
     shard_hits: dict[int, int]
+    # Sums of periods (a window, a trending head) the indexes could not prove, counted from a scan instead.
+    scans: int = 0
 
 
 def first_page_size(n: int, shards: int, previous_hits: Mapping[int, int] | None, shard: int) -> int:

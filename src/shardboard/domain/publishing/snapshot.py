@@ -150,6 +150,11 @@ class RefreshRun:
     def written(self) -> int:
         return sum(r.written for r in self.results.values())
 
+    @property
+    def scans(self) -> int:
+        """Sums of periods proven by a scan of the board table (sums.py: the indexes' thresholds could not)."""
+        return sum(r.gathered.scans for r in self.results.values())
+
 
 def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]:
     """The public leaderboard document: ``{"board", "generated_at", "period", "items": [{"rank", "id", "views",

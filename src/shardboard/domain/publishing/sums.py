@@ -49,6 +49,7 @@ class Summed:
     items_read: int  # entries the gathers returned
     counts_read: int  # counts read back
     rounds: int
+    scans: int = 0  # scans of the board table that took over when the indexes could not prove the top
 
 
 # gather(part, depth) -> the part's best ``depth`` visible keyed items
