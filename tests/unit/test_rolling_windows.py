@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from contextlib import suppress
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from unittest.mock import patch
 
@@ -185,3 +186,29 @@ def test_a_window_is_read_as_of_now_and_refuses_what_it_cannot_answer():
         window_top(reads, board=None, window="7d", period=None, at=None, limit=None)
     with pytest.raises(BadInput, match="as of now"):
         window_top(reads, board=None, window="24h", period="day", at=None, limit=None)
+
+
+def test_a_sum_the_thresholds_cannot_prove_is_counted_from_a_scan_and_reported():
+    # Given views on two boards in two hours of a 3 h window
+    config = Settings(periods=("day", "3h"), write_concurrency=1, top_n=2, category_top_n=2, rank_depth=0)
+    world = World(config)
+    views = [("a", ("cats",), 0, 4), ("b", (), 1, 3), ("c", ("cats",), 1, 5), ("a", (), 1, 1)]
+    for item, boards, hour, count in views:
+        world.record(item, boards, EDGE + timedelta(hours=hour, minutes=30), 0, count)
+    deliver_at_least_once(world, random.Random(1))
+    # When every threshold-algorithm sum is refused (as when the hours' thresholds cannot bound unseen items)
+    proven = sum_top
+
+    def unproven(*args, **kwargs):
+        return replace(proven(*args, **kwargs), proven=False)
+
+    with patch("shardboard.services.snapshots.sum_top", unproven):
+        run = refresh_changed(world.board, config, iso(EDGE + timedelta(hours=1, minutes=45)))
+    # Then each window head is counted from one scan, exact, and the run says how many sums it scanned
+    windows = [period for period in run.results if period.kind == "3h"]
+    assert {period.board for period in windows} == {"global", "cats"}
+    assert run.scans == len(windows) == 2
+    global_head = run.results[PeriodKey("global", "3h", "2026-11-30T00")].snapshot
+    cats_head = run.results[PeriodKey("cats", "3h", "2026-11-30T00")].snapshot
+    assert [tuple(row) for row in (*global_head.items, *global_head.spare)] == [("a", 5), ("c", 5), ("b", 3)]
+    assert [tuple(row) for row in (*cats_head.items, *cats_head.spare)] == [("c", 5), ("a", 4)]

@@ -40,6 +40,8 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
     metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
+    # Window and trending sums the indexes could not prove, counted from a scan of the board table (exact, costly).
+    metrics.add_metric(name="SumScans", unit=MetricUnit.Count, value=run.scans)
     unproven = sorted(period for period, result in run.results.items() if not result.proven)
     deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
     # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
@@ -79,6 +81,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
         "items_read": run.items_read,
         "failed": len(run.failures),
         "events": events,
+        "sum_scans": run.scans,
         "repaired": repaired,
         "unproven": len(repair.unrepaired),
         "refreshed": [
