@@ -58,8 +58,9 @@ def test_import_twice_counts_once_in_every_period(cli, tmp_path):
     assert verify["exact"] is True and verify["views"] == 9
     month = json.loads(cli("top", "--board", "cats", "--period", "month", "--at", "2025-01-20", "--json").output)
     assert [(e["id"], e["views"]) for e in month["items"]] == [("images/001.jpg", 5)]
-    day = json.loads(cli("top", "--period", "day", "--at", "2024-12-31", "--json").output)
-    assert [(e["id"], e["views"]) for e in day["items"]] == [("images/002.jpg", 1)]
+    # And a period past its retention (days: 35) is not read, though TTL has not deleted its head yet
+    day = cli("top", "--period", "day", "--at", "2024-12-31", "--json")
+    assert day.exit_code == 1 and "has no views in the day 2024-12-31 (or it has expired)" in day.output
 
 
 def test_a_bad_line_exits_2_with_one_line_and_writes_nothing(cli, tmp_path):
@@ -125,3 +126,18 @@ def test_imported_views_count_in_the_windows_and_the_trending_parts_they_fall_in
     parts = {e["id"]: e["recent"] for e in trending["items"]}
     assert parts == {"a": {"1h": 2, "24h": 2}, "b": {"1h": 0, "24h": 4}, "c": {"1h": 0, "24h": 3}}
     assert json.loads(cli(*params, "verify", "--json").output)["exact"] is True
+
+
+def test_a_hidden_item_is_never_served_from_a_head_past_its_retention(cli, tmp_path):
+    # Given imported views of a day long past its retention (its head written, already expired, TTL not yet run)
+    assert cli("init").exit_code == 0
+    assert cli("import", write(tmp_path, LINES)).exit_code == 0
+    assert "processed" in cli("process", "--drain").output
+    assert cli("snapshot").exit_code == 0
+    # When the item is hidden (a hide patches the periods still retained)
+    assert cli("item", "hide", "images/002.jpg").exit_code == 0
+    # Then no read serves the expired day's head, which still names it; the retained month no longer shows it
+    day = cli("top", "--period", "day", "--at", "2024-12-31", "--json")
+    assert day.exit_code == 1 and "images/002.jpg" not in day.output
+    month = json.loads(cli("top", "--period", "month", "--at", "2025-03-01", "--json").output)
+    assert month["items"] == []

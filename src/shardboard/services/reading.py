@@ -7,6 +7,7 @@ period, time, limit, ids, k) is checked here once, through :mod:`shardboard.doma
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -84,10 +85,16 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     """The period's snapshot head (one GetItem), or NoSnapshot."""
-    head = reads.board.get_snapshot(period)
+    head = live(reads.board.get_snapshot(period))
     if head is None:
         raise NoSnapshot(period)
     return head
+
+
+def live(head: Head | None) -> Head | None:
+    """The head unless its period is past retention: TTL deletes it days later at most, and takedowns patch the
+    retained periods only, so an expired head is never served."""
+    return None if head is None or (head.expires_at is not None and head.expires_at <= time.time()) else head
 
 
 def top(
@@ -122,8 +129,8 @@ def window_top(
         raise validation.BadInput("a window is read as of now: send window without period or at")
     count = validation.limit(_text(limit), reads.settings.top_n_of(name))
     wanted = PeriodKey(name, chosen.name, window_bucket(datetime.now(UTC)))
-    head = reads.board.get_snapshot(wanted) or reads.board.get_snapshot(
-        wanted._replace(bucket=previous_bucket(HOUR, wanted.bucket))
+    head = live(reads.board.get_snapshot(wanted)) or live(
+        reads.board.get_snapshot(wanted._replace(bucket=previous_bucket(HOUR, wanted.bucket)))
     )
     if head is None:
         raise NoSnapshot(wanted)
