@@ -170,11 +170,10 @@ two index writes because the count is the sort key. Measured levers:
 - **Longer periods of life**: in a real deployment the all-time and monthly thresholds are high and stable, so those
   indexes see few joins; only the new day restarts at 0. This run starts every period empty, its worst case.
 
-The default, 200,000 views, is sized for the designs to finish within 10 minutes on this 2-core machine. With five
-designs this run took 11 min 47 s while a chaos run shared the machine (9 min 24 s of CPU; seed-per-board 185 s,
-straightforward 43 s, shardboard 141 s, shardboard+24h 176 s, shardboard+trending 151 s of their own wall time). The
-first three took 6 min 9 s here against 4 min 34 s in an earlier, less loaded run, so about 8 1/2 minutes quiet (not
-measured alone); `--design shardboard` alone took 2 min 31 s then. A bigger `--views` keeps the day boundary halfway
+The default, 200,000 views, is sized for the designs to finish within 10 minutes on this 2-core machine: the five
+designs took 8 min 51 s with nothing else running (`shardboard bench --scenario boards --json --no-files`;
+seed-per-board 139 s, straightforward 31 s, shardboard 95 s, shardboard+24h 125 s, shardboard+trending 132 s of their
+own wall time), and 11 min 47 s for the run above, which a chaos run shared the machine with. A bigger `--views` keeps the day boundary halfway
 and runs longer; every period starts empty and its threshold rises with time, so the per-view figures fall as the
 run lengthens (400,000 views: 3.958 write units per view for shardboard before the batch's own threshold, 2.633 with
 its first version).
