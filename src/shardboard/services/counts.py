@@ -77,7 +77,7 @@ def recent_views(
                 kept[hour] = (state.changes, counts)
             known[hour] = counts
             asks += [(hour, item) for item in item_ids if item not in counts]
-    for (hour, item), count in zip(asks, _counts(board, settings, board_name, asks), strict=True):
+    for (hour, item), count in zip(asks, period_counts(board, settings, board_name, asks), strict=True):
         known[hour][item] = count
     return {
         item: tuple(
@@ -88,13 +88,19 @@ def recent_views(
     }
 
 
-def _counts(
-    board: AggregateReads, settings: Settings, board_name: str, asks: Sequence[tuple[PeriodKey, str]]
+def period_counts(
+    board: AggregateReads,
+    settings: Settings,
+    board_name: str,
+    asks: Sequence[tuple[PeriodKey, str]],
+    aggregates: dict[str, AggregateState] | None = None,
 ) -> list[int]:
-    """The count of each (period, item) asked: each item's aggregate read once, then the past entries it points to."""
+    """The count of each (period, item) asked: each item's aggregate read once (``aggregates``: those read already,
+    kept for the caller's next asks), then the past entries it points to."""
     if not asks:
         return []
-    items = sorted({item for _, item in asks})
+    aggregates = {} if aggregates is None else aggregates
+    missing = sorted({item for _, item in asks} - aggregates.keys())
     with ThreadPoolExecutor(max_workers=min(READ_PARALLELISM, len(asks))) as pool:
-        aggregates = dict(zip(items, pool.map(lambda item: board.state(board_name, item), items), strict=True))
+        aggregates.update(zip(missing, pool.map(lambda item: board.state(board_name, item), missing), strict=True))
         return list(pool.map(lambda ask: count_in(board, settings, ask[0], ask[1], aggregates[ask[1]]), asks))

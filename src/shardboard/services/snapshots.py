@@ -47,7 +47,7 @@ from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import Window, is_window, window_bucket
-from shardboard.services.counts import count_in, recent_views
+from shardboard.services.counts import period_counts, recent_views
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -367,16 +367,10 @@ def sum_periods(  # noqa: PLR0917 - one sum's inputs
             found = gather_board(board, settings, None, parts[part], hidden, top_n=top_n).top
         return Part(found, more=len(found) >= top_n, threshold=states[parts[part]].threshold if sparse else 0)
 
-    def count(ask: tuple[int, str]) -> int:
-        part, item = ask
-        if item not in aggregates:  # one read of an item's aggregate for all its periods (a race reads it twice)
-            aggregates[item] = board.state(board_name, item)
-        return count_in(board, settings, parts[part], item, aggregates[item])
-
     def read(wanted: Mapping[int, Sequence[str]]) -> dict[int, dict[str, int]]:
         asks = [(part, item) for part, ids in wanted.items() for item in ids]
-        with ThreadPoolExecutor(max_workers=SHARD_PARALLELISM) as pool:
-            counts = list(pool.map(count, asks))
+        # One read of an item's aggregate for all its periods, across the sum's rounds.
+        counts = period_counts(board, settings, board_name, [(parts[p], item) for p, item in asks], aggregates)
         found: dict[int, dict[str, int]] = {}
         for (part, item), views in zip(asks, counts, strict=True):
             found.setdefault(part, {})[item] = views
