@@ -173,8 +173,8 @@ two index writes because the count is the sort key. Measured levers:
 The default, 200,000 views, is sized for the designs to finish within 10 minutes on this 2-core machine: the five
 designs took 8 min 51 s with nothing else running (`shardboard bench --scenario boards --json --no-files`;
 seed-per-board 139 s, straightforward 31 s, shardboard 95 s, shardboard+24h 125 s, shardboard+trending 132 s of their
-own wall time), and 11 min 47 s for the run above, which a chaos run shared the machine with. A bigger `--views` keeps the day boundary halfway
-and runs longer; every period starts empty and its threshold rises with time, so the per-view figures fall as the
-run lengthens (400,000 views: 3.958 write units per view for shardboard before the batch's own threshold, 2.633 with
-its first version).
+own wall time), and 11 min 47 s for the run above, which a chaos run shared the machine with. A bigger `--views`
+keeps the day boundary halfway and runs longer; every period starts empty and its threshold rises with time, so
+the per-view figures fall as the run lengthens (400,000 views: 3.958 write units per view for shardboard before the
+batch's own threshold, 2.633 with its first version).
 """
