@@ -14,6 +14,7 @@ from shardboard.adapters.dynamodb import ScanDeadline
 from shardboard.adapters.keys import DEEP_KEY, ITEM_ID, index_key_attr
 from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, LateResult, MoveResult, PastEntry, PeriodKey
+from shardboard.domain.publishing.deep_tier import deep_bucket
 from shardboard.domain.publishing.head import Head, RankBlock, rows
 
 BOARD = "contract"
@@ -31,8 +32,27 @@ def state(applied, views, bucket=D1, counts=None, *, keyed=(), in_index=False):
     )
 
 
-def move(board, item, moves, *, bucket=D1, kinds=("day",), joins=None):
-    return board.move(BOARD, item, bucket, moves, kinds=kinds, joins=joins or {})
+def move(board, item, moves, *, bucket=D1, kinds=("day",), joins=None, buckets=None):
+    """A move; a period kind it joins gets bucket 0 unless ``buckets`` says otherwise (the aggregator passes the
+    bucket of the count it is sure of)."""
+    joins = joins or {}
+    buckets = {kind: 0 for kind in joins if kind != "all"} | (buckets or {})
+    return board.move(BOARD, item, bucket, moves, kinds=kinds, joins=joins, buckets=buckets)
+
+
+def listed(board, kind, key, limit=10, start=None):
+    """One page of a kind's index as (id, count), and its cursor: all time's rows carry the views they sort by; a
+    period's rows carry the bucket they sort by, and their counts are read (``read_counts``), each row checked to
+    sort at or above its count's bucket. Within a page, a period's rows are listed by bucket, then count, then id
+    (an index orders equal sort keys as it likes)."""
+    rows, cursor = board.query_shard(kind, key, limit, start)
+    if kind == "all":
+        return [(row.item_id, row.sort) for row in rows], cursor
+    counts = board.read_counts(kind, [row.ref for row in rows])
+    for row in rows:
+        assert row.sort >= deep_bucket(counts[row.ref]), (row, counts[row.ref])
+    ordered = sorted(rows, key=lambda row: (-row.sort, -counts[row.ref], row.item_id))
+    return [(row.item_id, counts[row.ref]) for row in ordered], cursor
 
 
 def snapshot(version: int, items: list[list[Any]], period: PeriodKey = ALL_TIME) -> Head:
@@ -107,10 +127,10 @@ def test_a_move_keys_the_aggregate_once_per_kind_and_never_rekeys_it(ports):
     # When a later move names other keys (another layout, mid-reshard) and joins the week
     move(board, "a", [ShardMove(0, 9, 10)], kinds=("day", "week"), joins={"all": "contract#8#5", "week": "wk#4#1"})
     # Then it keeps its first keys (if_not_exists), gains the week's, and each index ranks it by its kind's count
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 10)], None)
-    assert board.query_shard("all", "contract#8#5", 10, None) == ([], None)
-    assert board.query_shard("day", "contract#day#4#1", 10, None) == ([("a", 10)], None)
-    assert board.query_shard("week", "wk#4#1", 10, None) == ([("a", 1)], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 10)], None)
+    assert listed(board, "all", "contract#8#5", 10, None) == ([], None)
+    assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 10)], None)
+    assert listed(board, "week", "wk#4#1", 10, None) == ([("a", 1)], None)
     assert board.state(BOARD, "a").keyed == frozenset({"day", "week"})
 
 
@@ -121,16 +141,16 @@ def test_join_index_keys_only_an_existing_aggregate_not_yet_in_that_kinds_index(
     assert board.state(BOARD, "a") == AggregateState({}, 0, False)
     # Given an aggregate outside the (sparse) indexes, the join keys it into one kind's
     move(board, "a", [ShardMove(0, 0, 7)])
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([], None)
     assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
     assert board.state(BOARD, "a").in_index
-    assert board.join_index(BOARD, "a", {"day": "contract#day#4#1"}) is True
+    assert board.join_index(BOARD, "a", {"day": "contract#day#4#1"}, {"day": 0}) is True
     assert board.state(BOARD, "a").keyed == frozenset({"day"})
     # When a second join names another key (during a reshard), it is refused and the item keeps its key
     assert board.join_index(BOARD, "a", {"all": "contract#8#5"}) is False
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 7)], None)
-    assert board.query_shard("all", "contract#8#5", 10, None) == ([], None)
-    assert board.query_shard("day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 7)], None)
+    assert listed(board, "all", "contract#8#5", 10, None) == ([], None)
+    assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
 
 
 def test_join_index_keys_several_kinds_in_one_write_and_keeps_the_keys_it_has(ports):
@@ -140,11 +160,11 @@ def test_join_index_keys_several_kinds_in_one_write_and_keeps_the_keys_it_has(po
     assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
     # When one join names all time (another layout's key) and two kinds it lacks
     keys = {"all": "contract#8#5", "day": "contract#day#4#1", "week": "wk#4#1"}
-    assert board.join_index(BOARD, "a", keys) is True
+    assert board.join_index(BOARD, "a", keys, {"day": 0, "week": 0}) is True
     # Then it is keyed into both new kinds and keeps its all-time key; a join of keys it all has is refused
     assert board.state(BOARD, "a").keyed == frozenset({"day", "week"})
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 7)], None)
-    assert board.query_shard("day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 7)], None)
+    assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
     assert board.join_index(BOARD, "a", {"day": "contract#day#4#1", "week": "wk#4#1"}) is False
 
 
@@ -159,18 +179,18 @@ def test_the_gsi_query_is_best_first_and_pages_with_its_cursor(ports):
     move(board, "other", [ShardMove(0, 0, 45)], joins={"all": "contract#2#1"})
     move(board, "sparse", [ShardMove(0, 0, 60)])
     # When the shard is read two at a time
-    first, cursor = board.query_shard("all", "contract#2#0", 2, None)
+    first, cursor = listed(board, "all", "contract#2#0", 2, None)
     assert first == [("a", 50), ("b", 40)]
     assert cursor is not None
-    second, cursor = board.query_shard("all", "contract#2#0", 2, cursor)
+    second, cursor = listed(board, "all", "contract#2#0", 2, cursor)
     assert second == [("c", 30), ("d", 20)]
-    third, cursor = board.query_shard("all", "contract#2#0", 2, cursor)
+    third, cursor = listed(board, "all", "contract#2#0", 2, cursor)
     # Then it sees exactly that shard's indexed items, in descending views, and the last page has no cursor
     assert third == [("e", 10)]
     assert cursor is None
     # And an aggregate's views move its position (the GSI's sort key)
     move(board, "e", [ShardMove(0, 10, 55)])
-    assert board.query_shard("all", "contract#2#0", 1, None)[0] == [("e", 55)]
+    assert listed(board, "all", "contract#2#0", 1, None)[0] == [("e", 55)]
 
 
 def test_each_kinds_index_ranks_by_its_own_count_and_pages(ports):
@@ -178,17 +198,21 @@ def test_each_kinds_index_ranks_by_its_own_count_and_pages(ports):
     # Given aggregates whose all-time order differs from their week's order, keyed in the week's index
     for item, (views, week) in {"a": (50, 5), "b": (40, 20), "c": (30, 10)}.items():
         move(board, item, [ShardMove(0, 0, views - week)], kinds=(), joins={"all": "all#1#0"})
-        move(board, item, [ShardMove(0, views - week, views)], kinds=("week",), joins={"week": "wk#1#0"})
+        buckets = {"week": deep_bucket(week)}  # as the aggregator's raise leaves it
+        move(board, item, [ShardMove(0, views - week, views)], kinds=("week",), joins={"week": "wk#1#0"}, buckets=buckets)
     # And a past entry keyed in the same week index (a past week's entries share it, under their own key)
     board.archive(PastEntry(WEEK, "z", 15, None, "wk#1#0", 90, None))
     # When each index is read
-    assert board.query_shard("all", "all#1#0", 10, None) == ([("a", 50), ("b", 40), ("c", 30)], None)
-    page, cursor = board.query_shard("week", "wk#1#0", 2, None)
-    # Then the week's is ordered by the week's count, pages with its cursor, and holds both kinds of item
-    assert page == [("b", 20), ("z", 15)]
+    assert listed(board, "all", "all#1#0", 10, None) == ([("a", 50), ("b", 40), ("c", 30)], None)
+    rows, cursor = board.query_shard("week", "wk#1#0", 1, None)
+    # Then the week's is ordered by the bucket of the week's count (20 is in bucket 1, the rest in 0), pages with its
+    # cursor, and holds both kinds of item, each with its exact count
+    assert [(row.item_id, row.sort) for row in rows] == [("b", 1)]
     assert cursor is not None
-    assert board.query_shard("week", "wk#1#0", 2, cursor)[0] == [("c", 10), ("a", 5)]
-    assert board.query_shard("day", "wk#1#0", 10, None) == ([], None)
+    rest = board.query_shard("week", "wk#1#0", 10, cursor)[0]
+    assert sorted((row.item_id, row.sort) for row in rest) == [("a", 0), ("c", 0), ("z", 0)]
+    assert listed(board, "week", "wk#1#0", 10, None)[0] == [("b", 20), ("z", 15), ("c", 10), ("a", 5)]
+    assert listed(board, "day", "wk#1#0", 10, None) == ([], None)
 
 
 def test_a_page_that_fills_its_limit_has_a_cursor_even_when_nothing_follows(ports):
@@ -196,13 +220,54 @@ def test_a_page_that_fills_its_limit_has_a_cursor_even_when_nothing_follows(port
     move(ports.board, "a", [ShardMove(0, 0, 2)], joins={"all": "contract#1#0"})
     move(ports.board, "b", [ShardMove(0, 0, 1)], joins={"all": "contract#1#0"})
     # When a page of exactly two is read
-    rows, cursor = ports.board.query_shard("all", "contract#1#0", 2, None)
+    rows, cursor = listed(ports.board, "all", "contract#1#0", 2, None)
     assert rows == [("a", 2), ("b", 1)]
     # Then DynamoDB (and the in-memory board) return a cursor, since a Query that stops at its Limit cannot know that
     # nothing follows; moto returns none here, a difference of moto's that the snapshot's gather tolerates either way
     assert (cursor is not None) is (ports.name != "moto")
     if cursor is not None:
-        assert ports.board.query_shard("all", "contract#1#0", 2, cursor) == ([], None)
+        assert listed(ports.board, "all", "contract#1#0", 2, cursor) == ([], None)
+
+
+def test_a_bucket_only_rises_and_a_count_change_within_it_leaves_the_index_entry_alone(ports):
+    board = ports.board
+    # Given an aggregate keyed into the day's index at the bucket of the count its move was sure of
+    move(board, "a", [ShardMove(0, 0, 7)], joins={"day": "d1#1#0"}, buckets={"day": 0})
+    assert board.state(BOARD, "a").buckets == {"day": 0}
+    # When its count grows past 16 (bucket 1), the aggregator raises the bucket (one write: the key stays)
+    move(board, "a", [ShardMove(0, 7, 40)])
+    assert board.join_index(BOARD, "a", {"day": "d1#2#1"}, {"day": 1}) is True
+    assert board.state(BOARD, "a").buckets == {"day": 1}
+    assert listed(board, "day", "d1#1#0") == ([("a", 40)], None)
+    assert [row.sort for row in board.query_shard("day", "d1#1#0", 10, None)[0]] == [1]
+    # Then a stale writer's raise to a bucket not higher is refused and changes nothing
+    assert board.join_index(BOARD, "a", {"day": "d1#1#0"}, {"day": 1}) is False
+    assert board.join_index(BOARD, "a", {"day": "d1#1#0"}, {"day": 0}) is False
+    assert board.state(BOARD, "a").buckets == {"day": 1}
+    # And a move's join never lowers a bucket it finds (if_not_exists)
+    move(board, "a", [ShardMove(0, 40, 41)], joins={"day": "d1#1#0"}, buckets={"day": 0})
+    assert board.state(BOARD, "a").buckets == {"day": 1}
+
+
+def test_read_counts_reads_aggregates_and_past_entries_by_the_rows_refs(ports):
+    board = ports.board
+    move(board, "a", [ShardMove(0, 0, 30)], kinds=("day", "week"), joins={"week": "wk#1#0"}, buckets={"week": 1})
+    board.archive(PastEntry(WEEK, "z", 15, None, "wk#1#0", 90, None))
+    rows, _ = board.query_shard("week", "wk#1#0", 10, None)
+    refs = {row.item_id: row.ref for row in rows}
+    assert board.read_counts("week", [refs["a"], refs["z"], "gone"]) == {refs["a"]: 30, refs["z"]: 15}
+    assert board.read_counts("day", [refs["a"]]) == {refs["a"]: 30}
+    assert board.read_counts("week", []) == {}
+
+
+def test_join_entry_raises_a_past_entrys_bucket_only_upwards(ports):
+    board = ports.board
+    board.archive(PastEntry(DAY1, "a", 6, {0: 6}, "d1#1#0", 6, None))
+    assert board.entry_state(DAY1, "a").buckets == {"day": 0}
+    assert board.join_entry(DAY1, "a", "d1#1#0", 0) is False
+    assert board.join_entry(DAY1, "a", "d1#2#1", 1) is True
+    assert board.entry_state(DAY1, "a").buckets == {"day": 1}
+    assert listed(board, "day", "d1#1#0") == ([("a", 6)], None)  # keeps its key
 
 
 # -- roll and past entries
@@ -217,8 +282,8 @@ def test_roll_replaces_the_state_only_if_it_is_unchanged(ports):
     assert board.roll(BOARD, "a", old, new, {"day": "d2#1#0"}) is True
     # Then its state is the new one, and the day index holds it under the new day's key only
     assert board.state(BOARD, "a") == state({1: 3}, 9, D2, {"day": 3, "week": 9}, keyed=("day",))
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([], None)
-    assert board.query_shard("day", "d2#1#0", 10, None) == ([("a", 3)], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([], None)
+    assert listed(board, "day", "d2#1#0", 10, None) == ([("a", 3)], None)
     # When a roll computed from the stale state comes (another invocation rolled first), it is refused
     stale = AggregateState({0: 1}, 1, False, D3, {"day": 1, "week": 1})
     assert board.roll(BOARD, "a", old, stale, {"day": None}) is False
@@ -227,7 +292,7 @@ def test_roll_replaces_the_state_only_if_it_is_unchanged(ports):
     newer = AggregateState({}, 9, False, D3, {"day": 0, "week": 9})
     assert board.roll(BOARD, "a", board.state(BOARD, "a"), newer, {"day": None}) is True
     assert board.state(BOARD, "a") == state({}, 9, D3, {"day": 0, "week": 9})
-    assert board.query_shard("day", "d2#1#0", 10, None) == ([], None)
+    assert listed(board, "day", "d2#1#0", 10, None) == ([], None)
     # And a missing aggregate does not roll
     assert board.roll(BOARD, "gone", old, new, {}) is False
     assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
@@ -242,11 +307,11 @@ def test_archive_keeps_the_copy_from_the_latest_source(ports):
     board.archive(PastEntry(DAY1, "a", 3, {0: 3}, None, 8, None))
     board.archive(PastEntry(DAY1, "a", 5, {0: 5}, None, 10, None))
     assert board.entry_state(DAY1, "a") == state({0: 4, 1: 2}, 6, D1, keyed=("day",))
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([("a", 6)], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([("a", 6)], None)
     # And a copy from a later state replaces it whole
     board.archive(PastEntry(DAY1, "a", 7, {0: 5, 1: 2}, None, 11, None))
     assert board.entry_state(DAY1, "a") == state({0: 5, 1: 2}, 7, D1)
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([], None)
     # And a coarser past period's entry has no applied values; entries are per period and item
     board.archive(PastEntry(LAST_MONTH, "a", 40, None, None, 11, None))
     assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 40, False, "2026-10", {"month": 40})
@@ -262,8 +327,8 @@ def test_join_entry_keys_only_an_existing_entry_not_yet_keyed(ports):
     assert board.join_entry(DAY1, "a", "d1#1#0") is True
     assert board.join_entry(DAY1, "a", "d1#2#1") is False
     assert board.entry_state(DAY1, "a").keyed == frozenset({"day"})
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([("a", 6)], None)
-    assert board.query_shard("day", "d1#2#1", 10, None) == ([], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([("a", 6)], None)
+    assert listed(board, "day", "d1#2#1", 10, None) == ([], None)
 
 
 def test_erase_deletes_the_named_entries_then_the_aggregate_and_their_index_keys(ports):
@@ -282,8 +347,8 @@ def test_erase_deletes_the_named_entries_then_the_aggregate_and_their_index_keys
     assert board.state(BOARD, "a") == AggregateState({}, 0, False)
     assert board.entry_state(DAY1, "a") == AggregateState({}, 0, False)
     assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0, False)
-    assert board.query_shard("day", "d2#1#0", 10, None) == ([("b", 3)], None)
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([("b", 2)], None)
+    assert listed(board, "day", "d2#1#0", 10, None) == ([("b", 3)], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([("b", 2)], None)
     assert board.entry_state(DAY1, "b") == state({0: 2}, 2, D1, keyed=("day",))
     # And a repeat finds nothing to erase
     assert board.erase(BOARD, "a", [ALL_TIME, DAY1, LAST_MONTH]) == 0
@@ -353,7 +418,7 @@ def test_a_late_move_moves_the_entry_the_aggregate_and_past_entries_together(por
     assert board.entry_state(DAY1, "a") == state({0: 9, 1: 2}, 11, D1, keyed=("day",))
     assert board.state(BOARD, "a") == state({0: 4}, 15, D2, {"day": 4, "week": 15})
     assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 5, False, "2026-10", {"month": 5})
-    assert board.query_shard("day", "d1#1#0", 10, None) == ([("a", 11)], None)
+    assert listed(board, "day", "d1#1#0", 10, None) == ([("a", 11)], None)
 
 
 def test_a_late_move_refused_by_the_entry_changes_nothing_and_returns_the_entry(ports):
@@ -660,7 +725,7 @@ def test_add_history_adds_to_an_aggregate_only_as_it_was_seen(ports):
     # When views are added per kind ("all": all-time views), the index ranks it by its new count
     assert board.add_history(BOARD, "a", seen, {"all": 5, "week": 2}) is True
     assert board.state(BOARD, "a") == state({0: 3}, 8, counts={"day": 3, "week": 5}, in_index=True)
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([("a", 8)], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 8)], None)
     # Then an add from a state it no longer holds (other views, another bucket, no aggregate) is refused
     assert board.add_history(BOARD, "a", seen, {"all": 1}) is False
     assert board.add_history(BOARD, "a", state({0: 3}, 8, D2), {"all": 1}) is False
@@ -760,7 +825,7 @@ def test_the_layout_scan_finds_the_keys_left_in_a_layout_and_rekey_moves_each_on
     pk, attribute, old, _ = next(where for where in found if where[2] == "contract#4#1")
     assert board.rekey(pk, attribute, old, "contract#8#5") is True
     assert board.rekey(pk, attribute, old, "contract#8#6") is False
-    assert board.query_shard("all", "contract#4#1", 10, None) == ([], None)
-    assert board.query_shard("all", "contract#8#5", 10, None) == ([("a", 5)], None)
+    assert listed(board, "all", "contract#4#1", 10, None) == ([], None)
+    assert listed(board, "all", "contract#8#5", 10, None) == ([("a", 5)], None)
     assert len(board.scan_layout(BOARD, 4)) == 3
     assert sorted(item for _, _, _, item in board.scan_layout(BOARD, 8)) == ["a", "c"]

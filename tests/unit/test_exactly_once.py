@@ -159,7 +159,7 @@ def test_endless_contention_fails_the_item_not_the_process():
     class AlwaysRefused(MemoryBoardStore):
         """Another writer always got there first (two runners on one stream by mistake)."""
 
-        def move(self, board, item_id, bucket, moves, *, kinds, joins, deep=None, weights=None):  # type: ignore[no-untyped-def]
+        def move(self, board, item_id, bucket, moves, *, kinds, joins, deep=None, weights=None, buckets=None):  # type: ignore[no-untyped-def]
             return MoveResult(applied=False, state=AggregateState({0: 0}, 0, False, "all"))
 
     board = AlwaysRefused(CapacityEmulator(VirtualClock()))

@@ -1,19 +1,22 @@
 """Every period's counts as the board table holds them, from one scan: what `verify` checks and the refill repairs.
 
 An aggregate holds its item's current periods; a past entry (``entry#``) one past period. Which of them carry their
-period's index key tells the refill what to key.
+period's index key, at a bucket not below their count's (docs/coarse-index.md), tells the refill what to key.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from shardboard.adapters.board_table import aggregate_state
-from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, count_attr, index_key_attr
+from shardboard.adapters.board_table import aggregate_state, entry_state
+from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, index_key_attr
 from shardboard.domain.periods import ALL
 from shardboard.domain.policy import Periods
-from shardboard.domain.ports import BoardScans, PeriodKey
+from shardboard.domain.ports import AggregateState, BoardScans, PeriodKey
+from shardboard.domain.publishing.deep_tier import deep_bucket
 
 # Counts per period: period -> item -> views.
 Counts = dict[PeriodKey, dict[str, int]]
@@ -46,7 +49,7 @@ def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = 
             period = PeriodKey(owner, kind, periods.bucket(kind, state.bucket or ALL))
             counts[period][item] = state.count(kind)
             current.add((period, item))
-            if index_key_attr(kind) in row:
+            if _found(row, state, kind):
                 keyed[period].add(item)
     for row in rows:
         if PERIOD_KIND not in row or BUCKET not in row:
@@ -55,7 +58,16 @@ def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = 
         period = PeriodKey(row["board"]["S"], kind, row[BUCKET]["S"])
         if (period, item) in current:
             continue
-        counts[period][item] = int(row[count_attr(kind)]["N"]) if count_attr(kind) in row else 0
-        if index_key_attr(kind) in row:
+        state = entry_state(row, kind)
+        counts[period][item] = state.count(kind)
+        if _found(row, state, kind):
             keyed[period].add(item)
     return Stored(counts, keyed, current)
+
+
+def _found(row: Mapping[str, Any], state: AggregateState, kind: str) -> bool:
+    """Whether a gather finds the item in ``kind``'s index: it carries the key, and (a period kind) a bucket at or
+    above its count's; a bucket left lower (a crash between a move and its raise) is a miss to key again."""
+    if index_key_attr(kind) not in row:
+        return False
+    return kind == ALL or state.buckets.get(kind, -1) >= deep_bucket(state.count(kind))

@@ -1,9 +1,14 @@
 """The board (leaderboard) table: aggregates, past entries, the sharded period GSIs, period items and snapshots.
 
-An aggregate (one per board and item) holds all-time ``views``, ``v_<kind>`` (the current period of each kind),
+An aggregate (one per board and item) holds all-time ``views``, ``n_<kind>`` (the current period of each kind),
 the anchor ``bucket`` and ``applied_<k>``, the last base value applied per write shard of that bucket. It joins a
-kind's GSI (hash ``g_<kind>`` or, for all time, ``board_shard``; range its count) when it can reach that period's
-top N. Past entries carry one period's count in the same attributes. docs/boards-and-periods.md.
+kind's GSI (hash ``g_<kind>``, range ``v_<kind>``: the bucket of its count; for all time ``board_shard`` and
+``views``) when it can reach that period's top N. Past entries carry one period's count in the same attributes.
+docs/boards-and-periods.md, docs/coarse-index.md.
+
+Items a release before the coarse index wrote hold the count itself in ``v_<kind>`` and no ``fmt``: they are read
+in either shape, and every write that adds to a count or sets a bucket is conditioned on ``fmt``, so such an item is
+converted (``convert``) before it is written (``shardboard migrate`` converts the rest).
 """
 
 from __future__ import annotations
@@ -37,12 +42,15 @@ from shardboard.adapters.keys import (
     CHANGED_AT,
     CHANGES,
     CLEAN_BOARD,
+    COARSE_FORMAT,
     DEEP_BUCKET,
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
     EXPIRES_AT,
+    FORMAT,
     ITEM_ID,
+    PERIOD_BUCKET_PREFIX,
     PERIOD_COUNT_PREFIX,
     PERIOD_KEY_PREFIX,
     PERIOD_KIND,
@@ -55,6 +63,7 @@ from shardboard.adapters.keys import (
     VIEWS,
     aggregate_pk,
     applied_attr,
+    bucket_attr,
     count_attr,
     entry_pk,
     index_key_attr,
@@ -71,6 +80,7 @@ from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
     AggregateState,
     BoardState,
+    IndexRow,
     LateMove,
     LateResult,
     MoveResult,
@@ -81,7 +91,12 @@ from shardboard.domain.ports import (
     RankShard,
     ResumeToken,
 )
+from shardboard.domain.publishing.deep_tier import deep_bucket
 from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
+
+# A write refused by a legacy item converts it and tries again; only a concurrent writer of the previous release
+# (during its deploy) can change it between the two.
+CONVERT_ATTEMPTS = 4
 
 
 def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
@@ -93,14 +108,23 @@ def applied_values(item: Mapping[str, Any]) -> dict[int, int]:
     }
 
 
+def is_legacy(item: Mapping[str, Any]) -> bool:
+    """Written by a release before the coarse index: its ``v_<kind>`` hold counts."""
+    return FORMAT not in item and any(name.startswith(PERIOD_BUCKET_PREFIX) for name in item)
+
+
+def _by_kind(item: Mapping[str, Any], prefix: str) -> dict[str, int]:
+    return {name[len(prefix) :]: int_of(value) for name, value in item.items() if name.startswith(prefix)}
+
+
 def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
-    """An aggregate's state from its stored item (empty when there is none)."""
+    """An aggregate's state from its stored item, in either shape (empty when there is none)."""
     item = item or {}
-    counts = {
-        name[len(PERIOD_COUNT_PREFIX) :]: int_of(value)
-        for name, value in item.items()
-        if name.startswith(PERIOD_COUNT_PREFIX)
-    }
+    if is_legacy(item):
+        counts = _by_kind(item, PERIOD_BUCKET_PREFIX)
+        buckets = dict(counts)  # the count itself sorts it: never below its bucket, so nothing to raise
+    else:
+        counts, buckets = _by_kind(item, PERIOD_COUNT_PREFIX), _by_kind(item, PERIOD_BUCKET_PREFIX)
     keyed = frozenset(name[len(PERIOD_KEY_PREFIX) :] for name in item if name.startswith(PERIOD_KEY_PREFIX))
     bucket = item.get(BUCKET)
     return AggregateState(
@@ -111,13 +135,34 @@ def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
         counts,
         keyed,
         int_of(item[DEEP_BUCKET]) if DEEP_BUCKET in item else None,
+        buckets,
     )
 
 
 def entry_state(item: Mapping[str, Any] | None, kind: str) -> AggregateState:
     """A past entry's state: its count is its kind's count (``views`` reads the same number)."""
     state = aggregate_state(item)
-    return AggregateState(state.applied, state.count(kind), False, state.bucket, state.counts, state.keyed)
+    return AggregateState(
+        state.applied, state.count(kind), False, state.bucket, state.counts, state.keyed, buckets=state.buckets
+    )
+
+
+def stored_count(item: Mapping[str, Any], kind: str) -> int:
+    """The ``kind`` count an aggregate or a past entry holds, in either shape."""
+    return aggregate_state(item).count(kind)
+
+
+def converted(item: Mapping[str, Any]) -> tuple[list[str], str, dict[str, str], dict[str, Any]]:
+    """The update that converts a legacy item in place (each ``v_<kind>`` count to ``n_<kind>``, its bucket to
+    ``v_<kind>``), conditioned on those counts unchanged: SET clauses, condition, names, values."""
+    sets, conditions = ["#fmt = :fmt"], ["attribute_not_exists(#fmt)"]
+    names, values = {"#fmt": FORMAT}, {":fmt": n_attr(COARSE_FORMAT)}
+    for position, (kind, count) in enumerate(sorted(_by_kind(item, PERIOD_BUCKET_PREFIX).items())):
+        names[f"#n{position}"], names[f"#v{position}"] = count_attr(kind), bucket_attr(kind)
+        values[f":n{position}"], values[f":b{position}"] = n_attr(count), n_attr(deep_bucket(count))
+        sets += [f"#n{position} = :n{position}", f"#v{position} = :b{position}"]
+        conditions.append(f"#v{position} = :n{position}")
+    return sets, " AND ".join(conditions), names, values
 
 
 def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
@@ -177,57 +222,105 @@ class BoardStore:
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
+        buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` from expected to target for each move and add the difference to all-time views and
         to each kind's current count, in one UpdateItem conditioned on the anchor bucket and every expected value
-        (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write,
-        ``deep`` into the deep tier (if it has no deep key: a higher bucket is a separate ``join_deep``); a kind in
-        ``weights`` adds the difference times its weight.
+        (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write
+        (with ``buckets``, the bucket of each joined kind if it has none), ``deep`` into the deep tier (if it has no
+        deep key: a higher bucket is a separate ``join_deep``); a kind in ``weights`` adds the difference times its
+        weight.
         """
         sets, conditions, names, values = move_expression(moves)
-        names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET}
+        names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET, "#fmt": FORMAT, "#pk": PK}
         delta = sum(m.target - m.expected for m in moves)
         values |= {
             ":delta": n_attr(delta),
             ":item": s_attr(item_id),
             ":board": s_attr(board),
             ":bucket": s_attr(bucket),
+            ":fmt": n_attr(COARSE_FORMAT),
         }
         adds = ["#views :delta"]
         for kind in kinds:
-            names[f"#v_{kind}"] = count_attr(kind)
+            names[f"#n_{kind}"] = count_attr(kind)
             if weights and kind in weights:
                 values[f":d_{kind}"] = n_attr(delta * weights[kind])
-                adds.append(f"#v_{kind} :d_{kind}")
+                adds.append(f"#n_{kind} :d_{kind}")
             else:
-                adds.append(f"#v_{kind} :delta")
-        sets += ["#item = :item", "#board = :board", "#bucket = :bucket"]
+                adds.append(f"#n_{kind} :delta")
+        sets += ["#item = :item", "#board = :board", "#bucket = :bucket", "#fmt = :fmt"]
         for kind, key in joins.items():
             # An aggregate already in an index keeps its key: only `reshard` (and a period's end) moves it.
             names[f"#g_{kind}"], values[f":g_{kind}"] = index_key_attr(kind), s_attr(key)
             sets.append(f"#g_{kind} = if_not_exists(#g_{kind}, :g_{kind})")
+            if buckets and kind in buckets:
+                names[f"#b_{kind}"], values[f":b_{kind}"] = bucket_attr(kind), n_attr(buckets[kind])
+                sets.append(f"#b_{kind} = if_not_exists(#b_{kind}, :b_{kind})")
         if deep is not None:
             names |= {"#dk": DEEP_KEY, "#db": DEEP_BUCKET}
             values |= {":dk": s_attr(deep[0]), ":db": n_attr(deep[1])}
             sets += ["#dk = if_not_exists(#dk, :dk)", "#db = if_not_exists(#db, :db)"]
         conditions.insert(0, "(attribute_not_exists(#bucket) OR #bucket = :bucket)")
-        try:
-            response = self.client.update_item(
-                TableName=self.table,
-                Key={PK: s_attr(aggregate_pk(board, item_id))},
-                UpdateExpression=f"ADD {', '.join(adds)} SET {', '.join(sets)}",
-                ConditionExpression=" AND ".join(conditions),
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if error_code(error) != CONDITION_FAILED:
-                raise
-            old = cast(Item | None, error.response.get("Item"))
-            return MoveResult(applied=False, state=aggregate_state(old) if old is not None else None)
-        return MoveResult(applied=True, state=aggregate_state(response["Attributes"]))
+        conditions.insert(1, "(attribute_not_exists(#pk) OR #fmt = :fmt)")
+        pk = aggregate_pk(board, item_id)
+        for _ in range(CONVERT_ATTEMPTS):
+            try:
+                response = self.client.update_item(
+                    TableName=self.table,
+                    Key={PK: s_attr(pk)},
+                    UpdateExpression=f"ADD {', '.join(adds)} SET {', '.join(sets)}",
+                    ConditionExpression=" AND ".join(conditions),
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as error:
+                if error_code(error) != CONDITION_FAILED:
+                    raise
+                old = cast(Item | None, error.response.get("Item"))
+                if old is not None and FORMAT not in old:
+                    self.convert(pk, old)
+                    continue
+                return MoveResult(applied=False, state=aggregate_state(old) if old is not None else None)
+            return MoveResult(applied=True, state=aggregate_state(response["Attributes"]))
+        return MoveResult(applied=False, state=None)
+
+    def convert(self, pk: str, item: Mapping[str, Any]) -> bool:
+        """Convert an item a release before wrote (no ``fmt``) in place (``converted``: with no period count, it only
+        gets ``fmt``); False if it changed since ``item`` was read (the caller reads it again) or is converted
+        already."""
+        sets, condition, names, values = converted(item)
+        return self._conditional_update(pk, f"SET {', '.join(sets)}", condition, names, values)
+
+    def _converting(self, pk: str) -> bool:
+        """After a write refused by its ``fmt`` condition: convert the item if it is a legacy one (True: try again)."""
+        item = self._get(pk, consistent=True)
+        if item is None or FORMAT in item:
+            return False
+        self.convert(pk, item)
+        return True
+
+    def migrate(self, segments: int = 4) -> int:
+        """Convert every legacy aggregate and past entry (`shardboard migrate`): a parallel scan, then one
+        conditional update each; items changed meanwhile are read and converted again. Returns how many it
+        converted; a second run converts none."""
+        done = 0
+        for part in parallel_scan(self.client, self.table, segments, None, None, None):
+            for item in part:
+                if ITEM_ID not in item:  # not a count: a period item, a snapshot, a ranked version
+                    continue
+                pk = item[PK]["S"]
+                current: Mapping[str, Any] | None = item
+                for _ in range(CONVERT_ATTEMPTS):
+                    if current is None or FORMAT in current:
+                        break
+                    if self.convert(pk, current):
+                        done += 1
+                        break
+                    current = self._get(pk, consistent=True)
+        return done
 
     def state(self, board: str, item_id: str) -> AggregateState:
         """An aggregate's state, strongly consistent (empty when it does not exist yet)."""
@@ -237,14 +330,16 @@ class BoardStore:
         self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
     ) -> bool:
         """Replace the aggregate's anchor bucket, applied values and counts, if it is still exactly ``old``."""
-        names = {"#bucket": BUCKET, "#views": VIEWS}
+        names = {"#bucket": BUCKET, "#views": VIEWS, "#fmt": FORMAT}
         values: dict[str, Any] = {
             ":old_bucket": s_attr(old.bucket or ""),
             ":old_views": n_attr(old.views),
             ":bucket": s_attr(new.bucket or ""),
             ":views": n_attr(new.views),
+            ":fmt": n_attr(COARSE_FORMAT),
         }
-        sets = ["#bucket = :bucket", "#views = :views"]
+        # Every count and bucket is set: a legacy aggregate leaves its roll converted.
+        sets = ["#bucket = :bucket", "#views = :views", "#fmt = :fmt"]
         removes = []
         for shard in sorted(set(old.applied) | set(new.applied)):
             names[f"#a{shard}"] = applied_attr(shard)
@@ -254,8 +349,9 @@ class BoardStore:
             else:
                 removes.append(f"#a{shard}")
         for kind, count in new.counts.items():
-            names[f"#v_{kind}"], values[f":v_{kind}"] = count_attr(kind), n_attr(count)
-            sets.append(f"#v_{kind} = :v_{kind}")
+            names[f"#n_{kind}"], values[f":n_{kind}"] = count_attr(kind), n_attr(count)
+            names[f"#b_{kind}"], values[f":b_{kind}"] = bucket_attr(kind), n_attr(deep_bucket(count))
+            sets += [f"#n_{kind} = :n_{kind}", f"#b_{kind} = :b_{kind}"]
         for kind, key in keys.items():
             names[f"#g_{kind}"] = index_key_attr(kind)
             if key is None:
@@ -278,6 +374,8 @@ class BoardStore:
             PERIOD_KIND: s_attr(period.kind),
             BUCKET: s_attr(period.bucket),
             count_attr(period.kind): n_attr(entry.count),
+            bucket_attr(period.kind): n_attr(deep_bucket(entry.count)),
+            FORMAT: n_attr(COARSE_FORMAT),
             SOURCE_VIEWS: n_attr(entry.source_views),
         }
         if entry.index_key is not None:
@@ -301,28 +399,41 @@ class BoardStore:
     def move_late(self, late: LateMove) -> LateResult:
         """One TransactWriteItems: the entry's compare-and-set, the aggregate (conditioned on its anchor bucket) and
         the past entries. All or nothing, so the views count once in every period."""
+        for _ in range(CONVERT_ATTEMPTS):
+            result = self._move_late(late)
+            if result is not None:
+                return result
+        return LateResult(applied=False, aggregate_moved=True)
+
+    def _move_late(self, late: LateMove) -> LateResult | None:
+        """One attempt; None when it converted a legacy item that refused it (try again)."""
         delta = sum(m.target - m.expected for m in late.moves)
         entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
         sets, conditions, names, values = move_expression(late.moves)
+        aggregate_key = aggregate_pk(late.board, late.item_id)
+        keys = [entry_pk(*entry, late.item_id), aggregate_key, *(entry_pk(*p, late.item_id) for p in late.past)]
         transact = [
             {"Update": self._entry_update(entry, late, delta, moved=(sets, names, values, " AND ".join(conditions)))},
             {
                 "Update": {
                     "TableName": self.table,
-                    "Key": {PK: s_attr(aggregate_pk(late.board, late.item_id))},
+                    "Key": {PK: s_attr(aggregate_key)},
                     "UpdateExpression": "ADD "
-                    + ", ".join(["#views :delta", *(f"#v_{kind} :d_{kind}" for kind in late.aggregate_kinds)]),
-                    "ConditionExpression": "#bucket = :bucket",
+                    + ", ".join(["#views :delta", *(f"#n_{kind} :d_{kind}" for kind in late.aggregate_kinds)]),
+                    "ConditionExpression": "#bucket = :bucket AND #fmt = :fmt",
                     "ExpressionAttributeNames": {
                         "#views": VIEWS,
                         "#bucket": BUCKET,
-                        **{f"#v_{kind}": count_attr(kind) for kind in late.aggregate_kinds},
+                        "#fmt": FORMAT,
+                        **{f"#n_{kind}": count_attr(kind) for kind in late.aggregate_kinds},
                     },
                     "ExpressionAttributeValues": {
                         ":delta": n_attr(delta),
                         ":bucket": s_attr(late.aggregate_bucket),
+                        ":fmt": n_attr(COARSE_FORMAT),
                         **{f":d_{kind}": n_attr(late.added(kind, delta)) for kind in late.aggregate_kinds},
                     },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
             *({"Update": self._entry_update(period, late, delta)} for period in late.past),
@@ -334,6 +445,17 @@ class BoardStore:
                 raise
             reasons = error.response.get("CancellationReasons") or []
             codes = [reason.get("Code") for reason in reasons]
+            legacy = [
+                (pk, reason["Item"])
+                for pk, reason in zip(keys, reasons, strict=False)
+                if reason.get("Code") == "ConditionalCheckFailed"
+                and reason.get("Item")
+                and FORMAT not in reason["Item"]
+            ]
+            if legacy:
+                for pk, item in legacy:
+                    self.convert(pk, item)
+                return None
             if codes and codes[0] == "ConditionalCheckFailed":
                 old = reasons[0].get("Item")
                 return LateResult(applied=False, entry=entry_state(old, late.anchor_kind) if old else None)
@@ -351,10 +473,11 @@ class BoardStore:
         delta: int,
         moved: tuple[list[str], dict[str, str], dict[str, Any], str] | None = None,
     ) -> dict[str, Any]:
-        """One entry's part of a late move; ``moved`` (the compare-and-set on applied values) only for the anchor's."""
+        """One entry's part of a late move; ``moved`` (the compare-and-set on applied values) only for the anchor's.
+        Every entry's part is conditioned on its shape, so a legacy entry refuses it (and is converted)."""
         sets, names, values, condition = moved or ([], {}, {}, None)
         names = {**names, "#count": count_attr(period.kind), "#item": ITEM_ID, "#board": BOARD}
-        names |= {"#kind": PERIOD_KIND, "#bucket": BUCKET}
+        names |= {"#kind": PERIOD_KIND, "#bucket": BUCKET, "#fmt": FORMAT, "#pk": PK}
         values = {
             **values,
             ":delta": n_attr(late.added(period.kind, delta)),
@@ -362,8 +485,9 @@ class BoardStore:
             ":board": s_attr(period.board),
             ":kind": s_attr(period.kind),
             ":bucket": s_attr(period.bucket),
+            ":fmt": n_attr(COARSE_FORMAT),
         }
-        sets = [*sets, "#item = :item", "#board = :board", "#kind = :kind", "#bucket = :bucket"]
+        sets = [*sets, "#item = :item", "#board = :board", "#kind = :kind", "#bucket = :bucket", "#fmt = :fmt"]
         expires = late.expires_at.get(period)
         if expires is not None:
             names["#expires"], values[":expires"] = EXPIRES_AT, n_attr(expires)
@@ -372,30 +496,31 @@ class BoardStore:
         if key is not None:
             names["#g"], values[":g"] = index_key_attr(period.kind), s_attr(key)
             sets.append("#g = if_not_exists(#g, :g)")
-        update: dict[str, Any] = {
+            names["#b"], values[":b"] = bucket_attr(period.kind), n_attr(late.join_buckets.get(period, 0))
+            sets.append("#b = if_not_exists(#b, :b)")
+        shape = "(attribute_not_exists(#pk) OR #fmt = :fmt)"
+        return {
             "TableName": self.table,
             "Key": {PK: s_attr(entry_pk(period.board, period.kind, period.bucket, late.item_id))},
             "UpdateExpression": f"ADD #count :delta SET {', '.join(sets)}",
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
+            "ConditionExpression": f"{shape} AND {condition}" if condition else shape,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if condition:
-            update["ConditionExpression"] = condition
-            update["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        return update
 
     def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
-        names = {"#bucket": BUCKET, "#views": VIEWS}
-        values = {":bucket": s_attr(seen.bucket or ""), ":views": n_attr(seen.views)}
+        names = {"#bucket": BUCKET, "#views": VIEWS, "#fmt": FORMAT}
+        values = {":bucket": s_attr(seen.bucket or ""), ":views": n_attr(seen.views), ":fmt": n_attr(COARSE_FORMAT)}
         terms = []
         for position, (kind, count) in enumerate(sorted(adds.items())):
-            names[f"#a{position}"] = VIEWS if kind == ALL else count_attr(kind)
+            names[f"#a{position}"] = count_attr(kind)
             values[f":a{position}"] = n_attr(count)
             terms.append(f"#a{position} :a{position}")
-        return self._conditional_update(
+        return self._shaped_update(
             aggregate_pk(board, item_id),
             f"ADD {', '.join(terms)}",
-            "#bucket = :bucket AND #views = :views",
+            "#bucket = :bucket AND #views = :views AND #fmt = :fmt",
             names,
             values,
         )
@@ -404,34 +529,48 @@ class BoardStore:
         item = self._get(entry_pk(period.board, period.kind, period.bucket, item_id), consistent=True)
         return entry_state(item, period.kind)
 
-    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
-        """Give an existing aggregate the GSI keys of several kinds in one write (sparse index: its counts reached
-        their thresholds; one write, not one per kind, when it crosses all time, week and month together).
+    def join_index(
+        self, board: str, item_id: str, keys: Mapping[str, str], buckets: Mapping[str, int] | None = None
+    ) -> bool:
+        """Give an existing aggregate the GSI keys of several kinds and the buckets of their counts in one write
+        (sparse index: its counts reached their thresholds; one write, not one per kind, when it crosses all time,
+        week and month together).
 
-        False when there is no aggregate or it is keyed in every one already: like ``move``'s if_not_exists, an
-        item in an index keeps its key (during a reshard, possibly the other layout's), since only `reshard` moves
-        items.
+        Like ``move``'s if_not_exists, an item in an index keeps its key (during a reshard, possibly the other
+        layout's), since only `reshard` moves items. A bucket is set only where the item is not keyed yet or holds a
+        lower one (a stale writer never moves it back): False when that does not hold, or there is no aggregate, or
+        it is keyed in every one of ``keys`` already and there is no bucket to set.
         """
-        names, values, sets, absent = {"#pk": PK}, {}, [], []
+        buckets = buckets or {}
+        names, values, sets, absent = {"#pk": PK, "#fmt": FORMAT}, {":fmt": n_attr(COARSE_FORMAT)}, [], []
+        rising = []
         for n, (kind, key) in enumerate(sorted(keys.items())):
             names[f"#k{n}"], values[f":k{n}"] = index_key_attr(kind), s_attr(key)
             sets.append(f"#k{n} = if_not_exists(#k{n}, :k{n})")
             absent.append(f"attribute_not_exists(#k{n})")
-        return self._conditional_update(
-            aggregate_pk(board, item_id),
-            f"SET {', '.join(sets)}",
-            f"attribute_exists(#pk) AND ({' OR '.join(absent)})",
-            names,
-            values,
-        )
+            if kind in buckets:
+                names[f"#b{n}"], values[f":b{n}"] = bucket_attr(kind), n_attr(buckets[kind])
+                sets.append(f"#b{n} = :b{n}")
+                rising.append(f"(attribute_not_exists(#k{n}) OR attribute_not_exists(#b{n}) OR #b{n} < :b{n})")
+        condition = f"attribute_exists(#pk) AND #fmt = :fmt AND ({' OR '.join(absent)})"
+        if rising:
+            condition = f"attribute_exists(#pk) AND #fmt = :fmt AND {' AND '.join(rising)}"
+        return self._shaped_update(aggregate_pk(board, item_id), f"SET {', '.join(sets)}", condition, names, values)
 
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        return self._conditional_update(
-            entry_pk(period.board, period.kind, period.bucket, item_id),
-            "SET #bs = :bs",
-            "attribute_exists(#pk) AND attribute_not_exists(#bs)",
-            {"#bs": index_key_attr(period.kind), "#pk": PK},
-            {":bs": s_attr(board_shard)},
+    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
+        names = {"#bs": index_key_attr(period.kind), "#pk": PK, "#fmt": FORMAT}
+        values = {":bs": s_attr(board_shard), ":fmt": n_attr(COARSE_FORMAT)}
+        if bucket is None:
+            update, condition = "SET #bs = :bs", "attribute_exists(#pk) AND #fmt = :fmt AND attribute_not_exists(#bs)"
+        else:
+            names["#b"], values[":b"] = bucket_attr(period.kind), n_attr(bucket)
+            update = "SET #bs = if_not_exists(#bs, :bs), #b = :b"
+            condition = (
+                "attribute_exists(#pk) AND #fmt = :fmt AND (attribute_not_exists(#bs) OR attribute_not_exists(#b) "
+                "OR #b < :b)"
+            )
+        return self._shaped_update(
+            entry_pk(period.board, period.kind, period.bucket, item_id), update, condition, names, values
         )
 
     def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
@@ -488,8 +627,8 @@ class BoardStore:
     # -- the GSIs
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], Item | None]:
-        """Best ``limit`` (id, views) of one board shard of a kind's index, resuming after ``start``."""
+    ) -> tuple[list[IndexRow], Item | None]:
+        """Best ``limit`` rows of one board shard of a kind's index, resuming after ``start``."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index_name(kind),
@@ -502,9 +641,13 @@ class BoardStore:
         if start:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
-        count = count_attr(kind)
-        rows = [(item[ITEM_ID]["S"], int_of(item.get(count))) for item in response.get("Items", [])]
+        sort = bucket_attr(kind)
+        rows = [IndexRow(item[ITEM_ID]["S"], int_of(item.get(sort)), item[PK]["S"]) for item in response["Items"]]
         return rows, response.get("LastEvaluatedKey")
+
+    def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
+        """The ``kind`` counts of the stored items ``refs`` names: BatchGetItem (eventually consistent)."""
+        return {item[PK]["S"]: stored_count(item, kind) for item in self._batch_get(list(refs))}
 
     def query_deep(
         self, board: str, deep_key: str, limit: int, start: ResumeToken | None
@@ -789,6 +932,18 @@ class BoardStore:
         return self._conditional_update(
             pk, "SET #bs = :new", "#bs = :old", {"#bs": attribute}, {":new": s_attr(new_key), ":old": s_attr(old_key)}
         )
+
+    def _shaped_update(
+        self, pk: str, update: str, condition: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> bool:
+        """A conditional update that needs the coarse-index shape (its condition holds ``#fmt = :fmt``): a legacy
+        item that refused it is converted, and it is tried again."""
+        for _ in range(CONVERT_ATTEMPTS):
+            if self._conditional_update(pk, update, condition, names, values):
+                return True
+            if not self._converting(pk):
+                return False
+        return False
 
     def _conditional_update(
         self, pk: str, update: str, condition: str, names: Mapping[str, str], values: Mapping[str, Any]

@@ -20,9 +20,15 @@ IMPORT_ID = "import_id"
 BOARD_SHARD = "board_shard"
 BY_VIEWS_INDEX = "by-views"
 APPLIED_PREFIX = "applied_"
-# Periods (docs/boards-and-periods.md): per kind, a count and a GSI key; an index per kind.
-PERIOD_COUNT_PREFIX = "v_"
+# Periods (docs/boards-and-periods.md): per kind a count (``n_``), a GSI key (``g_``) and the index's range key
+# (``v_``): the count's bucket, so a count change is an index write only when its bucket changes
+# (docs/coarse-index.md). Releases before held the count itself in ``v_``: an item without ``fmt`` is in that shape,
+# and a write to it converts it first (``shardboard migrate`` converts them all).
+PERIOD_COUNT_PREFIX = "n_"
+PERIOD_BUCKET_PREFIX = "v_"
 PERIOD_KEY_PREFIX = "g_"
+FORMAT = "fmt"
+COARSE_FORMAT = 2
 # Past entries (an archived or late anchor bucket, a past coarser period) remember the aggregate views they were
 # copied from, so a stale copy never overwrites a newer one.
 SOURCE_VIEWS = "source_views"
@@ -128,6 +134,11 @@ def threshold_pk(board: str, kind: str = "all", bucket: str = "all") -> str:
 def count_attr(kind: str) -> str:
     """The attribute holding a period kind's count (all time keeps ``views``)."""
     return VIEWS if kind == "all" else f"{PERIOD_COUNT_PREFIX}{kind}"
+
+
+def bucket_attr(kind: str) -> str:
+    """A period kind's index range key: the bucket of its count (all time's index still sorts by ``views``)."""
+    return VIEWS if kind == "all" else f"{PERIOD_BUCKET_PREFIX}{kind}"
 
 
 def index_key_attr(kind: str) -> str:

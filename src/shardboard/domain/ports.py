@@ -23,6 +23,17 @@ from shardboard.domain.writing.idempotency import KeyedOutcome, KeyedRequest, On
 # A resume token: the key where an index read stopped (each key attribute's typed value), handed back as is to read
 # on from there. The domain never looks inside.
 ResumeToken = Mapping[str, Mapping[str, str]]
+
+
+class IndexRow(NamedTuple):
+    """One entry of a period index: the item, what the index sorts it by (all time: its views; a period kind: the
+    bucket of its count) and ``ref``, the stored item it is (an aggregate or a past entry) to read its count from."""
+
+    item_id: str
+    sort: int
+    ref: str
+
+
 # An aggregate or past entry as a scan of the board table returns it: attribute name -> typed value (type -> text).
 StoredItem = Mapping[str, Mapping[str, str]]
 # Where an index key of a resharded board sits: (item key, key attribute, index key, item id).
@@ -74,7 +85,8 @@ class AggregateState:
 
     ``applied``: per write shard, the last base value applied for the anchor bucket ``bucket``; ``views``: all-time
     views; ``counts``: per period kind, views in the current period of that kind (the one containing ``bucket``);
-    ``keyed``: the kinds whose index key the item carries (``"all"`` is the all-time index).
+    ``keyed``: the kinds whose index key the item carries (``"all"`` is the all-time index); ``buckets``: per kind,
+    the bucket of the count its index sorts it by (an index write only when it rises; docs/coarse-index.md).
     """
 
     applied: dict[int, int]
@@ -84,6 +96,7 @@ class AggregateState:
     counts: Mapping[str, int] = field(default_factory=dict)
     keyed: frozenset[str] = frozenset()
     deep_bucket: int | None = None  # the all-time deep tier's stored bucket (None: no deep key)
+    buckets: Mapping[str, int] = field(default_factory=dict, compare=False)  # index bookkeeping, not the counts
 
     def count(self, kind: str) -> int:
         return self.views if kind == "all" else self.counts.get(kind, 0)
@@ -134,6 +147,7 @@ class LateMove:
     joins: Mapping[PeriodKey, str]  # index keys set (if absent) on entries whose lower bound reaches the threshold
     expires_at: Mapping[PeriodKey, int | None]
     weights: Mapping[str, int] = field(default_factory=dict)  # per kind, what one view adds when not 1 (trending)
+    join_buckets: Mapping[PeriodKey, int] = field(default_factory=dict)  # with ``joins``: their counts' buckets
 
     def added(self, kind: str, views: int) -> int:
         """What ``views`` views add to the ``kind`` count of the aggregate or of a past entry."""
@@ -244,10 +258,11 @@ class AggregateWrites(Protocol):
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
+        buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
-        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind;
-        ``deep``: the all-time deep key and bucket to set if the aggregate has none; ``weights``: per kind, what one
+        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind, with
+        ``buckets`` (the buckets of their counts) set if absent; ``deep``: the all-time deep key and bucket to set if the aggregate has none; ``weights``: per kind, what one
         view adds to its count when not 1 (a trending score)."""
         ...
 
@@ -318,13 +333,18 @@ class BoardIndex(Protocol):
     """The sparse leaderboard index: each period kind's S board shards, best count first, and the all-time deep
     tier's shards, best bucket first. An item joins by carrying a key; a read resumes where the last one stopped."""
 
-    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
-        """Key an existing aggregate into the index of each kind in ``keys`` (kind -> key) in one write; a kind it is
-        keyed in already keeps its key. False if it has no aggregate or is keyed in every one of them already."""
+    def join_index(
+        self, board: str, item_id: str, keys: Mapping[str, str], buckets: Mapping[str, int] | None = None
+    ) -> bool:
+        """Key an existing aggregate into the index of each kind in ``keys`` (kind -> key) and set the buckets of
+        ``buckets`` (kind -> bucket of its count), in one write; a kind it is keyed in already keeps its key. Refused
+        (False) if it has no aggregate, if it is keyed in every one of ``keys`` already and ``buckets`` is empty, or if
+        a kind it is keyed in holds a bucket not lower (a stale writer never moves a bucket back)."""
         ...
 
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
-        """Key an existing past entry into its kind's index; False if there is none or it is keyed already."""
+    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
+        """Key an existing past entry into its kind's index, or raise its bucket; False if there is none, or it is
+        keyed already and its bucket is not lower than ``bucket`` (None: key it only)."""
         ...
 
     def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
@@ -334,9 +354,14 @@ class BoardIndex(Protocol):
 
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], ResumeToken | None]:
-        """Best ``limit`` (id, views) of one board shard of a kind's index after ``start``, and the resume token
-        (None: the shard is read to its end)."""
+    ) -> tuple[list[IndexRow], ResumeToken | None]:
+        """Best ``limit`` rows of one board shard of a kind's index after ``start``, and the resume token (None: the
+        shard is read to its end). All time sorts by the views; a period kind by the bucket of its count."""
+        ...
+
+    def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
+        """The ``kind`` counts of the stored items ``refs`` names (``IndexRow.ref``) that still exist: one batched,
+        eventually consistent read."""
         ...
 
     def query_deep(

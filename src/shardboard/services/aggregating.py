@@ -103,6 +103,7 @@ def _move(
         joins=move.joins,
         deep=move.deep,
         weights=move.weights,
+        buckets=move.buckets,
     )
     if not result.applied:
         return outcome.plus(_ONE_WRITE), result.state or board.state(delta.board, delta.item_id), moves
@@ -113,26 +114,46 @@ def _move(
     return (done if outcome is _NOTHING else outcome.plus(done)), result.state, []
 
 
-def join_indexes(board: BoardIndex, ctx: Context, board_name: str, item_id: str, state: AggregateState) -> ItemOutcome:
-    """Key the aggregate into every index whose threshold its count reached (sparse index; rebuild calls it too)."""
-    joins = plan_joins(ctx, board_name, item_id, state)
-    return _join(board, joins) if joins else _NOTHING
+def join_indexes(
+    board: CountingBoard, ctx: Context, board_name: str, item_id: str, state: AggregateState
+) -> ItemOutcome:
+    """Key the aggregate into every index whose threshold its count reached and raise the buckets its counts
+    outgrew (sparse index; rebuild calls it too). A write refused by a concurrent one is planned again from what
+    the aggregate holds then (counts only grow, so this ends)."""
+    outcome = _NOTHING
+    for _ in range(MAX_CAS_ATTEMPTS):
+        joins = plan_joins(ctx, board_name, item_id, state)
+        if not joins:
+            return outcome
+        turn, refused = _join(board, joins)
+        outcome = turn if outcome is _NOTHING else outcome.plus(turn)
+        if not refused:
+            return outcome
+        state = board.state(board_name, item_id)
+    raise AggregateContention(f"{board_name}/{item_id!r}: index joins kept losing")
 
 
-def _join(board: BoardIndex, joins: Iterable[Join]) -> ItemOutcome:
-    """One write for the index keys an aggregate lacks (every kind at once), one for its deep key."""
-    writes, joined = 0, False
-    keys: dict[tuple[str, str], dict[str, str]] = {}
+def _join(board: BoardIndex, joins: Iterable[Join]) -> tuple[ItemOutcome, bool]:
+    """One write for the index keys and buckets an aggregate lacks (every kind at once), one for its deep key; and
+    whether the first was refused."""
+    writes, joined, refused = 0, False, False
+    keys: dict[str, str] = {}
+    buckets: dict[str, int] = {}
+    target: tuple[str, str] | None = None
     for join in joins:
         if isinstance(join, DeepJoin):
             board.join_deep(join.board, join.item_id, join.key, join.bucket)
             writes += 1
         else:
-            keys.setdefault((join.board, join.item_id), {})[join.kind] = join.key
-    for (board_name, item_id), kinds in keys.items():
-        joined |= board.join_index(board_name, item_id, kinds)
+            target = (join.board, join.item_id)
+            keys[join.kind] = join.key
+            if join.bucket is not None:
+                buckets[join.kind] = join.bucket
+    if target is not None:
+        joined = board.join_index(*target, keys, buckets)
+        refused = not joined
         writes += 1
-    return ItemOutcome(writes=writes, joined_index=joined)
+    return ItemOutcome(writes=writes, joined_index=joined), refused
 
 
 def _roll(board: CountingBoard, delta: ItemDelta, ctx: Context, old: AggregateState) -> _Turn:
@@ -170,10 +191,14 @@ def _late(
         raise AggregateContention(f"{delta.board}/{delta.item_id!r}: late move kept losing")
     # Join whatever reached its threshold (also after a pure replay: a crash between the move and a join heals here).
     for period in periods:
-        join = plan_entry_join(ctx, period, delta.item_id, board.entry_state(period, delta.item_id))
-        if join is not None:
-            joined = board.join_entry(join.period, join.item_id, join.key)
+        for _ in range(MAX_CAS_ATTEMPTS):  # refused only by a concurrent join or raise: plan again from the entry
+            join = plan_entry_join(ctx, period, delta.item_id, board.entry_state(period, delta.item_id))
+            if join is None:
+                break
+            joined = board.join_entry(join.period, join.item_id, join.key, join.bucket)
             outcome = outcome.plus(ItemOutcome(writes=1, joined_index=joined))
+            if joined:
+                break
     current = board.state(delta.board, delta.item_id)
     return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, current)), current, []
 

@@ -27,6 +27,7 @@ from shardboard.domain.ports import (
     AggregateState,
     BoardIndex,
     BoardScans,
+    IndexRow,
     ItemCatalog,
     PeriodKey,
     PeriodLedger,
@@ -38,7 +39,7 @@ from shardboard.domain.ports import (
 )
 from shardboard.domain.publishing.day_before import carried, checkpoint_of, day_back, with_day_before
 from shardboard.domain.publishing.deep_tier import gather_deep
-from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, gather_top_n, top
+from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, first_page_size, gather_top_n, top
 from shardboard.domain.publishing.head import Head, RankBlock
 from shardboard.domain.publishing.head_meta import meta_ask, with_meta
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
@@ -96,7 +97,11 @@ def gather_layout(
 
     Hidden items keep their index keys and counts; dropping them from each page before the threshold rule sees it
     keeps the rule exact on the visible sorted lists (and is required: the GSI may still show a just-hidden item).
+    All time's index sorts by the views (``gather_top_n``); a period's by the bucket of its count
+    (``gather_buckets``).
     """
+    if period.kind != ALL:
+        return gather_buckets(board, period, top_n, shards, previous_hits, hidden=hidden)
     cursors: dict[int, ResumeToken | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> ShardRead:
@@ -106,12 +111,66 @@ def gather_layout(
             limit,
             None if first_page else cursors.get(shard),
         )
-        gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()
-        visible = [Entry(id=item, views=views) for item, views in rows if item not in gone]
+        gone = dropped_among(hidden, [row.item_id for row in rows]) if hidden else frozenset()
+        visible = [Entry(id=row.item_id, views=row.sort) for row in rows if row.item_id not in gone]
         return ShardRead(visible, more=cursors[shard] is not None)
 
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
         return gather_top_n(top_n, shards, fetch, previous_hits, each=pool.map)
+
+
+def gather_buckets(
+    board: BoardIndex,
+    period: PeriodKey,
+    top_n: int,
+    shards: int,
+    previous_hits: Mapping[int, int] | None,
+    *,
+    hidden: Dropped = frozenset(),
+) -> Gathered:
+    """Exact top N of one period from an index sorted by the bucket of the count (docs/coarse-index.md): whole
+    buckets best first over every shard, the exact counts of what they hold by BatchGetItem, stopping before a
+    bucket that cannot reach the N-th best in hand (domain/publishing/deep_tier.py has the argument). Each shard's
+    first page is read at once, sized by its share of the last top N; later pages grow."""
+    keys = [period_shard_value(period.board, period.kind, period.bucket, shard, shards) for shard in range(shards)]
+    items: dict[str, str] = {}  # ref -> item id
+    origin: dict[str, int] = {}  # item id -> shard
+
+    def page(shard: int, limit: int, start: ResumeToken | None) -> tuple[list[IndexRow], ResumeToken | None]:
+        rows, cursor = board.query_shard(period.kind, keys[shard], limit, start)
+        gone = dropped_among(hidden, [row.item_id for row in rows]) if hidden else frozenset()
+        visible = [row for row in rows if row.item_id not in gone]
+        for row in visible:
+            items[row.ref] = row.item_id
+            origin.setdefault(row.item_id, shard)
+        return visible, cursor
+
+    sizes = [first_page_size(top_n, shards, previous_hits, shard) for shard in range(shards)]
+    with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
+        first = list(pool.map(lambda shard: page(shard, sizes[shard], None), range(shards)))
+
+    def read_buckets(shard: int) -> Iterator[tuple[int, list[str]]]:
+        rows, cursor = first[shard]
+        limit = sizes[shard]
+        while True:
+            for bucket in dict.fromkeys(row.sort for row in rows):  # rows come best bucket first
+                yield bucket, [row.ref for row in rows if row.sort == bucket]
+            if cursor is None:
+                return
+            limit = min(2 * limit, DEEP_PAGE)
+            rows, cursor = page(shard, limit, cursor)
+
+    def read_views(refs: Sequence[str]) -> Mapping[str, int]:
+        return board.read_counts(period.kind, refs) if refs else {}
+
+    deep = gather_deep(
+        top_n, (), shards=shards, read_buckets=read_buckets, read_views=read_views, id_of=items.__getitem__
+    )
+    hits: dict[int, int] = {}
+    for entry in deep.top:
+        hits[origin[entry.id]] = hits.get(origin[entry.id], 0) + 1
+    items_read = deep.deep_keys_read + deep.views_read
+    return Gathered(deep.top, items_read=items_read, rounds=deep.buckets_read, shard_hits=hits)
 
 
 def gather_board(

@@ -37,6 +37,7 @@ from shardboard.adapters.board_table import (
     ranks_of_checkpoint,
     snapshot_from_item,
     snapshot_item,
+    stored_count,
 )
 from shardboard.adapters.dynamodb import Item, ScanDeadline, throttling_as_domain
 from shardboard.adapters.items_table import (
@@ -69,6 +70,7 @@ from shardboard.adapters.keys import (
     CHANGED_AT,
     CHANGES,
     CLEAN_BOARD,
+    COARSE_FORMAT,
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
@@ -78,6 +80,7 @@ from shardboard.adapters.keys import (
     DIRTY,
     EXPIRES_AT,
     FINGERPRINT,
+    FORMAT,
     IMPORT_ID,
     ITEM_ID,
     ITEM_META,
@@ -116,6 +119,7 @@ from shardboard.adapters.keys import (
     allowance_pk,
     applied_attr,
     board_counter,
+    bucket_attr,
     count_attr,
     entry_pk,
     idempotency_pk,
@@ -156,6 +160,7 @@ from shardboard.domain.ports import (
     BoardState,
     CounterSet,
     IndexKeyAt,
+    IndexRow,
     LateMove,
     LateResult,
     MoveResult,
@@ -168,6 +173,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
     TakedownListing,
 )
+from shardboard.domain.publishing.deep_tier import deep_bucket
 from shardboard.domain.publishing.head import Head, Row
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
 from shardboard.domain.writing.idempotency import (
@@ -196,7 +202,7 @@ def board_schema(table: str) -> TableSchema:
     all-time deep tier (KEYS_ONLY: written only when ``dk`` or ``db`` changes) and the sparse by-change index of
     dirty periods."""
     periods = tuple(
-        IndexSchema(index_name(kind), index_key_attr(kind), count_attr(kind), frozenset({ITEM_ID}))
+        IndexSchema(index_name(kind), index_key_attr(kind), bucket_attr(kind), frozenset({ITEM_ID}))
         for kind in (ALL, *KINDS)
     )
     deep = IndexSchema(BY_DEEP_INDEX, DEEP_KEY, DEEP_BUCKET, frozenset())
@@ -631,6 +637,7 @@ class MemoryBoardStore:
         joins: Mapping[str, str],
         deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
+        buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
@@ -642,6 +649,7 @@ class MemoryBoardStore:
             delta = sum(m.target - m.expected for m in moves)
             new = dict(current)
             new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, BOARD: {"S": board}, BUCKET: {"S": bucket}}
+            new[FORMAT] = {"N": str(COARSE_FORMAT)}
             new[VIEWS] = {"N": str(_number(current, VIEWS) + delta)}
             for kind in kinds:
                 added = delta * (weights or {}).get(kind, 1)
@@ -650,6 +658,8 @@ class MemoryBoardStore:
                 new[applied_attr(m.shard)] = {"N": str(m.target)}
             for kind, key in joins.items():  # if_not_exists: only reshard (and a period's end) moves keys
                 new.setdefault(index_key_attr(kind), {"S": key})
+                if buckets and kind in buckets:
+                    new.setdefault(bucket_attr(kind), {"N": str(buckets[kind])})
             if deep is not None:  # if_not_exists on both: a higher bucket is join_deep's
                 new.setdefault(DEEP_KEY, {"S": deep[0]})
                 new.setdefault(DEEP_BUCKET, {"N": str(deep[1])})
@@ -672,10 +682,12 @@ class MemoryBoardStore:
                 return False
             item = {name: value for name, value in current.items() if not name.startswith(APPLIED_PREFIX)}
             item[BUCKET], item[VIEWS] = {"S": new.bucket or ""}, {"N": str(new.views)}
+            item[FORMAT] = {"N": str(COARSE_FORMAT)}
             for shard, value in new.applied.items():
                 item[applied_attr(shard)] = {"N": str(value)}
             for kind, count in new.counts.items():
                 item[count_attr(kind)] = {"N": str(count)}
+                item[bucket_attr(kind)] = {"N": str(deep_bucket(count))}
             for kind, key in keys.items():
                 if key is None:
                     item.pop(index_key_attr(kind), None)
@@ -700,6 +712,8 @@ class MemoryBoardStore:
                 PERIOD_KIND: {"S": period.kind},
                 BUCKET: {"S": period.bucket},
                 count_attr(period.kind): {"N": str(entry.count)},
+                bucket_attr(period.kind): {"N": str(deep_bucket(entry.count))},
+                FORMAT: {"N": str(COARSE_FORMAT)},
                 SOURCE_VIEWS: {"N": str(entry.source_views)},
             }
             if entry.index_key is not None:
@@ -732,6 +746,7 @@ class MemoryBoardStore:
                 item = dict(self.data.items.get(pk) or {})
                 item |= {PK: {"S": pk}, ITEM_ID: {"S": late.item_id}, BOARD: {"S": period.board}}
                 item |= {PERIOD_KIND: {"S": period.kind}, BUCKET: {"S": period.bucket}}
+                item[FORMAT] = {"N": str(COARSE_FORMAT)}
                 added = late.added(period.kind, delta)
                 item[count_attr(period.kind)] = {"N": str(_number(item, count_attr(period.kind)) + added)}
                 if period == entry:
@@ -742,6 +757,7 @@ class MemoryBoardStore:
                     item[EXPIRES_AT] = {"N": str(expires)}
                 if period in late.joins:
                     item.setdefault(index_key_attr(period.kind), {"S": late.joins[period]})
+                    item.setdefault(bucket_attr(period.kind), {"N": str(late.join_buckets.get(period, 0))})
                 writes.append((pk, item))
             moved = dict(aggregate)
             moved[VIEWS] = {"N": str(_number(aggregate, VIEWS) + delta)}
@@ -778,7 +794,7 @@ class MemoryBoardStore:
                 return False
             item = dict(current)
             for kind, count in adds.items():
-                attribute = VIEWS if kind == ALL else count_attr(kind)
+                attribute = count_attr(kind)
                 item[attribute] = {"N": str(_number(item, attribute) + count)}
             self._write("UpdateItem", pk, item)
         return True
@@ -803,23 +819,48 @@ class MemoryBoardStore:
         return len(found) + (aggregate is not None)
 
     @metered
-    def join_index(self, board: str, item_id: str, keys: Mapping[str, str]) -> bool:
-        """``attribute_exists(pk) AND (attribute_not_exists(k1) OR ...)``, each key ``if_not_exists``: an indexed
+    def join_index(
+        self, board: str, item_id: str, keys: Mapping[str, str], buckets: Mapping[str, int] | None = None
+    ) -> bool:
+        """Without buckets ``attribute_exists(pk) AND (attribute_not_exists(k1) OR ...)``; with them, each bucket
+        ``(attribute_not_exists(k) OR attribute_not_exists(b) OR b < :b)``; each key ``if_not_exists``: an indexed
         item keeps its key."""
         pk = aggregate_pk(board, item_id)
+        buckets = buckets or {}
         wanted = {index_key_attr(kind): key for kind, key in keys.items()}
         with self.data.lock:
             old = self.data.items.get(pk)
-            if old is None or all(attribute in old for attribute in wanted):
+            if buckets:
+                holds = old is not None and all(
+                    index_key_attr(kind) not in old
+                    or bucket_attr(kind) not in old
+                    or _number(old, bucket_attr(kind)) < bucket
+                    for kind, bucket in buckets.items()
+                )
+            else:
+                holds = old is not None and not all(attribute in old for attribute in wanted)
+            if old is None or not holds:
                 self.data.refuse("UpdateItem", pk)
                 return False
-            self._write("UpdateItem", pk, {**{a: {"S": k} for a, k in wanted.items()}, **old})
+            new = {**{a: {"S": k} for a, k in wanted.items()}, **old}
+            new |= {bucket_attr(kind): {"N": str(bucket)} for kind, bucket in buckets.items()}
+            self._write("UpdateItem", pk, new)
         return True
 
     @metered
-    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str) -> bool:
+    def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
         pk = entry_pk(period.board, period.kind, period.bucket, item_id)
-        return self._join(pk, index_key_attr(period.kind), board_shard)
+        if bucket is None:
+            return self._join(pk, index_key_attr(period.kind), board_shard)
+        key, sort = index_key_attr(period.kind), bucket_attr(period.kind)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            if old is None or (key in old and sort in old and _number(old, sort) >= bucket):
+                self.data.refuse("UpdateItem", pk)
+                return False
+            new = {key: {"S": board_shard}, **old, sort: {"N": str(bucket)}}
+            self._write("UpdateItem", pk, new)
+        return True
 
     @metered
     def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
@@ -875,7 +916,7 @@ class MemoryBoardStore:
     def _index(self, pk: str, old: Item | None, new: Item | None) -> None:
         """Keep each period index's partitions in step with one item's old and new keys."""
         for kind in self._partitions:
-            key_attr, count = index_key_attr(kind), count_attr(kind)
+            key_attr, count = index_key_attr(kind), bucket_attr(kind)
             for item, add in ((old, False), (new, True)):
                 if item and key_attr in item:
                     partition = self._partitions[kind].setdefault(item[key_attr]["S"], {})
@@ -897,9 +938,9 @@ class MemoryBoardStore:
     @metered
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], Item | None]:
+    ) -> tuple[list[IndexRow], Item | None]:
         """Like DynamoDB: best first, resumes after ``start``, returns a cursor whenever ``limit`` was reached."""
-        count_name, key_name = count_attr(kind), index_key_attr(kind)
+        count_name, key_name = bucket_attr(kind), index_key_attr(kind)
         index = self.data.schema.index(index_name(kind))
         with self.data.lock:
             ordered = self._sorted.get((kind, board_shard))
@@ -907,12 +948,12 @@ class MemoryBoardStore:
                 members = self._partitions[kind].get(board_shard, {})
                 ordered = self._sorted[(kind, board_shard)] = sorted((-views, pk) for pk, views in members.items())
             first = bisect.bisect_right(ordered, (-int(start[count_name]["N"]), start[PK]["S"])) if start else 0
-            rows: list[tuple[str, int]] = []
+            rows: list[IndexRow] = []
             sizes: list[int] = []
             cursor: Item | None = None
             for negative_views, pk in ordered[first : first + limit]:
                 entry = index.entry(self.data.items[pk], self.data.schema.keys) or {}
-                rows.append((entry[ITEM_ID]["S"], -negative_views))
+                rows.append(IndexRow(entry[ITEM_ID]["S"], -negative_views, pk))
                 sizes.append(item_size(entry))
                 if len(rows) == limit or sum(sizes) >= PAGE_BYTES:
                     cursor = {PK: {"S": pk}, key_name: {"S": board_shard}, count_name: {"N": str(-negative_views)}}
@@ -948,6 +989,16 @@ class MemoryBoardStore:
             resource = self.data.schema.resource(index)
             self.data.emulator.admit("Query", [Charge(self.table, resource, deep_key, "read", units)])
         return rows, cursor
+
+    @metered
+    def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        with self.data.lock:
+            for ref in refs:
+                item = self.data.read("BatchGetItem", ref, consistent=False)
+                if item is not None:
+                    found[ref] = stored_count(item, kind)
+        return found
 
     @metered
     def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:

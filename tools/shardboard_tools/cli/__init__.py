@@ -65,6 +65,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "demo:local_command",
         "Run the DynamoDB Local that `make dynamodb-local` installed until Ctrl-C; print the variables to export.",
     ),
+    "migrate": (
+        "recovery:migrate",
+        "Convert the tables an earlier release wrote to this release's shape (docs/deploy.md, \"Upgrading\"); safe to "
+        "run twice and while traffic flows.",
+    ),
     "plan": (
         "plan:plan",
         "Plan shard counts: write shards per hot item, GSI shards S, overload probability, refresh cost.",

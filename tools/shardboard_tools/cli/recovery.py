@@ -29,6 +29,30 @@ def rebuild_state_path(board_table: str) -> Path:
     help="Parallel scan segments (each one thread).",
 )
 @click.pass_context
+def migrate(ctx: click.Context, segments: int) -> None:
+    """Convert the tables an earlier release wrote to this release's shape, once after `sam deploy` of it.
+
+    The board table: aggregates and past entries whose ``v_<kind>`` still hold counts (before the coarse index,
+    docs/coarse-index.md) get ``n_<kind>`` and the buckets. The items table: hidden and deleted ids kept in String
+    Sets move to their own markers. The functions read and write either shape meanwhile (a write converts the item
+    it touches first), so nothing waits for it; a second run converts nothing.
+    """
+    rt = runtime(ctx)
+    with one_line_errors():
+        moved = rt.items.migrate_takedown_sets()
+        converted = rt.board.migrate(segments)
+    console.print(f"migrated: {converted} aggregate(s) and past entries converted, {moved} takedown id(s) moved")
+
+
+@click.command()
+@click.option(
+    "--segments",
+    type=click.IntRange(1, 1000),
+    default=recovery.DEFAULT_SEGMENTS,
+    show_default=True,
+    help="Parallel scan segments (each one thread).",
+)
+@click.pass_context
 def rebuild(ctx: click.Context, segments: int) -> None:
     """Recompute every aggregate, past entry and index membership, on every board and period, from the base table.
 

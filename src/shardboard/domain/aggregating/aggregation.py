@@ -295,8 +295,9 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
 
 class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
-    index keys its count is sure to earn (``joins``, per kind), the deep key and bucket (``deep``) and what one
-    view adds to each weighted kind's count (``weights``: trending)."""
+    index keys its count is sure to earn (``joins``, per kind) with the buckets of that sure count (``buckets``,
+    set if the aggregate has none), the deep key and bucket (``deep``) and what one view adds to each weighted
+    kind's count (``weights``: trending)."""
 
     board: str
     item_id: str
@@ -306,6 +307,7 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
     joins: dict[str, str]
     deep: tuple[str, int] | None
     weights: dict[str, int]
+    buckets: dict[str, int]
 
     @property
     def added(self) -> int:
@@ -313,12 +315,14 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
 
 
 class IndexJoin(NamedTuple):
-    """Key an aggregate into a kind's index (sparse index: its count reached the period's threshold)."""
+    """Key an aggregate into a kind's index (sparse index: its count reached the period's threshold), or raise the
+    bucket its index sorts it by to ``bucket`` (None: all time, whose index sorts by the views themselves)."""
 
     board: str
     item_id: str
     kind: str
     key: str
+    bucket: int | None = None
 
 
 class DeepJoin(NamedTuple):
@@ -331,11 +335,12 @@ class DeepJoin(NamedTuple):
 
 
 class EntryJoin(NamedTuple):
-    """Key a past period's entry into its kind's index."""
+    """Key a past period's entry into its kind's index, or raise its bucket there."""
 
     period: PeriodKey
     item_id: str
     key: str
+    bucket: int
 
 
 Join = IndexJoin | DeepJoin
@@ -402,19 +407,28 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
         {p.kind: k for p, k in joins.items()},
         deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
         ctx.weights(ctx.kinds, delta.bucket),
+        {p.kind: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins if p.kind != ALL},
     )
 
 
 def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[Join]:
-    """The index keys an aggregate lacks: every period index whose threshold its count reached (sparse index), and
-    the deep tier's key. Also after a pure replay: a crash between the count and a join heals here."""
+    """The index keys an aggregate lacks: every period index whose threshold its count reached (sparse index), each
+    with the bucket of its count; the buckets of the kinds it is keyed in that its count outgrew; and the deep tier's
+    key. Also after a pure replay: a crash between the count and a join heals here."""
     if state.bucket is None:
         return []
     joins: list[Join] = []
     for period in ctx.periods(board, state.bucket):
-        keyed = state.in_index if period.kind == ALL else period.kind in state.keyed
-        if not keyed and state.count(period.kind) >= ctx.threshold(period) and state.count(period.kind) > 0:
-            joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id)))
+        count = state.count(period.kind)
+        if period.kind == ALL:
+            if not state.in_index and count >= ctx.threshold(period) and count > 0:
+                joins.append(IndexJoin(board, item_id, ALL, ctx.index_key(period, item_id)))
+            continue
+        bucket = deep_bucket(count)
+        keyed = period.kind in state.keyed
+        reaches = keyed or (count >= ctx.threshold(period) and count > 0)
+        if reaches and (not keyed or state.buckets.get(period.kind, -1) < bucket):
+            joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id), bucket))
     deep = plan_deep_join(ctx, board, item_id, state)
     return [*joins, deep] if deep else joins
 
@@ -462,6 +476,7 @@ def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
         counts=counts,
         keyed=frozenset(kind for kind in old.keyed if kind not in keys) | {k for k, v in keys.items() if v},
         deep_bucket=old.deep_bucket,
+        buckets={kind: deep_bucket(count) for kind, count in counts.items()},
     )
     return Roll(delta.board, delta.item_id, archives, old, new, keys, moves, added)
 
@@ -498,6 +513,8 @@ def plan_late(delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: 
     bucket, and the past entries of those that do not."""
     assert aggregate.bucket is not None
     periods = late_periods(delta, ctx, aggregate)
+    lower_bound = lower_bound_after(moves)
+    joins = joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound)
     same = [
         kind
         for kind in ctx.coarse_kinds()
@@ -512,16 +529,23 @@ def plan_late(delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: 
         aggregate_bucket=aggregate.bucket,
         aggregate_kinds=same,
         past=periods[1:],
-        joins=joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound_after(moves)),
+        joins=joins,
         expires_at={p: ctx.expires(p) for p in periods},
         weights=ctx.weights(ctx.kinds, delta.bucket),
+        join_buckets={p: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
     )
 
 
 def plan_entry_join(ctx: Context, period: PeriodKey, item_id: str, entry: AggregateState) -> EntryJoin | None:
-    """A past entry whose count reached its period's threshold and that is not keyed yet."""
-    if period.kind not in entry.keyed and entry.count(period.kind) >= max(1, ctx.threshold(period)):
-        return EntryJoin(period, item_id, ctx.index_key(period, item_id))
+    """A past entry whose count reached its period's threshold and that is not keyed yet, or that is keyed with a
+    bucket its count outgrew."""
+    count = entry.count(period.kind)
+    bucket = deep_bucket(count)
+    keyed = period.kind in entry.keyed
+    if (not keyed and count >= max(1, ctx.threshold(period))) or (
+        keyed and entry.buckets.get(period.kind, -1) < bucket
+    ):
+        return EntryJoin(period, item_id, ctx.index_key(period, item_id), bucket)
     return None
 
 

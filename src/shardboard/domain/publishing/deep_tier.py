@@ -31,9 +31,10 @@ from shardboard.domain.publishing.gather import Entry, top
 # read more at gather time.
 DEEP_BUCKET_BASE = 16
 
-# read_bucket(shard) -> that shard's deep keys, best bucket first: (bucket, ids of the whole bucket)
+# read_bucket(shard) -> that shard's index entries, best bucket first: (bucket, refs of the whole bucket). A ref names
+# one stored item (the all-time tier: an aggregate by its id; a period: an aggregate or a past entry by its key).
 ReadBuckets = Callable[[int], Iterator[tuple[int, list[str]]]]
-# read_views(ids) -> exact views (BatchGetItem of the aggregates or entries); an id that is gone is left out
+# read_views(refs) -> exact counts (BatchGetItem of the aggregates or entries); a ref that is gone is left out
 ReadViews = Callable[[Sequence[str]], Mapping[str, int]]
 
 
@@ -52,6 +53,7 @@ class DeepGathered:
     deep_keys_read: int  # index entries the Query pages returned (KEYS_ONLY: ~100 bytes each)
     views_read: int  # aggregates BatchGet for their exact views (0.5 RU each, eventually consistent)
     lowest_bucket: int | None  # the last bucket read whole (None: none was needed, or the deep GSI is empty)
+    buckets_read: int = 0
 
 
 def gather_deep(
@@ -62,11 +64,16 @@ def gather_deep(
     read_buckets: ReadBuckets,
     read_views: ReadViews,
     base: int = DEEP_BUCKET_BASE,
+    id_of: Callable[[str], str] = str,
 ) -> DeepGathered:
-    """The exact top ``depth`` given the head GSI's exact top ``depth`` (``head``) and the deep GSI's shards."""
+    """The exact top ``depth`` given the head GSI's exact top ``depth`` (``head``, empty for an index sorted by
+    buckets only) and the bucketed GSI's shards; ``id_of(ref)`` is the item a ref holds a count of (two refs of one
+    item, an aggregate and the past entry archived from it, count once, with the larger count)."""
     candidates = {entry.id: entry.views for entry in head}
+    head_ids = frozenset(candidates)
+    read: set[str] = set()
     cursors = {shard: _Peek(read_buckets(shard)) for shard in range(shards)}
-    keys_read = views_read = 0
+    keys_read = views_read = buckets_read = 0
     lowest: int | None = None
     while True:
         buckets = [bucket for bucket in (cursor.next_bucket() for cursor in cursors.values()) if bucket is not None]
@@ -75,15 +82,18 @@ def gather_deep(
         bucket = max(buckets)
         if _enough(candidates, depth, base ** (bucket + 1)):  # all of bucket and below: views < base**(bucket + 1)
             break
-        ids = [item_id for cursor in cursors.values() for item_id in cursor.take(bucket)]
-        keys_read += len(ids)
-        fresh = [item_id for item_id in dict.fromkeys(ids) if item_id not in candidates]
+        refs = [ref for cursor in cursors.values() for ref in cursor.take(bucket)]
+        keys_read += len(refs)
+        fresh = [ref for ref in dict.fromkeys(refs) if ref not in read and id_of(ref) not in head_ids]
+        read.update(fresh)
         views_read += len(fresh)
-        for item_id, views in read_views(fresh).items():
-            candidates[item_id] = views
+        for ref, views in read_views(fresh).items():
+            item_id = id_of(ref)
+            candidates[item_id] = max(views, candidates.get(item_id, 0))
         lowest = bucket
+        buckets_read += 1
     ranked = top((Entry(item_id, views) for item_id, views in candidates.items() if views > 0), depth)
-    return DeepGathered(ranked, keys_read, views_read, lowest)
+    return DeepGathered(ranked, keys_read, views_read, lowest, buckets_read)
 
 
 def _enough(candidates: Mapping[str, int], depth: int, floor: int) -> bool:
