@@ -149,7 +149,10 @@ def gather_buckets(
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
         first = list(pool.map(lambda shard: page(shard, sizes[shard], None), range(shards)))
 
+    later_pages = 0
+
     def read_buckets(shard: int) -> Iterator[tuple[int, list[str]]]:
+        nonlocal later_pages
         rows, cursor = first[shard]
         limit = sizes[shard]
         while True:
@@ -158,10 +161,18 @@ def gather_buckets(
             if cursor is None:
                 return
             limit = min(2 * limit, DEEP_PAGE)
+            later_pages += 1
             rows, cursor = page(shard, limit, cursor)
 
+    # The first pages hold about the top N (their sizes are each shard's share of it): their counts are read at once,
+    # so a refresh usually takes one BatchGetItem round, not one per bucket.
+    known = board.read_counts(period.kind, [row.ref for rows, _ in first for row in rows]) if first else {}
+
     def read_views(refs: Sequence[str]) -> Mapping[str, int]:
-        return board.read_counts(period.kind, refs) if refs else {}
+        missing = [ref for ref in refs if ref not in known]
+        if missing:
+            known.update(board.read_counts(period.kind, missing))
+        return {ref: known[ref] for ref in refs if ref in known}
 
     deep = gather_deep(
         top_n, (), shards=shards, read_buckets=read_buckets, read_views=read_views, id_of=items.__getitem__
@@ -170,7 +181,8 @@ def gather_buckets(
     for entry in deep.top:
         hits[origin[entry.id]] = hits.get(origin[entry.id], 0) + 1
     items_read = deep.deep_keys_read + deep.views_read
-    return Gathered(deep.top, items_read=items_read, rounds=deep.buckets_read, shard_hits=hits)
+    # Rounds of Queries: the first pages at once, then each later page on its own (the counts' reads are apart).
+    return Gathered(deep.top, items_read=items_read, rounds=1 + later_pages, shard_hits=hits)
 
 
 def gather_board(

@@ -114,11 +114,13 @@ and it reads the whole table: docs/rolling-windows.md, "What it costs").
 
 Every design pays one base write per view. The aggregate write per (board, item) per window is the same for
 straightforward and shardboard (about 0.3 per view per board at 10 s windows: the Zipf tail makes most items appear
-once per window). The rest is index writes: an item in a period's index pays two index writes whenever its count, the
-sort key, changes. The straightforward simulation keys every item while a period's threshold is still 0 (before
-its first snapshot), so at each period's start every item joins, in four indexes. shardboard's batches prove their
-own thresholds instead (docs/sparse-index.md, "The batch's own threshold"): a period's first batch keys about K items
-per board (its N + R best), publishes their K-th best count, and keys nothing below it.
+once per window). The rest is index writes. In the straightforward simulation an item in a period's index pays two
+index writes whenever its count, the sort key, changes, and it keys every item while a period's threshold is still
+0 (before its first snapshot), so at each period's start every item joins, in four indexes. shardboard's batches
+prove their own thresholds instead (docs/sparse-index.md, "The batch's own threshold"): a period's first batch keys
+about K items per board (its N + R best), publishes their K-th best count, and keys nothing below it; and its
+period indexes sort by a bucket of the count (docs/coarse-index.md), so a keyed item pays index writes only when its
+count crosses into the next bucket (powers of 16). All time still sorts `by-views` by the views.
 
 ### Before and after the batch's own threshold
 
@@ -161,10 +163,11 @@ The floor of this scheme: base, moves and the day boundary are 1.82 write units 
 two index writes because the count is the sort key. Measured levers:
 
 - **A coarse sort key** (a geometric bucket of the count, keys only; the exact counts of the candidates read with
-  BatchGetItem at refresh time, as the all-time deep tier already does; docs/proposals/coarse-index.md): on this run
-  only 15,232 of those 48,643 count changes change a base-4 bucket, 6,510 a base-16 bucket. Written as the deep tier
+  BatchGetItem at refresh time, as the all-time deep tier already does; docs/coarse-index.md): on this run only
+  15,232 of those 48,643 count changes change a base-4 bucket, 6,510 a base-16 bucket. Written as the deep tier
   writes its bucket (one aggregate write and two index writes per bucket change), that would bring the changes from
-  0.49 to about 0.23 (base 4) or 0.10 (base 16) write units per view: about 2.32 or 2.19 in total.
+  0.49 to about 0.23 (base 4) or 0.10 (base 16) write units per view: about 2.32 or 2.19 in total. **Built for the
+  period kinds** (next section); all time is the step after.
 - **Longer aggregation windows** (AggregationWindowSeconds, 10 s here): the 0.6 moves per view are one per (board,
   item) per window; a longer window merges more views per write, at the price of freshness.
 - **Longer periods of life**: in a real deployment the all-time and monthly thresholds are high and stable, so those
