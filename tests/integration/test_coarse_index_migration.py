@@ -11,12 +11,10 @@ from typing import Any
 
 import boto3
 import pytest
-from click.testing import CliRunner
-from moto import mock_aws
 
 from shardboard.adapters.keys import FORMAT, ITEM_ID, PERIOD_BUCKET_PREFIX, PERIOD_COUNT_PREFIX, PERIOD_KEY_PREFIX
 from shardboard.domain.publishing.deep_tier import deep_bucket
-from shardboard_tools.cli import main
+from tests.integration.test_import_cli import cli_on_moto
 from tests.integration.test_recovery import drain, record_workload, report
 
 
@@ -101,14 +99,7 @@ def test_the_new_release_reads_writes_and_migrates_the_previous_releases_table_w
 
 @pytest.fixture
 def cli(monkeypatch, tmp_path):
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
-    for name in ("VIEWS_TABLE", "BOARD_TABLE", "BOARD_NAME", "WRITE_SHARDS", "BOARD_SHARDS", "TOP_N"):
-        monkeypatch.delenv(name, raising=False)
-    runner = CliRunner()
-    with mock_aws():
-        yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
+    yield from cli_on_moto(monkeypatch, tmp_path)
 
 
 def write(tmp_path, name, lines):

@@ -23,6 +23,11 @@ LINES = [
 
 @pytest.fixture
 def cli(monkeypatch, tmp_path):
+    yield from cli_on_moto(monkeypatch, tmp_path)
+
+
+def cli_on_moto(monkeypatch, tmp_path):
+    """The CLI on moto, as a user runs it: ``cli(*args, stdin=None)`` -> click's result."""
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))

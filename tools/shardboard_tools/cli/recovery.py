@@ -15,19 +15,21 @@ from shardboard_tools.local.stream_runner import DEAD_LETTERS_FILE, default_stat
 from shardboard_tools.operations import recovery
 from shardboard_tools.operations.refill import refill as refill_periods
 
-
-def rebuild_state_path(board_table: str) -> Path:
-    return default_state_dir() / "rebuild" / f"{board_table}.json"
-
-
-@click.command()
-@click.option(
+segments_option = click.option(
     "--segments",
     type=click.IntRange(1, 1000),
     default=recovery.DEFAULT_SEGMENTS,
     show_default=True,
     help="Parallel scan segments (each one thread).",
 )
+
+
+def rebuild_state_path(board_table: str) -> Path:
+    return default_state_dir() / "rebuild" / f"{board_table}.json"
+
+
+@click.command()
+@segments_option
 @click.pass_context
 def migrate(ctx: click.Context, segments: int) -> None:
     """Convert the tables an earlier release wrote to this release's shape, once after `sam deploy` of it.
@@ -45,13 +47,7 @@ def migrate(ctx: click.Context, segments: int) -> None:
 
 
 @click.command()
-@click.option(
-    "--segments",
-    type=click.IntRange(1, 1000),
-    default=recovery.DEFAULT_SEGMENTS,
-    show_default=True,
-    help="Parallel scan segments (each one thread).",
-)
+@segments_option
 @click.pass_context
 def rebuild(ctx: click.Context, segments: int) -> None:
     """Recompute every aggregate, past entry and index membership, on every board and period, from the base table.
