@@ -10,8 +10,10 @@ from rich.table import Table
 from shardboard_tools.bench.boards_workload import BoardsWorkload
 from shardboard_tools.bench.prices import READ_REQUEST_UNIT_DOLLARS, WRITE_REQUEST_UNIT_DOLLARS
 
-# The targets for shardboard in this scenario (docs/benchmarks-boards.md).
-MAX_WRITE_UNITS_PER_VIEW = 2.5
+# The targets for shardboard in this scenario (docs/benchmarks-boards.md): 2.0 write units per view, 2.5 at
+# the very least, and a cost below the straightforward design's.
+MAX_WRITE_UNITS_PER_VIEW = 2.0
+LEAST_WRITE_UNITS_PER_VIEW = 2.5
 BASE_WRITES_PER_VIEW = 1.0
 MAX_REFRESH_READ_RATIO = 1.15
 
@@ -98,6 +100,14 @@ def table(result: dict[str, Any]) -> Table:
     return shown
 
 
+def _below_straightforward(designs: dict[str, Any], ours: dict[str, Any]) -> list[Target]:
+    plain = designs.get("straightforward")
+    if plain is None:
+        return []
+    found, theirs = ours["cost_per_million_views"], plain["cost_per_million_views"]
+    return [Target("cost per million views", f"< straightforward's ${theirs:.2f}", f"${found:.2f}", found < theirs)]
+
+
 def targets(result: dict[str, Any]) -> list[Target]:
     ours = result["designs"].get("shardboard")
     if ours is None:
@@ -109,12 +119,16 @@ def targets(result: dict[str, Any]) -> list[Target]:
             f"{ours['base_writes_per_view']:.3f}",
             abs(ours["base_writes_per_view"] - BASE_WRITES_PER_VIEW) < 1e-9,
         ),
-        Target(
-            "write units per view",
-            f"<= {MAX_WRITE_UNITS_PER_VIEW:g}",
-            f"{ours['write_units_per_view']:.3f}",
-            ours["write_units_per_view"] <= MAX_WRITE_UNITS_PER_VIEW,
+        *(
+            Target(
+                f"write units per view{label}",
+                f"<= {limit:g}",
+                f"{ours['write_units_per_view']:.3f}",
+                ours["write_units_per_view"] <= limit,
+            )
+            for label, limit in (("", MAX_WRITE_UNITS_PER_VIEW), (" (at the very least)", LEAST_WRITE_UNITS_PER_VIEW))
         ),
+        *_below_straightforward(result["designs"], ours),
         Target(
             "worst refresh read ratio",
             f"<= {MAX_REFRESH_READ_RATIO:g}",

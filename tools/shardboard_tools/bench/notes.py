@@ -144,9 +144,33 @@ past periods archived and queryable, late views, exactly-once bookkeeping. A bat
 T yet; lifting above the job's T too measured 2.543 (-40 %), but is only safe once the aggregator can tell hidden
 witnesses (docs/sparse-index.md).
 
-### Where the remaining units go
+### Before and after the coarse index
 
-Counted on this run (200,000 views) by wrapping the in-memory board store's methods, a one-off measurement:
+The default command, the same workload and prices, on the commit before (4cc5d79: every period index sorted by the
+count) and with the period indexes sorted by a bucket of the count (docs/coarse-index.md), each design exact:
+
+| design | write units per view | GSI | refresh read units per view | $/M views |
+|---|---:|---:|---:|---:|
+| shardboard (day, week, month) | 2.584 -> 2.296 | 0.732 -> 0.435 | 0.012 -> 0.148 | 1.62 -> 1.45 (-10 %) |
+| shardboard+24h | 3.213 -> 2.746 | 1.234 -> 0.759 | 0.044 -> 0.606 | 2.01 -> 1.79 (-11 %) |
+| shardboard+trending | 3.065 -> 2.603 | 1.096 -> 0.624 | 0.076 -> 0.352 | 1.93 -> 1.67 (-13 %) |
+
+By index (shardboard): `by-day` 0.179 -> 0.129, `by-week` and `by-month` 0.183 -> 0.059, `by-views` (all time, still
+sorted by the views) 0.183 both. The aggregates rose a little (0.840 -> 0.849): each bucket a count crosses is one
+more aggregate write (the raise) besides its two index writes. The refresh reads grew tenfold, since a refresh reads
+the exact counts of about N+R candidates (0.5 read units each) instead of N+S index entries, and stay about 1 % of
+the cost here; docs/coarse-index.md has the break-even rate below which they cost more than they save. Against the
+issue's "today" (3.96 write units per view on 400,000 views, $2.66 per million at 200,000 before the batch's own
+threshold) this is -42 % and -45 %; below the straightforward design ($2.30) by 37 %.
+
+What would get lower still: all time on the same index (about -0.12: `by-views` pays what `by-week` paid), then the
+floor below (1.82 before any index write): the aggregate moves (one per board, item and window) and the day boundary's
+archived entries.
+
+### Where the remaining units go (before the coarse index)
+
+Counted on this run (200,000 views) by wrapping the in-memory board store's methods, a one-off measurement on the
+commit before the coarse index:
 
 | what | writes | write units per view |
 |---|---:|---:|
@@ -174,9 +198,10 @@ two index writes because the count is the sort key. Measured levers:
   indexes see few joins; only the new day restarts at 0. This run starts every period empty, its worst case.
 
 The default, 200,000 views, is sized for the designs to finish within 10 minutes on this 2-core machine: the five
-designs took 8 min 51 s with nothing else running (`shardboard bench --scenario boards --json --no-files`;
-seed-per-board 139 s, straightforward 31 s, shardboard 95 s, shardboard+24h 125 s, shardboard+trending 132 s of their
-own wall time), and 11 min 47 s for the run above, which a chaos run shared the machine with. A bigger `--views`
+designs took 8 min 51 s with nothing else running before the coarse index (`shardboard bench --scenario boards
+--json --no-files`; seed-per-board 139 s, straightforward 31 s, shardboard 95 s, shardboard+24h 125 s,
+shardboard+trending 132 s of their own wall time), and 12 min 21 s for the run above, which a chaos run shared the
+machine with (the shardboard design alone: 116 s under the same load). A bigger `--views`
 keeps the day boundary halfway and runs longer; every period starts empty and its threshold rises with time, so
 the per-view figures fall as the run lengthens (400,000 views: 3.958 write units per view for shardboard before the
 batch's own threshold, 2.633 with its first version).
