@@ -199,7 +199,9 @@ def test_each_kinds_index_ranks_by_its_own_count_and_pages(ports):
     for item, (views, week) in {"a": (50, 5), "b": (40, 20), "c": (30, 10)}.items():
         move(board, item, [ShardMove(0, 0, views - week)], kinds=(), joins={"all": "all#1#0"})
         buckets = {"week": deep_bucket(week)}  # as the aggregator's raise leaves it
-        move(board, item, [ShardMove(0, views - week, views)], kinds=("week",), joins={"week": "wk#1#0"}, buckets=buckets)
+        move(
+            board, item, [ShardMove(0, views - week, views)], kinds=("week",), joins={"week": "wk#1#0"}, buckets=buckets
+        )
     # And a past entry keyed in the same week index (a past week's entries share it, under their own key)
     board.archive(PastEntry(WEEK, "z", 15, None, "wk#1#0", 90, None))
     # When each index is read

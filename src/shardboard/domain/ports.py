@@ -262,8 +262,9 @@ class AggregateWrites(Protocol):
     ) -> MoveResult:
         """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
         all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind, with
-        ``buckets`` (the buckets of their counts) set if absent; ``deep``: the all-time deep key and bucket to set if the aggregate has none; ``weights``: per kind, what one
-        view adds to its count when not 1 (a trending score)."""
+        ``buckets`` (the buckets of their counts) set if absent; ``deep``: the all-time deep key and bucket to set if
+        the aggregate has none; ``weights``: per kind, what one view adds to its count when not 1 (a trending
+        score)."""
         ...
 
     def roll(

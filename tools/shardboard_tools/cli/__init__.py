@@ -67,7 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "migrate": (
         "recovery:migrate",
-        "Convert the tables an earlier release wrote to this release's shape (docs/deploy.md, \"Upgrading\"); safe to "
+        'Convert the tables an earlier release wrote to this release\'s shape (docs/deploy.md, "Upgrading"); safe to '
         "run twice and while traffic flows.",
     ),
     "plan": (
