@@ -67,8 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "migrate": (
         "recovery:migrate",
-        'Convert the tables an earlier release wrote to this release\'s shape (docs/deploy.md, "Upgrading"); safe to '
-        "run twice and while traffic flows.",
+        "Convert the tables an earlier release wrote to this release's shape, once after `sam deploy` of it.",
     ),
     "plan": (
         "plan:plan",

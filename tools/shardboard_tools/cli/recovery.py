@@ -141,4 +141,4 @@ def refill(ctx: click.Context, boards: tuple[str, ...]) -> None:
 
 
 # `chaos` proves what these commands repair; registered with them.
-COMMANDS = [rebuild, redrive, refill, chaos]
+COMMANDS = [migrate, rebuild, redrive, refill, chaos]
