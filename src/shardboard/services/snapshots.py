@@ -56,6 +56,8 @@ from shardboard.settings import Settings
 # Periods refreshed at once by one run, and a gather's shard Queries in flight at once.
 PERIOD_PARALLELISM = 16
 SHARD_PARALLELISM = 32
+# Keys per BatchGetItem request (DynamoDB's limit).
+COUNTS_PER_REQUEST = 100
 # Deep keys per Query page: KEYS_ONLY entries are ~100 bytes, so a page stays far below 1 MB.
 DEEP_PAGE = 1000
 
@@ -145,6 +147,18 @@ def gather_buckets(
             origin.setdefault(row.item_id, shard)
         return visible, cursor
 
+    def counts(refs: Sequence[str]) -> dict[str, int]:
+        """BatchGetItem takes 100 keys: a ranked version's thousands of candidates go out in parallel requests."""
+        chunks = [refs[start : start + COUNTS_PER_REQUEST] for start in range(0, len(refs), COUNTS_PER_REQUEST)]
+        if len(chunks) <= 1:
+            return board.read_counts(period.kind, refs) if refs else {}
+        with ThreadPoolExecutor(max_workers=min(len(chunks), SHARD_PARALLELISM)) as reads:
+            return {
+                ref: n
+                for part in reads.map(lambda c: board.read_counts(period.kind, c), chunks)
+                for ref, n in part.items()
+            }
+
     sizes = [first_page_size(top_n, shards, previous_hits, shard) for shard in range(shards)]
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
         first = list(pool.map(lambda shard: page(shard, sizes[shard], None), range(shards)))
@@ -166,12 +180,12 @@ def gather_buckets(
 
     # The first pages hold about the top N (their sizes are each shard's share of it): their counts are read at once,
     # so a refresh usually takes one BatchGetItem round, not one per bucket.
-    known = board.read_counts(period.kind, [row.ref for rows, _ in first for row in rows]) if first else {}
+    known = counts([row.ref for rows, _ in first for row in rows])
 
     def read_views(refs: Sequence[str]) -> Mapping[str, int]:
         missing = [ref for ref in refs if ref not in known]
         if missing:
-            known.update(board.read_counts(period.kind, missing))
+            known.update(counts(missing))
         return {ref: known[ref] for ref in refs if ref in known}
 
     deep = gather_deep(
