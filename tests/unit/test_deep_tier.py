@@ -140,3 +140,49 @@ def test_a_bucket_is_read_when_its_best_could_beat_the_dth_best():
     )
     # Then bucket 2 is read although 20 >= 16, its least views: it may hold more than 20
     assert [(e.id, e.views) for e in gathered.top] == [("a", 30)]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    counts=st.dictionaries(st.sampled_from("abcdefghijklmnop"), st.integers(1, 600), max_size=16),
+    copies=st.dictionaries(st.sampled_from("abcdefghijklmnop"), st.integers(1, 600), max_size=8),
+    raised=st.dictionaries(st.sampled_from("abcdefghijklmnop"), st.integers(0, 2), max_size=16),
+    depth=st.integers(1, 12),
+    shard_count=st.integers(1, 4),
+    seed=st.integers(0, 10**6),
+)
+def test_a_period_gather_by_buckets_equals_sorting_everything(  # noqa: PLR0917 - hypothesis arguments
+    counts, copies, raised, depth, shard_count, seed
+):
+    """A period's index (docs/coarse-index.md): no head, refs that are aggregates or the past entries archived from
+    them (an item listed twice counts once, with its larger count), buckets at or above their count's (a bucket
+    raised early by a writer that saw more is still sound), pages that split buckets."""
+    rng = random.Random(seed)
+    stored = {f"item#{item}": count for item, count in counts.items()}
+    stored |= {f"entry#{item}": count for item, count in copies.items()}
+    owner = {ref: ref.split("#", 1)[1] for ref in stored}
+    shards: list[list[tuple[int, str]]] = [[] for _ in range(shard_count)]
+    for ref, count in stored.items():
+        bucket = deep_bucket(count) + raised.get(owner[ref], 0)
+        shards[rng.randrange(shard_count)].append((bucket, ref))
+    for entries in shards:
+        rng.shuffle(entries)
+        entries.sort(key=lambda pair: -pair[0])
+
+    def read(shard: int) -> Iterator[tuple[int, list[str]]]:
+        entries = shards[shard]
+        start = 0
+        while start < len(entries):
+            bucket = entries[start][0]
+            chunk = [ref for b, ref in entries[start : start + 2] if b == bucket]
+            start += len(chunk)
+            yield bucket, chunk
+
+    def read_views(refs: Sequence[str]) -> Mapping[str, int]:
+        return {ref: stored[ref] for ref in refs}
+
+    gathered = gather_deep(depth, (), shards=shard_count, read_buckets=read, read_views=read_views, id_of=owner.__getitem__)
+    best: dict[str, int] = {}
+    for ref, count in stored.items():
+        best[owner[ref]] = max(count, best.get(owner[ref], 0))
+    assert gathered.top == top((Entry(item, count) for item, count in best.items()), depth)
