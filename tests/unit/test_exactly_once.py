@@ -155,6 +155,24 @@ def test_a_crash_between_count_and_index_join_is_healed_by_the_replay():
     assert views(board, "a") == 4 and board.state("global", "a").in_index
 
 
+def test_a_crash_between_a_move_and_its_bucket_raise_is_healed_by_the_replay():
+    # Given an aggregate keyed in its day's index at bucket 0, whose count then reached 40 (bucket 1) by a move whose
+    # process died before it raised the bucket (docs/coarse-index.md): the index sorts it below its count
+    day, board = "2026-11-25", memory_board()
+    ctx = Context(Settings(periods=("day",)).policy, {})
+    key = ctx.index_key(PeriodKey("global", "day", day), "a")
+    board.move("global", "a", day, [ShardMove(0, 0, 3)], kinds=("day",), joins={"day": key}, buckets={"day": 0})
+    board.move("global", "a", day, [ShardMove(0, 3, 40)], kinds=("day",), joins={})
+    assert board.state("global", "a").buckets == {"day": 0}
+    # When the batch is replayed
+    records = [ViewRecord("global", "a", day, 0, n, n + 1, f"{n:020d}") for n in range(40)]
+    outcome = apply_delta(board, fold(records)[("global", "a", day)], ctx)
+    # Then nothing is counted twice and the bucket is raised to its count's, the key kept
+    assert outcome.replay_absorbed and outcome.views_added == 0
+    state = board.state("global", "a")
+    assert state.count("day") == 40 and state.buckets == {"day": 1} and state.keyed == frozenset({"day"})
+
+
 def test_endless_contention_fails_the_item_not_the_process():
     class AlwaysRefused(MemoryBoardStore):
         """Another writer always got there first (two runners on one stream by mistake)."""
