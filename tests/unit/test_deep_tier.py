@@ -181,7 +181,9 @@ def test_a_period_gather_by_buckets_equals_sorting_everything(  # noqa: PLR0917 
     def read_views(refs: Sequence[str]) -> Mapping[str, int]:
         return {ref: stored[ref] for ref in refs}
 
-    gathered = gather_deep(depth, (), shards=shard_count, read_buckets=read, read_views=read_views, id_of=owner.__getitem__)
+    gathered = gather_deep(
+        depth, (), shards=shard_count, read_buckets=read, read_views=read_views, id_of=owner.__getitem__
+    )
     best: dict[str, int] = {}
     for ref, count in stored.items():
         best[owner[ref]] = max(count, best.get(owner[ref], 0))
