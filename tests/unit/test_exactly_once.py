@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from shardboard.domain.aggregating.aggregation import AggregateContention, Context, ItemOutcome
 from shardboard.domain.aggregating.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
 from shardboard.domain.ports import AggregateState, BoardState, MoveResult, PeriodKey
-from shardboard.services.aggregating import apply_delta
+from shardboard.services.aggregating import StreamAggregator, _erase_deleted, apply_delta, apply_deltas
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
@@ -183,3 +183,27 @@ def test_endless_contention_fails_the_item_not_the_process():
     board = AlwaysRefused(CapacityEmulator(VirtualClock()))
     with pytest.raises(AggregateContention):
         apply_item(board, one(stream_of([("a", 0)])))
+
+
+def test_a_roll_that_archives_after_a_deletes_sweep_is_erased_by_its_batch():
+    """Found by `shardboard chaos --seed 7 --short`: the batch read the aggregate (yesterday's), the delete's sweep
+    erased it, the roll archived yesterday's entry anyway (a PutItem) and lost its compare-and-set; the batch's own
+    erase of what it wrote for the deleted item must take that entry too."""
+
+    class SweptBeforeArchive(MemoryBoardStore):
+        def archive(self, entry):  # type: ignore[no-untyped-def]
+            if entry.item_id == "x":  # the delete's sweep lands here, between the read and the archive
+                self.erase(entry.period.board, "x", [entry.period])
+            super().archive(entry)
+
+    settings = Settings(periods=("day",))
+    board = SweptBeforeArchive(CapacityEmulator(VirtualClock()))
+    day1 = [ViewRecord("global", "x", "2026-11-24", 0, n, n + 1, f"{n:020d}") for n in range(3)]
+    apply_deltas(board, fold(day1), settings)
+    day2 = [ViewRecord("global", "x", "2026-11-25", 0, 0, 1, f"{10:020d}")]
+    outcome = apply_deltas(board, fold(day2), settings)
+    assert outcome.items[("global", "x", "2026-11-25")].archived == (PeriodKey("global", "day", "2026-11-24"),)
+    aggregator = StreamAggregator(lambda: board, lambda: settings, lambda ids, consistent: frozenset({"x"}))
+    erased = _erase_deleted(aggregator, board, outcome)
+    assert [(e.item_id, e.erased) for e in erased] == [("x", 2)]  # the new aggregate and the entry archived late
+    assert [row for row in board.scan_counts() if row["item_id"]["S"] == "x"] == []

@@ -161,10 +161,11 @@ def _roll(board: CountingBoard, delta: ItemDelta, ctx: Context, old: AggregateSt
     for entry in roll.archives:
         board.archive(entry)
     writes = len(roll.archives) + 1
+    archived = tuple(entry.period for entry in roll.archives)
     if not board.roll(roll.board, roll.item_id, roll.old, roll.new, roll.keys):
         # The aggregate changed meanwhile: read it and decide again.
-        return ItemOutcome(writes=writes), board.state(delta.board, delta.item_id), roll.moves
-    outcome = ItemOutcome(views_added=roll.added, writes=writes, rolled=True)
+        return ItemOutcome(writes=writes, archived=archived), board.state(delta.board, delta.item_id), roll.moves
+    outcome = ItemOutcome(views_added=roll.added, writes=writes, rolled=True, archived=archived)
     return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, roll.new)), roll.new, []
 
 
@@ -419,8 +420,13 @@ def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchO
     denied = aggregator.denied({item_id for _, item_id in written}, True) if written else frozenset()
     erased = []
     for board_name, item_id in sorted(pair for pair in written if pair[1] in denied):
-        periods = [period for period in outcome.changed if period.board == board_name]
-        erased.append(Erased(board_name, item_id, board.erase(board_name, item_id, periods)))
+        # The periods the batch counted in, and those its rolls archived into: a roll may archive an entry after the
+        # delete's own sweep (it read the aggregate before the sweep), then lose its compare-and-set.
+        periods = {period for period in outcome.changed if period.board == board_name}
+        periods.update(
+            p for key, item in outcome.items.items() if key[:2] == (board_name, item_id) for p in item.archived
+        )
+        erased.append(Erased(board_name, item_id, board.erase(board_name, item_id, sorted(periods))))
     return erased
 
 

@@ -52,6 +52,9 @@ class ItemOutcome(NamedTuple):  # immutable and, built once per item per batch, 
     joined_index: bool = False
     rolled: bool = False  # the aggregate moved to a newer period (its ended periods were archived)
     late: bool = False  # views of a period older than the aggregate's (applied by transaction)
+    # The past periods a roll archived the item into (even if the roll itself then lost): a batch that wrote for an
+    # item deleted meanwhile erases these entries too.
+    archived: tuple[PeriodKey, ...] = ()
 
     def plus(self, other: ItemOutcome) -> ItemOutcome:
         return ItemOutcome(
@@ -62,6 +65,7 @@ class ItemOutcome(NamedTuple):  # immutable and, built once per item per batch, 
             self.joined_index or other.joined_index,
             self.rolled or other.rolled,
             self.late or other.late,
+            self.archived + other.archived,
         )
 
 
