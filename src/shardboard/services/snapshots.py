@@ -113,12 +113,17 @@ def gather_layout(
             limit,
             None if first_page else cursors.get(shard),
         )
-        gone = dropped_among(hidden, [row.item_id for row in rows]) if hidden else frozenset()
-        visible = [Entry(id=row.item_id, views=row.sort) for row in rows if row.item_id not in gone]
+        visible = [Entry(id=row.item_id, views=row.sort) for row in visible_rows(rows, hidden)]
         return ShardRead(visible, more=cursors[shard] is not None)
 
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
         return gather_top_n(top_n, shards, fetch, previous_hits, each=pool.map)
+
+
+def visible_rows(rows: list[IndexRow], hidden: Dropped) -> list[IndexRow]:
+    """An index page without its hidden items (the GSI may still show a just-hidden one)."""
+    gone = dropped_among(hidden, [row.item_id for row in rows]) if hidden else frozenset()
+    return [row for row in rows if row.item_id not in gone] if gone else rows
 
 
 def gather_buckets(
@@ -140,8 +145,7 @@ def gather_buckets(
 
     def page(shard: int, limit: int, start: ResumeToken | None) -> tuple[list[IndexRow], ResumeToken | None]:
         rows, cursor = board.query_shard(period.kind, keys[shard], limit, start)
-        gone = dropped_among(hidden, [row.item_id for row in rows]) if hidden else frozenset()
-        visible = [row for row in rows if row.item_id not in gone]
+        visible = visible_rows(rows, hidden)
         for row in visible:
             items[row.ref] = row.item_id
             origin.setdefault(row.item_id, shard)
