@@ -440,7 +440,8 @@ class VerifyReport(BaseModel):
     hidden: int = Field(description="Hidden items: counted like any other, left out of every snapshot's truth.")
     deleted: int = Field(description="Deleted items: left out of the truth; any count of theirs left is a difference.")
     deleted_leftovers: int = Field(
-        description="Base counters of deleted items still in the views table: never counted again, not a difference."
+        description="What of deleted items is left where nothing reads it, not a difference: their base counters in "
+        "the views table (never counted again) and their entries in periods past retention (TTL removes them)."
     )
     refill_needed: list[str] = Field(
         description='"<board> <kind>:<bucket>" of each period with more takedowns above its index threshold than '

@@ -5,11 +5,14 @@ every 400 and 404 writing nothing."""
 from __future__ import annotations
 
 import json
+import random
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
 
 from shardboard.adapters.keys import PK
+from shardboard.domain.writing.recording import Where, record_views
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.integration.test_http_api import call, post
@@ -87,6 +90,25 @@ def test_verify_finds_a_sweep_cut_short(board, monkeypatch):  # noqa: F811
     monkeypatch.undo()
     assert call(board, "items_admin", load_event("items_admin_delete.json"))[2]["erased"] == 1
     assert verify(board.views, board.board, board.settings, items.hidden(), items.denied()).exact
+
+
+def test_an_entry_past_retention_that_the_sweep_does_not_reach_is_a_leftover_not_a_difference(board):  # noqa: F811
+    # Given a late view of the item into a day long past retention (its entry written with a TTL already due)
+    old = datetime.now(UTC) - timedelta(days=board.settings.retention("day") + 5)
+    where = Where.of(board.settings.anchor, at=old)
+    record_views(board.views, SAMPLE_ID, 1, board.settings.write_shards, random.Random(3), where=where)
+    drain(board)
+    old_day = f"entry#global#day#{old:%Y-%m-%d}#{SAMPLE_ID}"
+    assert old_day in holders(board, SAMPLE_ID)
+    # When the item is deleted (the sweep covers the retained periods only: that week and month, not that day)
+    assert call(board, "items_admin", load_event("items_admin_delete.json"))[0] == 200
+    # Then the day's entry stays until its TTL, and verify counts it with the leftovers: nothing reads it
+    assert holders(board, SAMPLE_ID) == [old_day]
+    items = board.runtime.items
+    report = verify(board.views, board.board, board.settings, items.hidden(), items.denied())
+    assert report.exact and report.differences == []
+    before = verify(board.views, board.board, board.settings, items.hidden(), frozenset())
+    assert report.deleted_leftovers > 0 and not before.exact
 
 
 def test_a_repeated_delete_sweeps_again_and_writes_no_audit_row(board):  # noqa: F811
