@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from shardboard.adapters.dynamodb import ScanDeadline
-from shardboard.adapters.keys import DEEP_KEY, ITEM_ID, index_key_attr
+from shardboard.adapters.keys import ITEM_ID, index_key_attr
 from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, LateResult, MoveResult, PastEntry, PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket
@@ -27,27 +27,24 @@ LAST_MONTH = PeriodKey(BOARD, "month", "2026-10")
 
 def state(applied, views, bucket=D1, counts=None, *, keyed=(), in_index=False):
     """An aggregate's state whose current day (and week) count equals its views unless ``counts`` says otherwise."""
-    return AggregateState(
-        applied, views, in_index, bucket, {"day": views} if counts is None else counts, frozenset(keyed)
-    )
+    keyed = frozenset(keyed) | ({"all"} if in_index else set())
+    return AggregateState(applied, views, bucket, {"day": views} if counts is None else counts, keyed)
 
 
 def move(board, item, moves, *, bucket=D1, kinds=("day",), joins=None, buckets=None):
-    """A move; a period kind it joins gets bucket 0 unless ``buckets`` says otherwise (the aggregator passes the
-    bucket of the count it is sure of)."""
+    """A move; a period kind it joins gets bucket 0, all time the bucket of what the move adds, unless ``buckets``
+    says otherwise (the aggregator passes the bucket of the count it is sure of)."""
     joins = joins or {}
-    buckets = {kind: 0 for kind in joins if kind != "all"} | (buckets or {})
+    added = sum(m.target - m.expected for m in moves)
+    buckets = {kind: deep_bucket(added) if kind == "all" else 0 for kind in joins} | (buckets or {})
     return board.move(BOARD, item, bucket, moves, kinds=kinds, joins=joins, buckets=buckets)
 
 
 def listed(board, kind, key, limit=10, start=None):
-    """One page of a kind's index as (id, count), and its cursor: all time's rows carry the views they sort by; a
-    period's rows carry the bucket they sort by, and their counts are read (``read_counts``), each row checked to
-    sort at or above its count's bucket. Within a page, a period's rows are listed by bucket, then count, then id
-    (an index orders equal sort keys as it likes)."""
+    """One page of a kind's index as (id, count), and its cursor: rows carry the bucket they sort by, and their
+    counts are read (``read_counts``), each row checked to sort at or above its count's bucket. Within a page, rows
+    are listed by bucket, then count, then id (an index orders equal sort keys as it likes)."""
     rows, cursor = board.query_shard(kind, key, limit, start)
-    if kind == "all":
-        return [(row.item_id, row.sort) for row in rows], cursor
     counts = board.read_counts(kind, [row.ref for row in rows])
     for row in rows:
         assert row.sort >= deep_bucket(counts[row.ref]), (row, counts[row.ref])
@@ -83,7 +80,7 @@ def test_a_first_write_needs_the_shard_absent_and_a_replay_is_refused_with_the_s
     assert move(board, "a", [ShardMove(0, 3, 5), ShardMove(4, 0, 2)]) == MoveResult(True, state({0: 5, 4: 2}, 7))
     assert board.state(BOARD, "a") == state({0: 5, 4: 2}, 7)
     # And aggregates are per board
-    assert board.state("other", "a") == AggregateState({}, 0, False)
+    assert board.state("other", "a") == AggregateState({}, 0)
 
 
 def test_a_move_is_all_or_nothing(ports):
@@ -98,10 +95,10 @@ def test_a_move_is_all_or_nothing(ports):
 
 def test_a_move_expecting_a_value_on_a_missing_aggregate_is_refused_without_state(ports):
     # Given no aggregate (a board table lost, before `rebuild`)
-    assert ports.board.state(BOARD, "gone") == AggregateState({}, 0, False)
+    assert ports.board.state(BOARD, "gone") == AggregateState({}, 0)
     # Then a move that expects an applied value is refused, and there is no item to return
     assert move(ports.board, "gone", [ShardMove(0, 5, 6)]) == MoveResult(False, None)
-    assert ports.board.state(BOARD, "gone") == AggregateState({}, 0, False)
+    assert ports.board.state(BOARD, "gone") == AggregateState({}, 0)
 
 
 def test_a_move_counts_in_the_kinds_it_names_and_only_in_the_aggregates_bucket(ports):
@@ -122,7 +119,7 @@ def test_a_move_keys_the_aggregate_once_per_kind_and_never_rekeys_it(ports):
     board = ports.board
     # Given an aggregate that joined the all-time and day indexes in its first move
     joined = move(board, "a", [ShardMove(0, 0, 9)], joins={"all": "contract#4#1", "day": "contract#day#4#1"})
-    # (``keyed`` lists the period kinds' keys; the all-time key is ``in_index``)
+    # (``keyed`` lists the kinds whose keys it carries; ``in_index`` says all time is one)
     assert joined == MoveResult(True, state({0: 9}, 9, keyed=("day",), in_index=True))
     # When a later move names other keys (another layout, mid-reshard) and joins the week
     move(board, "a", [ShardMove(0, 9, 10)], kinds=("day", "week"), joins={"all": "contract#8#5", "week": "wk#4#1"})
@@ -131,23 +128,23 @@ def test_a_move_keys_the_aggregate_once_per_kind_and_never_rekeys_it(ports):
     assert listed(board, "all", "contract#8#5", 10, None) == ([], None)
     assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 10)], None)
     assert listed(board, "week", "wk#4#1", 10, None) == ([("a", 1)], None)
-    assert board.state(BOARD, "a").keyed == frozenset({"day", "week"})
+    assert board.state(BOARD, "a").keyed == frozenset({"all", "day", "week"})
 
 
 def test_join_index_keys_only_an_existing_aggregate_not_yet_in_that_kinds_index(ports):
     board = ports.board
     # Given no aggregate, the join is refused
-    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is False
-    assert board.state(BOARD, "a") == AggregateState({}, 0, False)
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}, {"all": 0}) is False
+    assert board.state(BOARD, "a") == AggregateState({}, 0)
     # Given an aggregate outside the (sparse) indexes, the join keys it into one kind's
     move(board, "a", [ShardMove(0, 0, 7)])
     assert listed(board, "all", "contract#4#1", 10, None) == ([], None)
-    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}, {"all": 0}) is True
     assert board.state(BOARD, "a").in_index
     assert board.join_index(BOARD, "a", {"day": "contract#day#4#1"}, {"day": 0}) is True
-    assert board.state(BOARD, "a").keyed == frozenset({"day"})
+    assert board.state(BOARD, "a").keyed == frozenset({"all", "day"})
     # When a second join names another key (during a reshard), it is refused and the item keeps its key
-    assert board.join_index(BOARD, "a", {"all": "contract#8#5"}) is False
+    assert board.join_index(BOARD, "a", {"all": "contract#8#5"}, {"all": 0}) is False
     assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 7)], None)
     assert listed(board, "all", "contract#8#5", 10, None) == ([], None)
     assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
@@ -157,40 +154,18 @@ def test_join_index_keys_several_kinds_in_one_write_and_keeps_the_keys_it_has(po
     board = ports.board
     # Given an aggregate keyed into all time only
     move(board, "a", [ShardMove(0, 0, 7)])
-    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}) is True
+    assert board.join_index(BOARD, "a", {"all": "contract#4#1"}, {"all": 0}) is True
     # When one join names all time (another layout's key) and two kinds it lacks
     keys = {"all": "contract#8#5", "day": "contract#day#4#1", "week": "wk#4#1"}
     assert board.join_index(BOARD, "a", keys, {"day": 0, "week": 0}) is True
     # Then it is keyed into both new kinds and keeps its all-time key; a join of keys it all has is refused
-    assert board.state(BOARD, "a").keyed == frozenset({"day", "week"})
+    assert board.state(BOARD, "a").keyed == frozenset({"all", "day", "week"})
     assert listed(board, "all", "contract#4#1", 10, None) == ([("a", 7)], None)
     assert listed(board, "day", "contract#day#4#1", 10, None) == ([("a", 7)], None)
     assert board.join_index(BOARD, "a", {"day": "contract#day#4#1", "week": "wk#4#1"}) is False
 
 
 # -- the GSIs
-
-
-def test_the_gsi_query_is_best_first_and_pages_with_its_cursor(ports):
-    board = ports.board
-    # Given five indexed aggregates on one board shard, one on another shard, and one outside the index
-    for item, views in [("c", 30), ("a", 50), ("e", 10), ("b", 40), ("d", 20)]:
-        move(board, item, [ShardMove(0, 0, views)], joins={"all": "contract#2#0"})
-    move(board, "other", [ShardMove(0, 0, 45)], joins={"all": "contract#2#1"})
-    move(board, "sparse", [ShardMove(0, 0, 60)])
-    # When the shard is read two at a time
-    first, cursor = listed(board, "all", "contract#2#0", 2, None)
-    assert first == [("a", 50), ("b", 40)]
-    assert cursor is not None
-    second, cursor = listed(board, "all", "contract#2#0", 2, cursor)
-    assert second == [("c", 30), ("d", 20)]
-    third, cursor = listed(board, "all", "contract#2#0", 2, cursor)
-    # Then it sees exactly that shard's indexed items, in descending views, and the last page has no cursor
-    assert third == [("e", 10)]
-    assert cursor is None
-    # And an aggregate's views move its position (the GSI's sort key)
-    move(board, "e", [ShardMove(0, 10, 55)])
-    assert listed(board, "all", "contract#2#0", 1, None)[0] == [("e", 55)]
 
 
 def test_each_kinds_index_ranks_by_its_own_count_and_pages(ports):
@@ -280,24 +255,24 @@ def test_roll_replaces_the_state_only_if_it_is_unchanged(ports):
     move(board, "a", [ShardMove(0, 0, 4), ShardMove(1, 0, 2)], kinds=("day", "week"), joins={"day": "d1#1#0"})
     old = board.state(BOARD, "a")
     # When the aggregate rolls to the next day: applied values of the new bucket, the day's count restarts
-    new = AggregateState({1: 3}, 9, False, D2, {"day": 3, "week": 9})
+    new = AggregateState({1: 3}, 9, D2, {"day": 3, "week": 9})
     assert board.roll(BOARD, "a", old, new, {"day": "d2#1#0"}) is True
     # Then its state is the new one, and the day index holds it under the new day's key only
     assert board.state(BOARD, "a") == state({1: 3}, 9, D2, {"day": 3, "week": 9}, keyed=("day",))
     assert listed(board, "day", "d1#1#0", 10, None) == ([], None)
     assert listed(board, "day", "d2#1#0", 10, None) == ([("a", 3)], None)
     # When a roll computed from the stale state comes (another invocation rolled first), it is refused
-    stale = AggregateState({0: 1}, 1, False, D3, {"day": 1, "week": 1})
+    stale = AggregateState({0: 1}, 1, D3, {"day": 1, "week": 1})
     assert board.roll(BOARD, "a", old, stale, {"day": None}) is False
     assert board.state(BOARD, "a") == state({1: 3}, 9, D2, {"day": 3, "week": 9}, keyed=("day",))
     # And a key of None removes the aggregate from that kind's index
-    newer = AggregateState({}, 9, False, D3, {"day": 0, "week": 9})
+    newer = AggregateState({}, 9, D3, {"day": 0, "week": 9})
     assert board.roll(BOARD, "a", board.state(BOARD, "a"), newer, {"day": None}) is True
     assert board.state(BOARD, "a") == state({}, 9, D3, {"day": 0, "week": 9})
     assert listed(board, "day", "d2#1#0", 10, None) == ([], None)
     # And a missing aggregate does not roll
     assert board.roll(BOARD, "gone", old, new, {}) is False
-    assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
+    assert board.state(BOARD, "gone") == AggregateState({}, 0)
 
 
 def test_archive_keeps_the_copy_from_the_latest_source(ports):
@@ -316,15 +291,15 @@ def test_archive_keeps_the_copy_from_the_latest_source(ports):
     assert listed(board, "day", "d1#1#0", 10, None) == ([], None)
     # And a coarser past period's entry has no applied values; entries are per period and item
     board.archive(PastEntry(LAST_MONTH, "a", 40, None, None, 11, None))
-    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 40, False, "2026-10", {"month": 40})
-    assert board.entry_state(DAY2, "a") == AggregateState({}, 0, False)
-    assert board.state(BOARD, "a") == AggregateState({}, 0, False)
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 40, "2026-10", {"month": 40})
+    assert board.entry_state(DAY2, "a") == AggregateState({}, 0)
+    assert board.state(BOARD, "a") == AggregateState({}, 0)
 
 
 def test_join_entry_keys_only_an_existing_entry_not_yet_keyed(ports):
     board = ports.board
     assert board.join_entry(DAY1, "a", "d1#1#0") is False
-    assert board.entry_state(DAY1, "a") == AggregateState({}, 0, False)
+    assert board.entry_state(DAY1, "a") == AggregateState({}, 0)
     board.archive(PastEntry(DAY1, "a", 6, {0: 6}, None, 6, None))
     assert board.join_entry(DAY1, "a", "d1#1#0") is True
     assert board.join_entry(DAY1, "a", "d1#2#1") is False
@@ -346,9 +321,9 @@ def test_erase_deletes_the_named_entries_then_the_aggregate_and_their_index_keys
     erased = board.erase(BOARD, "a", [ALL_TIME, DAY1, DAY2, WEEK, LAST_MONTH, other])
     # Then its aggregate and both entries are gone, out of the indexes, and nothing else moved
     assert erased == 3
-    assert board.state(BOARD, "a") == AggregateState({}, 0, False)
-    assert board.entry_state(DAY1, "a") == AggregateState({}, 0, False)
-    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0, False)
+    assert board.state(BOARD, "a") == AggregateState({}, 0)
+    assert board.entry_state(DAY1, "a") == AggregateState({}, 0)
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0)
     assert listed(board, "day", "d2#1#0", 10, None) == ([("b", 3)], None)
     assert listed(board, "day", "d1#1#0", 10, None) == ([("b", 2)], None)
     assert board.entry_state(DAY1, "b") == state({0: 2}, 2, D1, keyed=("day",))
@@ -379,7 +354,7 @@ def late(moves, aggregate_bucket=D2, joins=None):
 def rolled(board):
     """An aggregate in D2 with 10 views (6 of them in D1, archived with their applied values)."""
     move(board, "a", [ShardMove(0, 0, 4)], bucket=D2, kinds=("day", "week"))
-    board.roll(BOARD, "a", board.state(BOARD, "a"), AggregateState({0: 4}, 10, False, D2, {"day": 4, "week": 10}), {})
+    board.roll(BOARD, "a", board.state(BOARD, "a"), AggregateState({0: 4}, 10, D2, {"day": 4, "week": 10}), {})
     board.archive(PastEntry(DAY1, "a", 6, {0: 6}, None, 10, None))
 
 
@@ -406,7 +381,7 @@ def test_a_late_move_adds_a_weighted_kinds_delta_times_its_weight_to_the_aggrega
     assert result == LateResult(True)
     assert board.entry_state(DAY1, "a") == state({0: 9}, 9, D1)
     assert board.state(BOARD, "a") == state({0: 4}, 13, D2, {"day": 4, "week": 10 + 3000})
-    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 9, False, "2026-10", {"month": 9})
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 9, "2026-10", {"month": 9})
 
 
 def test_a_late_move_moves_the_entry_the_aggregate_and_past_entries_together(ports):
@@ -419,7 +394,7 @@ def test_a_late_move_moves_the_entry_the_aggregate_and_past_entries_together(por
     assert result == LateResult(True)
     assert board.entry_state(DAY1, "a") == state({0: 9, 1: 2}, 11, D1, keyed=("day",))
     assert board.state(BOARD, "a") == state({0: 4}, 15, D2, {"day": 4, "week": 15})
-    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 5, False, "2026-10", {"month": 5})
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 5, "2026-10", {"month": 5})
     assert listed(board, "day", "d1#1#0", 10, None) == ([("a", 11)], None)
 
 
@@ -432,7 +407,7 @@ def test_a_late_move_refused_by_the_entry_changes_nothing_and_returns_the_entry(
     assert result == LateResult(False, state({0: 6}, 6, D1))
     assert board.entry_state(DAY1, "a") == state({0: 6}, 6, D1)
     assert board.state(BOARD, "a") == state({0: 4}, 10, D2, {"day": 4, "week": 10})
-    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0, False)
+    assert board.entry_state(LAST_MONTH, "a") == AggregateState({}, 0)
 
 
 def test_a_late_move_refused_by_the_aggregates_bucket_reports_it_moved(ports):
@@ -639,73 +614,74 @@ def test_the_snapshot_head_keeps_its_rank_block(ports):
     assert board.get_snapshot(ALL_TIME).rank is None
 
 
-# -- the all-time deep tier (docs/proposals/deep-tier.md)
+# -- all time's index (docs/coarse-index.md): KEYS_ONLY, sorted by the bucket of the views
 
 
-def deep_pages(board, deep_key, limit):
-    """Every (id, bucket) of one deep shard, page by page, and how many pages it took."""
+def all_time_pages(board, key, limit):
+    """Every (id, bucket) of one shard of all time's index, page by page, and how many pages it took."""
     rows, cursor, pages = [], None, 0
     while True:
-        page, cursor = board.query_deep(BOARD, deep_key, limit, cursor)
-        rows += page
+        page, cursor = board.query_shard("all", key, limit, cursor)
+        rows += [(row.item_id, row.sort) for row in page]
         pages += 1
         if cursor is None:
             return rows, pages
 
 
-def test_a_move_sets_the_deep_key_only_if_absent_and_join_deep_only_raises_the_bucket(ports):
+def test_a_move_keys_all_time_only_if_absent_and_a_join_only_raises_its_bucket(ports):
     board = ports.board
-    # Given a move that keys an aggregate into the deep tier at bucket 0
-    assert move(board, "a", [ShardMove(0, 0, 5)], kinds=()).applied
-    assert board.move(BOARD, "a", D1, [ShardMove(0, 5, 6)], kinds=(), joins={}, deep=("contract#2#0", 0)).applied
-    assert board.state(BOARD, "a").deep_bucket == 0
-    assert board.query_deep(BOARD, "contract#2#0", 10, None) == ([("a", 0)], None)
+    # Given a move that keys an aggregate into all time's index at bucket 0
+    assert move(board, "a", [ShardMove(0, 0, 5)], kinds=(), joins={"all": "contract#2#0"}).applied
+    assert board.state(BOARD, "a").buckets == {"all": 0} and board.state(BOARD, "a").in_index
+    assert all_time_pages(board, "contract#2#0", 10)[0] == [("a", 0)]
     # When a later move names another key and bucket, the stored ones stay (if_not_exists)
-    assert board.move(BOARD, "a", D1, [ShardMove(0, 6, 7)], kinds=(), joins={}, deep=("contract#2#1", 3)).applied
-    assert board.state(BOARD, "a").deep_bucket == 0
-    assert board.query_deep(BOARD, "contract#2#1", 10, None) == ([], None)
-    # And join_deep raises the bucket but keeps the deep key (only `reshard` moves keys)
-    assert board.join_deep(BOARD, "a", "contract#2#1", 1) is True
-    assert board.query_deep(BOARD, "contract#2#0", 10, None) == ([("a", 1)], None)
+    joins, buckets = {"all": "contract#2#1"}, {"all": 3}
+    assert move(board, "a", [ShardMove(0, 5, 6)], kinds=(), joins=joins, buckets=buckets).applied
+    assert board.state(BOARD, "a").buckets == {"all": 0}
+    assert all_time_pages(board, "contract#2#1", 10)[0] == []
+    # And a join raises the bucket but keeps the key (only `reshard` moves keys)
+    assert board.join_index(BOARD, "a", {"all": "contract#2#1"}, {"all": 1}) is True
+    assert all_time_pages(board, "contract#2#0", 10)[0] == [("a", 1)]
     # And a stale writer never moves it back, nor writes the same bucket again
-    assert board.join_deep(BOARD, "a", "contract#2#0", 1) is False
-    assert board.join_deep(BOARD, "a", "contract#2#0", 0) is False
-    assert board.state(BOARD, "a") == AggregateState({0: 7}, 7, False, D1, {}, frozenset(), deep_bucket=1)
-    # And there is no join without an aggregate; an aggregate without a deep key gets one
-    assert board.join_deep(BOARD, "gone", "contract#2#0", 1) is False
-    assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
-    move(board, "b#1", [ShardMove(0, 0, 40)], kinds=())
-    assert board.join_deep(BOARD, "b#1", "contract#2#0", 1) is True
-    assert sorted(board.query_deep(BOARD, "contract#2#0", 10, None)[0]) == [("a", 1), ("b#1", 1)]
+    assert board.join_index(BOARD, "a", {"all": "contract#2#0"}, {"all": 1}) is False
+    assert board.join_index(BOARD, "a", {"all": "contract#2#0"}, {"all": 0}) is False
+    assert board.state(BOARD, "a") == AggregateState({0: 6}, 6, D1, {}, frozenset({"all"}), {"all": 1})
+    # And there is no join without an aggregate
+    assert board.join_index(BOARD, "gone", {"all": "contract#2#0"}, {"all": 1}) is False
+    assert board.state(BOARD, "gone") == AggregateState({}, 0)
 
 
-def test_the_deep_query_is_best_bucket_first_and_pages_with_its_cursor(ports):
+def test_all_time_s_index_is_best_bucket_first_pages_with_its_cursor_and_reads_the_views(ports):
     board = ports.board
-    # Given deep keys in three buckets of one shard (ids holding '#'), one on another shard, one in the head only
+    # Given aggregates in three buckets of one shard (ids holding '#'), one on another shard, one not keyed
     keyed = {"a": 2, "b#x": 0, "c": 1, "d": 2, "e#": 0}
     for item, bucket in keyed.items():
-        move(board, item, [ShardMove(0, 0, 1)], kinds=())
-        assert board.join_deep(BOARD, item, "contract#2#0", bucket)
-    move(board, "other", [ShardMove(0, 0, 1)], kinds=())
-    board.join_deep(BOARD, "other", "contract#2#1", 3)
-    move(board, "head", [ShardMove(0, 0, 1)], kinds=(), joins={"all": "contract#2#0"})
+        move(board, item, [ShardMove(0, 0, 16**bucket)], kinds=())
+        assert board.join_index(BOARD, item, {"all": "contract#2#0"}, {"all": bucket})
+    move(board, "other", [ShardMove(0, 0, 1)], kinds=(), joins={"all": "contract#2#1"})
+    move(board, "tail", [ShardMove(0, 0, 1)], kinds=())
     # When the shard is read two at a time
-    rows, pages = deep_pages(board, "contract#2#0", 2)
-    # Then it sees exactly that shard's deep keys, best bucket first (the order inside a bucket is the index's)
+    rows, pages = all_time_pages(board, "contract#2#0", 2)
+    # Then it sees exactly that shard's keys, best bucket first (the order inside a bucket is the index's)
     assert sorted(rows) == sorted(keyed.items()) and pages == 3
     assert [bucket for _, bucket in rows] == sorted(keyed.values(), reverse=True)
+    # And the rows' refs read the exact views (what exists only)
+    refs = {row.item_id: row.ref for row in board.query_shard("all", "contract#2#0", 10, None)[0]}
+    assert board.read_counts("all", [refs["a"], refs["b#x"], "item#contract#missing"]) == {
+        refs["a"]: 256,
+        refs["b#x"]: 1,
+    }
     # And a bucket raised moves the item up
-    assert board.join_deep(BOARD, "b#x", "contract#2#0", 5)
-    assert board.query_deep(BOARD, "contract#2#0", 1, None)[0] == [("b#x", 5)]
+    assert board.join_index(BOARD, "b#x", {"all": "contract#2#0"}, {"all": 5})
+    assert all_time_pages(board, "contract#2#0", 1)[0][0] == ("b#x", 5)
 
 
-def test_all_time_views_reads_the_aggregates_that_exist(ports):
+def test_the_views_index_of_the_releases_before_is_never_written(ports):
     board = ports.board
-    move(board, "a", [ShardMove(0, 0, 3)], kinds=())
-    move(board, "b#1", [ShardMove(0, 0, 9)], kinds=())
-    move(board, "a", [ShardMove(0, 0, 4)], kinds=(), bucket=D1)  # refused: a replay changes nothing
-    assert board.all_time_views(BOARD, ["a", "b#1", "missing"]) == {"a": 3, "b#1": 9}
-    assert board.all_time_views("other", ["a"]) == {}
+    # Given aggregates keyed in all time's index
+    move(board, "a", [ShardMove(0, 0, 3)], kinds=(), joins={"all": "contract#2#0"})
+    # Then `by-views` holds nothing: a read of it is one empty page
+    assert board.query_views_index("contract#2#0", 10, None) == ([], None)
 
 
 def test_the_deep_threshold_only_rises_beside_t(ports):
@@ -731,9 +707,9 @@ def test_add_history_adds_to_an_aggregate_only_as_it_was_seen(ports):
     # Then an add from a state it no longer holds (other views, another bucket, no aggregate) is refused
     assert board.add_history(BOARD, "a", seen, {"all": 1}) is False
     assert board.add_history(BOARD, "a", state({0: 3}, 8, D2), {"all": 1}) is False
-    assert board.add_history(BOARD, "gone", AggregateState({}, 0, False), {"all": 1}) is False
+    assert board.add_history(BOARD, "gone", AggregateState({}, 0), {"all": 1}) is False
     assert board.state(BOARD, "a").views == 8
-    assert board.state(BOARD, "gone") == AggregateState({}, 0, False)
+    assert board.state(BOARD, "gone") == AggregateState({}, 0)
 
 
 def test_aggregate_views_reads_one_aggregate_per_board(ports):
@@ -802,11 +778,10 @@ def test_a_reshard_begins_only_from_the_current_layout_and_finishes_only_that_mo
 
 def test_the_layout_scan_finds_the_keys_left_in_a_layout_and_rekey_moves_each_once(ports):
     board = ports.board
-    # Given keys in layout 4 (an aggregate in two kinds and the deep tier, a past entry), one in layout 8, and
-    # another board's key in layout 4
+    # Given keys in layout 4 (an aggregate in all time and a day, a past entry), one in layout 8, and another board's
+    # key in layout 4
     day_key = "contract#day#2026-11-23#4#1"
     move(board, "a", [ShardMove(0, 0, 5)], bucket=D2, joins={"all": "contract#4#1", "day": day_key})
-    assert board.join_deep(BOARD, "a", "contract#deep#4#0", 2)
     board.archive(PastEntry(DAY1, "b", 6, {0: 6}, "contract#day#2026-11-22#4#3", 11, None))
     move(board, "c", [ShardMove(0, 0, 7)], bucket=D2, joins={"all": "contract#8#2"})
     board.move("elsewhere", "a", D2, [ShardMove(0, 0, 1)], kinds=("day",), joins={"all": "elsewhere#4#1"})
@@ -818,7 +793,6 @@ def test_the_layout_scan_finds_the_keys_left_in_a_layout_and_rekey_moves_each_on
         [
             (index_key_attr("all"), "contract#4#1", "a"),
             (index_key_attr("day"), day_key, "a"),
-            (DEEP_KEY, "contract#deep#4#0", "a"),
             (index_key_attr("day"), "contract#day#2026-11-22#4#3", "b"),
         ]
     )
@@ -829,5 +803,5 @@ def test_the_layout_scan_finds_the_keys_left_in_a_layout_and_rekey_moves_each_on
     assert board.rekey(pk, attribute, old, "contract#8#6") is False
     assert listed(board, "all", "contract#4#1", 10, None) == ([], None)
     assert listed(board, "all", "contract#8#5", 10, None) == ([("a", 5)], None)
-    assert len(board.scan_layout(BOARD, 4)) == 3
+    assert len(board.scan_layout(BOARD, 4)) == 2
     assert sorted(item for _, _, _, item in board.scan_layout(BOARD, 8)) == ["a", "c"]

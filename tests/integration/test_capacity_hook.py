@@ -80,19 +80,22 @@ def test_writes_are_priced_from_the_item_and_its_index_entry(pipeline):
     emulator = CapacityEmulator(VirtualClock())
     attach(client, schemas(pipeline), emulator)
     board = BoardStore(client, pipeline.settings.board_table)
-    index = f"{pipeline.settings.board_table}/by-views"
-    # When an aggregate is created outside the index, then joins it, then its views move
+    index = f"{pipeline.settings.board_table}/by-deep"  # all time's
+    # When an aggregate is created outside the index, then joins it, then its views move inside their bucket
     board.move("global", "a", "all", [ShardMove(0, 0, 3)], kinds=(), joins={})
     assert emulator.usage.units("write", index) == 0
-    board.join_index("global", "a", {"all": "global#10#1"})
+    board.join_index("global", "a", {"all": "global#10#1"}, {"all": 0})
     assert emulator.usage.units("write", index) == 1
-    board.move("global", "a", "all", [ShardMove(0, 3, 5)], kinds=(), joins={"all": "global#10#1"})
-    # Then the sort-key change cost a delete and a put on the GSI key
+    board.move("global", "a", "all", [ShardMove(0, 3, 5)], kinds=(), joins={"all": "global#10#1"}, buckets={"all": 0})
+    assert emulator.usage.units("write", index) == 1
+    # Then raising the bucket (the sort key) costs a delete and a put on the GSI key
+    board.move("global", "a", "all", [ShardMove(0, 5, 20)], kinds=(), joins={})
+    board.join_index("global", "a", {"all": "global#10#1"}, {"all": 1})
     assert emulator.usage.units("write", index) == 3
     assert emulator.usage.peak("write").units >= 1
     # And a query is booked on the index partition it read
     rows, _ = board.query_shard("all", "global#10#1", 10, None)
-    assert [(row.item_id, row.sort) for row in rows] == [("a", 5)]
+    assert [(row.item_id, row.sort) for row in rows] == [("a", 1)]
     assert emulator.usage.units("read", index) >= 0.5
 
 

@@ -1,7 +1,8 @@
-"""Upgrading a stack written by the release before the coarse index (docs/deploy.md, "Upgrading"), on moto: its
-aggregates and past entries hold each period's count in ``v_<kind>`` (the index's range key) and no ``fmt``. The new
-release reads them, converts each one it writes, and `shardboard migrate` converts the rest; every count stays exact
-throughout and the index finds every item it must."""
+"""Upgrading a stack written by the releases before the coarse index (docs/deploy.md, "Upgrading"), on moto: their
+aggregates and past entries hold each period's count in ``v_<kind>`` (the index's range key) and no ``fmt``, and an
+aggregate is keyed for all time by ``board_shard`` (``by-views``, sorted by the views). The new release reads them,
+converts each one it writes, and `shardboard migrate` converts the rest; every count stays exact throughout and the
+indexes find every item they must."""
 
 from __future__ import annotations
 
@@ -12,7 +13,17 @@ from typing import Any
 import boto3
 import pytest
 
-from shardboard.adapters.keys import FORMAT, ITEM_ID, PERIOD_BUCKET_PREFIX, PERIOD_COUNT_PREFIX, PERIOD_KEY_PREFIX
+from shardboard.adapters.keys import (
+    BOARD_SHARD,
+    DEEP_BUCKET,
+    DEEP_KEY,
+    FORMAT,
+    ITEM_ID,
+    PERIOD_BUCKET_PREFIX,
+    PERIOD_COUNT_PREFIX,
+    PERIOD_KEY_PREFIX,
+    VIEWS,
+)
 from shardboard.domain.publishing.deep_tier import deep_bucket
 from tests.integration.test_import_cli import cli_on_moto
 from tests.integration.test_recovery import drain, record_workload, report
@@ -28,7 +39,7 @@ def counted_items(client: Any, table: str) -> list[dict[str, Any]]:
 
 def as_previous_release(client: Any, table: str) -> int:
     """Rewrite every aggregate and past entry in the shape the release before wrote: each ``n_<kind>`` count back
-    in ``v_<kind>``, no ``fmt``. Returns how many it rewrote."""
+    in ``v_<kind>``, no ``fmt``, all time's key in ``board_shard``. Returns how many it rewrote."""
     rewritten = 0
     for item in counted_items(client, table):
         old = {name: value for name, value in item.items() if name != FORMAT and not name.startswith("v_")}
@@ -36,15 +47,20 @@ def as_previous_release(client: Any, table: str) -> int:
             if name.startswith(PERIOD_COUNT_PREFIX):
                 del old[name]
                 old[PERIOD_BUCKET_PREFIX + name[len(PERIOD_COUNT_PREFIX) :]] = value
+        if DEEP_KEY in item:
+            old[BOARD_SHARD] = old.pop(DEEP_KEY)
+            del old[DEEP_BUCKET]
         client.put_item(TableName=table, Item=old)
         rewritten += 1
     return rewritten
 
 
 def assert_converted(client: Any, table: str) -> None:
-    """Every item in this release's shape, each keyed kind sorted at or above its count's bucket."""
+    """Every item in this release's shape, each keyed kind (all time too) sorted at or above its count's bucket."""
     for item in counted_items(client, table):
-        assert FORMAT in item, item
+        assert FORMAT in item and BOARD_SHARD not in item, item
+        if DEEP_KEY in item:
+            assert int(item[DEEP_BUCKET]["N"]) >= deep_bucket(int(item[VIEWS]["N"])), item
         for name in item:
             if name.startswith(PERIOD_KEY_PREFIX):
                 kind = name[len(PERIOD_KEY_PREFIX) :]
@@ -53,7 +69,12 @@ def assert_converted(client: Any, table: str) -> None:
 
 
 def legacy_count(client: Any, table: str) -> int:
-    return sum(FORMAT not in item for item in counted_items(client, table))
+    """Items in a previous release's shape: not converted, or still keyed in ``by-views``."""
+    return sum(FORMAT not in item or BOARD_SHARD in item for item in counted_items(client, table))
+
+
+def keyed_in_views_index(client: Any, table: str) -> int:
+    return sum(BOARD_SHARD in item for item in counted_items(client, table))
 
 
 @pytest.fixture
@@ -66,15 +87,16 @@ def upgraded(make_pipeline):
     pipeline.snapshot()
     board = pipeline.board
     assert as_previous_release(board.client, board.table) >= 40
+    assert keyed_in_views_index(board.client, board.table) > 0
     return pipeline
 
 
 def test_the_new_release_reads_writes_and_migrates_the_previous_releases_table_without_losing_a_count(upgraded):
     board = upgraded.board
     client, table = board.client, board.table
-    legacy = legacy_count(client, table)
+    legacy, in_views_index = legacy_count(client, table), keyed_in_views_index(client, table)
     # Given the table in the previous release's shape: its counts read exact, and a refresh gathers exact tops
-    # from indexes that still sort by counts
+    # from indexes that still sort by counts (all time from `by-views`)
     assert report(upgraded).exact
     upgraded.snapshot()
     assert report(upgraded).snapshot_exact is True
@@ -87,8 +109,11 @@ def test_the_new_release_reads_writes_and_migrates_the_previous_releases_table_w
     assert checked.exact and checked.snapshot_exact is True and not checked.index_misses
     # (this runner delivers the stream from its start: the replays convert the items they touch too)
     assert legacy_count(client, table) < legacy
+    # (an item joined to all time's index leaves `by-views`)
+    assert keyed_in_views_index(client, table) < in_views_index
     # When the one-off migration runs (twice: the second finds nothing to do)
-    assert board.migrate(2) == legacy_count(client, table)
+    left = legacy_count(client, table)
+    assert board.migrate(2) == left
     assert board.migrate(2) == 0
     # Then every item is in this release's shape, exact, found by the index, and the snapshots stay exact
     assert_converted(client, table)

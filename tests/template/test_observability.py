@@ -132,7 +132,7 @@ def test_every_function_has_error_and_throttle_alarms(resources, alarms, functio
 
 
 def test_index_write_throttling_alarm(alarms):
-    board, index = {"Ref": "BoardTable"}, "by-views"
+    board, index = {"Ref": "BoardTable"}, "by-deep"
     find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName=board, GlobalSecondaryIndexName=index)
     find(alarms, "AWS/DynamoDB", "WriteThrottleEvents", TableName={"Ref": "ViewsTable"})
 

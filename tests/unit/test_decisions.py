@@ -34,7 +34,7 @@ def delta(before: int, after: int, bucket: str = "all") -> ItemDelta:
 
 
 def test_which_write_a_delta_needs_follows_the_aggregates_bucket():
-    state = AggregateState({}, 0, False, bucket=DAY1)
+    state = AggregateState({}, 0, bucket=DAY1)
     assert step_for(delta(0, 1, DAY1), None) is Step.MOVE
     assert step_for(delta(0, 1, DAY1), state) is Step.MOVE
     assert step_for(delta(0, 1, DAY2), state) is Step.ROLL
@@ -42,14 +42,14 @@ def test_which_write_a_delta_needs_follows_the_aggregates_bucket():
 
 
 def test_a_move_keys_the_item_when_its_count_is_sure_to_reach_the_threshold():
-    # Given the published all-time threshold 5 (all time only)
-    ctx = context(5, periods=())
+    # Given the published all-time threshold 5 (all time only, no ranked versions)
+    ctx = context(5, periods=(), rank_depth=0)
     # When a batch moves shard 0 from 0 to 6, or only to 3
     reaching = plan_move(delta(0, 6), ctx, optimistic_moves(delta(0, 6)))
     short = plan_move(delta(0, 3), ctx, optimistic_moves(delta(0, 3)))
     # Then the first write carries the index key in the same UpdateItem, the second none
     assert reaching.moves == [ShardMove(0, 0, 6)] and reaching.added == 6
-    assert set(reaching.joins) == {ALL}
+    assert set(reaching.joins) == {ALL} and reaching.buckets == {ALL: 0}
     assert short.joins == {} and short.added == 3
 
 
@@ -67,29 +67,38 @@ def test_a_refused_move_catches_up_from_what_it_found():
 
 
 def test_joins_name_only_the_indexes_an_aggregate_lacks():
-    # Given the threshold 3 and no deep tier (no ranked versions)
+    # Given the threshold 3 and no ranked versions
     ctx = context(3, periods=(), rank_depth=0)
-    assert plan_joins(ctx, "global", "a", AggregateState({0: 4}, 4, False, bucket=ALL)) == [
-        IndexJoin("global", "a", ALL, ctx.index_key(EVERYTHING, "a"))
+    key = ctx.index_key(EVERYTHING, "a")
+    # Then an item at 4 is keyed at the bucket of 4; one keyed at that bucket, or below T, needs nothing
+    assert plan_joins(ctx, "global", "a", AggregateState({0: 4}, 4, bucket=ALL)) == [
+        IndexJoin("global", "a", ALL, key, 0)
     ]
-    assert plan_joins(ctx, "global", "a", AggregateState({0: 4}, 4, True, bucket=ALL)) == []
-    assert plan_joins(ctx, "global", "a", AggregateState({0: 2}, 2, False, bucket=ALL)) == []
-    # With ranked versions, an item below T but at or above T_D (0 until a deep gather) gets its deep key
+    keyed = AggregateState({0: 4}, 4, bucket=ALL, keyed=frozenset({ALL}), buckets={ALL: 0})
+    assert plan_joins(ctx, "global", "a", keyed) == []
+    assert plan_joins(ctx, "global", "a", AggregateState({0: 2}, 2, bucket=ALL)) == []
+    # And one whose views outgrew its bucket (16 = 16**1) has it raised
+    grown = AggregateState({0: 16}, 16, bucket=ALL, keyed=frozenset({ALL}), buckets={ALL: 0})
+    assert plan_joins(ctx, "global", "a", grown) == [IndexJoin("global", "a", ALL, key, 1)]
+    # With ranked versions all time keys down to T_D (0 until a deep gather): an item below T is keyed too
     deep = context(3, periods=())
-    (join,) = plan_joins(deep, "global", "a", AggregateState({0: 2}, 2, False, bucket=ALL))
+    (join,) = plan_joins(deep, "global", "a", AggregateState({0: 2}, 2, bucket=ALL))
     assert join.bucket == 0 and join.key == deep.index_key(EVERYTHING, "a")
 
 
 def test_a_roll_archives_the_periods_that_end_and_keeps_those_that_go_on():
     # Given an aggregate of day 1 (3 views today, 3 this week) and views of day 2, in the same week
     ctx = context(0, periods=("day", "week"))
-    old = AggregateState({0: 3}, 3, True, bucket=DAY1, counts={"day": 3, "week": 3}, keyed=frozenset({"day", "week"}))
+    keyed = frozenset({"day", "week", ALL})
+    old = AggregateState({0: 3}, 3, bucket=DAY1, counts={"day": 3, "week": 3}, keyed=keyed, buckets={ALL: 0})
     roll = plan_roll(delta(0, 2, DAY2), ctx, old)
     # Then only the day ends: one past entry carrying its applied values; the week counts on
     assert [entry.period for entry in roll.archives] == [PeriodKey("global", "day", DAY1)]
     assert roll.archives[0].applied == {0: 3} and roll.archives[0].count == 3
     assert roll.new.counts == {"day": 2, "week": 5} and roll.new.views == 5 and roll.added == 2
     assert roll.new.applied == {0: 2} and roll.new.bucket == DAY2
+    # And all time, which does not roll, keeps its key and bucket
+    assert ALL in roll.new.keyed and roll.new.buckets[ALL] == 0
 
 
 def test_a_head_is_written_only_when_its_content_changed():

@@ -201,10 +201,10 @@ def test_a_stale_writer_never_moves_a_deep_bucket_back():
     stream = Stream()
     stream.add("a", 0, 1)
     deliver(board, config, stream.records)
-    # Given an aggregate keyed into the deep tier at bucket 2
-    assert board.join_deep("global", "a", "global#1#0", 2)
+    # Given an aggregate keyed into all time's index at bucket 2
+    assert board.join_index("global", "a", {"all": "global#1#0"}, {"all": 2})
     # When a writer that saw fewer views asks for bucket 1, or the same bucket again
     # Then it is refused and the bucket stays
-    assert not board.join_deep("global", "a", "global#1#0", 1)
-    assert not board.join_deep("global", "a", "global#1#0", 2)
-    assert board.state("global", "a").deep_bucket == 2
+    assert not board.join_index("global", "a", {"all": "global#1#0"}, {"all": 1})
+    assert not board.join_index("global", "a", {"all": "global#1#0"}, {"all": 2})
+    assert board.state("global", "a").buckets["all"] == 2

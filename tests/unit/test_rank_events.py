@@ -62,7 +62,7 @@ class EventBoard:
         return self.head
 
     def state(self, board: str, item_id: str) -> AggregateState:
-        return AggregateState({}, self.counts.get(item_id, 0), False)
+        return AggregateState({}, self.counts.get(item_id, 0))
 
     def statuses(self, item_ids: list[str]) -> dict[str, str]:
         """The items table's (ItemCatalog.statuses): the takedowns of ``take_down`` are in the version's events."""

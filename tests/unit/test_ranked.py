@@ -50,7 +50,7 @@ class CountingBoard:
 
     def state(self, board: str, item_id: str) -> AggregateState:
         self.requests += 1
-        return AggregateState({}, self.counts.get(item_id, 0), False)
+        return AggregateState({}, self.counts.get(item_id, 0))
 
     def statuses(self, item_ids: list[str]) -> dict[str, str]:
         """The items table's (ItemCatalog.statuses): nothing is taken down here."""

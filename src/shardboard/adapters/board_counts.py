@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardboard.adapters.board_table import aggregate_state, entry_state
-from shardboard.adapters.keys import BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, index_key_attr
+from shardboard.adapters.keys import BOARD_SHARD, BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, index_key_attr
 from shardboard.domain.periods import ALL
 from shardboard.domain.policy import Periods
 from shardboard.domain.ports import AggregateState, BoardScans, PeriodKey
@@ -67,7 +67,10 @@ def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = 
 
 def _found(row: Mapping[str, Any], state: AggregateState, kind: str) -> bool:
     """Whether a gather finds the item in ``kind``'s index: it carries the key, and (a period kind) a bucket at or
-    above its count's; a bucket left lower (a crash between a move and its raise) is a miss to key again."""
+    above its count's; a bucket left lower (a crash between a move and its raise) is a miss to key again. All time's
+    index of the releases before (``board_shard``, sorted by the views) is read too until `shardboard migrate`."""
+    if kind == ALL and BOARD_SHARD in row:
+        return True
     if index_key_attr(kind) not in row:
         return False
-    return kind == ALL or state.buckets.get(kind, -1) >= deep_bucket(state.count(kind))
+    return state.buckets.get(kind, -1) >= deep_bucket(state.count(kind))

@@ -2,13 +2,15 @@
 
 An aggregate (one per board and item) holds all-time ``views``, ``n_<kind>`` (the current period of each kind),
 the anchor ``bucket`` and ``applied_<k>``, the last base value applied per write shard of that bucket. It joins a
-kind's GSI (hash ``g_<kind>``, range ``v_<kind>``: the bucket of its count; for all time ``board_shard`` and
-``views``) when it can reach that period's top N. Past entries carry one period's count in the same attributes.
-docs/boards-and-periods.md, docs/coarse-index.md.
+kind's GSI (hash ``g_<kind>``, range ``v_<kind>``: the bucket of its count; for all time ``dk`` and ``db``, the
+bucket of ``views``) when it can reach that period's top N. Past entries carry one period's count in the same
+attributes. docs/boards-and-periods.md, docs/coarse-index.md.
 
 Items a release before the coarse index wrote hold the count itself in ``v_<kind>`` and no ``fmt``: they are read
 in either shape, and every write that adds to a count or sets a bucket is conditioned on ``fmt``, so such an item is
-converted (``convert``) before it is written (``shardboard migrate`` converts the rest).
+converted (``convert``) before it is written. Their all-time key is ``board_shard`` (GSI ``by-views``, sorted by the
+views): the gather reads it too, and an all-time join moves the item off it (``shardboard migrate`` converts and
+moves the rest).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from shardboard.adapters.keys import (
     BOARD_SHARDS_ATTR,
     BUCKET,
     BY_CHANGE_INDEX,
-    BY_DEEP_INDEX,
+    BY_VIEWS_INDEX,
     CHANGED,
     CHANGED_AT,
     CHANGES,
@@ -126,25 +128,26 @@ def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
     else:
         counts, buckets = _by_kind(item, PERIOD_COUNT_PREFIX), _by_kind(item, PERIOD_BUCKET_PREFIX)
     keyed = frozenset(name[len(PERIOD_KEY_PREFIX) :] for name in item if name.startswith(PERIOD_KEY_PREFIX))
+    if DEEP_KEY in item:
+        keyed |= {ALL}
+    if DEEP_BUCKET in item:
+        buckets[ALL] = int_of(item[DEEP_BUCKET])
     bucket = item.get(BUCKET)
     return AggregateState(
-        applied_values(item),
-        int_of(item.get(VIEWS)),
-        BOARD_SHARD in item,
-        bucket["S"] if bucket else None,
-        counts,
-        keyed,
-        int_of(item[DEEP_BUCKET]) if DEEP_BUCKET in item else None,
-        buckets,
+        applied_values(item), int_of(item.get(VIEWS)), bucket["S"] if bucket else None, counts, keyed, buckets
     )
+
+
+def _item_id(item: Mapping[str, Any]) -> str:
+    """A row's item id: all time's index projects keys only, so it is read off the aggregate key (board names hold
+    no '#', so the id is everything after the second one)."""
+    return str(item[ITEM_ID]["S"]) if ITEM_ID in item else str(item[PK]["S"]).split("#", 2)[2]
 
 
 def entry_state(item: Mapping[str, Any] | None, kind: str) -> AggregateState:
     """A past entry's state: its count is its kind's count (``views`` reads the same number)."""
     state = aggregate_state(item)
-    return AggregateState(
-        state.applied, state.count(kind), False, state.bucket, state.counts, state.keyed, buckets=state.buckets
-    )
+    return AggregateState(state.applied, state.count(kind), state.bucket, state.counts, state.keyed, state.buckets)
 
 
 def stored_count(item: Mapping[str, Any], kind: str) -> int:
@@ -220,16 +223,14 @@ class BoardStore:
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
-        deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
         buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` from expected to target for each move and add the difference to all-time views and
         to each kind's current count, in one UpdateItem conditioned on the anchor bucket and every expected value
         (0 = never applied), so it happens at most once. ``joins`` puts the aggregate into indexes in the same write
-        (with ``buckets``, the bucket of each joined kind if it has none), ``deep`` into the deep tier (if it has no
-        deep key: a higher bucket is a separate ``join_deep``); a kind in ``weights`` adds the difference times its
-        weight.
+        (with ``buckets``, the bucket of each joined kind if it has none: a higher one is a separate ``join_index``);
+        a kind in ``weights`` adds the difference times its weight.
         """
         sets, conditions, names, values = move_expression(moves)
         names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET, "#fmt": FORMAT, "#pk": PK}
@@ -257,10 +258,10 @@ class BoardStore:
             if buckets and kind in buckets:
                 names[f"#b_{kind}"], values[f":b_{kind}"] = bucket_attr(kind), n_attr(buckets[kind])
                 sets.append(f"#b_{kind} = if_not_exists(#b_{kind}, :b_{kind})")
-        if deep is not None:
-            names |= {"#dk": DEEP_KEY, "#db": DEEP_BUCKET}
-            values |= {":dk": s_attr(deep[0]), ":db": n_attr(deep[1])}
-            sets += ["#dk = if_not_exists(#dk, :dk)", "#db = if_not_exists(#db, :db)"]
+        update = f"ADD {', '.join(adds)} SET {', '.join(sets)}"
+        if ALL in joins:  # keyed in all time's index: off the one of the releases before, if it was there
+            names["#views_index"] = BOARD_SHARD
+            update += " REMOVE #views_index"
         conditions.insert(0, "(attribute_not_exists(#bucket) OR #bucket = :bucket)")
         conditions.insert(1, "(attribute_not_exists(#pk) OR #fmt = :fmt)")
         pk = aggregate_pk(board, item_id)
@@ -269,7 +270,7 @@ class BoardStore:
                 response = self.client.update_item(
                     TableName=self.table,
                     Key={PK: s_attr(pk)},
-                    UpdateExpression=f"ADD {', '.join(adds)} SET {', '.join(sets)}",
+                    UpdateExpression=update,
                     ConditionExpression=" AND ".join(conditions),
                     ExpressionAttributeNames=names,
                     ExpressionAttributeValues=values,
@@ -303,9 +304,9 @@ class BoardStore:
         return True
 
     def migrate(self, segments: int = 4) -> int:
-        """Convert every legacy aggregate and past entry (`shardboard migrate`): a parallel scan, then one
-        conditional update each; items changed meanwhile are read and converted again. Returns how many it
-        converted; a second run converts none."""
+        """Convert every legacy aggregate and past entry and move every aggregate off ``by-views`` (`shardboard
+        migrate`): a parallel scan, then a conditional update or two each; items changed meanwhile are read and done
+        again. Returns how many items it changed; a second run changes none."""
         done = 0
         for part in parallel_scan(self.client, self.table, segments, None, None, None):
             for item in part:
@@ -313,14 +314,32 @@ class BoardStore:
                     continue
                 pk = item[PK]["S"]
                 current: Mapping[str, Any] | None = item
-                for _ in range(CONVERT_ATTEMPTS):
-                    if current is None or FORMAT in current:
+                changed = False
+                for _ in range(2 * CONVERT_ATTEMPTS):
+                    if current is None or (FORMAT in current and BOARD_SHARD not in current):
                         break
-                    if self.convert(pk, current):
-                        done += 1
-                        break
+                    if FORMAT not in current:
+                        changed |= self.convert(pk, current)
+                    else:
+                        changed |= self.leave_views_index(pk, current)
                     current = self._get(pk, consistent=True)
+                done += changed
         return done
+
+    def leave_views_index(self, pk: str, item: Mapping[str, Any]) -> bool:
+        """Move an aggregate a release before keyed in ``by-views`` to all time's bucketed index: ``dk`` takes its
+        key (unless it has one), ``db`` the bucket of its views (unless it holds a higher one), ``board_shard`` goes;
+        conditioned on the views read, so the bucket is never below the count's. False if it changed meanwhile."""
+        views = int_of(item.get(VIEWS))
+        names = {"#dk": DEEP_KEY, "#db": DEEP_BUCKET, "#bs": BOARD_SHARD, "#views": VIEWS}
+        values = {":bs": item[BOARD_SHARD], ":views": n_attr(views), ":db": n_attr(deep_bucket(views))}
+        return self._conditional_update(
+            pk,
+            "SET #dk = if_not_exists(#dk, :bs), #db = :db REMOVE #bs",
+            "#bs = :bs AND #views = :views AND (attribute_not_exists(#db) OR #db <= :db)",
+            names,
+            values,
+        )
 
     def state(self, board: str, item_id: str) -> AggregateState:
         """An aggregate's state, strongly consistent (empty when it does not exist yet)."""
@@ -555,7 +574,11 @@ class BoardStore:
         condition = f"attribute_exists(#pk) AND #fmt = :fmt AND ({' OR '.join(absent)})"
         if rising:
             condition = f"attribute_exists(#pk) AND #fmt = :fmt AND {' AND '.join(rising)}"
-        return self._shaped_update(aggregate_pk(board, item_id), f"SET {', '.join(sets)}", condition, names, values)
+        update = f"SET {', '.join(sets)}"
+        if ALL in keys:  # keyed in all time's index: off the one of the releases before, if it was there
+            names["#views_index"] = BOARD_SHARD
+            update += " REMOVE #views_index"
+        return self._shaped_update(aggregate_pk(board, item_id), update, condition, names, values)
 
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
         names = {"#bs": index_key_attr(period.kind), "#pk": PK, "#fmt": FORMAT}
@@ -571,18 +594,6 @@ class BoardStore:
             )
         return self._shaped_update(
             entry_pk(period.board, period.kind, period.bucket, item_id), update, condition, names, values
-        )
-
-    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
-        """Key an aggregate into the deep GSI at ``bucket`` or raise its bucket, only if the stored one is lower (a
-        stale writer never moves it back). A deep key, like a head key, stays in its layout: only `reshard` moves it.
-        """
-        return self._conditional_update(
-            aggregate_pk(board, item_id),
-            "SET #dk = if_not_exists(#dk, :dk), #db = :db",
-            "attribute_exists(#pk) AND (attribute_not_exists(#db) OR #db < :db)",
-            {"#dk": DEEP_KEY, "#db": DEEP_BUCKET, "#pk": PK},
-            {":dk": s_attr(deep_key), ":db": n_attr(bucket)},
         )
 
     def _get(self, pk: str, consistent: bool) -> Item | None:
@@ -619,7 +630,7 @@ class BoardStore:
     def scan_aggregates(self, board: str = GLOBAL_BOARD, segments: int = 4) -> dict[str, tuple[int, bool]]:
         """Every aggregate of one board: item id -> (all-time views, carries the all-time GSI key)."""
         return {
-            item[ITEM_ID]["S"]: (int_of(item.get(VIEWS)), BOARD_SHARD in item)
+            item[ITEM_ID]["S"]: (int_of(item.get(VIEWS)), DEEP_KEY in item)
             for item in self.scan_counts(segments)
             if item[PK]["S"] == aggregate_pk(board, item[ITEM_ID]["S"])
         }
@@ -642,40 +653,32 @@ class BoardStore:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
         sort = bucket_attr(kind)
-        rows = [IndexRow(item[ITEM_ID]["S"], int_of(item.get(sort)), item[PK]["S"]) for item in response["Items"]]
+        rows = [IndexRow(_item_id(item), int_of(item.get(sort)), item[PK]["S"]) for item in response["Items"]]
         return rows, response.get("LastEvaluatedKey")
 
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
         """The ``kind`` counts of the stored items ``refs`` names: BatchGetItem (eventually consistent)."""
         return {item[PK]["S"]: stored_count(item, kind) for item in self._batch_get(list(refs))}
 
-    def query_deep(
-        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], Item | None]:
-        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first. The index is KEYS_ONLY: the id is the
-        aggregate key past its board's prefix (the board is known, so nothing in the id is parsed)."""
+    def query_views_index(
+        self, board_shard: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[IndexRow], Item | None]:
+        """Best ``limit`` rows of one shard of ``by-views``, all time's index of the releases before (views
+        projected: ``sort`` is the views)."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
-            "IndexName": BY_DEEP_INDEX,
-            "KeyConditionExpression": "#dk = :dk",
-            "ExpressionAttributeNames": {"#dk": DEEP_KEY},
-            "ExpressionAttributeValues": {":dk": s_attr(deep_key)},
+            "IndexName": BY_VIEWS_INDEX,
+            "KeyConditionExpression": "#bs = :bs",
+            "ExpressionAttributeNames": {"#bs": BOARD_SHARD},
+            "ExpressionAttributeValues": {":bs": s_attr(board_shard)},
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if start:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
-        prefix = len(aggregate_pk(board, ""))
-        rows = [(item[PK]["S"][prefix:], int_of(item[DEEP_BUCKET])) for item in response.get("Items", [])]
+        rows = [IndexRow(item[ITEM_ID]["S"], int_of(item.get(VIEWS)), item[PK]["S"]) for item in response["Items"]]
         return rows, response.get("LastEvaluatedKey")
-
-    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
-        """All-time views of the aggregates that exist: BatchGetItem (eventually consistent), 100 keys a request."""
-        return {
-            item[ITEM_ID]["S"]: int_of(item.get(VIEWS))
-            for item in self._batch_get([aggregate_pk(board, i) for i in item_ids])
-        }
 
     # -- snapshots and period items
     def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:

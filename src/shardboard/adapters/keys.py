@@ -17,6 +17,8 @@ BOARD_COUNTER_PREFIX = "b:"
 # A counter written by `shardboard import` (on an import write shard): the import's identity, so a re-run of the
 # same import recognises its own counter and another import never overwrites it.
 IMPORT_ID = "import_id"
+# All time's index of the releases before the coarse index (hash ``board_shard``, range ``views``): read, never
+# written, until `shardboard migrate` moves its items to ``by-deep``.
 BOARD_SHARD = "board_shard"
 BY_VIEWS_INDEX = "by-views"
 APPLIED_PREFIX = "applied_"
@@ -48,8 +50,8 @@ PERIOD_KIND = "kind"
 # Board state on the threshold item: the GSI layout (S) and, while a reshard is moving items, the previous S.
 BOARD_SHARDS_ATTR = "board_shards"
 PREVIOUS_BOARD_SHARDS_ATTR = "previous_board_shards"
-# The all-time deep tier (docs/proposals/deep-tier.md): a KEYS_ONLY GSI whose hash ``dk`` holds the head key's
-# board-shard value and whose range ``db`` is deep_bucket(views); T_D (``deep_threshold``) on the all-time period item.
+# All time's index (docs/coarse-index.md): KEYS_ONLY, hash ``dk`` (the board-shard value), range ``db`` (the bucket
+# of the views), like a period kind's; T_D (``deep_threshold``: the D-th best with ranked versions) on the period item.
 DEEP_KEY = "dk"
 DEEP_BUCKET = "db"
 BY_DEEP_INDEX = "by-deep"
@@ -137,16 +139,16 @@ def count_attr(kind: str) -> str:
 
 
 def bucket_attr(kind: str) -> str:
-    """A period kind's index range key: the bucket of its count (all time's index still sorts by ``views``)."""
-    return VIEWS if kind == "all" else f"{PERIOD_BUCKET_PREFIX}{kind}"
+    """A period kind's index range key: the bucket of its count."""
+    return DEEP_BUCKET if kind == "all" else f"{PERIOD_BUCKET_PREFIX}{kind}"
 
 
 def index_key_attr(kind: str) -> str:
-    return BOARD_SHARD if kind == "all" else f"{PERIOD_KEY_PREFIX}{kind}"
+    return DEEP_KEY if kind == "all" else f"{PERIOD_KEY_PREFIX}{kind}"
 
 
 def index_name(kind: str) -> str:
-    return BY_VIEWS_INDEX if kind == "all" else f"by-{kind}"
+    return BY_DEEP_INDEX if kind == "all" else f"by-{kind}"
 
 
 def shards_pk(item_id: str) -> str:

@@ -26,8 +26,8 @@ ResumeToken = Mapping[str, Mapping[str, str]]
 
 
 class IndexRow(NamedTuple):
-    """One entry of a period index: the item, what the index sorts it by (all time: its views; a period kind: the
-    bucket of its count) and ``ref``, the stored item it is (an aggregate or a past entry) to read its count from."""
+    """One entry of a period index: the item, what the index sorts it by (the bucket of its count) and ``ref``, the
+    stored item it is (an aggregate or a past entry) to read its count from."""
 
     item_id: str
     sort: int
@@ -91,15 +91,18 @@ class AggregateState:
 
     applied: dict[int, int]
     views: int
-    in_index: bool
     bucket: str | None = None
     counts: Mapping[str, int] = field(default_factory=dict)
     keyed: frozenset[str] = frozenset()
-    deep_bucket: int | None = None  # the all-time deep tier's stored bucket (None: no deep key)
     buckets: Mapping[str, int] = field(default_factory=dict, compare=False)  # index bookkeeping, not the counts
 
     def count(self, kind: str) -> int:
         return self.views if kind == "all" else self.counts.get(kind, 0)
+
+    @property
+    def in_index(self) -> bool:
+        """Carries all time's index key."""
+        return "all" in self.keyed
 
 
 @dataclass(frozen=True)
@@ -256,15 +259,13 @@ class AggregateWrites(Protocol):
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
-        deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
         buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
         """Advance ``applied_k`` (anchor bucket ``bucket``, which must be the aggregate's) and add the difference to
-        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind, with
-        ``buckets`` (the buckets of their counts) set if absent; ``deep``: the all-time deep key and bucket to set if
-        the aggregate has none; ``weights``: per kind, what one view adds to its count when not 1 (a trending
-        score)."""
+        all-time views and each kind's count, all or nothing; ``joins``: index keys to set if absent, per kind (all
+        time too), with ``buckets`` (the buckets of their counts) set if absent; ``weights``: per kind, what one view
+        adds to its count when not 1 (a trending score)."""
         ...
 
     def roll(
@@ -304,11 +305,6 @@ class AggregateReads(Protocol):
         """An item's views on a board all time (eventually consistent), or None when it has none."""
         ...
 
-    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
-        """All-time views of those of ``item_ids`` that have an aggregate on ``board`` (one batched, eventually
-        consistent read)."""
-        ...
-
 
 class Aggregates(AggregateWrites, AggregateReads, Protocol):
     """Aggregates and past entries, written by compare-and-set and read back: what the aggregator and a repair of
@@ -331,8 +327,8 @@ class Erasure(Protocol):
 
 
 class BoardIndex(Protocol):
-    """The sparse leaderboard index: each period kind's S board shards, best count first, and the all-time deep
-    tier's shards, best bucket first. An item joins by carrying a key; a read resumes where the last one stopped."""
+    """The sparse leaderboard index: each period kind's S board shards (all time's too), best bucket of the count
+    first. An item joins by carrying a key; a read resumes where the last one stopped."""
 
     def join_index(
         self, board: str, item_id: str, keys: Mapping[str, str], buckets: Mapping[str, int] | None = None
@@ -348,16 +344,11 @@ class BoardIndex(Protocol):
         keyed already and its bucket is not lower than ``bucket`` (None: key it only)."""
         ...
 
-    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
-        """Key an existing aggregate into the all-time deep tier at ``bucket``, or raise its bucket to it; False if it
-        has no aggregate or its stored bucket is not lower (a stale writer never moves it back)."""
-        ...
-
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[IndexRow], ResumeToken | None]:
         """Best ``limit`` rows of one board shard of a kind's index after ``start``, and the resume token (None: the
-        shard is read to its end). All time sorts by the views; a period kind by the bucket of its count."""
+        shard is read to its end), sorted by the bucket of the count."""
         ...
 
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
@@ -365,10 +356,11 @@ class BoardIndex(Protocol):
         eventually consistent read."""
         ...
 
-    def query_deep(
-        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], ResumeToken | None]:
-        """Up to ``limit`` (id, bucket) of one deep shard, best bucket first, after ``start``; and the resume token."""
+    def query_views_index(
+        self, board_shard: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[IndexRow], ResumeToken | None]:
+        """Best ``limit`` rows of one shard of all time's index as releases before the coarse index kept it (sorted
+        by the views, ``sort`` is the views): read until `shardboard migrate` has moved its items, never written."""
         ...
 
 

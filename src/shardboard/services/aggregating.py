@@ -20,9 +20,8 @@ from shardboard.domain.aggregating.aggregation import (
     AggregateContention,
     BatchOutcome,
     Context,
-    DeepJoin,
+    IndexJoin,
     ItemOutcome,
-    Join,
     Step,
     by_item,
     catch_up,
@@ -101,7 +100,6 @@ def _move(
         move.moves,
         kinds=move.kinds,
         joins=move.joins,
-        deep=move.deep,
         weights=move.weights,
         buckets=move.buckets,
     )
@@ -133,27 +131,13 @@ def join_indexes(
     raise AggregateContention(f"{board_name}/{item_id!r}: index joins kept losing")
 
 
-def _join(board: BoardIndex, joins: Iterable[Join]) -> tuple[ItemOutcome, bool]:
-    """One write for the index keys and buckets an aggregate lacks (every kind at once), one for its deep key; and
-    whether the first was refused."""
-    writes, joined, refused = 0, False, False
-    keys: dict[str, str] = {}
-    buckets: dict[str, int] = {}
-    target: tuple[str, str] | None = None
-    for join in joins:
-        if isinstance(join, DeepJoin):
-            board.join_deep(join.board, join.item_id, join.key, join.bucket)
-            writes += 1
-        else:
-            target = (join.board, join.item_id)
-            keys[join.kind] = join.key
-            if join.bucket is not None:
-                buckets[join.kind] = join.bucket
-    if target is not None:
-        joined = board.join_index(*target, keys, buckets)
-        refused = not joined
-        writes += 1
-    return ItemOutcome(writes=writes, joined_index=joined), refused
+def _join(board: BoardIndex, joins: Sequence[IndexJoin]) -> tuple[ItemOutcome, bool]:
+    """One write for the index keys and buckets an aggregate lacks (every kind at once, all time too), and whether
+    it was refused."""
+    joined = board.join_index(
+        joins[0].board, joins[0].item_id, {j.kind: j.key for j in joins}, {j.kind: j.bucket for j in joins}
+    )
+    return ItemOutcome(writes=1, joined_index=joined), not joined
 
 
 def _roll(board: CountingBoard, delta: ItemDelta, ctx: Context, old: AggregateState) -> _Turn:

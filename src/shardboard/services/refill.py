@@ -175,11 +175,7 @@ def _taken_down(found: Stored, hidden: Dropped, deleted: Dropped) -> tuple[froze
 def _join(board: BoardIndex, ctx: Context, found: Stored, period: PeriodKey, item_id: str) -> int:
     """Key one item into a period's index: on its aggregate for a current period, else on its past entry."""
     key = ctx.index_key(period, item_id)
-    bucket = None if period.kind == ALL else deep_bucket(found.counts[period][item_id])
+    bucket = deep_bucket(found.counts[period][item_id])
     if (period, item_id) in found.current:
-        return int(
-            board.join_index(
-                period.board, item_id, {period.kind: key}, {period.kind: bucket} if bucket is not None else {}
-            )
-        )
+        return int(board.join_index(period.board, item_id, {period.kind: key}, {period.kind: bucket}))
     return int(board.join_entry(period, item_id, key, bucket))

@@ -99,16 +99,30 @@ def gather_layout(
 
     Hidden items keep their index keys and counts; dropping them from each page before the threshold rule sees it
     keeps the rule exact on the visible sorted lists (and is required: the GSI may still show a just-hidden item).
-    All time's index sorts by the views (``gather_top_n``); a period's by the bucket of its count
-    (``gather_buckets``).
+    Every index sorts by the bucket of the count (``gather_buckets``); all time also reads what the index of the
+    releases before still holds (``gather_views_index``), until `shardboard migrate` has emptied it.
     """
     if period.kind != ALL:
         return gather_buckets(board, period, top_n, shards, previous_hits, hidden=hidden)
+    # Read beside the first pages (its first round overlaps theirs); the bucket gather needs it only after them.
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        previous = beside.submit(gather_views_index, board, period, top_n, shards, hidden=hidden)
+        found = gather_buckets(
+            board, period, top_n, shards, previous_hits, hidden=hidden, head=lambda: previous.result().top
+        )
+        old = previous.result()
+    return replace(found, items_read=found.items_read + old.items_read, rounds=found.rounds + old.rounds - 1)
+
+
+def gather_views_index(
+    board: BoardIndex, period: PeriodKey, top_n: int, shards: int, *, hidden: Dropped = frozenset()
+) -> Gathered:
+    """The exact top N of the items that all time's index of the releases before (sorted by the views) still holds:
+    empty once `shardboard migrate` has moved them, when it costs one empty Query per shard."""
     cursors: dict[int, ResumeToken | None] = {}
 
     def fetch(shard: int, limit: int, first_page: bool) -> ShardRead:
-        rows, cursors[shard] = board.query_shard(
-            period.kind,
+        rows, cursors[shard] = board.query_views_index(
             period_shard_value(period.board, period.kind, period.bucket, shard, shards),
             limit,
             None if first_page else cursors.get(shard),
@@ -117,7 +131,7 @@ def gather_layout(
         return ShardRead(visible, more=cursors[shard] is not None)
 
     with ThreadPoolExecutor(max_workers=min(shards, SHARD_PARALLELISM)) as pool:
-        return gather_top_n(top_n, shards, fetch, previous_hits, each=pool.map)
+        return gather_top_n(top_n, shards, fetch, None, each=pool.map)
 
 
 def visible_rows(rows: list[IndexRow], hidden: Dropped) -> list[IndexRow]:
@@ -134,11 +148,14 @@ def gather_buckets(
     previous_hits: Mapping[int, int] | None,
     *,
     hidden: Dropped = frozenset(),
+    head: Callable[[], Sequence[Entry]] | None = None,
 ) -> Gathered:
     """Exact top N of one period from an index sorted by the bucket of the count (docs/coarse-index.md): whole
     buckets best first over every shard, the exact counts of what they hold by BatchGetItem, stopping before a
     bucket that cannot reach the N-th best in hand (domain/publishing/deep_tier.py has the argument). Each shard's
-    first page is read at once, sized by its share of the last top N; later pages grow."""
+    first page is read at once, sized by its share of the last top N; later pages grow. ``head``: the exact top N
+    of the items another index holds with their counts (all time's index of the releases before), asked for once
+    the first pages are in."""
     keys = [period_shard_value(period.board, period.kind, period.bucket, shard, shards) for shard in range(shards)]
     items: dict[str, str] = {}  # ref -> item id
     origin: dict[str, int] = {}  # item id -> shard
@@ -193,11 +210,17 @@ def gather_buckets(
         return {ref: known[ref] for ref in refs if ref in known}
 
     deep = gather_deep(
-        top_n, (), shards=shards, read_buckets=read_buckets, read_views=read_views, id_of=items.__getitem__
+        top_n,
+        head() if head else (),
+        shards=shards,
+        read_buckets=read_buckets,
+        read_views=read_views,
+        id_of=items.__getitem__,
     )
     hits: dict[int, int] = {}
     for entry in deep.top:
-        hits[origin[entry.id]] = hits.get(origin[entry.id], 0) + 1
+        if entry.id in origin:
+            hits[origin[entry.id]] = hits.get(origin[entry.id], 0) + 1
     items_read = deep.deep_keys_read + deep.views_read
     # Rounds of Queries: the first pages at once, then each later page on its own (the counts' reads are apart).
     return Gathered(deep.top, items_read=items_read, rounds=1 + later_pages, shard_hits=hits)
@@ -244,56 +267,18 @@ def gather_head(
     hidden: Dropped,
 ) -> tuple[Gathered, bool]:
     """The head's exact top N+R visible, and whether it is proven exact. With takedowns in play the gather is
-    checked against the published T; when it falls short and the period has the deep tier (all time with ranked
-    versions), the deep gather, exact down to T_D, takes over (docs/sparse-index.md, "Takedowns")."""
+    checked against the published T (all time with ranked versions: T_D, down to which it keys items), since hidden
+    items may push the visible N+R-th below it (docs/sparse-index.md, "Takedowns")."""
     policy = settings.policy
     depth = policy.keep(period.board).gather_depth
     gathered = gather_board(board, settings, previous_hits, period, hidden, top_n=policy.head_depth(period))
     if not hidden or not policy.index.sparse:
         return gathered, True  # nothing was ever taken down: every visible item at or above T is in the gather
     state = board.thresholds([period], consistent=True).get(period)
-    if state is None or proven_exact(gathered.top, depth, state.threshold):
+    if state is None:
         return gathered, True
-    if not policy.deep_tier_on(period):
-        return gathered, False
-    deep = gather_deep_board(board, settings, period, depth, previous_hits, hidden=hidden, head=gathered)
-    return deep, proven_exact(deep.top, depth, state.deep_threshold)
-
-
-def gather_deep_board(
-    board: GatherSource,
-    settings: Settings,
-    period: PeriodKey,
-    depth: int,
-    previous_hits: Mapping[int, int] | None,
-    *,
-    hidden: Dropped = frozenset(),
-    head: Gathered | None = None,
-) -> Gathered:
-    """The exact top ``depth`` visible of all time with the deep tier (domain/publishing/deep_tier.py): the head GSI's
-    exact top ``depth`` (``head``, when the caller gathered it already), then whole deep buckets over every shard of
-    every layout (a reshard moves deep keys like head keys), the found ids' exact views by BatchGetItem. Hidden ids are
-    dropped wherever they are read."""
-    head = head or gather_board(board, settings, previous_hits, period, hidden, top_n=depth)
-    layouts = board.get_board_state(period.board, consistent=True).layouts(settings.board_shards)
-    keys = [period_shard_value(period.board, ALL, ALL, shard, shards) for shards in layouts for shard in range(shards)]
-
-    def read_buckets(shard: int) -> Iterator[tuple[int, list[str]]]:
-        start: ResumeToken | None = None
-        while True:
-            rows, start = board.query_deep(period.board, keys[shard], DEEP_PAGE, start)
-            gone = dropped_among(hidden, [item for item, _ in rows]) if hidden else frozenset()
-            for bucket in dict.fromkeys(b for _, b in rows):  # rows come best bucket first
-                yield bucket, [item for item, b in rows if b == bucket and item not in gone]
-            if start is None:
-                return
-
-    def read_views(ids: Sequence[str]) -> Mapping[str, int]:
-        return board.all_time_views(period.board, ids) if ids else {}
-
-    deep = gather_deep(depth, head.top, shards=len(keys), read_buckets=read_buckets, read_views=read_views)
-    items_read = head.items_read + deep.deep_keys_read + deep.views_read
-    return Gathered(deep.top, items_read=items_read, rounds=head.rounds, shard_hits=head.shard_hits)
+    keyed_from = min(state.threshold, state.deep_threshold) if policy.deep_tier_on(period) else state.threshold
+    return gathered, proven_exact(gathered.top, depth, keyed_from)
 
 
 # -- one period
@@ -527,8 +512,6 @@ def ranked_version(
     else the previous."""
 
     def gather(depth: int, hits: Mapping[int, int] | None) -> Gathered:
-        if settings.policy.deep_tier_on(period):
-            return gather_deep_board(board, settings, period, depth, hits, hidden=hidden)
         return gather_board(board, settings, hits, period, hidden, top_n=depth)
 
     block = previous.rank if previous else None

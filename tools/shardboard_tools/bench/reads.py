@@ -33,8 +33,7 @@ from shardboard_tools.bench.run import drive
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.memory import MemoryBoardStore
 
-INDEX = "memory-board/by-views"
-DEEP_INDEX = "memory-board/by-deep"
+INDEX = "memory-board/by-deep"  # all time's index
 # The extra write units per view that keeping D ranked may add (docs/proposals/items-and-ranks.md section 8).
 EXTRA_TARGET = 0.15
 
@@ -91,7 +90,6 @@ def run_depth(
         "views_recorded": run.views_recorded,
         "write_units_per_view": usage.units("write") / views,
         "index_write_units_per_view": usage.units("write", INDEX) / views,
-        "deep_index_write_units_per_view": usage.units("write", DEEP_INDEX) / views,
         "rank_version_write_units_per_view": board.rank_write_units / views,
         "rank_versions_written": rank_versions_written(head),
         "head_bytes": board.snapshot_item_size(period),

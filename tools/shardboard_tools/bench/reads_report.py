@@ -26,8 +26,7 @@ Row = tuple[str, Callable[[dict[str, Any]], str]]
 ROWS: tuple[Row, ...] = (
     ("write units per view (total)", lambda run: f"{run['write_units_per_view']:.3f}"),
     ("extra over D = N", lambda run: f"{run['extra_write_units_per_view']:+.3f}"),
-    ("of which the by-views index", lambda run: f"{run['index_write_units_per_view']:.3f}"),
-    ("of which the by-deep index (deep tier)", lambda run: f"{run.get('deep_index_write_units_per_view', 0):.3f}"),
+    ("of which all time's index (by-deep)", lambda run: f"{run['index_write_units_per_view']:.3f}"),
     ("of which ranked versions (pages + rank shards)", lambda run: f"{run['rank_version_write_units_per_view']:.4f}"),
     ("ranked versions written during the run", lambda run: f"{run['rank_versions_written']}"),
     ("published threshold T at the end", lambda run: f"{run['threshold']:,}"),
@@ -121,10 +120,9 @@ def section(result: dict[str, Any], command: str) -> str:
 
 
 def note(result: dict[str, Any]) -> str:
-    """Where the extra goes, from the figures: the head index, the deep tier's index and the ranked versions."""
+    """Where the extra goes, from the figures: all time's index and the ranked versions."""
     today, ranked, *others = result["runs"].values()
     index = ranked["index_write_units_per_view"] - today["index_write_units_per_view"]
-    deep = ranked.get("deep_index_write_units_per_view", 0.0)
     versions = ranked["rank_version_write_units_per_view"]
     extra = ranked["extra_write_units_per_view"]
     faster = (
@@ -136,14 +134,13 @@ def note(result: dict[str, Any]) -> str:
     verdict = "meets" if extra <= EXTRA_TARGET else "misses"
     return (
         f"Of the extra {extra:+.3f} write units per view ({verdict} the issue's {EXTRA_TARGET} budget), "
-        f"{index:+.3f} are by-views index writes, {deep:.3f} by-deep index writes and {versions:.4f} the ranked "
-        "versions' own items. All time keeps the top D through the deep tier (docs/proposals/deep-tier.md): T stays "
-        "the (N+R)-th best, so the items ranked N..D are no longer keyed in by-views; those at or above T_D (the "
-        "D-th best of the last deep gather) carry a KEYS_ONLY by-deep key whose range is floor(log16(views)), "
-        "written at the join and, twice, when the count crosses a power of 16, never when it moves inside its "
-        "bucket. The deep gather reads whole buckets down to the D-th best's and BatchGets their exact views (the "
-        f"read units row: the last refresh of each run).{faster} Period kinds (hour, day, week, month) keep the "
-        "index tier: their T comes from the D-th best."
+        f"{index:+.3f} are index writes and {versions:.4f} the ranked versions' own items. All time's index "
+        "(by-deep, docs/coarse-index.md) keys the items at or above T_D (the D-th best of the last ranked version) "
+        "instead of T (the (N+R)-th best), each with a KEYS_ONLY key whose range is floor(log16(views)), written at "
+        "the join and, twice, when the count crosses a power of 16, never when it moves inside its bucket. A ranked "
+        "version's gather reads whole buckets down to the D-th best's and BatchGets their exact views (the read "
+        f"units row: the last refresh of each run).{faster} Period kinds (hour, day, week, month) publish their T "
+        "from the D-th best."
     )
 
 

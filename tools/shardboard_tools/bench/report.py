@@ -18,6 +18,8 @@ METRICS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("throttled_requests", "throttled requests", lambda v: f"{v:,}"),
     ("hot_item_views_per_s_sustained", "viral item views/s sustained", lambda v: f"{v:,.0f}"),
     ("refresh_items_read", "items read per refresh", lambda v: f"{v:,}"),
+    ("read_units_per_view", "read units per view", lambda v: f"{v:.4f}"),
+    ("cost_per_million_views", "cost per million views (on-demand, reads included)", lambda v: f"${v:.3f}"),
     ("frontend_read_units", "read units per frontend request", lambda v: f"{v:,.1f}"),
     ("aggregator_cpu_us_per_record", "aggregator CPU us per record", lambda v: "-" if v is None else f"{v:.1f}"),
     (

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from shardboard.adapters.dynamodb import THROTTLING_CODES, error_code
 from shardboard.domain.ports import Throttled
 from shardboard_tools.bench.designs import DESIGNS, SHARDBOARD, Design, ShardboardDesign, make_design
+from shardboard_tools.bench.prices import on_demand_dollars
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
 
@@ -38,6 +39,8 @@ class DesignResult:
     throttled_requests: int
     hot_item_views_per_s_sustained: float
     refresh_items_read: int
+    read_units_per_view: float  # every read the run made (refreshes, deny checks), per view recorded
+    cost_per_million_views: float  # on-demand dollars of its write and read units (tools/.../prices.py)
     frontend_read_units: float
     aggregator_cpu_us_per_record: float | None
     # The same figure measured during the main run, where the simulated writers run between batches.
@@ -155,13 +158,16 @@ def measure(
     for index in sequence:
         truth[item_ids[index]] = truth.get(item_ids[index], 0) + 1
     best = sorted(truth.items(), key=lambda pair: (-pair[1], pair[0]))[: workload.top_n]
+    views = max(1, run.views_recorded)
     return DesignResult(
-        write_units_per_view=usage.units("write") / max(1, run.views_recorded),
+        write_units_per_view=usage.units("write") / views,
         max_partition_write_units_per_s=peak.units,
         busiest_write_partition=peak.partition,
         throttled_requests=usage.throttled_requests,
         hot_item_views_per_s_sustained=sustained_rate(name, workload),
         refresh_items_read=run.last_refresh_items_read,
+        read_units_per_view=usage.units("read") / views,
+        cost_per_million_views=on_demand_dollars(usage.units("write"), usage.units("read")) / views * 1e6,
         frontend_read_units=run.design.frontend_read_units(),
         aggregator_cpu_us_per_record=isolated_aggregator_cpu(name, workload, item_ids, sequence),
         aggregator_cpu_us_per_record_interleaved=run.design.aggregator_cpu_us_per_record(),

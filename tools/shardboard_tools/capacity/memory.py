@@ -63,7 +63,6 @@ from shardboard.adapters.keys import (
     BY,
     BY_CHANGE_INDEX,
     BY_CREATED_INDEX,
-    BY_DEEP_INDEX,
     BY_VIEWS_INDEX,
     CHANGE_PROJECTION,
     CHANGED,
@@ -74,7 +73,6 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
-    DEEP_BUCKET,
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
@@ -198,16 +196,16 @@ def views_schema(table: str) -> TableSchema:
 
 
 def board_schema(table: str) -> TableSchema:
-    """template.yaml's board table: a GSI per period kind projecting item_id (keys are always projected), the
-    all-time deep tier (KEYS_ONLY: written only when ``dk`` or ``db`` changes) and the sparse by-change index of
-    dirty periods."""
+    """template.yaml's board table: a GSI per period kind projecting item_id (keys are always projected), all
+    time's (KEYS_ONLY), the one all time had before the coarse index (``by-views``: never written here) and the
+    sparse by-change index of dirty periods."""
     periods = tuple(
-        IndexSchema(index_name(kind), index_key_attr(kind), bucket_attr(kind), frozenset({ITEM_ID}))
-        for kind in (ALL, *KINDS)
+        IndexSchema(index_name(kind), index_key_attr(kind), bucket_attr(kind), frozenset({ITEM_ID})) for kind in KINDS
     )
-    deep = IndexSchema(BY_DEEP_INDEX, DEEP_KEY, DEEP_BUCKET, frozenset())
+    all_time = IndexSchema(index_name(ALL), index_key_attr(ALL), bucket_attr(ALL), frozenset())
+    views_index = IndexSchema(BY_VIEWS_INDEX, BOARD_SHARD, VIEWS, frozenset({ITEM_ID}))
     changes = IndexSchema(BY_CHANGE_INDEX, CHANGED, None, frozenset(CHANGE_PROJECTION))
-    return TableSchema(table, PK, None, (*periods, deep, changes))
+    return TableSchema(table, PK, None, (all_time, *periods, views_index, changes))
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -616,12 +614,9 @@ class MemoryBoardStore:
         self.table = table
         self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(board_schema(table), emulator)
-        self.index = self.data.schema.index(BY_VIEWS_INDEX)
         # Per period index (kind): GSI key -> pk -> count, plus each partition sorted best first (cached).
         self._partitions: dict[str, dict[str, dict[str, int]]] = {kind: {} for kind in (*KINDS, ALL)}
         self._sorted: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        # The deep tier the same way: deep key -> pk -> bucket, sorted under the pseudo-kind DEEP_KEY.
-        self._deep: dict[str, dict[str, int]] = {}
         self.rank_write_units = 0  # of ranked versions' pages and shards, written and deleted
 
     # -- aggregates
@@ -635,7 +630,6 @@ class MemoryBoardStore:
         *,
         kinds: Sequence[str],
         joins: Mapping[str, str],
-        deep: tuple[str, int] | None = None,
         weights: Mapping[str, int] | None = None,
         buckets: Mapping[str, int] | None = None,
     ) -> MoveResult:
@@ -660,9 +654,8 @@ class MemoryBoardStore:
                 new.setdefault(index_key_attr(kind), {"S": key})
                 if buckets and kind in buckets:
                     new.setdefault(bucket_attr(kind), {"N": str(buckets[kind])})
-            if deep is not None:  # if_not_exists on both: a higher bucket is join_deep's
-                new.setdefault(DEEP_KEY, {"S": deep[0]})
-                new.setdefault(DEEP_BUCKET, {"N": str(deep[1])})
+            if ALL in joins:
+                new.pop(BOARD_SHARD, None)
             self._write("UpdateItem", pk, new)
         return MoveResult(applied=True, state=aggregate_state(new))
 
@@ -844,6 +837,8 @@ class MemoryBoardStore:
                 return False
             new = {**{a: {"S": k} for a, k in wanted.items()}, **old}
             new |= {bucket_attr(kind): {"N": str(bucket)} for kind, bucket in buckets.items()}
+            if ALL in keys:
+                new.pop(BOARD_SHARD, None)
             self._write("UpdateItem", pk, new)
         return True
 
@@ -859,20 +854,6 @@ class MemoryBoardStore:
                 self.data.refuse("UpdateItem", pk)
                 return False
             new = {key: {"S": board_shard}, **old, sort: {"N": str(bucket)}}
-            self._write("UpdateItem", pk, new)
-        return True
-
-    @metered
-    def join_deep(self, board: str, item_id: str, deep_key: str, bucket: int) -> bool:
-        """``attribute_exists(pk) AND (attribute_not_exists(db) OR db < :db)``; ``dk`` only if absent."""
-        pk = aggregate_pk(board, item_id)
-        with self.data.lock:
-            old = self.data.items.get(pk)
-            if old is None or (DEEP_BUCKET in old and _number(old, DEEP_BUCKET) >= bucket):
-                self.data.refuse("UpdateItem", pk)
-                return False
-            new = {**old, DEEP_BUCKET: {"N": str(bucket)}}
-            new.setdefault(DEEP_KEY, {"S": deep_key})
             self._write("UpdateItem", pk, new)
         return True
 
@@ -900,7 +881,7 @@ class MemoryBoardStore:
 
     def scan_aggregates(self, board: str = GLOBAL_BOARD, segments: int = 4) -> dict[str, tuple[int, bool]]:
         return {
-            item[ITEM_ID]["S"]: (int(item[VIEWS]["N"]), BOARD_SHARD in item)
+            item[ITEM_ID]["S"]: (int(item[VIEWS]["N"]), DEEP_KEY in item)
             for item in self.scan_counts(segments)
             if item[PK]["S"] == aggregate_pk(board, item[ITEM_ID]["S"])
         }
@@ -925,14 +906,6 @@ class MemoryBoardStore:
                     else:
                         partition.pop(pk, None)
                     self._sorted.pop((kind, item[key_attr]["S"]), None)
-        for item, add in ((old, False), (new, True)):
-            if item and DEEP_KEY in item and DEEP_BUCKET in item:
-                members = self._deep.setdefault(item[DEEP_KEY]["S"], {})
-                if add:
-                    members[pk] = _number(item, DEEP_BUCKET)
-                else:
-                    members.pop(pk, None)
-                self._sorted.pop((DEEP_KEY, item[DEEP_KEY]["S"]), None)
 
     # -- the GSIs
     @metered
@@ -953,7 +926,8 @@ class MemoryBoardStore:
             cursor: Item | None = None
             for negative_views, pk in ordered[first : first + limit]:
                 entry = index.entry(self.data.items[pk], self.data.schema.keys) or {}
-                rows.append(IndexRow(entry[ITEM_ID]["S"], -negative_views, pk))
+                item_id = entry[ITEM_ID]["S"] if ITEM_ID in entry else pk.split("#", 2)[2]  # all time: KEYS_ONLY
+                rows.append(IndexRow(item_id, -negative_views, pk))
                 sizes.append(item_size(entry))
                 if len(rows) == limit or sum(sizes) >= PAGE_BYTES:
                     cursor = {PK: {"S": pk}, key_name: {"S": board_shard}, count_name: {"N": str(-negative_views)}}
@@ -964,31 +938,14 @@ class MemoryBoardStore:
         return rows, cursor
 
     @metered
-    def query_deep(
-        self, board: str, deep_key: str, limit: int, start: ResumeToken | None
-    ) -> tuple[list[tuple[str, int]], Item | None]:
-        """The deep GSI like DynamoDB: best bucket first, KEYS_ONLY entries (~100 bytes), a cursor at ``limit``."""
-        index = self.data.schema.index(BY_DEEP_INDEX)
-        prefix = len(aggregate_pk(board, ""))
-        with self.data.lock:
-            ordered = self._sorted.get((DEEP_KEY, deep_key))
-            if ordered is None:
-                members = self._deep.get(deep_key, {})
-                ordered = self._sorted[(DEEP_KEY, deep_key)] = sorted((-b, pk) for pk, b in members.items())
-            first = bisect.bisect_right(ordered, (-int(start[DEEP_BUCKET]["N"]), start[PK]["S"])) if start else 0
-            rows: list[tuple[str, int]] = []
-            sizes: list[int] = []
-            cursor: Item | None = None
-            for negative_bucket, pk in ordered[first : first + limit]:
-                rows.append((pk[prefix:], -negative_bucket))
-                sizes.append(item_size(index.entry(self.data.items[pk], self.data.schema.keys) or {}))
-                if len(rows) == limit or sum(sizes) >= PAGE_BYTES:
-                    cursor = {PK: {"S": pk}, DEEP_KEY: {"S": deep_key}, DEEP_BUCKET: {"N": str(-negative_bucket)}}
-                    break
-            units = query_units(sizes, consistent=False)
-            resource = self.data.schema.resource(index)
-            self.data.emulator.admit("Query", [Charge(self.table, resource, deep_key, "read", units)])
-        return rows, cursor
+    def query_views_index(
+        self, board_shard: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[IndexRow], Item | None]:
+        """``by-views`` holds nothing here (nothing in memory is of a release before): one empty Query."""
+        index = self.data.schema.index(BY_VIEWS_INDEX)
+        resource = self.data.schema.resource(index)
+        self.data.emulator.admit("Query", [Charge(self.table, resource, board_shard, "read", query_units([], False))])
+        return [], None
 
     @metered
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
@@ -1004,16 +961,6 @@ class MemoryBoardStore:
                 ]
                 self.data.emulator.admit("BatchGetItem", charges)
                 found |= {ref: stored_count(item, kind) for ref, item in items.items() if item is not None}
-        return found
-
-    @metered
-    def all_time_views(self, board: str, item_ids: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        with self.data.lock:
-            for item_id in item_ids:
-                item = self.data.read("BatchGetItem", aggregate_pk(board, item_id), consistent=False)
-                if item is not None:
-                    found[item_id] = _number(item, VIEWS)
         return found
 
     # -- snapshots and period items

@@ -117,8 +117,8 @@ class Context:
 
     policy: Leaderboards
     states: Mapping[PeriodKey, BoardState]
-    # deep_threshold per board, asked twice per delta: decided once per batch.
-    _deep: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
+    # All time's join threshold per board, asked for every delta: decided once per batch.
+    _all_time: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def anchor(self) -> str:
@@ -152,24 +152,23 @@ class Context:
         return {kind: weight for kind, weight in found.items() if weight != 1}
 
     def threshold(self, period: PeriodKey) -> int:
+        """The count from which an item is keyed in the period's index. All time with ranked versions keys down to
+        T_D (the D-th best): its ranked versions read the same index as its head."""
         if not self.policy.index.sparse:
             return 0
+        if period.kind == ALL:
+            found = self._all_time.get(period.board)
+            if found is None:
+                found = self._all_time[period.board] = self._all_time_threshold(period)
+            return found
         state = self.states.get(period)
         return state.threshold if state else 0
 
-    def deep_threshold(self, board: str) -> int | None:
-        """T_D of a board's all-time deep tier, or None when the deep tier is off (docs/proposals/deep-tier.md)."""
-        if board in self._deep:
-            return self._deep[board]
-        threshold = self._deep[board] = self._deep_threshold(board)
-        return threshold
-
-    def _deep_threshold(self, board: str) -> int | None:
-        everything = PeriodKey(board, ALL, ALL)
-        if not self.policy.deep_tier_on(everything):
-            return None
-        state = self.states.get(everything)
-        return state.deep_threshold if state else 0
+    def _all_time_threshold(self, period: PeriodKey) -> int:
+        state = self.states.get(period)
+        if state is None:
+            return 0
+        return min(state.threshold, state.deep_threshold) if self.policy.deep_tier_on(period) else state.threshold
 
     def index_key(self, period: PeriodKey, item_id: str) -> str:
         board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
@@ -299,9 +298,9 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
 
 class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
-    index keys its count is sure to earn (``joins``, per kind) with the buckets of that sure count (``buckets``,
-    set if the aggregate has none), the deep key and bucket (``deep``) and what one view adds to each weighted
-    kind's count (``weights``: trending)."""
+    index keys its count is sure to earn (``joins``, per kind, all time too) with the buckets of that sure count
+    (``buckets``, set if the aggregate has none) and what one view adds to each weighted kind's count (``weights``:
+    trending)."""
 
     board: str
     item_id: str
@@ -309,7 +308,6 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
     moves: list[ShardMove]
     kinds: tuple[str, ...]
     joins: dict[str, str]
-    deep: tuple[str, int] | None
     weights: dict[str, int]
     buckets: dict[str, int]
 
@@ -320,20 +318,11 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
 
 class IndexJoin(NamedTuple):
     """Key an aggregate into a kind's index (sparse index: its count reached the period's threshold), or raise the
-    bucket its index sorts it by to ``bucket`` (None: all time, whose index sorts by the views themselves)."""
+    bucket its index sorts it by to ``bucket``."""
 
     board: str
     item_id: str
     kind: str
-    key: str
-    bucket: int | None = None
-
-
-class DeepJoin(NamedTuple):
-    """Key an aggregate into the all-time deep index at ``bucket``, or raise its bucket to it."""
-
-    board: str
-    item_id: str
     key: str
     bucket: int
 
@@ -345,9 +334,6 @@ class EntryJoin(NamedTuple):
     item_id: str
     key: str
     bucket: int
-
-
-Join = IndexJoin | DeepJoin
 
 
 @dataclass(frozen=True)
@@ -388,16 +374,6 @@ def joins_for(
     }
 
 
-def deep_join_for(ctx: Context, board: str, item_id: str, lower_bound: int) -> tuple[str, int] | None:
-    """The deep key and bucket to set in the move's write: the count is sure to reach T_D but not T_N (at or above
-    T_N the same write keys it into the head, which the gather reads with exact views)."""
-    deep_threshold = ctx.deep_threshold(board)
-    everything = PeriodKey(board, ALL, ALL)
-    if deep_threshold is None or lower_bound <= 0 or not deep_threshold <= lower_bound < ctx.threshold(everything):
-        return None
-    return ctx.index_key(everything, item_id), deep_bucket(lower_bound)
-
-
 def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
     """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem."""
     lower_bound = lower_bound_after(moves)
@@ -409,46 +385,26 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
         moves,
         ctx.kinds,
         {p.kind: k for p, k in joins.items()},
-        deep_join_for(ctx, delta.board, delta.item_id, lower_bound),
         ctx.weights(ctx.kinds, delta.bucket),
-        {p.kind: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins if p.kind != ALL},
+        {p.kind: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
     )
 
 
-def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[Join]:
+def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[IndexJoin]:
     """The index keys an aggregate lacks: every period index whose threshold its count reached (sparse index), each
-    with the bucket of its count; the buckets of the kinds it is keyed in that its count outgrew; and the deep tier's
-    key. Also after a pure replay: a crash between the count and a join heals here."""
+    with the bucket of its count, and the buckets of the kinds it is keyed in that its count outgrew. Also after a
+    pure replay: a crash between the count and a join heals here."""
     if state.bucket is None:
         return []
-    joins: list[Join] = []
+    joins: list[IndexJoin] = []
     for period in ctx.periods(board, state.bucket):
         count = state.count(period.kind)
-        if period.kind == ALL:
-            if not state.in_index and count >= ctx.threshold(period) and count > 0:
-                joins.append(IndexJoin(board, item_id, ALL, ctx.index_key(period, item_id)))
-            continue
         bucket = deep_bucket(count)
         keyed = period.kind in state.keyed
         reaches = keyed or (count >= ctx.threshold(period) and count > 0)
         if reaches and (not keyed or state.buckets.get(period.kind, -1) < bucket):
             joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id), bucket))
-    deep = plan_deep_join(ctx, board, item_id, state)
-    return [*joins, deep] if deep else joins
-
-
-def plan_deep_join(ctx: Context, board: str, item_id: str, state: AggregateState) -> DeepJoin | None:
-    """Keep the deep tier's invariant for one aggregate (docs/proposals/deep-tier.md): with views >= T_D it has the
-    head key or a deep key whose bucket is deep_bucket(views). An item at or above T_N is keyed into the head by
-    ``plan_joins``; one below it gets the deep key or a higher bucket (one conditional UpdateItem)."""
-    deep_threshold = ctx.deep_threshold(board)
-    everything = PeriodKey(board, ALL, ALL)
-    if deep_threshold is None or state.in_index or state.views <= 0 or state.views >= ctx.threshold(everything):
-        return None
-    bucket = deep_bucket(state.views)
-    if state.views < deep_threshold or (state.deep_bucket is not None and state.deep_bucket >= bucket):
-        return None
-    return DeepJoin(board, item_id, ctx.index_key(everything, item_id), bucket)
+    return joins
 
 
 def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
@@ -475,12 +431,14 @@ def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
     new = AggregateState(
         applied={m.shard: m.target for m in moves},
         views=old.views + added,
-        in_index=old.in_index,
         bucket=delta.bucket,
         counts=counts,
         keyed=frozenset(kind for kind in old.keyed if kind not in keys) | {k for k, v in keys.items() if v},
-        deep_bucket=old.deep_bucket,
-        buckets={kind: deep_bucket(count) for kind, count in counts.items()},
+        # All time does not roll: its key and bucket stay (a join after the roll raises the bucket).
+        buckets={
+            **{k: b for k, b in old.buckets.items() if k == ALL},
+            **{k: deep_bucket(n) for k, n in counts.items()},
+        },
     )
     return Roll(delta.board, delta.item_id, archives, old, new, keys, moves, added)
 
