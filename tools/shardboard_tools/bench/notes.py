@@ -126,7 +126,7 @@ index writes whenever its count, the sort key, changes, and it keys every item w
 prove their own thresholds instead (docs/sparse-index.md, "The batch's own threshold"): a period's first batch keys
 about K items per board (its N + R best), publishes their K-th best count, and keys nothing below it; and its
 period indexes sort by a bucket of the count (docs/coarse-index.md), so a keyed item pays index writes only when its
-count crosses into the next bucket (powers of 16). All time still sorts `by-views` by the views.
+count crosses into the next bucket (powers of 16); all time too (`by-deep`).
 
 ### Before and after the batch's own threshold
 
@@ -169,9 +169,29 @@ the cost here; docs/coarse-index.md has the break-even rate below which they cos
 issue's "today" (3.96 write units per view on 400,000 views, $2.66 per million at 200,000 before the batch's own
 threshold) this is -42 % and -45 %; below the straightforward design ($2.30) by 37 %.
 
-What would get lower still: all time on the same index (about -0.12: `by-views` pays what `by-week` paid), then the
-floor below (1.82 before any index write): the aggregate moves (one per board, item and window) and the day boundary's
-archived entries.
+### All time on the coarse index too
+
+The same workload with all time keyed in `by-deep` by the bucket of its views (docs/coarse-index.md, "All time on
+the same index"), shardboard (day, week, month), measured by wrapping the capacity emulator (a one-off measurement of
+the run's own units by table, index and request; the figures above are the previous commit's run):
+
+| what | write units per view, all time by the views | all time by a bucket |
+|---|---:|---:|
+| base counters (one per view) | 1.000 | 1.000 |
+| aggregate writes (moves 0.599, rolls 0.108, joins and raises 0.032) | 0.739 | 0.742 |
+| past entries archived at the day boundary | 0.108 | 0.108 |
+| `by-day` (joins and raises 0.113, archived entries keyed 0.016) | 0.129 | 0.129 |
+| `by-week` / `by-month` | 0.059 / 0.059 | 0.059 / 0.059 |
+| all time (`by-views`, then `by-deep`) | 0.183 | 0.059 |
+| snapshots, thresholds, marks | 0.018 | 0.018 |
+| total | 2.296 | 2.175 |
+| read units per view (refreshes, deny checks) | 0.153 | 0.200 |
+| cost per million views | $1.45 | $1.38 |
+
+What would get lower still: the floor (1.85 before any index write) is the aggregate moves, one per board, item and
+window (longer aggregation windows merge more views per write), and the day boundary's archived entries plus the
+roll that moves each aggregate on; the index writes left (0.31) are mostly joins, each period's first keying of its
+N + R best, which this run (every period starting empty) pays in full.
 
 ### Where the remaining units go (before the coarse index)
 
