@@ -49,7 +49,8 @@ def test_a_move_keys_the_item_when_its_count_is_sure_to_reach_the_threshold():
     short = plan_move(delta(0, 3), ctx, optimistic_moves(delta(0, 3)))
     # Then the first write carries the index key in the same UpdateItem, the second none
     assert reaching.moves == [ShardMove(0, 0, 6)] and reaching.added == 6
-    assert set(reaching.joins) == {ALL} and reaching.buckets == {ALL: 0}
+    # (at one bucket above its sure count's, 6: bucket 0, so that it grows to 255 without a raise)
+    assert set(reaching.joins) == {ALL} and reaching.buckets == {ALL: 1}
     assert short.joins == {} and short.added == 3
 
 
@@ -70,20 +71,22 @@ def test_joins_name_only_the_indexes_an_aggregate_lacks():
     # Given the threshold 3 and no ranked versions
     ctx = context(3, periods=(), rank_depth=0)
     key = ctx.index_key(EVERYTHING, "a")
-    # Then an item at 4 is keyed at the bucket of 4; one keyed at that bucket, or below T, needs nothing
+    # Then an item at 4 (bucket 0) is keyed one bucket above; one keyed at or above its bucket, or below T, needs
+    # nothing
     assert plan_joins(ctx, "global", "a", AggregateState({0: 4}, 4, bucket=ALL)) == [
-        IndexJoin("global", "a", ALL, key, 0)
+        IndexJoin("global", "a", ALL, key, 1)
     ]
-    keyed = AggregateState({0: 4}, 4, bucket=ALL, keyed=frozenset({ALL}), buckets={ALL: 0})
-    assert plan_joins(ctx, "global", "a", keyed) == []
+    for stored in (0, 1):
+        keyed = AggregateState({0: 4}, 4, bucket=ALL, keyed=frozenset({ALL}), buckets={ALL: stored})
+        assert plan_joins(ctx, "global", "a", keyed) == []
     assert plan_joins(ctx, "global", "a", AggregateState({0: 2}, 2, bucket=ALL)) == []
-    # And one whose views outgrew its bucket (16 = 16**1) has it raised
+    # And one whose views outgrew its bucket (16 = 16**1: bucket 1 above a stored 0) has it raised to one above
     grown = AggregateState({0: 16}, 16, bucket=ALL, keyed=frozenset({ALL}), buckets={ALL: 0})
-    assert plan_joins(ctx, "global", "a", grown) == [IndexJoin("global", "a", ALL, key, 1)]
+    assert plan_joins(ctx, "global", "a", grown) == [IndexJoin("global", "a", ALL, key, 2)]
     # With ranked versions all time keys down to T_D (0 until a deep gather): an item below T is keyed too
     deep = context(3, periods=())
     (join,) = plan_joins(deep, "global", "a", AggregateState({0: 2}, 2, bucket=ALL))
-    assert join.bucket == 0 and join.key == deep.index_key(EVERYTHING, "a")
+    assert join.bucket == 1 and join.key == deep.index_key(EVERYTHING, "a")
 
 
 def test_a_roll_archives_the_periods_that_end_and_keeps_those_that_go_on():

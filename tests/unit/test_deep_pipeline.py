@@ -71,12 +71,12 @@ def deliver(board: MemoryBoardStore, config: Settings, batch: list[ViewRecord]) 
 
 
 def deep_misses(board: MemoryBoardStore) -> list[str]:
-    """Aggregates at or above T_D with neither the head key nor a deep key in the bucket of their views."""
+    """Aggregates at or above T_D without all time's key at or above the bucket of their views."""
     deep_threshold = board.get_board_state("global").deep_threshold
     missing = []
     for item, (views, _) in board.scan_aggregates().items():
         stored = board.data.items[aggregate_pk("global", item)]
-        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) == deep_bucket(views)
+        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) >= deep_bucket(views)
         if views >= deep_threshold and BOARD_SHARD not in stored and not deep_keyed:
             missing.append(item)
     return missing
@@ -176,23 +176,28 @@ def test_an_item_below_t_n_joins_the_deep_tier_and_its_bucket_follows_its_views(
     stream.add("late", 1, 3)
     deliver(board, config, stream.records[-1:])
     stored = board.data.items[aggregate_pk("global", "late")]
-    # Then it has a deep key and no head key, in bucket 0
-    assert BOARD_SHARD not in stored and stored[DEEP_BUCKET] == {"N": "0"}
+    # Then it is keyed in all time's index (and not in `by-views`), one bucket above its count's (3: bucket 0)
+    assert BOARD_SHARD not in stored and stored[DEEP_BUCKET] == {"N": "1"}
     before = board.data.emulator.usage.units("write", DEEP_INDEX)
     stream.add("late", 1, DEEP_BUCKET_BASE + 4)
     deliver(board, config, stream.records[-1:])
-    # And crossing a power of the base moves its bucket up (a delete and a put in the deep index)
+    # And growing into the bucket it is keyed at (23 views: bucket 1) writes nothing to the KEYS_ONLY index
     assert board.data.items[aggregate_pk("global", "late")][DEEP_BUCKET] == {"N": "1"}
+    assert board.data.emulator.usage.units("write", DEEP_INDEX) == before
+    # And outgrowing it (279 views: bucket 2) raises it to one above (a delete and a put in the index)
+    stream.add("late", 1, DEEP_BUCKET_BASE**2)
+    deliver(board, config, stream.records[-1:])
+    assert board.data.items[aggregate_pk("global", "late")][DEEP_BUCKET] == {"N": "3"}
     assert board.data.emulator.usage.units("write", DEEP_INDEX) - before == 2
-    # And a count change inside the bucket writes nothing to the KEYS_ONLY deep index
+    # And a count change inside the bucket writes nothing to the index
     before = board.data.emulator.usage.units("write", DEEP_INDEX)
     stream.add("late", 0, 1)
     deliver(board, config, stream.records[-1:])
     assert board.data.emulator.usage.units("write", DEEP_INDEX) == before
-    # And the next ranked version finds it through the deep tier
+    # And the next ranked version finds it
     result = take_snapshot(board, config, iso(START + timedelta(seconds=61)), EVERYTHING)
     assert stored_version(board, result.snapshot.rank) == stream.ranking()[:3]
-    assert stream.ranking()[1][0] == "late"
+    assert stream.ranking()[0][0] == "late"
 
 
 def test_a_stale_writer_never_moves_a_deep_bucket_back():

@@ -62,12 +62,12 @@ def index_misses(design: ShardboardDesign) -> list[str]:
 
 
 def deep_misses(design: ShardboardDesign) -> list[str]:
-    """Aggregates at or above T_D with neither the head key nor a deep key in the bucket of their views."""
+    """Aggregates at or above T_D without all time's key at or above the bucket of their views."""
     deep_threshold = design.board.get_board_state("global").deep_threshold
     missing = []
     for item, (views, _) in design.board.scan_aggregates().items():
         stored = design.board.data.items[aggregate_pk("global", item)]
-        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) == deep_bucket(views)
+        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) >= deep_bucket(views)
         if views >= deep_threshold and BOARD_SHARD not in stored and not deep_keyed:
             missing.append(item)
     return missing

@@ -93,7 +93,7 @@ from shardboard.domain.ports import (
     RankShard,
     ResumeToken,
 )
-from shardboard.domain.publishing.deep_tier import deep_bucket
+from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
 from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
 
 # A write refused by a legacy item converts it and tries again; only a concurrent writer of the previous release
@@ -369,7 +369,10 @@ class BoardStore:
                 removes.append(f"#a{shard}")
         for kind, count in new.counts.items():
             names[f"#n_{kind}"], values[f":n_{kind}"] = count_attr(kind), n_attr(count)
-            names[f"#b_{kind}"], values[f":b_{kind}"] = bucket_attr(kind), n_attr(deep_bucket(count))
+            names[f"#b_{kind}"], values[f":b_{kind}"] = (
+                bucket_attr(kind),
+                n_attr(new.buckets.get(kind, index_bucket(count))),
+            )
             sets += [f"#n_{kind} = :n_{kind}", f"#b_{kind} = :b_{kind}"]
         for kind, key in keys.items():
             names[f"#g_{kind}"] = index_key_attr(kind)

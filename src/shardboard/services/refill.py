@@ -35,7 +35,7 @@ from shardboard.domain.items.records import DELETED
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import BoardIndex, BoardScans, ItemCatalog, PeriodKey, PeriodLedger
-from shardboard.domain.publishing.deep_tier import deep_bucket
+from shardboard.domain.publishing.deep_tier import index_bucket
 from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.services.snapshots import SnapshotBoard, take_snapshot
 from shardboard.settings import Settings
@@ -175,7 +175,7 @@ def _taken_down(found: Stored, hidden: Dropped, deleted: Dropped) -> tuple[froze
 def _join(board: BoardIndex, ctx: Context, found: Stored, period: PeriodKey, item_id: str) -> int:
     """Key one item into a period's index: on its aggregate for a current period, else on its past entry."""
     key = ctx.index_key(period, item_id)
-    bucket = deep_bucket(found.counts[period][item_id])
+    bucket = index_bucket(found.counts[period][item_id])
     if (period, item_id) in found.current:
         return int(board.join_index(period.board, item_id, {period.kind: key}, {period.kind: bucket}))
     return int(board.join_entry(period, item_id, key, bucket))

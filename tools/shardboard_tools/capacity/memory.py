@@ -171,7 +171,7 @@ from shardboard.domain.ports import (
     ShardMetadata,
     TakedownListing,
 )
-from shardboard.domain.publishing.deep_tier import deep_bucket
+from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
 from shardboard.domain.publishing.head import Head, Row
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
 from shardboard.domain.writing.idempotency import (
@@ -680,7 +680,7 @@ class MemoryBoardStore:
                 item[applied_attr(shard)] = {"N": str(value)}
             for kind, count in new.counts.items():
                 item[count_attr(kind)] = {"N": str(count)}
-                item[bucket_attr(kind)] = {"N": str(deep_bucket(count))}
+                item[bucket_attr(kind)] = {"N": str(new.buckets.get(kind, index_bucket(count)))}
             for kind, key in keys.items():
                 if key is None:
                     item.pop(index_key_attr(kind), None)

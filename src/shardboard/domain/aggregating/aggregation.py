@@ -31,7 +31,7 @@ from shardboard.domain.aggregating.batch import (
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
-from shardboard.domain.publishing.deep_tier import deep_bucket
+from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
 from shardboard.domain.sharding import board_shard_of, period_shard_value
 from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
 
@@ -386,7 +386,7 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
         ctx.kinds,
         {p.kind: k for p, k in joins.items()},
         ctx.weights(ctx.kinds, delta.bucket),
-        {p.kind: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
+        {p.kind: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
     )
 
 
@@ -399,11 +399,10 @@ def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) ->
     joins: list[IndexJoin] = []
     for period in ctx.periods(board, state.bucket):
         count = state.count(period.kind)
-        bucket = deep_bucket(count)
         keyed = period.kind in state.keyed
         reaches = keyed or (count >= ctx.threshold(period) and count > 0)
-        if reaches and (not keyed or state.buckets.get(period.kind, -1) < bucket):
-            joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id), bucket))
+        if reaches and (not keyed or state.buckets.get(period.kind, -1) < deep_bucket(count)):
+            joins.append(IndexJoin(board, item_id, period.kind, ctx.index_key(period, item_id), index_bucket(count)))
     return joins
 
 
@@ -434,13 +433,23 @@ def plan_roll(delta: ItemDelta, ctx: Context, old: AggregateState) -> Roll:
         bucket=delta.bucket,
         counts=counts,
         keyed=frozenset(kind for kind in old.keyed if kind not in keys) | {k for k, v in keys.items() if v},
-        # All time does not roll: its key and bucket stay (a join after the roll raises the bucket).
-        buckets={
-            **{k: b for k, b in old.buckets.items() if k == ALL},
-            **{k: deep_bucket(n) for k, n in counts.items()},
-        },
+        buckets=_rolled_buckets(old, counts, keys),
     )
     return Roll(delta.board, delta.item_id, archives, old, new, keys, moves, added)
+
+
+def _rolled_buckets(
+    old: AggregateState, counts: Mapping[str, int], restarted: Mapping[str, str | None]
+) -> dict[str, int]:
+    """The buckets a roll writes: a period that restarts gets its new count's; one that goes on keeps its bucket
+    while the count has not outgrown it; all time, which does not roll, keeps its own (a join after the roll raises
+    it)."""
+    buckets = {ALL: old.buckets[ALL]} if ALL in old.buckets else {}
+    for kind, count in counts.items():
+        stored = old.buckets.get(kind)
+        going_on = kind not in restarted and stored is not None and stored >= deep_bucket(count)
+        buckets[kind] = stored if going_on and stored is not None else index_bucket(count)
+    return buckets
 
 
 def _past_entry(ctx: Context, period: PeriodKey, item_id: str, old: AggregateState) -> PastEntry:
@@ -494,7 +503,7 @@ def plan_late(delta: ItemDelta, ctx: Context, aggregate: AggregateState, moves: 
         joins=joins,
         expires_at={p: ctx.expires(p) for p in periods},
         weights=ctx.weights(ctx.kinds, delta.bucket),
-        join_buckets={p: deep_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
+        join_buckets={p: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
     )
 
 
@@ -502,12 +511,11 @@ def plan_entry_join(ctx: Context, period: PeriodKey, item_id: str, entry: Aggreg
     """A past entry whose count reached its period's threshold and that is not keyed yet, or that is keyed with a
     bucket its count outgrew."""
     count = entry.count(period.kind)
-    bucket = deep_bucket(count)
     keyed = period.kind in entry.keyed
     if (not keyed and count >= max(1, ctx.threshold(period))) or (
-        keyed and entry.buckets.get(period.kind, -1) < bucket
+        keyed and entry.buckets.get(period.kind, -1) < deep_bucket(count)
     ):
-        return EntryJoin(period, item_id, ctx.index_key(period, item_id), bucket)
+        return EntryJoin(period, item_id, ctx.index_key(period, item_id), index_bucket(count))
     return None
 
 

@@ -30,6 +30,8 @@ from shardboard.domain.publishing.gather import Entry, top
 # (+0.136) even if it does not, which is how the move is built (the reads benchmark measures +0.110). Coarser buckets
 # read more at gather time.
 DEEP_BUCKET_BASE = 16
+# How many buckets above its count's an item is keyed (``index_bucket``).
+INDEX_BUCKET_SLACK = 1
 
 # read_bucket(shard) -> that shard's index entries, best bucket first: (bucket, refs of the whole bucket). A ref names
 # one stored item (the all-time tier: an aggregate by its id; a period: an aggregate or a past entry by its key).
@@ -45,6 +47,13 @@ def deep_bucket(views: int, base: int = DEEP_BUCKET_BASE) -> int:
         views //= base
         bucket += 1
     return bucket
+
+
+def index_bucket(count: int) -> int:
+    """The bucket an item is keyed at: one above its count's, so a count that grows up to sixteenfold after its join
+    needs no raise (each costs an aggregate write and two index writes). A bucket above the count's is read sooner,
+    never missed: the stopping rule needs only that no item sorts below its count's bucket."""
+    return deep_bucket(count) + INDEX_BUCKET_SLACK
 
 
 @dataclass(frozen=True)
