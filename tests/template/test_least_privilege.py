@@ -41,14 +41,14 @@ EXPECTED_GRANTS = {
         ("dynamodb:UpdateItem", "BoardTable"),  # raise_threshold / mark_refreshed
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.get_many: the head's metadata (head_meta.py)
         ("dynamodb:BatchWriteItem", "BoardTable"),  # put_rank_parts / delete_rank_parts (ranked versions)
-        ("dynamodb:Query", "BoardTable/index/by-views"),  # query_shard (scatter-gather), all time
-        ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
+        ("dynamodb:Query", "BoardTable/index/by-views"),  # query_views_index: all time's index of releases before
+        ("dynamodb:Query", "BoardTable/index/by-hour"),  # query_shard (scatter-gather): each period kind
         ("dynamodb:Query", "BoardTable/index/by-day"),
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # changed_periods: what to refresh
-        ("dynamodb:Query", "BoardTable/index/by-deep"),  # query_deep: the all-time deep gather (deep tier)
-        ("dynamodb:BatchGetItem", "BoardTable"),  # all_time_views: the deep gather's exact views
+        ("dynamodb:Query", "BoardTable/index/by-deep"),  # ... and all time
+        ("dynamodb:BatchGetItem", "BoardTable"),  # read_counts: the candidates' exact counts
         ("dynamodb:Scan", "BoardTable"),  # scan_counts: the repair of an unproven head (services/refill.py)
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: the markers of the gathers' ids
         ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the hidden and deny markers, once per run
@@ -80,14 +80,14 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "BoardTable"),  # erase: which of a deleted item's entries exist (keys only)
         ("dynamodb:BatchWriteItem", "BoardTable"),  # erase: those entries deleted
         ("dynamodb:DeleteItem", "BoardTable"),  # erase: then the aggregate
-        ("dynamodb:Query", "BoardTable/index/by-views"),  # a head gathered again (take_snapshot), all time
-        ("dynamodb:Query", "BoardTable/index/by-hour"),  # ... and each period kind
+        ("dynamodb:Query", "BoardTable/index/by-views"),  # a head gathered again (take_snapshot): all time's old
+        ("dynamodb:Query", "BoardTable/index/by-hour"),  # index, and each period kind's
         ("dynamodb:Query", "BoardTable/index/by-day"),
         ("dynamodb:Query", "BoardTable/index/by-week"),
         ("dynamodb:Query", "BoardTable/index/by-month"),
         ("dynamodb:Query", "BoardTable/index/by-change"),  # periods: the boards the item may be on
-        ("dynamodb:Query", "BoardTable/index/by-deep"),  # a head gathered again may write an all-time ranked
-        ("dynamodb:BatchGetItem", "BoardTable"),  # version: the deep gather (query_deep, all_time_views)
+        ("dynamodb:Query", "BoardTable/index/by-deep"),  # ... and all time's
+        ("dynamodb:BatchGetItem", "BoardTable"),  # read_counts: the candidates' exact counts
     },
     "StackConfigFunction": {
         ("dynamodb:PutItem", "BoardTable"),  # stack_config.publish: the stack's settings item, at each deploy
