@@ -138,6 +138,15 @@ def aggregate_state(item: Mapping[str, Any] | None) -> AggregateState:
     )
 
 
+def _leaving_views_index(keys: Mapping[str, str], names: dict[str, str]) -> str:
+    """The REMOVE clause of a write that keys an item into all time's index: off the one of the releases before
+    (``board_shard``), if it was there; empty when the write keys no all time."""
+    if ALL not in keys:
+        return ""
+    names["#views_index"] = BOARD_SHARD
+    return " REMOVE #views_index"
+
+
 def _item_id(item: Mapping[str, Any]) -> str:
     """A row's item id: all time's index projects keys only, so it is read off the aggregate key (board names hold
     no '#', so the id is everything after the second one)."""
@@ -258,10 +267,7 @@ class BoardStore:
             if buckets and kind in buckets:
                 names[f"#b_{kind}"], values[f":b_{kind}"] = bucket_attr(kind), n_attr(buckets[kind])
                 sets.append(f"#b_{kind} = if_not_exists(#b_{kind}, :b_{kind})")
-        update = f"ADD {', '.join(adds)} SET {', '.join(sets)}"
-        if ALL in joins:  # keyed in all time's index: off the one of the releases before, if it was there
-            names["#views_index"] = BOARD_SHARD
-            update += " REMOVE #views_index"
+        update = f"ADD {', '.join(adds)} SET {', '.join(sets)}{_leaving_views_index(joins, names)}"
         conditions.insert(0, "(attribute_not_exists(#bucket) OR #bucket = :bucket)")
         conditions.insert(1, "(attribute_not_exists(#pk) OR #fmt = :fmt)")
         pk = aggregate_pk(board, item_id)
@@ -577,10 +583,7 @@ class BoardStore:
         condition = f"attribute_exists(#pk) AND #fmt = :fmt AND ({' OR '.join(absent)})"
         if rising:
             condition = f"attribute_exists(#pk) AND #fmt = :fmt AND {' AND '.join(rising)}"
-        update = f"SET {', '.join(sets)}"
-        if ALL in keys:  # keyed in all time's index: off the one of the releases before, if it was there
-            names["#views_index"] = BOARD_SHARD
-            update += " REMOVE #views_index"
+        update = f"SET {', '.join(sets)}{_leaving_views_index(keys, names)}"
         return self._shaped_update(aggregate_pk(board, item_id), update, condition, names, values)
 
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
@@ -643,21 +646,8 @@ class BoardStore:
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[IndexRow], Item | None]:
         """Best ``limit`` rows of one board shard of a kind's index, resuming after ``start``."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": index_name(kind),
-            "KeyConditionExpression": "#bs = :bs",
-            "ExpressionAttributeNames": {"#bs": index_key_attr(kind)},
-            "ExpressionAttributeValues": {":bs": s_attr(board_shard)},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if start:
-            kwargs["ExclusiveStartKey"] = dict(start)
-        response = self.client.query(**kwargs)
-        sort = bucket_attr(kind)
-        rows = [IndexRow(_item_id(item), int_of(item.get(sort)), item[PK]["S"]) for item in response["Items"]]
-        return rows, response.get("LastEvaluatedKey")
+        index = (index_name(kind), index_key_attr(kind), bucket_attr(kind))
+        return self._query_index(index, board_shard, limit, start)
 
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
         """The ``kind`` counts of the stored items ``refs`` names: BatchGetItem (eventually consistent)."""
@@ -668,19 +658,27 @@ class BoardStore:
     ) -> tuple[list[IndexRow], Item | None]:
         """Best ``limit`` rows of one shard of ``by-views``, all time's index of the releases before (views
         projected: ``sort`` is the views)."""
+        return self._query_index((BY_VIEWS_INDEX, BOARD_SHARD, VIEWS), board_shard, limit, start)
+
+    def _query_index(
+        self, index: tuple[str, str, str], key: str, limit: int, start: ResumeToken | None
+    ) -> tuple[list[IndexRow], Item | None]:
+        """One page of one GSI partition (``index``: its name, hash key and range key attributes), best range key
+        first, resuming after ``start``."""
+        name, key_attr, sort_attr = index
         kwargs: dict[str, Any] = {
             "TableName": self.table,
-            "IndexName": BY_VIEWS_INDEX,
-            "KeyConditionExpression": "#bs = :bs",
-            "ExpressionAttributeNames": {"#bs": BOARD_SHARD},
-            "ExpressionAttributeValues": {":bs": s_attr(board_shard)},
+            "IndexName": name,
+            "KeyConditionExpression": "#k = :k",
+            "ExpressionAttributeNames": {"#k": key_attr},
+            "ExpressionAttributeValues": {":k": s_attr(key)},
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if start:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self.client.query(**kwargs)
-        rows = [IndexRow(item[ITEM_ID]["S"], int_of(item.get(VIEWS)), item[PK]["S"]) for item in response["Items"]]
+        rows = [IndexRow(_item_id(item), int_of(item.get(sort_attr)), item[PK]["S"]) for item in response["Items"]]
         return rows, response.get("LastEvaluatedKey")
 
     # -- snapshots and period items

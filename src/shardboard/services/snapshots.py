@@ -66,8 +66,8 @@ Gather = Callable[[int, Mapping[int, int] | None], Gathered]
 
 
 class GatherSource(BoardIndex, Thresholds, AggregateReads, Protocol):
-    """What a threshold gather reads: the index, the published thresholds and layout, and all-time views (the deep
-    tier's buckets hold no counts)."""
+    """What a threshold gather reads: the index (its rows and the candidates' counts) and the published thresholds
+    and layout; the aggregates' own reads ride along for the boards built on it (takedowns, republishing)."""
 
 
 class SnapshotBoard(GatherSource, BoardScans, Snapshots, RankCheckpoints, RankedVersions, Protocol):

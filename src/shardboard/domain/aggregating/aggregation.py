@@ -446,9 +446,8 @@ def _rolled_buckets(
     it)."""
     buckets = {ALL: old.buckets[ALL]} if ALL in old.buckets else {}
     for kind, count in counts.items():
-        stored = old.buckets.get(kind)
-        going_on = kind not in restarted and stored is not None and stored >= deep_bucket(count)
-        buckets[kind] = stored if going_on and stored is not None else index_bucket(count)
+        stored = old.buckets.get(kind, -1)
+        buckets[kind] = stored if kind not in restarted and stored >= deep_bucket(count) else index_bucket(count)
     return buckets
 
 
