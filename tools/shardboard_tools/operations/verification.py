@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, HOUR, expires_at, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.refill import holding_threshold, reserve
@@ -172,11 +172,7 @@ def verify(
 
 def _expired(period: PeriodKey, settings: Settings, now: float) -> bool:
     """Whether the period is past retention: nothing reads it, and its entries' TTL has come."""
-    if period.kind == ALL:
-        return False
-    end = expires_at(
-        period.kind, period.bucket, settings.retention(period.kind), half_life=settings.trending_half_life_hours
-    )
+    end = settings.policy.periods.expires(period)
     return end is not None and end < now
 
 
