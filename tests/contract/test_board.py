@@ -723,6 +723,16 @@ def test_aggregate_views_reads_one_aggregate_per_board(ports):
     assert board.aggregate_views("a", BOARD) is None
 
 
+def test_states_reads_many_aggregates_at_once_and_leaves_out_those_without_one(ports):
+    board = ports.board
+    move(board, "a", [ShardMove(0, 0, 3), ShardMove(2, 0, 4)])
+    move(board, "b", [ShardMove(1, 0, 2)], bucket=D2)
+    keys = [(BOARD, "a"), (BOARD, "b"), (BOARD, "missing"), ("global", "a")]
+    keys += [(BOARD, f"none-{n}") for n in range(120)]  # more than one request's worth (100 keys)
+    found = board.states(keys)
+    assert found == {(BOARD, "a"): state({0: 3, 2: 4}, 7), (BOARD, "b"): state({1: 2}, 2, bucket=D2)}
+
+
 def test_get_threshold_is_the_published_all_time_t(ports):
     board = ports.board
     assert board.get_threshold(BOARD) == 0

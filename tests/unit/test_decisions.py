@@ -11,6 +11,7 @@ from shardboard.domain.aggregating.aggregation import (
     plan_joins,
     plan_move,
     plan_roll,
+    possible_rolls,
     step_for,
 )
 from shardboard.domain.aggregating.batch import ItemDelta, ShardMove, ShardStep, optimistic_moves
@@ -52,6 +53,27 @@ def test_a_move_keys_the_item_when_its_count_is_sure_to_reach_the_threshold():
     # (at one bucket above its sure count's, 6: bucket 0, so that it grows to 255 without a raise)
     assert set(reaching.joins) == {ALL} and reaching.buckets == {ALL: 1}
     assert short.joins == {} and short.added == 3
+
+
+def test_only_a_delta_starting_every_shard_from_zero_may_find_its_aggregate_in_an_older_day():
+    first, more = delta(0, 2, DAY2), delta(3, 5, DAY2)
+    assert possible_rolls(context(periods=("day",)), [first, more]) == [first]
+    assert possible_rolls(context(periods=()), [delta(0, 2)]) == []  # all time only: nothing ever rolls
+
+
+def test_a_move_joins_with_the_counts_of_the_aggregate_seen_before_it():
+    # Given the day's threshold 10 and an aggregate seen with 8 views of the day, keyed in all time already
+    day = PeriodKey("global", "day", DAY1)
+    ctx = Context(Settings(periods=("day",)).policy, {day: BoardState(10, None, None)})
+    seen = AggregateState({1: 8}, 8, DAY1, {"day": 8}, frozenset({ALL}))
+    # When a delta adds 3 views on another shard (its own sure count is 3)
+    moves = optimistic_moves(delta(0, 3, DAY1))
+    # Then the move joins the day's index in its own write, at the bucket of 8 + 3; all time keeps its key
+    assert plan_move(delta(0, 3, DAY1), ctx, moves, seen).joins == {"day": ctx.index_key(day, "a")}
+    assert plan_move(delta(0, 3, DAY1), ctx, moves, seen).buckets == {"day": 1}
+    # Unseen, or seen in another day, the delta alone is not sure to reach 10
+    assert plan_move(delta(0, 3, DAY1), ctx, moves).joins.keys() == {ALL}
+    assert "day" not in plan_move(delta(0, 3, DAY1), ctx, moves, AggregateState({1: 8}, 8, DAY2, {"day": 8})).joins
 
 
 def test_a_refused_move_catches_up_from_what_it_found():

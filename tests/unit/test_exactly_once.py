@@ -9,13 +9,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardboard.domain.aggregating.aggregation import AggregateContention, Context, ItemOutcome
-from shardboard.domain.aggregating.batch import ItemDelta, ShardMove, ViewRecord, catch_up_moves, fold, optimistic_moves
+from shardboard.domain.aggregating.batch import (
+    ItemDelta,
+    ShardMove,
+    ShardStep,
+    ViewRecord,
+    catch_up_moves,
+    fold,
+    optimistic_moves,
+)
 from shardboard.domain.ports import AggregateState, BoardState, MoveResult, PeriodKey
 from shardboard.services.aggregating import StreamAggregator, _erase_deleted, apply_delta, apply_deltas
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import MemoryBoardStore
 from tests.conftest import examples
+
+MON, TUE = "2026-11-23", "2026-11-24"
 
 
 def memory_board() -> MemoryBoardStore:
@@ -209,3 +219,72 @@ def test_a_roll_that_archives_after_a_deletes_sweep_is_erased_by_its_batch():
     erased = _erase_deleted(aggregator, board, outcome)
     assert [(e.item_id, e.erased) for e in erased] == [("x", 2)]  # the new aggregate and the entry archived late
     assert [row for row in board.scan_counts() if row["item_id"]["S"] == "x"] == []
+
+
+class Refusals(MemoryBoardStore):
+    """Counts the moves the table refused (each a write unit spent)."""
+
+    refused = 0
+
+    def move(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        result = super().move(*args, **kwargs)
+        self.refused += not result.applied
+        return result
+
+
+def by_day(*steps: tuple[str, str, int, int, int]) -> dict[tuple[str, str, str], ItemDelta]:
+    """Folded deltas on the global board from (item, day, shard, OLD, NEW) counter steps."""
+    deltas: dict[tuple[str, str, str], ItemDelta] = {}
+    for item, day, shard, old, new in steps:
+        delta = deltas.setdefault(("global", item, day), ItemDelta(item, {}, "global", day))
+        delta.shards[shard] = ShardStep(old, new)
+    return deltas
+
+
+def test_an_aggregate_seen_in_an_older_day_rolls_without_a_refused_move():
+    # Given items a and b counted on Monday, and a window of Tuesday's first views (every shard starting from 0)
+    settings, board = Settings(periods=("day",)), Refusals(CapacityEmulator(VirtualClock()))
+    apply_deltas(board, by_day(("a", MON, 0, 0, 3), ("b", MON, 1, 0, 2)), settings)
+    reads = board.data.emulator.usage.units("read")
+    # When the window is applied
+    outcome = apply_deltas(board, by_day(("a", TUE, 0, 0, 1), ("a", TUE, 4, 0, 2), ("c", TUE, 0, 0, 1)), settings)
+    # Then the aggregates were read first (one request), a rolled with no refused write, c was created
+    assert board.refused == 0 and board.data.emulator.usage.units("read") > reads
+    assert outcome.items[("global", "a", TUE)].rolled and outcome.views_added == 4
+    assert board.entry_state(PeriodKey("global", "day", MON), "a").count("day") == 3
+    a = board.state("global", "a")
+    assert (a.bucket, a.views, a.count("day"), a.applied) == (TUE, 6, 3, {0: 1, 4: 2})
+    # (unseen, the same roll costs the refused move that finds the older day)
+    unseen = Refusals(CapacityEmulator(VirtualClock()))
+    apply_deltas(unseen, by_day(("a", MON, 0, 0, 3)), settings)
+    ctx = Context(settings.policy, {})
+    apply_delta(unseen, by_day(("a", TUE, 0, 0, 1))[("global", "a", TUE)], ctx)
+    assert unseen.refused == 1
+
+
+def test_a_stale_sight_of_the_aggregate_costs_a_refused_write_never_a_count():
+    # Given an aggregate seen on Monday, then rolled to Tuesday by another writer (another stream shard)
+    settings, board = Settings(periods=("day",)), Refusals(CapacityEmulator(VirtualClock()))
+    ctx = Context(settings.policy, {})
+    apply_deltas(board, by_day(("a", MON, 0, 0, 3)), settings)
+    stale = board.state("global", "a")
+    apply_deltas(board, by_day(("a", TUE, 1, 0, 2)), settings)
+    # When a delta of Tuesday is applied with the stale sight
+    outcome = apply_delta(board, by_day(("a", TUE, 0, 0, 4))[("global", "a", TUE)], ctx, stale)
+    # Then its roll is refused, it reads the aggregate again and moves: every view counted once, Monday kept whole
+    a = board.state("global", "a")
+    assert outcome.views_added == 4 and not outcome.rolled
+    assert (a.bucket, a.views, a.count("day"), a.applied) == (TUE, 9, 6, {0: 4, 1: 2})
+    assert board.entry_state(PeriodKey("global", "day", MON), "a").count("day") == 3
+
+
+def test_a_batch_whose_read_of_its_aggregates_fails_still_counts_exactly():
+    class Unreadable(Refusals):
+        def states(self, keys):  # type: ignore[no-untyped-def]
+            raise RuntimeError("throttled")
+
+    settings, board = Settings(periods=("day",)), Unreadable(CapacityEmulator(VirtualClock()))
+    apply_deltas(board, by_day(("a", MON, 0, 0, 3)), settings)
+    outcome = apply_deltas(board, by_day(("a", TUE, 0, 0, 2)), settings)
+    assert outcome.views_added == 2 and not outcome.failures and board.refused == 1  # the move that found Monday
+    assert board.state("global", "a").views == 5

@@ -621,6 +621,11 @@ class BoardStore:
         """Remove one aggregate (chaos runs and tests use it to lose the board table; `rebuild` restores it)."""
         self.client.delete_item(TableName=self.table, Key={PK: s_attr(aggregate_pk(board, item_id))})
 
+    def states(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], AggregateState]:
+        """Several aggregates: BatchGetItem (eventually consistent), 100 keys a request."""
+        by_pk = {aggregate_pk(board, item_id): (board, item_id) for board, item_id in keys}
+        return {by_pk[item[PK]["S"]]: aggregate_state(item) for item in self._batch_get(list(by_pk))}
+
     def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
         item = self._get(aggregate_pk(board, item_id), consistent=False)
         return None if item is None else int_of(item.get(VIEWS))

@@ -301,6 +301,11 @@ class AggregateReads(Protocol):
         """A past entry's state, strongly consistent (empty when there is none)."""
         ...
 
+    def states(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], AggregateState]:
+        """The aggregates of several (board, item id) pairs, eventually consistent: a hint for planning writes,
+        each of which stays conditioned. Pairs without an aggregate are left out."""
+        ...
+
     def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
         """An item's views on a board all time (eventually consistent), or None when it has none."""
         ...

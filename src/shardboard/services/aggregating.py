@@ -33,6 +33,7 @@ from shardboard.domain.aggregating.aggregation import (
     plan_late,
     plan_move,
     plan_roll,
+    possible_rolls,
     step_for,
     threshold_lifts,
 )
@@ -59,19 +60,27 @@ _Turn = tuple[ItemOutcome, AggregateState | None, list[ShardMove]]
 _NOTHING = ItemOutcome()
 _ONE_WRITE = ItemOutcome(writes=1)
 _Run = list[tuple[DeltaKey, ItemOutcome]]  # one (board, item)'s deltas, applied
+# Aggregates one peek request reads (BatchGetItem's limit).
+PEEK_CHUNK = 100
 
 
-def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOutcome:
-    """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once."""
+def apply_delta(
+    board: CountingBoard, delta: ItemDelta, ctx: Context, seen: AggregateState | None = None
+) -> ItemOutcome:
+    """Advance one (board, item) by what this batch saw of one anchor bucket, exactly once. ``seen``: the aggregate
+    as a read before the batch's writes found it (a hint; every write stays conditioned)."""
     moves = optimistic_moves(delta)
     if not moves:
         return _NOTHING
     outcome = _NOTHING
-    state: AggregateState | None = None
+    # Seen in an older anchor bucket: roll at once (the optimistic move would be refused). Otherwise the move goes
+    # first as if unseen (a stale read never stands in for the state a refused write returns), ``seen`` only
+    # vouching for counts its write may join the indexes with.
+    state = seen if seen is not None and step_for(delta, seen) is Step.ROLL else None
     for _ in range(MAX_CAS_ATTEMPTS):
         step = step_for(delta, state)
         if step is Step.MOVE:
-            turn, state, moves = _move(board, delta, ctx, moves, state)
+            turn, state, moves = _move(board, delta, ctx, moves, state, seen=seen)
         elif step is Step.ROLL:
             assert state is not None
             turn, state, moves = _roll(board, delta, ctx, state)
@@ -85,14 +94,20 @@ def apply_delta(board: CountingBoard, delta: ItemDelta, ctx: Context) -> ItemOut
 
 
 def _move(
-    board: CountingBoard, delta: ItemDelta, ctx: Context, moves: list[ShardMove], known: AggregateState | None
+    board: CountingBoard,
+    delta: ItemDelta,
+    ctx: Context,
+    moves: list[ShardMove],
+    known: AggregateState | None,
+    *,
+    seen: AggregateState | None = None,
 ) -> _Turn:
     outcome = _NOTHING
     if known is not None:  # a previous attempt read the aggregate: continue from what it holds
         outcome, moves = catch_up(delta, known.applied)
         if not moves:  # a replay: everything was applied; still heal a crash between count and index writes
             return outcome.plus(join_indexes(board, ctx, delta.board, delta.item_id, known)), known, []
-    move = plan_move(delta, ctx, moves)
+    move = plan_move(delta, ctx, moves, known or seen)
     result = board.move(
         move.board,
         move.item_id,
@@ -210,16 +225,37 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
     ctx = Context(settings.policy, board.thresholds(wanted) if wanted else {})
     outcome.threshold = ctx.main_threshold()
     groups = by_item(deltas)
+    seen = _peek(board, possible_rolls(ctx, (group[0] for group in groups.values())), settings)
     lifts = threshold_lifts(ctx, deltas.values())
     if lifts:
         first = {key for lift in lifts for key in lift.witnesses}
-        _apply_groups(board, {key: groups.pop(key) for key in first}, ctx, settings, outcome)
+        _apply_groups(board, {key: groups.pop(key) for key in first}, ctx, settings, outcome, seen=seen)
         held = [lift for lift in lifts if not any(key in outcome.failures for key in lift.witnesses)]
         for lift in held:
             board.raise_threshold(lift.period, lift.threshold)
         ctx = ctx.raised(held)
-    _apply_groups(board, groups, ctx, settings, outcome)
+    _apply_groups(board, groups, ctx, settings, outcome, seen=seen)
     return outcome
+
+
+def _peek(
+    board: CountingBoard, deltas: Sequence[ItemDelta], settings: Settings
+) -> Mapping[tuple[str, str], AggregateState]:
+    """The aggregates of the deltas that may roll (``possible_rolls``), read before any write: BatchGetItem, eventually
+    consistent, the requests overlapped. Only a hint, so a read that fails leaves its items unseen."""
+    keys = [(delta.board, delta.item_id) for delta in deltas]
+    chunks = [keys[start : start + PEEK_CHUNK] for start in range(0, len(keys), PEEK_CHUNK)]
+
+    def read(chunk: Sequence[tuple[str, str]]) -> Mapping[tuple[str, str], AggregateState]:
+        try:
+            return board.states(chunk)
+        except Exception:  # a hint lost costs only the refused writes it would have saved
+            return {}
+
+    if len(chunks) <= 1 or settings.write_concurrency == 1:
+        return {key: state for chunk in chunks for key, state in read(chunk).items()}
+    with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(chunks))) as pool:
+        return {key: state for found in pool.map(read, chunks) for key, state in found.items()}
 
 
 def _apply_groups(
@@ -228,11 +264,18 @@ def _apply_groups(
     ctx: Context,
     settings: Settings,
     outcome: BatchOutcome,
+    *,
+    seen: Mapping[tuple[str, str], AggregateState],
 ) -> None:
-    """Apply each (board, item)'s deltas, in parallel when the settings allow; failures go to ``outcome``."""
+    """Apply each (board, item)'s deltas, in parallel when the settings allow; failures go to ``outcome``. ``seen``
+    (aggregates read before the batch) informs each group's first delta only: the next ones follow its writes."""
 
     def apply(group: list[ItemDelta]) -> _Run:
-        return [((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx)) for d in group]
+        hint = seen.get((group[0].board, group[0].item_id))
+        return [
+            ((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx, None if n else hint))
+            for n, d in enumerate(group)
+        ]
 
     def collect(
         key: tuple[str, str], run: list[tuple[DeltaKey, ItemOutcome]] | None, error: BaseException | None

@@ -296,6 +296,15 @@ def step_for(delta: ItemDelta, state: AggregateState | None) -> Step:
     return Step.ROLL if delta.bucket > state.bucket else Step.LATE
 
 
+def possible_rolls(ctx: Context, deltas: Iterable[ItemDelta]) -> list[ItemDelta]:
+    """The deltas whose aggregate may still hold an older anchor bucket, so that reading it first beats an optimistic
+    move (refused, that costs a write unit; the read costs a tenth as much). A newer bucket's first views start every
+    write shard they touch from 0; a delta with a shard past 0 follows views its aggregate already took."""
+    if ctx.anchor == ALL:  # one bucket for ever: nothing rolls
+        return []
+    return [delta for delta in deltas if all(step.before == 0 for step in delta.shards.values())]
+
+
 class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delta (a frozen dataclass costs 4x)
     """One conditional UpdateItem of an aggregate in its own anchor bucket: the ``moves`` of its applied values, the
     index keys its count is sure to earn (``joins``, per kind, all time too) with the buckets of that sure count
@@ -374,10 +383,26 @@ def joins_for(
     }
 
 
-def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
-    """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem."""
+def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove], seen: AggregateState | None = None) -> Move:
+    """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem. ``seen``: the
+    aggregate in this bucket as a read found it before; counts only grow, so its counts plus the moves' views are
+    sure too, and the write joins the indexes they reach (no second write to join them)."""
     lower_bound = lower_bound_after(moves)
-    joins = joins_for(ctx, ctx.periods(delta.board, delta.bucket), delta.item_id, delta.bucket, lower_bound)
+    periods = ctx.periods(delta.board, delta.bucket)
+    if seen is not None and seen.bucket == delta.bucket:
+        added = sum(m.target - m.expected for m in moves)
+        sure = {
+            p: max(
+                ctx.gain(p.kind, delta.bucket, lower_bound), seen.count(p.kind) + ctx.gain(p.kind, delta.bucket, added)
+            )
+            for p in periods
+            if p.kind not in seen.keyed
+        }
+        joins = {p: ctx.index_key(p, delta.item_id) for p, count in sure.items() if count >= ctx.threshold(p)}
+        buckets = {p.kind: index_bucket(sure[p]) for p in joins}
+    else:
+        joins = joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound)
+        buckets = {p.kind: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins}
     return Move(
         delta.board,
         delta.item_id,
@@ -386,7 +411,7 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
         ctx.kinds,
         {p.kind: k for p, k in joins.items()},
         ctx.weights(ctx.kinds, delta.bucket),
-        {p.kind: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
+        buckets,
     )
 
 
