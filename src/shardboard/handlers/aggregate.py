@@ -90,6 +90,7 @@ def report(event: dict[str, Any], applied: AppliedBatch) -> None:
     metrics.add_metric(name="ItemsFailed", unit=MetricUnit.Count, value=len(outcome.failures))
     metrics.add_metric(name="RecordsSkipped", unit=MetricUnit.Count, value=len(applied.skipped))
     metrics.add_metric(name="LateMoves", unit=MetricUnit.Count, value=outcome.late_moves)
+    metrics.add_metric(name="AggregatesRead", unit=MetricUnit.Count, value=outcome.aggregates_read)
     for (board, item), error in outcome.failures.items():
         logger.warning(
             "aggregate write failed; its records are reported for retry",

@@ -225,7 +225,9 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
     ctx = Context(settings.policy, board.thresholds(wanted) if wanted else {})
     outcome.threshold = ctx.main_threshold()
     groups = by_item(deltas)
-    seen = _peek(board, possible_rolls(ctx, (group[0] for group in groups.values())), settings)
+    rolls = possible_rolls(ctx, (group[0] for group in groups.values()))
+    seen = _peek(board, rolls, settings)
+    outcome.aggregates_read = len(rolls)
     lifts = threshold_lifts(ctx, deltas.values())
     if lifts:
         first = {key for lift in lifts for key in lift.witnesses}

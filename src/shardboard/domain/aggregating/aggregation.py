@@ -75,6 +75,7 @@ class BatchOutcome:
     failures: dict[tuple[str, str], BaseException] = field(default_factory=dict)  # (board, item) -> error
     threshold: int = 0  # the global board's all-time threshold this batch used (logged)
     changed: set[PeriodKey] = field(default_factory=set)
+    aggregates_read: int = 0  # read before the writes, as aggregates that may roll (``possible_rolls``)
 
     @property
     def views_added(self) -> int:
