@@ -281,3 +281,35 @@ def test_a_trending_entry_shows_its_score_as_views_now():
     # Then entries are ranked by score, shown as views now: b's two views count 2, a's one view, a half-life old, 1/2
     items = Leaderboard.of_snapshot(head).as_json()["items"]
     assert [(e["id"], e["rank"], e["score"], e["views"]) for e in items] == [("b", 1, 2.0, 2), ("a", 2, 0.5, 0)]
+
+
+def test_the_head_after_a_late_epoch_is_refreshed_again_until_it_is_written():
+    # Given heads of two epochs: b leads the first, a the second
+    config = Settings(periods=("trending",), write_concurrency=1, top_n=2)
+    world = World(config)
+    world.record("b", (), EDGE - timedelta(hours=1, minutes=30), 0, 3)
+    world.record("a", (), EDGE + timedelta(hours=1, minutes=30), 0)
+    world.deliver(world.shards[0] + world.shards[1] + world.shards[2])
+    now = iso(EDGE + timedelta(hours=2))
+    refresh_changed(world.board, config, now)
+    after = PeriodKey("global", TRENDING, "2026-11-30T00")
+    # When a late view of the first epoch arrives and the head after it (which carries its scores) fails to write
+    world.shards = [[], [], []]
+    world.record("c", (), EDGE - timedelta(hours=1, minutes=10), 1, 5)
+    world.deliver(world.shards[0] + world.shards[1] + world.shards[2])
+    put_snapshot = world.board.put_snapshot
+
+    def refused(snapshot, previous_version):  # type: ignore[no-untyped-def]
+        if snapshot.bucket == after.bucket:
+            raise RuntimeError("throttled")
+        return put_snapshot(snapshot, previous_version)
+
+    world.board.put_snapshot = refused  # type: ignore[method-assign]
+    failed = refresh_changed(world.board, config, now)
+    assert list(failed.failures) == [after] and verify(world.views, world.board, config).snapshots_inexact
+    # Then the next run, with no new view, refreshes it: the late epoch kept its mark
+    world.board.put_snapshot = put_snapshot  # type: ignore[method-assign]
+    run = refresh_changed(world.board, config, now)
+    assert after in run.results and not run.failures
+    assert [item for item, _ in run.results[after].snapshot.items] == ["c", "b"]
+    assert not verify(world.views, world.board, config).snapshots_inexact

@@ -568,18 +568,30 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     stamps = {status.period: status.changes for status in board.changed_periods()}
     for period in always:
         stamps.setdefault(period, -1)
-    for period in following_epochs(board, settings, stamps):
-        stamps.setdefault(period, -1)
+    # The head after a changed epoch is refreshed in the changed epoch's task, before its mark: if either fails, the
+    # changed epoch stays dirty and the next run refreshes both (the head after has no mark of its own to keep).
+    following = following_epochs(board, settings, stamps)
     results: dict[PeriodKey, SnapshotResult] = {}
     failures: dict[PeriodKey, BaseException] = {}
 
-    def refresh(period: PeriodKey) -> SnapshotResult:
+    def snapshot(period: PeriodKey) -> SnapshotResult:
         result = take_snapshot(board, settings, now, period, hidden, catalog=catalog)
         if announcer is not None:
             announcer.refreshed(period, result)
+        return result
+
+    def refresh(period: PeriodKey) -> dict[PeriodKey, SnapshotResult]:
+        done = {period: snapshot(period)}
+        after = following.get(period)
+        if after is not None:
+            try:
+                done[after] = snapshot(after)
+            except Exception as error:  # the changed epoch keeps its mark; its own head is written
+                failures[after] = error
+                return done
         if stamps[period] >= 0:
             board.mark_refreshed(period, stamps[period], int(time.time()))
-        return result
+        return done
 
     def run(periods: Iterable[PeriodKey]) -> None:
         periods = sorted(periods)
@@ -589,12 +601,12 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
             futures = {period: pool.submit(refresh, period) for period in periods}
         for period, future in futures.items():
             error = future.exception()
-            if error is None:
-                results[period] = future.result()
-                if is_window(period.kind):
-                    _remember_window(board, period, results[period])
-            else:
+            if error is not None:
                 failures[period] = error
+                continue
+            results.update(future.result())
+            if is_window(period.kind):
+                _remember_window(board, period, results[period])
 
     run(period for period in stamps if not is_window(period.kind))
     # Windows after their hours: a window's sum reads the hours' thresholds as this run published them.
@@ -605,16 +617,22 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     return RefreshRun(results, failures)
 
 
-def following_epochs(board: Snapshots, settings: Settings, stamps: Mapping[PeriodKey, int]) -> list[PeriodKey]:
-    """The trending heads a changed epoch feeds: the next epoch's carries its scores, so a late view of an ended
-    epoch changes the head after it too (when that head exists)."""
+def following_epochs(
+    board: Snapshots, settings: Settings, stamps: Mapping[PeriodKey, int]
+) -> dict[PeriodKey, PeriodKey]:
+    """The trending heads changed epochs feed, by changed epoch: the next epoch's carries its scores, so a late view
+    of an ended epoch changes the head after it too (when that head exists and is not changed itself)."""
     half_life = settings.trending_half_life_hours
-    after = set()
+    after = {}
     for period in stamps:
         if period.kind == TRENDING:
             with suppress(PeriodError):  # the last epoch of 9999 has none after it
-                after.add(period._replace(bucket=next_bucket(TRENDING, period.bucket, half_life=half_life)))
-    return sorted(period for period in after - set(stamps) if board.get_snapshot(period) is not None)
+                after[period] = period._replace(bucket=next_bucket(TRENDING, period.bucket, half_life=half_life))
+    return {
+        period: head
+        for period, head in sorted(after.items())
+        if head not in stamps and board.get_snapshot(head) is not None
+    }
 
 
 # Per process and board store: the window heads with entries it last wrote, (board, window) -> hour bucket. A window
