@@ -20,10 +20,10 @@ from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 
 STEPS = [
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1, "1"),
-    ViewRecord("cats", "ünï #2", "2026-11-23", 0, 4, 5, "2"),
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 1, 2, "3"),
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 7, 9, 10, "4"),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1),
+    ViewRecord("cats", "ünï #2", "2026-11-23", 0, 4, 5),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 1, 2),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 7, 9, 10),
 ]
 
 

@@ -26,7 +26,7 @@ from shardboard.domain.aggregating.batch import (
     ShardMove,
     catch_up_moves,
     lower_bound_after,
-    optimistic_moves,
+    optimistic_lower_bound,
 )
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
 from shardboard.domain.policy import Leaderboards
@@ -119,6 +119,9 @@ class Context:
     states: Mapping[PeriodKey, BoardState]
     # All time's join threshold per board, asked for every delta: decided once per batch.
     _all_time: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # The periods of each (board, anchor bucket), asked several times per delta: a batch has a handful.
+    _periods: dict[tuple[str, str], tuple[PeriodKey, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _board_shards: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # S of each board's index
 
     @property
     def anchor(self) -> str:
@@ -137,7 +140,13 @@ class Context:
 
     def periods(self, board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
         """Every period a view of ``anchor_bucket`` counts in: the configured kinds, then all time."""
-        return periods_of(self.kinds, board, anchor_bucket, self.policy.periods.half_life_hours)
+        found = self._periods.get((board, anchor_bucket))
+        if found is None:
+            periods = self.policy.periods
+            found = self._periods[(board, anchor_bucket)] = periods_of(
+                periods.kinds, board, anchor_bucket, periods.half_life_hours
+            )
+        return found
 
     def gain(self, kind: str, anchor_bucket: str, views: int) -> int:
         """What ``views`` views of ``anchor_bucket`` add to its ``kind`` count (a trending score is weighted)."""
@@ -171,8 +180,11 @@ class Context:
         return min(state.threshold, state.deep_threshold) if self.policy.deep_tier_on(period) else state.threshold
 
     def index_key(self, period: PeriodKey, item_id: str) -> str:
-        board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
-        shards = (board_state.shards if board_state else None) or self.policy.index.board_shards
+        shards = self._board_shards.get(period.board)
+        if shards is None:
+            board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
+            shards = (board_state.shards if board_state else None) or self.policy.index.board_shards
+            self._board_shards[period.board] = shards
         return period_shard_value(period.board, period.kind, period.bucket, board_shard_of(item_id, shards), shards)
 
     def expires(self, period: PeriodKey) -> int | None:
@@ -212,7 +224,7 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
         return []
     bounds: dict[PeriodKey, dict[str, int]] = defaultdict(dict)
     for delta in deltas:
-        bound = lower_bound_after(optimistic_moves(delta))  # the shards' NEW values: held once the delta applied
+        bound = optimistic_lower_bound(delta)  # the shards' NEW values: held once the delta applied
         if bound <= 0:
             continue
         for period in ctx.periods(delta.board, delta.bucket):
@@ -268,11 +280,19 @@ def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[P
 
 def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[ItemDelta]]:
     """The deltas of each (board, item), oldest anchor bucket first: one worker applies them in that order."""
-    groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[ItemDelta]] = {}
+    several = []
     for delta in deltas.values():
-        groups[(delta.board, delta.item_id)].append(delta)
-    # Most items have one bucket in a batch: nothing to sort.
-    return {key: sorted(group, key=_by_bucket) if len(group) > 1 else group for key, group in groups.items()}
+        key = (delta.board, delta.item_id)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [delta]
+        else:
+            group.append(delta)
+            several.append(group)
+    for group in several:  # most items have one bucket in a batch: nothing to sort
+        group.sort(key=_by_bucket)
+    return groups
 
 
 def _by_bucket(delta: ItemDelta) -> str:
