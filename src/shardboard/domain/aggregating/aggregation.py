@@ -387,27 +387,24 @@ def joins_for(
 ) -> dict[PeriodKey, str]:
     """Index keys to set in the same write: every period whose threshold the count is sure to reach (``lower_bound``
     views of ``anchor_bucket``, in each period's own unit)."""
-    return {
-        p: ctx.index_key(p, item_id)
-        for p in periods
-        if ctx.gain(p.kind, anchor_bucket, lower_bound) >= ctx.threshold(p)
-    }
+    joins = {}
+    for period in periods:  # a loop, not a comprehension: asked per delta, mostly of one or two periods
+        if ctx.gain(period.kind, anchor_bucket, lower_bound) >= ctx.threshold(period):
+            joins[period] = ctx.index_key(period, item_id)
+    return joins
 
 
 def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove]) -> Move:
     """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem."""
     lower_bound = lower_bound_after(moves)
     joins = joins_for(ctx, ctx.periods(delta.board, delta.bucket), delta.item_id, delta.bucket, lower_bound)
-    return Move(
-        delta.board,
-        delta.item_id,
-        delta.bucket,
-        moves,
-        ctx.kinds,
-        {p.kind: k for p, k in joins.items()},
-        ctx.weights(ctx.kinds, delta.bucket),
-        {p.kind: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins},
-    )
+    keys: dict[str, str] = {}
+    buckets: dict[str, int] = {}
+    for period, key in joins.items():  # one loop for both, not two comprehensions: built per delta
+        keys[period.kind] = key
+        buckets[period.kind] = index_bucket(ctx.gain(period.kind, delta.bucket, lower_bound))
+    kinds = ctx.kinds
+    return Move(delta.board, delta.item_id, delta.bucket, moves, kinds, keys, ctx.weights(kinds, delta.bucket), buckets)
 
 
 def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[IndexJoin]:
