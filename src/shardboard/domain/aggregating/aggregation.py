@@ -282,8 +282,8 @@ def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[
     """The deltas of each (board, item), oldest anchor bucket first: one worker applies them in that order."""
     groups: dict[tuple[str, str], list[ItemDelta]] = {}
     several = []
-    for delta in deltas.values():
-        key = (delta.board, delta.item_id)
+    for (board, item_id, _), delta in deltas.items():  # from the keys: the deltas themselves are not read here
+        key = (board, item_id)
         group = groups.get(key)
         if group is None:
             groups[key] = [delta]
@@ -333,7 +333,10 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
 
     @property
     def added(self) -> int:
-        return sum(m.target - m.expected for m in self.moves)
+        views = 0
+        for move in self.moves:  # a loop, not sum() of a generator: asked per delta
+            views += move.target - move.expected
+        return views
 
 
 class IndexJoin(NamedTuple):
