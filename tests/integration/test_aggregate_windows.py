@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 
 from shardboard.domain.aggregating.batch import ViewRecord, fold
-from shardboard.domain.aggregating.window import AggregationWindow, WindowStateError, pack, unpack
+from shardboard.domain.aggregating.window import STATE_VERSION, AggregationWindow, WindowStateError, pack, unpack
 from shardboard.domain.writing.recording import Where, record_views
 from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 
 STEPS = [
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1, "1"),
-    ViewRecord("cats", "ünï #2", "2026-11-23", 0, 4, 5, "2"),
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 1, 2, "3"),
-    ViewRecord("global", "images/1.jpg", "2026-11-23", 7, 9, 10, "4"),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 0, 1),
+    ViewRecord("cats", "ünï #2", "2026-11-23", 0, 4, 5),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 3, 1, 2),
+    ViewRecord("global", "images/1.jpg", "2026-11-23", 7, 9, 10),
 ]
 
 
@@ -35,7 +35,16 @@ def window_event(state: dict[str, Any], final: bool) -> dict[str, Any]:
 def test_a_packed_batch_unpacks_to_the_same_steps():
     packed = pack(STEPS)
     assert packed.isascii() and json.dumps(packed) == f'"{packed}"'  # nothing for Lambda's JSON step to escape
-    assert [tuple(step[:4]) for step in unpack(packed)] == [tuple(step[:4]) for step in STEPS]
+    assert list(unpack(packed)) == [tuple(step) for step in STEPS]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [[step for step in STEPS if step.board == "global"], [STEPS[0], STEPS[0]._replace(bucket="2026-11-24")], []],
+    ids=["one-board-and-bucket", "two-buckets", "empty"],
+)
+def test_a_batch_of_one_board_and_bucket_or_not_unpacks_to_the_same_steps(steps):
+    assert list(unpack(pack(steps))) == [tuple(step) for step in steps]
 
 
 def test_a_window_folds_like_one_batch_of_all_its_records():
@@ -56,8 +65,22 @@ def test_a_plain_batch_has_no_window():
 
 @pytest.mark.parametrize(
     "state",
-    [{"v": 1, "items": {}}, {"v": 3, "log": "x"}, {"v": 3, "log": [3]}, {"v": 2, "log": []}, "oops"],
-    ids=["older-version", "log-not-a-list", "entry-not-a-string", "single-board-version", "not-an-object"],
+    [
+        {"v": 1, "items": {}},
+        {"v": STATE_VERSION, "log": "x"},
+        {"v": STATE_VERSION, "log": [3]},
+        {"v": 2, "log": []},
+        {"v": 3, "log": [pack(STEPS)]},
+        "oops",
+    ],
+    ids=[
+        "older-version",
+        "log-not-a-list",
+        "entry-not-a-string",
+        "single-board-version",
+        "previous-version",
+        "not-an-object",
+    ],
 )
 def test_a_state_this_function_did_not_write_is_refused(state):
     with pytest.raises(WindowStateError):
@@ -65,7 +88,7 @@ def test_a_state_this_function_did_not_write_is_refused(state):
 
 
 def test_an_unreadable_batch_in_the_state_is_refused():
-    window = AggregationWindow.of(window_event({"v": 3, "log": ["not base64 at all!"]}, final=True))
+    window = AggregationWindow.of(window_event({"v": STATE_VERSION, "log": ["not base64 at all!"]}, final=True))
     assert window is not None
     with pytest.raises(WindowStateError):
         window.deltas()

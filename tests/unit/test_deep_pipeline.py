@@ -58,7 +58,7 @@ class Stream:
     def add(self, item: str, shard: int, views: int) -> None:
         old = self.counters.get((item, shard), 0)
         self.counters[(item, shard)] = old + views
-        self.records.append(ViewRecord("global", item, ALL, shard, old, old + views, f"{len(self.records):020d}"))
+        self.records.append(ViewRecord("global", item, ALL, shard, old, old + views))
         self.truth[item] += views
 
     def ranking(self) -> list[list[Any]]:

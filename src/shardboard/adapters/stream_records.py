@@ -20,7 +20,7 @@ from shardboard.adapters.keys import (
     WRITERS_PK,
     view_pk,
 )
-from shardboard.domain.aggregating.batch import ViewRecord
+from shardboard.domain.aggregating.batch import CounterStep, ViewRecord
 from shardboard.domain.boards import GLOBAL_BOARD
 
 
@@ -48,10 +48,7 @@ def _refuse_beside_counters(pk: str) -> None:
 
 
 def view_records(
-    event_name: str | None,
-    new_image: Mapping[str, Any] | None,
-    old_image: Mapping[str, Any] | None,
-    sequence_number: str,
+    event_name: str | None, new_image: Mapping[str, Any] | None, old_image: Mapping[str, Any] | None
 ) -> list[ViewRecord]:
     """Read a base-table stream record (images already deserialized) as its changed counters, or raise
     UnexpectedRecord. ``views`` is the global board's counter; ``b:<name>`` a category board's."""
@@ -79,7 +76,7 @@ def view_records(
         if new is None or old is None:
             raise UnexpectedRecord("missing_attribute", f"counter {name!r} is not a whole number")
         if new > old:
-            steps.append(ViewRecord(board, item_id, bucket, shard, old, new, sequence_number))
+            steps.append(ViewRecord(board, item_id, bucket, shard, old, new))
     if VIEWS not in new_image:
         raise UnexpectedRecord("missing_attribute", f"NewImage lacks {VIEWS}")
     return steps
@@ -90,10 +87,15 @@ def _is_counter(name: str) -> bool:
 
 
 def stream_view_records(record: Mapping[str, Any]) -> list[ViewRecord]:
-    """A raw Lambda stream record (wire-format images) as its changed counters, or raise UnexpectedRecord.
+    """A raw Lambda stream record (wire-format images) as its changed counters, or raise UnexpectedRecord."""
+    return [ViewRecord._make(step) for step in counter_steps(record)]
 
-    The aggregator's hottest call: a record as this table writes it is read with a handful of lookups, and anything
-    else takes the careful path (``stream_image`` + ``view_records``), which gives the precise reason.
+
+def counter_steps(record: Mapping[str, Any]) -> list[CounterStep]:
+    """``stream_view_records`` as plain tuples (board, item id, bucket, write shard, OLD, NEW), for the aggregator.
+
+    Its hottest call: a record as this table writes it is read with a handful of lookups, and anything else takes
+    the careful path (``stream_image`` + ``view_records``), which gives the precise reason.
     """
     try:
         stream = record["dynamodb"]
@@ -104,11 +106,18 @@ def stream_view_records(record: Mapping[str, Any]) -> list[ViewRecord]:
         # isdigit: DynamoDB's canonical whole numbers only (int() alone would take "-1", " 1" or "1_0").
         if event_name in ("INSERT", "MODIFY") and type(item_id) is str and type(bucket) is str and shard.isdigit():
             number = int(shard)
-            if new_image[PK]["S"] == view_pk(item_id, number, bucket):
-                sequence = str(stream.get("SequenceNumber") or "")
-                steps = _counter_steps(new_image, old_image, (item_id, bucket, number, sequence))
-                if VIEWS in new_image:
-                    return steps
+            # view_pk's key, spelled out: a call per record costs more than the formatting.
+            if new_image[PK]["S"] == f"view#{number}#{bucket}#{item_id}":
+                if len(new_image) == _GLOBAL_ONLY:  # the key attributes and the global counter: one counter to read
+                    text, before = new_image[VIEWS]["N"], old_image[VIEWS]["N"] if VIEWS in old_image else "0"
+                    if text.isdigit() and before.isdigit():
+                        count, prior = int(text), int(before)
+                        # Plain tuples: a NamedTuple costs four times as much to build (one per counter per record).
+                        return [(GLOBAL_BOARD, item_id, bucket, number, prior, count)] if count > prior else []
+                else:
+                    steps = _board_steps(new_image, old_image, item_id, bucket, number)
+                    if VIEWS in new_image:
+                        return steps
     except (KeyError, TypeError, AttributeError):
         pass
     stream = record.get("dynamodb")
@@ -116,25 +125,15 @@ def stream_view_records(record: Mapping[str, Any]) -> list[ViewRecord]:
         raise UnexpectedRecord("malformed", "record has no dynamodb section")
     new_image = stream_image(stream.get("NewImage"))
     old_image = stream_image(stream.get("OldImage"), counters_only=True)
-    return view_records(record.get("eventName"), new_image, old_image, str(stream.get("SequenceNumber") or ""))
+    return list(view_records(record.get("eventName"), new_image, old_image))
 
 
-def _counter_steps(
-    new_image: Mapping[str, Any], old_image: Mapping[str, Any], where: tuple[str, str, int, str]
-) -> list[ViewRecord]:
-    """The fast path's steps: one per counter that grew (``where``: item id, bucket, write shard, sequence number);
-    raises KeyError (or TypeError, AttributeError) for anything the careful path must read instead."""
-    item_id, bucket, number, sequence = where
-    if len(new_image) == _GLOBAL_ONLY:  # the key attributes and the global counter: no board counter to look for
-        text, before = new_image[VIEWS]["N"], old_image[VIEWS]["N"] if VIEWS in old_image else "0"
-        if not (text.isdigit() and before.isdigit()):
-            raise KeyError(VIEWS)
-        count, prior = int(text), int(before)
-        # _make: the NamedTuple's own constructor costs twice as much (one is built per counter per record).
-        return (
-            [ViewRecord._make((GLOBAL_BOARD, item_id, bucket, number, prior, count, sequence))] if count > prior else []
-        )
-    steps = []
+def _board_steps(
+    new_image: Mapping[str, Any], old_image: Mapping[str, Any], item_id: str, bucket: str, number: int
+) -> list[CounterStep]:
+    """The fast path's steps of a record that counts on category boards too: one per counter that grew; raises
+    KeyError (or TypeError, AttributeError) for anything the careful path must read instead."""
+    steps: list[CounterStep] = []
     for name, value in new_image.items():
         if name == VIEWS:
             board = GLOBAL_BOARD
@@ -147,7 +146,7 @@ def _counter_steps(
             raise KeyError(name)
         count, prior = int(text), int(before)
         if count > prior:
-            steps.append(ViewRecord._make((board, item_id, bucket, number, prior, count, sequence)))
+            steps.append((board, item_id, bucket, number, prior, count))
     return steps
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
-from shardboard.adapters.stream_records import UnexpectedRecord, stream_view_records
+from shardboard.adapters.stream_records import UnexpectedRecord, counter_steps
 from shardboard.domain.aggregating.aggregation import (
     MAX_CAS_ATTEMPTS,
     AggregateContention,
@@ -37,7 +37,7 @@ from shardboard.domain.aggregating.aggregation import (
     step_for,
     threshold_lifts,
 )
-from shardboard.domain.aggregating.batch import DeltaKey, ItemDelta, ShardMove, ViewRecord, fold, optimistic_moves
+from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, ShardMove, fold, optimistic_moves
 from shardboard.domain.aggregating.window import AggregationWindow
 from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Aggregates, AggregateState, BoardIndex, Erasure, PeriodLedger, Thresholds
@@ -206,7 +206,7 @@ def _late(
 # -- a batch: every (board, item) in parallel, failures per item
 
 
-def apply_batch(board: CountingBoard, records: Iterable[ViewRecord], settings: Settings) -> BatchOutcome:
+def apply_batch(board: CountingBoard, records: Iterable[CounterStep], settings: Settings) -> BatchOutcome:
     """Fold ``records`` by (board, item, bucket) and apply every (board, item) in parallel; failures are per
     (board, item), never per batch."""
     return apply_deltas(board, fold(records), settings)
@@ -387,8 +387,9 @@ def apply_stream_batch(
     settings = aggregator.settings()
     anchor = settings.anchor
     applied = AppliedBatch(window=window)
-    read: list[tuple[Mapping[str, Any], list[ViewRecord]]] = []
-    steps: list[ViewRecord] = []
+    # A record's steps are (board, item id, bucket, write shard, OLD, NEW): one record has one item and one bucket.
+    read: list[tuple[Mapping[str, Any], list[CounterStep]]] = []
+    steps: list[CounterStep] = []
     viewed: set[str] = set()
     buckets: dict[str, bool] = {}  # whether each anchor bucket seen is one: a batch holds a handful of buckets
     for record in records:
@@ -396,20 +397,20 @@ def apply_stream_batch(
         if views:
             read.append((record, views))
             steps += views
-            viewed.add(views[0].item_id)
+            viewed.add(views[0][1])
     denied = aggregator.denied(viewed, False) if viewed else frozenset()
     if denied:
         # A counter written before a delete's tombstone and delivered after its sweep must never recreate the item's
         # aggregate: skipped, never failed, so the batch goes on and nothing is retried.
         for record, views in read:
-            if views[0].item_id in denied:
-                applied.skipped.append(Skipped("deleted", f"{views[0].item_id!r} is deleted", _event_id(record)))
-        read = [(record, views) for record, views in read if views[0].item_id not in denied]
+            if views[0][1] in denied:
+                applied.skipped.append(Skipped("deleted", f"{views[0][1]!r} is deleted", _event_id(record)))
+        read = [(record, views) for record, views in read if views[0][1] not in denied]
         steps = [view for _, views in read for view in views]
     applied.outcome = _apply(aggregator, settings, steps, window, applied)
     if applied.outcome.failures:  # only then can a record have failed: most batches skip this pass
         for record, views in read:
-            error = next((e for v in views if (e := applied.outcome.failed(v.board, v.item_id))), None)
+            error = next((e for v in views if (e := applied.outcome.failed(v[0], v[1]))), None)
             if error is not None:
                 applied.failed[id(record)] = error
     return applied
@@ -418,7 +419,7 @@ def apply_stream_batch(
 def _apply(
     aggregator: StreamAggregator,
     settings: Settings,
-    views: list[ViewRecord],
+    views: list[CounterStep],
     window: AggregationWindow | None,
     applied: AppliedBatch,
 ) -> BatchOutcome:
@@ -433,8 +434,10 @@ def _apply(
         # Items deleted while the window was open (asked again at its close): counters folded in before a delete's
         # sweep would otherwise recreate the item's aggregate.
         denied = aggregator.denied({key[1] for key in deltas}, False) if deltas else frozenset()
-        applied.window_skipped = [key for key in deltas if key[1] in denied]
-        outcome = apply_deltas(board, {k: d for k, d in deltas.items() if k[1] not in denied}, settings)
+        if denied:
+            applied.window_skipped = [key for key in deltas if key[1] in denied]
+            deltas = {key: delta for key, delta in deltas.items() if key[1] not in denied}
+        outcome = apply_deltas(board, deltas, settings)
     note_changes(board, outcome, settings, int(aggregator.clock()))
     applied.erased = _erase_deleted(aggregator, board, outcome)
     return outcome
@@ -461,12 +464,12 @@ def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchO
 
 def _read(
     record: Mapping[str, Any], anchor: str, skipped: list[Skipped], buckets: dict[str, bool]
-) -> list[ViewRecord] | None:
+) -> list[CounterStep] | None:
     """A record's counter steps (one per board it counts on), or None for a record that is not ours (noted in
     ``skipped``). ``buckets`` remembers which buckets were checked against the anchor kind, and how."""
     # The raw wire images, not Powertools' whole-image deserialization: it was most of the CPU per record.
     try:
-        views = stream_view_records(record)
+        views = counter_steps(record)
     except UnexpectedRecord as skip:
         skipped.append(Skipped(skip.reason, str(skip), _event_id(record)))
         return None
@@ -476,7 +479,7 @@ def _read(
         return None
     if not views:
         return views
-    bucket = views[0].bucket
+    bucket = views[0][2]
     ours = buckets.get(bucket)
     if ours is None:
         ours = buckets[bucket] = is_bucket(anchor, bucket)

@@ -337,7 +337,7 @@ def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | None:
         return None if raw is None else {k: _deserializer.deserialize(v) for k, v in raw.items()}
 
     try:
-        steps = view_records(record.get("eventName"), image("NewImage"), image("OldImage"), "")
+        steps = view_records(record.get("eventName"), image("NewImage"), image("OldImage"))
     except (UnexpectedRecord, TypeError, ValueError):
         return None
     return (steps[0].item_id, steps[0].bucket, steps[0].shard) if steps else None

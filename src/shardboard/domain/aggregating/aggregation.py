@@ -26,7 +26,7 @@ from shardboard.domain.aggregating.batch import (
     ShardMove,
     catch_up_moves,
     lower_bound_after,
-    optimistic_moves,
+    optimistic_lower_bound,
 )
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
 from shardboard.domain.policy import Leaderboards
@@ -120,6 +120,9 @@ class Context:
     states: Mapping[PeriodKey, BoardState]
     # All time's join threshold per board, asked for every delta: decided once per batch.
     _all_time: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # The periods of each (board, anchor bucket), asked several times per delta: a batch has a handful.
+    _periods: dict[tuple[str, str], tuple[PeriodKey, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _board_shards: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # S of each board's index
 
     @property
     def anchor(self) -> str:
@@ -138,7 +141,13 @@ class Context:
 
     def periods(self, board: str, anchor_bucket: str) -> tuple[PeriodKey, ...]:
         """Every period a view of ``anchor_bucket`` counts in: the configured kinds, then all time."""
-        return periods_of(self.kinds, board, anchor_bucket, self.policy.periods.half_life_hours)
+        found = self._periods.get((board, anchor_bucket))
+        if found is None:
+            periods = self.policy.periods
+            found = self._periods[(board, anchor_bucket)] = periods_of(
+                periods.kinds, board, anchor_bucket, periods.half_life_hours
+            )
+        return found
 
     def gain(self, kind: str, anchor_bucket: str, views: int) -> int:
         """What ``views`` views of ``anchor_bucket`` add to its ``kind`` count (a trending score is weighted)."""
@@ -172,8 +181,11 @@ class Context:
         return min(state.threshold, state.deep_threshold) if self.policy.deep_tier_on(period) else state.threshold
 
     def index_key(self, period: PeriodKey, item_id: str) -> str:
-        board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
-        shards = (board_state.shards if board_state else None) or self.policy.index.board_shards
+        shards = self._board_shards.get(period.board)
+        if shards is None:
+            board_state = self.states.get(PeriodKey(period.board, ALL, ALL))
+            shards = (board_state.shards if board_state else None) or self.policy.index.board_shards
+            self._board_shards[period.board] = shards
         return period_shard_value(period.board, period.kind, period.bucket, board_shard_of(item_id, shards), shards)
 
     def expires(self, period: PeriodKey) -> int | None:
@@ -213,7 +225,7 @@ def threshold_lifts(ctx: Context, deltas: Iterable[ItemDelta]) -> list[Lift]:
         return []
     bounds: dict[PeriodKey, dict[str, int]] = defaultdict(dict)
     for delta in deltas:
-        bound = lower_bound_after(optimistic_moves(delta))  # the shards' NEW values: held once the delta applied
+        bound = optimistic_lower_bound(delta)  # the shards' NEW values: held once the delta applied
         if bound <= 0:
             continue
         for period in ctx.periods(delta.board, delta.bucket):
@@ -269,11 +281,19 @@ def periods_to_read(deltas: Iterable[ItemDelta], policy: Leaderboards) -> list[P
 
 def by_item(deltas: Mapping[DeltaKey, ItemDelta]) -> dict[tuple[str, str], list[ItemDelta]]:
     """The deltas of each (board, item), oldest anchor bucket first: one worker applies them in that order."""
-    groups: dict[tuple[str, str], list[ItemDelta]] = defaultdict(list)
-    for delta in deltas.values():
-        groups[(delta.board, delta.item_id)].append(delta)
-    # Most items have one bucket in a batch: nothing to sort.
-    return {key: sorted(group, key=_by_bucket) if len(group) > 1 else group for key, group in groups.items()}
+    groups: dict[tuple[str, str], list[ItemDelta]] = {}
+    several = []
+    for (board, item_id, _), delta in deltas.items():  # from the keys: the deltas themselves are not read here
+        key = (board, item_id)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [delta]
+        else:
+            group.append(delta)
+            several.append(group)
+    for group in several:  # most items have one bucket in a batch: nothing to sort
+        group.sort(key=_by_bucket)
+    return groups
 
 
 def _by_bucket(delta: ItemDelta) -> str:
@@ -323,7 +343,10 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
 
     @property
     def added(self) -> int:
-        return sum(m.target - m.expected for m in self.moves)
+        views = 0
+        for move in self.moves:  # a loop, not sum() of a generator: asked per delta
+            views += move.target - move.expected
+        return views
 
 
 class IndexJoin(NamedTuple):
@@ -377,11 +400,11 @@ def joins_for(
 ) -> dict[PeriodKey, str]:
     """Index keys to set in the same write: every period whose threshold the count is sure to reach (``lower_bound``
     views of ``anchor_bucket``, in each period's own unit)."""
-    return {
-        p: ctx.index_key(p, item_id)
-        for p in periods
-        if ctx.gain(p.kind, anchor_bucket, lower_bound) >= ctx.threshold(p)
-    }
+    joins = {}
+    for period in periods:  # a loop, not a comprehension: asked per delta, mostly of one or two periods
+        if ctx.gain(period.kind, anchor_bucket, lower_bound) >= ctx.threshold(period):
+            joins[period] = ctx.index_key(period, item_id)
+    return joins
 
 
 def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove], seen: AggregateState | None = None) -> Move:
@@ -389,31 +412,33 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove], seen: Aggr
     aggregate in this bucket as a read found it before; counts only grow, so its counts plus the moves' views are
     sure too, and the write joins the indexes they reach (no second write to join them)."""
     lower_bound = lower_bound_after(moves)
-    periods = ctx.periods(delta.board, delta.bucket)
     if seen is not None and seen.bucket == delta.bucket:
-        added = sum(m.target - m.expected for m in moves)
-        sure = {
-            p: max(
-                ctx.gain(p.kind, delta.bucket, lower_bound), seen.count(p.kind) + ctx.gain(p.kind, delta.bucket, added)
-            )
-            for p in periods
-            if p.kind not in seen.keyed
-        }
-        joins = {p: ctx.index_key(p, delta.item_id) for p, count in sure.items() if count >= ctx.threshold(p)}
-        buckets = {p.kind: index_bucket(sure[p]) for p in joins}
+        keys, buckets = _joins_seen(ctx, delta, moves, lower_bound, seen)
     else:
-        joins = joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound)
-        buckets = {p.kind: index_bucket(ctx.gain(p.kind, delta.bucket, lower_bound)) for p in joins}
-    return Move(
-        delta.board,
-        delta.item_id,
-        delta.bucket,
-        moves,
-        ctx.kinds,
-        {p.kind: k for p, k in joins.items()},
-        ctx.weights(ctx.kinds, delta.bucket),
-        buckets,
-    )
+        keys, buckets = {}, {}
+        periods = ctx.periods(delta.board, delta.bucket)
+        for period, key in joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound).items():
+            keys[period.kind] = key  # one loop for both, not two comprehensions: built per delta
+            buckets[period.kind] = index_bucket(ctx.gain(period.kind, delta.bucket, lower_bound))
+    kinds = ctx.kinds
+    return Move(delta.board, delta.item_id, delta.bucket, moves, kinds, keys, ctx.weights(kinds, delta.bucket), buckets)
+
+
+def _joins_seen(
+    ctx: Context, delta: ItemDelta, moves: list[ShardMove], lower_bound: int, seen: AggregateState
+) -> tuple[dict[str, str], dict[str, int]]:
+    """``plan_move``'s index keys and buckets when the aggregate was seen in this bucket: per kind it is not keyed
+    in, the count is sure to reach the larger of the moves' own bound and the count seen plus what they add."""
+    added = sum(m.target - m.expected for m in moves)
+    keys, buckets = {}, {}
+    for period in ctx.periods(delta.board, delta.bucket):
+        if period.kind in seen.keyed:
+            continue
+        gain = ctx.gain(period.kind, delta.bucket, added)
+        sure = max(ctx.gain(period.kind, delta.bucket, lower_bound), seen.count(period.kind) + gain)
+        if sure >= ctx.threshold(period):
+            keys[period.kind], buckets[period.kind] = ctx.index_key(period, delta.item_id), index_bucket(sure)
+    return keys, buckets
 
 
 def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[IndexJoin]:

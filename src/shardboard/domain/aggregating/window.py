@@ -19,14 +19,18 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
-from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, ViewRecord, fold
+from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, fold
 
-STATE_VERSION = 3
-# Fields per counter step in a packed batch: board, item id, anchor bucket, write shard, OLD views, NEW views.
+STATE_VERSION = 4
+# Fields per counter step: board, item id, anchor bucket, write shard, OLD views, NEW views.
 STEP_FIELDS = 6
+# A packed batch is one JSON list of columns. When every step has the same board and anchor bucket (most batches),
+# those two are written once and the list is [board, bucket, item ids..., shards..., OLDs..., NEWs...]; otherwise
+# it starts with [null, null] and holds all six columns.
+_SHARED = 2
 
 
 class WindowStateError(ValueError):
@@ -39,7 +43,7 @@ class AggregationWindow:
 
     final: bool
     log: list[str] = field(default_factory=list)
-    records: list[ViewRecord] = field(default_factory=list)
+    records: list[CounterStep] = field(default_factory=list)
 
     @classmethod
     def of(cls, event: Mapping[str, Any]) -> AggregationWindow | None:
@@ -51,7 +55,7 @@ class AggregationWindow:
             log=_log(event.get("state")),
         )
 
-    def add(self, records: Iterable[ViewRecord]) -> None:
+    def add(self, records: Iterable[CounterStep]) -> None:
         """This invocation's counter steps (kept for the state, or folded now by a final invocation)."""
         self.records.extend(records)
 
@@ -71,29 +75,41 @@ class AggregationWindow:
         return {"v": STATE_VERSION, "log": log}
 
     def _steps(self) -> Iterator[CounterStep]:
-        for packed in self.log:
-            yield from unpack(packed)
-        yield from self.records
+        # Chained at C speed: a generator here costs a resumption per step.
+        return chain(chain.from_iterable(unpack(packed) for packed in self.log), self.records)
 
 
-def pack(records: Iterable[ViewRecord]) -> str:
+def pack(records: Iterable[CounterStep]) -> str:
     """One batch's counter steps as a compact ASCII string (JSON, deflated, base64: nothing for JSON to escape)."""
-    # A ViewRecord's first STEP_FIELDS fields, flattened at C speed.
-    flat = list(chain.from_iterable([record[:STEP_FIELDS] for record in records]))
-    text = json.dumps(flat, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    flat = list(chain.from_iterable(records))  # flattened, and cut into columns, at C speed
+    boards, buckets = flat[0::STEP_FIELDS], flat[2::STEP_FIELDS]
+    rest = (flat[1::STEP_FIELDS], flat[3::STEP_FIELDS], flat[4::STEP_FIELDS], flat[5::STEP_FIELDS])
+    if boards and boards.count(boards[0]) == len(boards) and buckets.count(buckets[0]) == len(buckets):
+        columns = [boards[0], buckets[0], *chain.from_iterable(rest)]  # JSON then writes two strings, not 2 per step
+    else:
+        columns = [None, None, *boards, *rest[0], *buckets, *chain.from_iterable(rest[1:])]
+    text = json.dumps(columns, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return base64.b64encode(zlib.compress(text, 1)).decode("ascii")
 
 
 def unpack(packed: str) -> Iterator[CounterStep]:
-    """The counter steps ``pack`` wrote, in order (no sequence numbers: a window fails or succeeds as a whole)."""
+    """The counter steps ``pack`` wrote, in order."""
     try:
-        flat = json.loads(zlib.decompress(base64.b64decode(packed, validate=True)))
+        columns = json.loads(zlib.decompress(base64.b64decode(packed, validate=True)))
     except (binascii.Error, zlib.error, ValueError) as error:
         raise WindowStateError(f"tumbling-window state holds an unreadable batch ({error})") from error
-    if not isinstance(flat, list) or len(flat) % STEP_FIELDS:
-        raise WindowStateError("tumbling-window state holds a batch that is not a list of counter steps")
-    fields = iter(flat)
-    return zip(fields, fields, fields, fields, fields, fields, strict=True)  # built at C speed
+    if isinstance(columns, list) and len(columns) >= _SHARED:
+        board, bucket = columns[0], columns[1]
+        shared = board is not None and bucket is not None
+        fields = len(columns) - _SHARED
+        width = STEP_FIELDS - _SHARED if shared else STEP_FIELDS
+        if not fields % width:
+            n = fields // width
+            cut = [columns[_SHARED + i * n : _SHARED + (i + 1) * n] for i in range(width)]
+            if shared:  # zipped at C speed, as each column is
+                return zip(repeat(board, n), cut[0], repeat(bucket, n), cut[1], cut[2], cut[3], strict=True)
+            return zip(*cut, strict=True)
+    raise WindowStateError("tumbling-window state holds a batch that is not a list of counter steps")
 
 
 def _log(state: Any) -> list[str]:
