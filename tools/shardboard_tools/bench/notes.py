@@ -258,7 +258,10 @@ The default, 200,000 views, is sized for the designs to finish within 10 minutes
 designs took 8 min 51 s with nothing else running before the coarse index (`shardboard bench --scenario boards
 --json --no-files`; seed-per-board 139 s, straightforward 31 s, shardboard 95 s, shardboard+24h 125 s,
 shardboard+trending 132 s of their own wall time), and 12 min 21 s for the run above, which a chaos run shared the
-machine with (the shardboard design alone: 116 s under the same load). A bigger `--views`
+machine with (the shardboard design alone: 116 s under the same load). With reading before a roll and the cheaper
+aggregator, the five designs took 5 min 21 s while a chaos run shared the machine (`shardboard bench --scenario
+boards --json`: seed-per-board 77 s, straightforward 17 s, shardboard 62 s, shardboard+24h 89 s,
+shardboard+trending 74 s). A bigger `--views`
 keeps the day boundary halfway and runs longer; every period starts empty and its threshold rises with time, so
 the per-view figures fall as the run lengthens (400,000 views: 3.958 write units per view for shardboard before the
 batch's own threshold, 2.633 with its first version).
