@@ -273,7 +273,7 @@ def _apply_groups(
     (aggregates read before the batch) informs each group's first delta only: the next ones follow its writes."""
 
     def apply(group: list[ItemDelta]) -> _Run:
-        hint = seen.get((group[0].board, group[0].item_id))
+        hint = seen.get((group[0].board, group[0].item_id)) if seen else None
         return [
             ((d.board, d.item_id, d.bucket), apply_delta(board, d, ctx, None if n else hint))
             for n, d in enumerate(group)
