@@ -54,10 +54,11 @@ invocations (~8 bytes per record, packed: docs/exactly-once.md, "Tumbling window
 
 The figure is measured as the aggregator runs in its Lambda: alone in the process, batch after batch (the first
 100,000 views of the workload), and first, before the main run: after it, the run's tables (kept or freed) scatter
-the heap and the same measurement reads about a tenth more (10.7 and 11.1 us against 9.8 on a quiet machine). The second row is the same path measured during the main run, where the simulated
+the heap and the same measurement reads about a tenth more (10.7 and 11.1 us against 9.8 on a quiet machine). The
+second row is the same path measured during the main run, where the simulated
 writers run between batches and evict the aggregator's working set from the CPU caches. What changed to get here,
 from ~118 us per record first measured on this harness: the aggregator reads only the four attributes it needs from
-the stream record's wire-format images, first on a fast path of plain lookups (`stream_view_record`; anything
+the stream record's wire-format images, first on a fast path of plain lookups (`counter_steps`; anything
 unusual takes the careful path that names the reason), the fold reads records by position, board shards are cached
 per item id, `apply_deltas` applies items inline when `write_concurrency` is 1 (the in-memory store has no network
 latency to overlap; in Lambda the pool stays), the processor lets go of its batch once it has answered (Powertools
