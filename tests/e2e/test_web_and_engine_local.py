@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -216,12 +217,32 @@ def test_page_shows_trending_with_arrows_and_the_last_24_hours(make_local, tmp_p
 
     # Then trending ranks by the decayed count (views of this hour count alike) with arrows: c climbed two places
     assert [(row[1], row[3]) for row in trending] == [("c", "\u25b22"), ("a", "\u25bc1"), ("b", "\u25bc1")]
-    # and shows each entry's parts under its views: its views in the last hour and the last 24 hours
-    assert [row[2] for row in trending] == ["61h 6 \u00b7 24h 6", "31h 3 \u00b7 24h 3", "21h 2 \u00b7 24h 2"]
+    # and shows the document's views (decayed to the head's time: less than an hour old, each counts 2^-1/6 to 1)
+    document = trending_document(3)
+    views = [entry["views"] for entry in document["items"]]
+    for shown, count in zip(views, (6, 3, 2), strict=True):
+        assert round(count * 2 ** (-1 / 6)) <= shown <= count
+    # with each entry's parts under its views: its views in the last hour and the last 24 hours
+    assert [row[2] for row in trending] == [
+        f"{views[0]}1h 6 \u00b7 24h 6",
+        f"{views[1]}1h 3 \u00b7 24h 3",
+        f"{views[2]}1h 2 \u00b7 24h 2",
+    ]
     assert trending_meta.startswith("trending")
     # And the last 24 hours is the plain sum of the hours, as the day shows it
     assert [(row[0], row[1], row[2]) for row in window] == [("1", "c", "6"), ("2", "a", "3"), ("3", "b", "2")]
     assert window_meta.startswith("last 24h")
+
+
+def trending_document(limit: int) -> Any:
+    """The read API's trending document, as the page fetched it."""
+    server = LeaderboardServer(read_api.handler)
+    try:
+        status, _, body = server.respond("GET", f"/leaderboard?period=trending&limit={limit}", {"Host": "127.0.0.1"})
+    finally:
+        server.stop()
+    assert status == 200
+    return json.loads(body)
 
 
 def test_page_shows_who_moved_in_a_day(make_local, tmp_path):
