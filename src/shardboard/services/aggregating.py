@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from shardboard.adapters.stream_records import UnexpectedRecord, counter_steps
 from shardboard.domain.aggregating.aggregation import (
@@ -254,10 +254,7 @@ def _peek(
         except Exception:  # a hint lost costs only the refused writes it would have saved
             return {}
 
-    if len(chunks) <= 1 or settings.write_concurrency == 1:
-        return {key: state for chunk in chunks for key, state in read(chunk).items()}
-    with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(chunks))) as pool:
-        return {key: state for found in pool.map(read, chunks) for key, state in found.items()}
+    return {key: state for found in _overlapped(read, chunks, settings) for key, state in found.items()}
 
 
 def _apply_groups(
@@ -279,30 +276,19 @@ def _apply_groups(
             for n, d in enumerate(group)
         ]
 
-    def collect(
-        key: tuple[str, str], run: list[tuple[DeltaKey, ItemOutcome]] | None, error: BaseException | None
-    ) -> None:
-        if error is not None:
-            outcome.failures[key] = error
-            return
-        assert run is not None
+    def attempt(group: list[ItemDelta]) -> _Run | Exception:
+        try:
+            return apply(group)
+        except Exception as failure:  # per item: the item's records are retried, the batch goes on
+            return failure
+
+    # Collected here, in one thread and in the groups' order, whichever thread applied them.
+    for key, run in zip(groups, _overlapped(attempt, list(groups.values()), settings), strict=True):
+        if isinstance(run, Exception):
+            outcome.failures[key] = run
+            continue
         for delta_key, item_outcome in run:
             outcome.add(ctx, delta_key, item_outcome)
-
-    if not groups:
-        return
-    if settings.write_concurrency == 1:  # nothing to overlap (an in-memory store): skip the pool's dispatch cost
-        for key, group in groups.items():
-            try:
-                collect(key, apply(group), None)
-            except Exception as failure:  # per item, like a future's exception: the item's records are retried
-                collect(key, None, failure)
-    else:
-        with ThreadPoolExecutor(max_workers=min(settings.write_concurrency, len(groups))) as pool:
-            futures = {key: pool.submit(apply, group) for key, group in groups.items()}
-        for key, future in futures.items():
-            error = future.exception()
-            collect(key, None if error else future.result(), error)
 
 
 def note_changes(board: PeriodLedger, outcome: BatchOutcome, settings: Settings, now: int) -> None:
@@ -310,15 +296,26 @@ def note_changes(board: PeriodLedger, outcome: BatchOutcome, settings: Settings,
     changed, expires = marks(outcome, settings.policy)
     if not changed:
         return
+    # One write per period: overlapped, a batch touching 30 periods waits about one round trip, not 30. A failed mark
+    # fails the batch, which is retried: marking again is harmless.
     workers = min(settings.write_concurrency, len(changed))
-    if workers == 1:
-        board.mark_changed(changed, now, expires)
-        return
-    # One write per period: overlapped, a batch touching 30 periods waits about one round trip, not 30.
+    _overlapped(
+        lambda share: board.mark_changed(share, now, expires), [changed[i::workers] for i in range(workers)], settings
+    )
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _overlapped(work: Callable[[T], R], tasks: Sequence[T], settings: Settings) -> list[R]:
+    """``work`` on every task, overlapped on up to ``write_concurrency`` threads, results in order (the first error
+    raised). Serially when there is nothing to overlap (one task, or an in-memory store): a pool's dispatch costs."""
+    workers = min(settings.write_concurrency, len(tasks))
+    if workers <= 1:
+        return [work(task) for task in tasks]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(board.mark_changed, changed[i::workers], now, expires) for i in range(workers)]
-    for mark in pending:
-        mark.result()  # a failed mark fails the batch, which is retried: marking again is harmless
+        return list(pool.map(work, tasks))
 
 
 # -- a stream batch as Lambda delivers it
