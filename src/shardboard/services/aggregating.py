@@ -430,7 +430,7 @@ def _apply(
         deltas = window.deltas()
         # Items deleted while the window was open (asked again at its close): counters folded in before a delete's
         # sweep would otherwise recreate the item's aggregate.
-        denied = aggregator.denied({key[1] for key in deltas}, False) if deltas else frozenset()
+        denied = aggregator.denied({item_id for _, item_id, _ in deltas}, False) if deltas else frozenset()
         if denied:
             applied.window_skipped = [key for key in deltas if key[1] in denied]
             deltas = {key: delta for key, delta in deltas.items() if key[1] not in denied}
@@ -445,10 +445,12 @@ def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchO
     writes (the deny read before them missed its tombstone); a strongly consistent read after them closes the race:
     an id denied by now is erased here, and an id not yet denied is erased by its delete, whose erase comes after
     its tombstone, hence after these writes."""
-    written = {(key[0], key[1]) for key in outcome.items}
-    denied = aggregator.denied({item_id for _, item_id in written}, True) if written else frozenset()
+    written = {item_id for _, item_id, _ in outcome.items}  # unpacked, no pair built: this runs for every item
+    denied = aggregator.denied(written, True) if written else frozenset()
+    if not denied:
+        return []
     erased = []
-    for board_name, item_id in sorted(pair for pair in written if pair[1] in denied):
+    for board_name, item_id in sorted({(board, item_id) for board, item_id, _ in outcome.items if item_id in denied}):
         # The periods the batch counted in, and those its rolls archived into: a roll may archive an entry after the
         # delete's own sweep (it read the aggregate before the sweep), then lose its compare-and-set.
         periods = {period for period in outcome.changed if period.board == board_name}
