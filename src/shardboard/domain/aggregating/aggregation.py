@@ -408,37 +408,24 @@ def joins_for(
 
 
 def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove], seen: AggregateState | None = None) -> Move:
-    """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem. ``seen``: the
-    aggregate in this bucket as a read found it before; counts only grow, so its counts plus the moves' views are
-    sure too, and the write joins the indexes they reach (no second write to join them)."""
+    """The common case: views of the aggregate's own anchor bucket, one conditional UpdateItem, keying the item into
+    every index whose threshold the count it is sure of reaches. That is the moves' own bound; when a read before
+    found the aggregate in this bucket (``seen``), also the count seen plus the moves' views (counts only grow), and
+    the kinds it was seen keyed in need no key."""
     lower_bound = lower_bound_after(moves)
-    if seen is not None and seen.bucket == delta.bucket:
-        keys, buckets = _joins_seen(ctx, delta, moves, lower_bound, seen)
-    else:
-        keys, buckets = {}, {}
-        periods = ctx.periods(delta.board, delta.bucket)
-        for period, key in joins_for(ctx, periods, delta.item_id, delta.bucket, lower_bound).items():
-            keys[period.kind] = key  # one loop for both, not two comprehensions: built per delta
-            buckets[period.kind] = index_bucket(ctx.gain(period.kind, delta.bucket, lower_bound))
-    kinds = ctx.kinds
-    return Move(delta.board, delta.item_id, delta.bucket, moves, kinds, keys, ctx.weights(kinds, delta.bucket), buckets)
-
-
-def _joins_seen(
-    ctx: Context, delta: ItemDelta, moves: list[ShardMove], lower_bound: int, seen: AggregateState
-) -> tuple[dict[str, str], dict[str, int]]:
-    """``plan_move``'s index keys and buckets when the aggregate was seen in this bucket: per kind it is not keyed
-    in, the count is sure to reach the larger of the moves' own bound and the count seen plus what they add."""
-    added = sum(m.target - m.expected for m in moves)
+    known = seen if seen is not None and seen.bucket == delta.bucket else None
+    added = 0 if known is None else sum(m.target - m.expected for m in moves)
     keys, buckets = {}, {}
-    for period in ctx.periods(delta.board, delta.bucket):
-        if period.kind in seen.keyed:
-            continue
-        gain = ctx.gain(period.kind, delta.bucket, added)
-        sure = max(ctx.gain(period.kind, delta.bucket, lower_bound), seen.count(period.kind) + gain)
+    for period in ctx.periods(delta.board, delta.bucket):  # a loop, not comprehensions: built per delta
+        sure = ctx.gain(period.kind, delta.bucket, lower_bound)
+        if known is not None:
+            if period.kind in known.keyed:
+                continue
+            sure = max(sure, known.count(period.kind) + ctx.gain(period.kind, delta.bucket, added))
         if sure >= ctx.threshold(period):
             keys[period.kind], buckets[period.kind] = ctx.index_key(period, delta.item_id), index_bucket(sure)
-    return keys, buckets
+    kinds = ctx.kinds
+    return Move(delta.board, delta.item_id, delta.bucket, moves, kinds, keys, ctx.weights(kinds, delta.bucket), buckets)
 
 
 def plan_joins(ctx: Context, board: str, item_id: str, state: AggregateState) -> list[IndexJoin]:
