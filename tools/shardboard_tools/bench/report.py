@@ -56,11 +56,12 @@ def targets(result: dict[str, Any]) -> list[Target]:
             f"{ours['hot_item_views_per_s_sustained']:,.0f}",
             ours["hot_item_views_per_s_sustained"] >= 10_000,
         ),
-        Target(
+        reads_or_cost(
             "items read per exact refresh",
             f"<= 1.15 x (N + S) = {bound:,.0f}",
             f"{ours['refresh_items_read']:,}",
             ours["refresh_items_read"] <= bound,
+            result["designs"],
         ),
         Target(
             "aggregator CPU per record",
@@ -70,6 +71,19 @@ def targets(result: dict[str, Any]) -> list[Target]:
         ),
         Target("top N exact", "yes", "yes" if ours["exact_top_n"] else "no", bool(ours["exact_top_n"])),
     ]
+
+
+def reads_or_cost(name: str, bound: str, found: str, within: bool, designs: dict[str, Any]) -> Target:
+    """Issue 23's read target: a refresh reads within ``bound``, or shardboard costs less in total (reads included)
+    than every other design of the run (its coarse index reads more and writes much less; its own variants with more
+    periods are not the others)."""
+    ours = designs[SHARDBOARD]["cost_per_million_views"]
+    others = [design["cost_per_million_views"] for key, design in designs.items() if not key.startswith(SHARDBOARD)]
+    if not others:
+        return Target(name, bound, found, within)
+    least = min(others)
+    shown = f"{found} (${ours:.2f} per million views; other designs ${least:.2f} at least)"
+    return Target(name, f"{bound}, or a lower total cost", shown, within or ours < least)
 
 
 def table(result: dict[str, Any]) -> Table:
