@@ -228,7 +228,8 @@ def apply_deltas(board: CountingBoard, deltas: Mapping[DeltaKey, ItemDelta], set
     rolls = possible_rolls(ctx, (group[0] for group in groups.values()))
     seen = _peek(board, rolls, settings)
     outcome.aggregates_read = len(rolls)
-    lifts = threshold_lifts(ctx, deltas.values())
+    # Only a period still without a threshold can be lifted: most batches skip the pass over their deltas.
+    lifts = threshold_lifts(ctx, deltas.values()) if any(ctx.threshold(p) <= 0 for p in wanted) else []
     if lifts:
         first = {key for lift in lifts for key in lift.witnesses}
         _apply_groups(board, {key: groups.pop(key) for key in first}, ctx, settings, outcome, seen=seen)
