@@ -113,7 +113,7 @@ def _report_table(report: object) -> Table:
         ("aggregator invocations", f"{report.aggregator_invocations:,}"),
         (
             "items read per refresh",
-            f"{report.items_read_per_refresh:,.1f} (N+R+S = {report.refresh_floor}, and the rest of their buckets)",
+            f"{report.items_read_per_refresh:,.1f} (N+R+S = {report.refresh_floor}; whole buckets)",
         ),  # global, all time: the coarse index sorts by bucket, so a gather reads whole buckets (docs/coarse-index.md)
         ("snapshot refreshes", f"{report.refreshes}"),
         ("freshness p50 / p99", f"{seconds(report.freshness_p50_seconds)} / {seconds(report.freshness_p99_seconds)}"),
