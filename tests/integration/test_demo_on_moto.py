@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -30,7 +31,7 @@ def test_the_report_says_moto_does_not_measure_write_units(without_java, capfd):
     output = run_demo()
     # Then the write units row says it is not measured (moto answers 0.5 per view, below the one-write floor)
     assert "java not found: using moto's DynamoDB server instead of DynamoDB Local" in output
-    assert "│ write units per view   │ not measured on moto │" in output
+    assert re.search(r"│ write units per view +│ +not measured on moto │", output)  # whatever the column's width
     assert "verify: exact" in output
     # And moto's server printed no access log line on either stream
     captured = capfd.readouterr()
