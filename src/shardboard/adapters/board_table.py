@@ -76,7 +76,7 @@ from shardboard.adapters.keys import (
     snapshot_pk,
     threshold_pk,
 )
-from shardboard.domain.aggregating.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove, views_added
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import (
@@ -243,7 +243,7 @@ class BoardStore:
         """
         sets, conditions, names, values = move_expression(moves)
         names |= {"#views": VIEWS, "#item": ITEM_ID, "#board": BOARD, "#bucket": BUCKET, "#fmt": FORMAT, "#pk": PK}
-        delta = sum(m.target - m.expected for m in moves)
+        delta = views_added(moves)
         values |= {
             ":delta": n_attr(delta),
             ":item": s_attr(item_id),
@@ -435,7 +435,7 @@ class BoardStore:
 
     def _move_late(self, late: LateMove) -> LateResult | None:
         """One attempt; None when it converted a legacy item that refused it (try again)."""
-        delta = sum(m.target - m.expected for m in late.moves)
+        delta = views_added(late.moves)
         entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
         sets, conditions, names, values = move_expression(late.moves)
         aggregate_key = aggregate_pk(late.board, late.item_id)

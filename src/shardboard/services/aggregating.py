@@ -37,7 +37,15 @@ from shardboard.domain.aggregating.aggregation import (
     step_for,
     threshold_lifts,
 )
-from shardboard.domain.aggregating.batch import CounterStep, DeltaKey, ItemDelta, ShardMove, fold, optimistic_moves
+from shardboard.domain.aggregating.batch import (
+    CounterStep,
+    DeltaKey,
+    ItemDelta,
+    ShardMove,
+    fold,
+    optimistic_moves,
+    views_added,
+)
 from shardboard.domain.aggregating.window import AggregationWindow
 from shardboard.domain.periods import is_bucket
 from shardboard.domain.ports import Aggregates, AggregateState, BoardIndex, Erasure, PeriodLedger, Thresholds
@@ -178,7 +186,7 @@ def _late(
         result = board.move_late(late)
         outcome = outcome.plus(ItemOutcome(writes=1, late=True))
         if result.applied:
-            outcome = outcome.plus(ItemOutcome(views_added=sum(m.target - m.expected for m in moves)))
+            outcome = outcome.plus(ItemOutcome(views_added=views_added(moves)))
             break
         if result.aggregate_moved:
             return outcome, board.state(delta.board, delta.item_id), moves

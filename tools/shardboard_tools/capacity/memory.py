@@ -137,7 +137,7 @@ from shardboard.adapters.keys import (
 from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_from_item
 from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
-from shardboard.domain.aggregating.batch import ShardMove
+from shardboard.domain.aggregating.batch import ShardMove, views_added
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
@@ -640,7 +640,7 @@ class MemoryBoardStore:
             if (stored_bucket not in (None, bucket)) or not _moves_hold(current, moves):
                 refused = self.data.refuse("UpdateItem", pk)
                 return MoveResult(applied=False, state=aggregate_state(refused) if refused is not None else None)
-            delta = sum(m.target - m.expected for m in moves)
+            delta = views_added(moves)
             new = dict(current)
             new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, BOARD: {"S": board}, BUCKET: {"S": bucket}}
             new[FORMAT] = {"N": str(COARSE_FORMAT)}
@@ -666,18 +666,23 @@ class MemoryBoardStore:
 
     @metered
     def states(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], AggregateState]:
-        """BatchGetItem as the adapter sends it: one request per 100 keys, each item charged by its size."""
-        found: dict[tuple[str, str], AggregateState] = {}
+        """BatchGetItem as the adapter sends it (``_batch_get``)."""
+        by_pk = {aggregate_pk(board, item_id): (board, item_id) for board, item_id in keys}
+        return {by_pk[pk]: aggregate_state(item) for pk, item in self._batch_get(list(by_pk)).items()}
+
+    def _batch_get(self, pks: Sequence[str]) -> dict[str, Item]:
+        """The items of ``pks`` that exist, read as the adapter reads them: BatchGetItem, one request per 100 keys,
+        eventually consistent, each key charged by its item's size."""
+        found: dict[str, Item] = {}
         with self.data.lock:
-            for start in range(0, len(keys), 100):
-                chunk = {aggregate_pk(board, item_id): (board, item_id) for board, item_id in keys[start : start + 100]}
-                items = {pk: self.data.items.get(pk) for pk in chunk}
+            for start in range(0, len(pks), 100):
+                items = {pk: self.data.items.get(pk) for pk in pks[start : start + 100]}
                 charges = [
                     Charge(self.table, self.table, pk, "read", read_units(item_size(item), False))
                     for pk, item in items.items()
                 ]
                 self.data.emulator.admit("BatchGetItem", charges)
-                found |= {chunk[pk]: aggregate_state(item) for pk, item in items.items() if item is not None}
+                found |= {pk: item for pk, item in items.items() if item is not None}
         return found
 
     @metered
@@ -739,7 +744,7 @@ class MemoryBoardStore:
         entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
         entry_key = entry_pk(late.board, late.anchor_kind, late.bucket, late.item_id)
         aggregate_key = aggregate_pk(late.board, late.item_id)
-        delta = sum(m.target - m.expected for m in late.moves)
+        delta = views_added(late.moves)
         with self.data.lock:
             stored_entry = self.data.items.get(entry_key) or {}
             if not _moves_hold(stored_entry, late.moves):
@@ -965,19 +970,8 @@ class MemoryBoardStore:
 
     @metered
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
-        """BatchGetItem as the adapter sends it: one request per 100 keys, each item charged by its size."""
-        found: dict[str, int] = {}
-        with self.data.lock:
-            for start in range(0, len(refs), 100):
-                chunk = refs[start : start + 100]
-                items = {ref: self.data.items.get(ref) for ref in chunk}
-                charges = [
-                    Charge(self.table, self.table, ref, "read", read_units(item_size(item), False))
-                    for ref, item in items.items()
-                ]
-                self.data.emulator.admit("BatchGetItem", charges)
-                found |= {ref: stored_count(item, kind) for ref, item in items.items() if item is not None}
-        return found
+        """BatchGetItem as the adapter sends it (``_batch_get``)."""
+        return {ref: stored_count(item, kind) for ref, item in self._batch_get(refs).items()}
 
     # -- snapshots and period items
     @metered

@@ -27,6 +27,7 @@ from shardboard.domain.aggregating.batch import (
     catch_up_moves,
     lower_bound_after,
     optimistic_lower_bound,
+    views_added,
 )
 from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
 from shardboard.domain.policy import Leaderboards
@@ -343,10 +344,7 @@ class Move(NamedTuple):  # immutable; a NamedTuple because one is built per delt
 
     @property
     def added(self) -> int:
-        views = 0
-        for move in self.moves:  # a loop, not sum() of a generator: asked per delta
-            views += move.target - move.expected
-        return views
+        return views_added(self.moves)
 
 
 class IndexJoin(NamedTuple):
@@ -414,7 +412,7 @@ def plan_move(delta: ItemDelta, ctx: Context, moves: list[ShardMove], seen: Aggr
     the kinds it was seen keyed in need no key."""
     lower_bound = lower_bound_after(moves)
     known = seen if seen is not None and seen.bucket == delta.bucket else None
-    added = 0 if known is None else sum(m.target - m.expected for m in moves)
+    added = 0 if known is None else views_added(moves)
     keys, buckets = {}, {}
     for period in ctx.periods(delta.board, delta.bucket):  # a loop, not comprehensions: built per delta
         sure = ctx.gain(period.kind, delta.bucket, lower_bound)

@@ -116,6 +116,14 @@ def catch_up_moves(delta: ItemDelta, applied: Mapping[int, int]) -> list[ShardMo
     return moves
 
 
+def views_added(moves: Iterable[ShardMove]) -> int:
+    """Views ``moves`` add to the aggregate (each shard's target over its expected value)."""
+    views = 0
+    for move in moves:  # a loop, not sum() of a generator: asked per delta, which mostly has one move
+        views += move.target - move.expected
+    return views
+
+
 def lower_bound_after(moves: Iterable[ShardMove]) -> int:
     """Views the aggregate has at least once ``moves`` are applied (other shards hold >= 0)."""
     views = 0
