@@ -55,6 +55,26 @@ def page(_request: Request) -> Reply:
     return Reply(200, {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-cache"}, index_html())
 
 
+def listen_error(port: int) -> OSError | None:
+    """Why 127.0.0.1:``port`` cannot be listened on (in use, not ours to bind), or None: checked before the engine
+    and the tables take their seconds, so a taken port is said at once. Bound as the server binds (SO_REUSEADDR)."""
+    if port == 0:
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+            probe.listen()
+        except OSError as error:
+            return error
+    return None
+
+
+def port_refusal(port: int, error: OSError, option: str = "--port") -> str:
+    """The one line a command exits with when it cannot listen on ``port``."""
+    return f"cannot listen on 127.0.0.1:{port}: {error.strerror or error} ({option} P, or 0 for a free one)"
+
+
 class LoopbackServer(ThreadingHTTPServer):
     """A thread per connection, none of which keeps the process alive; socketserver's listen backlog of 5 reset
     connections a frontend's burst of parallel requests opened while the accept loop was busy."""
