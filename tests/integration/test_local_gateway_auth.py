@@ -225,6 +225,7 @@ def jwt_parameters() -> dict[str, str]:
         pytest.param(lambda keys: f"Bearer {token(keys, aud=None, client_id=AUDIENCE)}", id="client-id"),
         pytest.param(lambda keys: f"Bearer {token(keys, aud=['x', 'app-client-2'])}", id="audience-list"),
         pytest.param(lambda keys: f"Bearer {token(keys, scope=None, scp=['views:write'])}", id="scp"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, exp=time.time() + 300.5)}", id="fractional-exp"),
     ],
 )
 def test_a_valid_token_with_the_write_scope_is_recorded(pipeline, serve, keys, bearer):
@@ -266,6 +267,11 @@ def test_a_valid_token_with_the_write_scope_is_recorded(pipeline, serve, keys, b
         pytest.param(lambda keys: f"Bearer {signed_claims(keys, exp=float('inf'))}", id="infinite-exp"),
         pytest.param(lambda keys: f"Bearer {signed_claims(keys, iat=float('nan'))}", id="nan-iat"),
         pytest.param(lambda keys: f"Bearer {signed_claims(keys, iss=[ISSUER])}", id="issuer-list"),
+        # Found accepted: PyJWT reads a date given as a string as its number; API Gateway takes only a JSON number
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, exp=str(int(time.time()) + 300))}", id="string-exp"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, nbf=str(int(time.time()) - 60))}", id="string-nbf"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, iat=str(int(time.time()) - 60))}", id="string-iat"),
+        pytest.param(lambda keys: f"Bearer {signed_claims(keys, exp=True)}", id="boolean-exp"),
         pytest.param(lambda keys: f"Bearer {UNSIGNED}", id="alg-none"),
         pytest.param(lambda keys: f"Bearer {raw_token(b'[1]', b'{}')}", id="header-not-an-object"),
         pytest.param(lambda keys: f"Bearer {raw_token(KID_LIST, b'{}')}", id="kid-list"),

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-STARTING = "shardboard serve: starting the engine, the tables, the stream runner and the snapshots..."
 
 
 def shardboard(*arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -40,16 +41,18 @@ def test_jwt_with_a_jwks_file_that_is_not_a_jwks_exits_2(tmp_path):
     assert result.stderr.count("\n") == 1
 
 
-def test_a_taken_port_exits_1_before_any_table_is_touched():
-    # Given a port in use and an endpoint nothing listens on (a table call would fail differently)
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_a_taken_port_exits_2_before_anything_starts(command):
+    # Given a port in use and an endpoint nothing listens on
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = shardboard("serve", "--port", str(port), AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9")
-    # Then, after the line saying it is starting, one line says so and what to do
-    assert result.returncode == 1
-    starting, refused = result.stderr.splitlines()
-    assert starting == STARTING
-    assert refused.startswith(f"shardboard: cannot listen on 127.0.0.1:{port}: ")
-    assert refused.endswith("(--port P, or 0 for a free one)")
+        result = shardboard(command, "--port", str(port), AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:9")
+    # Then one line says so and what to do, before any engine, table or load (found: a traceback after 50 s)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"shardboard: cannot listen on 127.0.0.1:{port}: Address already in use (--port P, or 0 for a free one)\n"
+    )
+    assert result.stdout == ""

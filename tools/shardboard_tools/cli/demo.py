@@ -49,7 +49,11 @@ def demo(  # noqa: PLR0917 - one parameter per click option
     from shardboard_tools.local.demo import DemoOptions, run_demo
     from shardboard_tools.local.loadgen import LoadSpec
     from shardboard_tools.local.stream_runner import default_state_dir
+    from shardboard_tools.local.webapp import listen_error, port_refusal
 
+    taken = listen_error(port) if web else None
+    if taken is not None:  # said before the engine and the load take their minute
+        fail(port_refusal(port, taken), 2)
     rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
     spec = LoadSpec(
         items=items,

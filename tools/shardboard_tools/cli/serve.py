@@ -7,17 +7,24 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 from botocore.credentials import ReadOnlyCredentials
+from click.core import ParameterSource
 
-from shardboard_tools.cli.common import errors, fail, one_line_errors, require_extra, runtime
+from shardboard_tools.cli.common import RuntimeSource, errors, fail, one_line_errors, require_extra, runtime
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS, EngineError, local_engine
-from shardboard_tools.local.gateway import Authorizer, security_schemes
+from shardboard_tools.local.gateway import Authorizer, security_schemes, template_routes
 from shardboard_tools.local.runtime import Runtime
+from shardboard_tools.local.webapp import listen_error, port_refusal
 from shardboard_tools.template import Template
+
+if TYPE_CHECKING:
+    from shardboard_tools.local.authorizers import TemplateAuthorizer
 
 # `sam local start-api`'s port: a frontend pointed at the local API keeps its URL from one run to the next.
 DEFAULT_PORT = 3000
@@ -30,7 +37,8 @@ DEFAULT_PORT = 3000
     type=click.Choice(["none", "iam", "jwt"]),
     default="none",
     show_default=True,
-    help="Refuse what the deployed API refuses with WriteAuth=iam (SigV4) or jwt (-p 'Jwt=https://.. AUDIENCE').",
+    help="Refuse what the deployed API refuses with WriteAuth=iam (SigV4) or jwt (-p 'Jwt=https://.. AUDIENCE'); "
+    "sets WriteAuth (default: -p WriteAuth's value when given, else none).",
 )
 @click.option(
     "--jwks",
@@ -44,6 +52,10 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
     from shardboard_tools.local.serve import ServeOptions, describe, events_path, serving
     from shardboard_tools.local.stream_runner import default_state_dir
 
+    taken = listen_error(port)
+    if taken is not None:  # said before the engine and the tables take their seconds
+        fail(port_refusal(port, taken), 2)
+    auth = _one_auth(ctx, auth)
     rt = runtime(ctx, published=False)  # its own stack, in an engine of its own
     options = ServeOptions(port=port, refresh_seconds=refresh, state_dir=default_state_dir())
     # Read before the engine sets its own: the credentials a client in this environment signs with.
@@ -65,8 +77,8 @@ def serve(ctx: click.Context, port: int, auth: str, jwks: Path | None, refresh: 
                 fail(f"{engine.kind} stopped on its own")
         except EngineError as error:
             fail(str(error))
-        except OSError as error:  # the port is taken (or not ours to bind)
-            fail(f"cannot listen on 127.0.0.1:{port}: {error.strerror or error} (--port P, or 0 for a free one)")
+        except OSError as error:  # the port was taken since the check above
+            fail(port_refusal(port, error), 2)
         except KeyboardInterrupt:
             pass
     _leave()
@@ -85,24 +97,51 @@ def _leave() -> None:
     os._exit(0)
 
 
+def _one_auth(ctx: click.Context, auth: str) -> str:
+    """One auth configuration: ``--auth iam|jwt`` is the stack's ``WriteAuth`` (set here, before the template is read,
+    so the routes' security and the authorizer agree); without ``--auth``, a ``-p WriteAuth`` chooses it. A ``-p
+    WriteAuth`` that says otherwise than ``--auth`` exits 2."""
+    root = ctx.find_root()
+    given = (root.meta.get("parameters") or {}).get("WriteAuth")
+    if ctx.get_parameter_source("auth") in {ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP} and given:
+        auth = given
+    elif auth != "none" and given not in {None, auth}:
+        fail(f"--auth {auth} and -p WriteAuth={given} disagree: give one of them (--auth sets WriteAuth)", 2)
+    if auth != "none" and isinstance(root.obj, RuntimeSource):
+        root.obj = replace(root.obj, parameters={**root.obj.parameters, "WriteAuth": auth})
+    return auth
+
+
 def _authorizer(rt: Runtime, auth: str, jwks: Path | None) -> tuple[Authorizer | None, str]:
-    """The authorizer for ``--auth`` and how the status line names it."""
+    """The authorizer for ``--auth`` and how the status line names it, over the template the routes come from."""
     if auth == "none":
         return None, "none"
     from shardboard_tools.local.authorizers import JwtCheck, SigV4Check, TemplateAuthorizer
 
-    template = Template(rt.template.body, {**rt.template.parameters, "WriteAuth": auth}, rt.template.stack)
+    template = rt.template
+    if template.parameters.get("WriteAuth") != auth:  # the runtime was built before --auth could set it
+        fail(f"--auth {auth} and WriteAuth={template.parameters.get('WriteAuth')} disagree", 2)
     if auth == "iam":
         check = SigV4Check(*_signing_credentials())
         described = f"iam: SigV4 for execute-api with access key {check.credentials.access_key}"
-        return TemplateAuthorizer(template, auth, sigv4=check), described
+        return _checked(TemplateAuthorizer(template, auth, sigv4=check), template), described
     require_extra("serve --auth jwt", "serve", "jwt")
     issuer, audiences = _jwt_configuration(template)
     try:
         jwt = JwtCheck.of(issuer, audiences, jwks)
     except (OSError, ValueError, KeyError) as error:
         fail(f"cannot read the issuer's keys ({jwks or issuer}): {error}", 2)
-    return TemplateAuthorizer(template, auth, jwt=jwt), f"jwt: issuer {issuer}, audience {','.join(audiences)}"
+    described = f"jwt: issuer {issuer}, audience {','.join(audiences)}"
+    return _checked(TemplateAuthorizer(template, auth, jwt=jwt), template), described
+
+
+def _checked(authorizer: TemplateAuthorizer, template: Template) -> Authorizer:
+    """The authorizer, or exit 2 when a route needs what it does not check (the routes' auth and --auth disagree)."""
+    try:
+        authorizer.check(template_routes(template))
+    except ValueError as error:
+        fail(f"--auth {authorizer.mode} cannot serve the template's routes: {error}", 2)
+    return authorizer
 
 
 def _jwt_configuration(template: Template) -> tuple[str, list[str]]:

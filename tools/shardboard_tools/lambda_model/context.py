@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+Answer = TypeVar("Answer")
 
 
 @dataclass
@@ -32,3 +36,34 @@ class LocalContext:
     def get_remaining_time_in_millis(self) -> int:
         started = self.clock() if self._started is None else self._started
         return max(0, int((self.timeout_seconds - (self.clock() - started)) * 1000))
+
+
+@contextmanager
+def logging_as(context: Any) -> Iterator[None]:
+    """For the block, this thread's log lines name ``context``'s function (name, ARN, memory, request id).
+
+    Powertools' ``inject_lambda_context`` writes them into the logger's keys, which every thread of the process
+    shares: a Lambda execution environment answers one event at a time, a local server runs several functions at
+    once (a request, the snapshot job, a stream batch), and one's lines carried another's name. Powertools' thread
+    keys, set here per invocation, take precedence over the shared ones in every line.
+    """
+    from shardboard.handlers.observability import logger
+
+    previous = dict(logger.thread_safe_get_current_keys())
+    logger.thread_safe_append_keys(
+        function_name=context.function_name,
+        function_memory_size=context.memory_limit_in_mb,
+        function_arn=context.invoked_function_arn,
+        function_request_id=context.aws_request_id,
+    )
+    try:
+        yield
+    finally:
+        logger.thread_safe_clear_keys()
+        logger.thread_safe_append_keys(**previous)
+
+
+def invoke(handler: Callable[[Any, Any], Answer], event: Any, context: Any) -> Answer:
+    """``handler(event, context)``, its log lines naming its own function (:func:`logging_as`)."""
+    with logging_as(context):
+        return handler(event, context)

@@ -11,9 +11,9 @@ is public for GET and needs the chosen authentication for any other method.
 - **jwt**: ``Authorization: Bearer <JWT>`` (or the bare token), RSA-signed by an RSA key of the issuer's JWKS
   (``--jwks FILE``, else discovered from ``<issuer>/.well-known/openid-configuration`` as API Gateway does), ``iss``
   = the issuer, ``aud`` (or ``client_id`` when there is no ``aud``: a string or a list of strings) one of the
-  audiences, ``exp`` in the future, ``nbf`` and ``iat`` in the past: else 401 ``{"message": "Unauthorized"}``, as is
-  any token PyJWT cannot read. A valid token with none of the route's scopes (``scope`` or ``scp`` claim) is 403
-  ``{"message": "Forbidden"}``.
+  audiences, ``exp`` in the future, ``nbf`` and ``iat`` in the past, each a JSON number (not a string): else 401
+  ``{"message": "Unauthorized"}``, as is any token PyJWT cannot read. A valid token with none of the route's scopes
+  (``scope`` or ``scp`` claim) is 403 ``{"message": "Forbidden"}``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +35,15 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import ReadOnlyCredentials
 
-from shardboard_tools.local.gateway import ACCOUNT_ID, Allowed, Decision, Reply, Request, Route, security_schemes
+from shardboard_tools.local.gateway import (
+    ACCOUNT_ID,
+    Allowed,
+    Decision,
+    Reply,
+    Request,
+    Route,
+    security_schemes,
+)
 from shardboard_tools.template import Template
 
 FORBIDDEN = Reply.json(403, {"message": "Forbidden"})
@@ -188,6 +197,11 @@ class JwtCheck:
             issuer=self.issuer,
             options={"require": ["exp", "iss"], "verify_aud": False},  # aud or client_id: checked after
         )
+        # PyJWT reads a date given as a string ("exp": "9999999999") as its number; API Gateway, as RFC 7519's
+        # NumericDate, only a JSON number.
+        for name in ("exp", "nbf", "iat"):
+            if name in claims and not _numeric_date(claims[name]):
+                return f"the token's {name} is not a number"
         return claims
 
     def _key(self, kid: str) -> Any:
@@ -208,6 +222,10 @@ class JwtCheck:
         if not isinstance(given, list) or not all(isinstance(a, str) for a in given):
             return False
         return any(a in self.audiences for a in given)
+
+
+def _numeric_date(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def bearer_token(request: Request) -> str:
@@ -239,7 +257,11 @@ def discover_jwks_uri(issuer: str) -> str:
 
 # ------------------------------------------------------------------------------------------- the API's authorizer
 class TemplateAuthorizer:
-    """Each route's requirement from the template's OpenAPI body, checked by SigV4 or JWT."""
+    """Each route's requirement from the template's OpenAPI body, checked by SigV4 or JWT.
+
+    Built from the template the gateway's routes come from; :meth:`check` before serving finds a route it could not
+    check, so a disagreement stops the server's start instead of refusing every write.
+    """
 
     def __init__(self, template: Template, mode: str, sigv4: SigV4Check | None = None, jwt: JwtCheck | None = None):
         self.mode = mode  # iam or jwt: what a route the body does not declare needs (unless it is a GET)
@@ -247,15 +269,31 @@ class TemplateAuthorizer:
         self.sigv4 = sigv4
         self.jwt = jwt
 
+    def check(self, routes: Iterable[Route]) -> None:
+        """ValueError naming the first route whose requirement this authorizer cannot check: a security scheme the
+        body does not define, a JWT route with no JWT check, a SigV4 route with no SigV4 check."""
+        for route in routes:
+            for method in {route.method, "POST"} if route.method == "ANY" else {route.method}:
+                scheme, _ = self.requirement(route, method)
+                if (scheme == "iam" and self.sigv4 is None) or (scheme == "jwt" and self.jwt is None):
+                    raise ValueError(f"route {route.key} needs {scheme} authentication, not {self.mode}")
+
     def authorize(self, route: Route, request: Request) -> Decision:
-        scheme, scopes = self.requirement(route, request.method)
+        try:
+            scheme, scopes = self.requirement(route, request.method)
+        except ValueError:  # a route of another template than this authorizer's: refused, as an unknown one would be
+            return Refused(FORBIDDEN)
         if scheme == "public":
             return Allowed()
         if scheme == "iam":
             if self.sigv4 is None or not self.sigv4.verify(request):
                 return Refused(FORBIDDEN)
             return Allowed(self.sigv4.context())
-        assert self.jwt is not None, "a JWT route needs the JWT check"
+        return self._jwt_decision(request, scopes)
+
+    def _jwt_decision(self, request: Request, scopes: list[str]) -> Decision:
+        if self.jwt is None:
+            return Refused(FORBIDDEN)
         claims = self.jwt.claims(request)
         if isinstance(claims, str):
             return Refused(unauthorized(claims))

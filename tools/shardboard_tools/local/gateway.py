@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.lambda_model.context import LocalContext, invoke
 from shardboard_tools.template import Template
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -274,7 +274,7 @@ class Gateway:
         try:
             handler = self.handler(route.handler)
             with _ONE_EVENT_AT_A_TIME:
-                answer = handler(event, LocalContext(function_name=route.function))
+                answer = invoke(handler, event, LocalContext(function_name=route.function))
             return reply_of(answer)
         except Exception:  # the function failed: API Gateway answers 500 and the log tells why
             log.exception("function failed", extra={"route": route.key, "function": route.function})

@@ -19,7 +19,7 @@ from shardboard.handlers import observability, wiring
 from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
-from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.lambda_model.context import LocalContext, invoke
 from shardboard_tools.template import Template
 
 
@@ -91,4 +91,4 @@ class Runtime:
             observability.metrics.namespace = namespace
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
-        return handler(event, LocalContext())
+        return invoke(handler, event, LocalContext())

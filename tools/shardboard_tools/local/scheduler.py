@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard_tools.lambda_model.context import LocalContext
+from shardboard_tools.lambda_model.context import LocalContext, invoke
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -74,7 +74,7 @@ class Scheduler:
     def run_now(self) -> dict[str, Any]:
         """One invocation, as the schedule would make it; returns the handler's summary."""
         event = scheduled_event(rule=f"shardboard-local-{self.function_name}")
-        summary = dict(self.handler(event, LocalContext(function_name=self.function_name)))
+        summary = dict(invoke(self.handler, event, LocalContext(function_name=self.function_name)))
         self.runs += 1
         if self.on_result:
             self.on_result(summary, time.time())

@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import error_code
 from shardboard_tools.lambda_model.clock import Clock, WallClock
+from shardboard_tools.lambda_model.context import invoke
 from shardboard_tools.lambda_model.delivery import POLL_SECONDS, Page, RunStats, StreamDelivery
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 from shardboard_tools.lambda_model.records import Record, iso_millis
@@ -219,7 +220,8 @@ class StreamRunner:
         self._hash_key: str | None = None
 
     def _call_handler(self, event: dict[str, Any], context: Any) -> Any:
-        return self.handler(event, context)  # looked up per call: the handler may be swapped between passes
+        # looked up per call: the handler may be swapped between passes
+        return invoke(self.handler, event, context)
 
     @property
     def stats(self) -> RunStats:
