@@ -229,10 +229,9 @@ def test_a_look_alike_id_is_refused_on_every_write_and_found_by_every_read(board
 
 
 def test_an_item_stored_under_a_look_alike_id_before_the_rule_can_still_be_read_and_taken_down(board):
-    from shardboard.handlers import items_admin
-
     import time
 
+    from shardboard.handlers import items_admin
     from shardboard.services.aggregating import apply_batch, note_changes
 
     # Given views of an id holding a zero-width space, written and counted before ids were checked for them (the
