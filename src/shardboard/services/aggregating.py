@@ -498,7 +498,7 @@ def _read(
         # A counter written under other Periods, by hand or by no view the API takes: skipped rather than guessed at.
         skipped.append(Skipped(refusal.reason, refusal.detail, _event_id(record)))
         return None
-    if len(views) == 1:  # the global board's counter alone (the common record): no board name to check
+    if len(views) == 1 and views[0][0] == GLOBAL_BOARD:  # the common record: no board name to check
         return views
     kept = []
     for view in views:
