@@ -490,10 +490,13 @@ def _read(
         return None
     if not views:
         return views
-    _, item_id, bucket, *_ = views[0]
-    refusal = id_refusal(item_id)
+    first = views[0]
+    bucket = first[2]
+    refusal = id_refusal(first[1])
     if refusal is None:
-        refusal = buckets[bucket] if bucket in buckets else buckets.setdefault(bucket, bucket_refusal(periods, bucket))
+        if bucket not in buckets:
+            buckets[bucket] = bucket_refusal(periods, bucket)
+        refusal = buckets[bucket]
     if refusal is not None:
         # A counter written under other Periods, by hand or by no view the API takes: skipped rather than guessed at.
         skipped.append(Skipped(refusal.reason, refusal.detail, _event_id(record)))
