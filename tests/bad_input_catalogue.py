@@ -343,6 +343,15 @@ HTTP: list[HttpCase] = [
     ),
 ]
 
+
+def _counter_at(item_id: str, bucket: str) -> dict[str, Any]:
+    """A NewImage change: the sample's counter (write shard 3) as the counter of ``item_id`` in ``bucket``."""
+    return {"pk": {"S": f"view#3#{bucket}#{item_id}"}, "item_id": {"S": item_id}, "bucket": {"S": bucket}}
+
+
+# An OldImage change: the global counter did not move, so the record's one new count is the bad board's.
+_NO_GLOBAL_VIEWS = {"views": {"N": "2"}}
+
 STREAM: list[StreamCase] = [
     StreamCase("REMOVE of a counter", {"eventName": "REMOVE"}, reason="remove"),
     StreamCase("unknown event name", {"eventName": "UPSERT"}, reason="unknown_event"),
@@ -357,6 +366,22 @@ STREAM: list[StreamCase] = [
     StreamCase("pk is not the counter's key", {}, {"pk": {"S": "user#1"}}, reason="foreign_key"),
     StreamCase("unknown attribute type", {}, {"views": {"Q": "1"}}, reason="missing_attribute"),
     StreamCase("no dynamodb section", {"dynamodb": None}, reason="malformed"),
+    # Counters no view the API takes could have written: skipped by the API's own rules (domain/validation.py)
+    StreamCase("empty item id", {}, _counter_at("", "2026-11-23"), reason="invalid_id"),
+    StreamCase("zero-width item id (U+200B)", {}, _counter_at("\u200b", "2026-11-23"), reason="invalid_id"),
+    StreamCase("board name with a '#' (b:a#b)", {}, {"b:a#b": {"N": "2"}}, _NO_GLOBAL_VIEWS, reason="invalid_board"),
+    StreamCase("board name in capitals (b:Cats)", {}, {"b:Cats": {"N": "2"}}, _NO_GLOBAL_VIEWS, reason="invalid_board"),
+    StreamCase("empty board name (b:)", {}, {"b:": {"N": "2"}}, _NO_GLOBAL_VIEWS, reason="invalid_board"),
+    StreamCase(
+        "the global board as a category (b:global)",
+        {},
+        {"b:global": {"N": "2"}},
+        _NO_GLOBAL_VIEWS,
+        reason="invalid_board",
+    ),
+    StreamCase("first day a date holds (0001-01-01)", {}, _counter_at("a", "0001-01-01"), reason="out_of_range"),
+    StreamCase("last day a date holds (9999-12-31)", {}, _counter_at("a", "9999-12-31"), reason="out_of_range"),
+    StreamCase("a week bucket on a stack counted by day", {}, _counter_at("a", "2026-W48"), reason="foreign_bucket"),
 ]
 
 CLI: list[CliCase] = [
@@ -524,6 +549,15 @@ def render() -> str:
         "Each is one record in a batch delivered to the aggregator. It is skipped: the batch succeeds (no retry, no",
         "failure destination), the `RecordsSkipped` metric counts it and a `stream record skipped` log line names the",
         "reason.",
+        "",
+        "A record is trusted no more than a request: its item id and each `b:<board>` counter's name must pass the",
+        "API's own rules (an id a view may name, a board name of `[a-z0-9_.:-]{1,64}`; `b:global` is refused, the",
+        "global board's counter is `views`), and its bucket must be an anchor bucket with a period before and after it",
+        "(not 0001-01-01 or 9999-12-31). A bad id or bucket skips the record; a bad board name skips that counter",
+        "alone and the record's other counters count. A count DynamoDB cannot store fails only its own item (its",
+        "records are reported for retry), never the batch. `shardboard rebuild` and `shardboard redrive` apply the",
+        "same rules: they skip such counters, print a `skipped <reason>: <count>` line per reason and exit 0",
+        "(tests/integration/test_untrusted_stream.py).",
         "",
         "| record | skipped, reason | metric |",
         "|---|---|---|",

@@ -229,12 +229,17 @@ def test_a_look_alike_id_is_refused_on_every_write_and_found_by_every_read(board
 
 
 def test_an_item_stored_under_a_look_alike_id_before_the_rule_can_still_be_read_and_taken_down(board):
-    from shardboard.handlers import items_admin
+    import time
 
-    # Given views of an id holding a zero-width space, written before ids were checked for them
+    from shardboard.handlers import items_admin
+    from shardboard.services.aggregating import apply_batch, note_changes
+
+    # Given views of an id holding a zero-width space, written and counted before ids were checked for them (the
+    # aggregator now skips such a counter as the API refuses its views: counted here by the use case beneath it)
     look_alike = "a\u200b"
     board.views.add_view(look_alike, 0, 3, board.bucket())
-    board.aggregate(board.stream_records())
+    counted = apply_batch(board.board, [("global", look_alike, board.bucket(), 0, 0, 3)], board.settings)
+    note_changes(board.board, counted, board.settings, int(time.time()))
     board.snapshot()
     assert "a\\u200b" in json.dumps(send(board, HttpCase("", "GET", "/leaderboard"))[1]["items"])
     # When a new view of it arrives, it is refused

@@ -21,6 +21,7 @@ from shardboard.adapters.keys import (
     view_pk,
 )
 from shardboard.domain.aggregating.batch import CounterStep, ViewRecord
+from shardboard.domain.aggregating.countable import board_of
 from shardboard.domain.boards import GLOBAL_BOARD
 
 
@@ -68,7 +69,7 @@ def view_records(
         raise UnexpectedRecord("missing_image", "MODIFY without OldImage (the stream must be NEW_AND_OLD_IMAGES)")
     steps = []
     for name, value in new_image.items():
-        board = GLOBAL_BOARD if name == VIEWS else name[len(BOARD_COUNTER_PREFIX) :] if _is_counter(name) else None
+        board = _board_of(name)
         if board is None:
             continue
         new = _whole(value)
@@ -82,8 +83,16 @@ def view_records(
     return steps
 
 
+def _board_of(name: str) -> str | None:
+    """The board a NewImage attribute counts on (None: it is no counter)."""
+    if name == VIEWS:
+        return GLOBAL_BOARD
+    return board_of(name[len(BOARD_COUNTER_PREFIX) :]) if _is_counter(name) else None
+
+
 def _is_counter(name: str) -> bool:
-    return name.startswith(BOARD_COUNTER_PREFIX) and len(name) > len(BOARD_COUNTER_PREFIX)
+    # ``b:`` alone too: its empty board name is the aggregator's to refuse and count (domain/aggregating/countable.py).
+    return name.startswith(BOARD_COUNTER_PREFIX)
 
 
 def stream_view_records(record: Mapping[str, Any]) -> list[ViewRecord]:
@@ -138,11 +147,11 @@ def _board_steps(
         if name == VIEWS:
             board = GLOBAL_BOARD
         elif name.startswith(BOARD_COUNTER_PREFIX):
-            board = name[2:]
+            board = board_of(name[2:])
         else:
             continue
         text, before = value["N"], old_image[name]["N"] if name in old_image else "0"
-        if not (text.isdigit() and before.isdigit() and board):
+        if not (text.isdigit() and before.isdigit()):
             raise KeyError(name)
         count, prior = int(text), int(before)
         if count > prior:

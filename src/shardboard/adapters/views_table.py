@@ -43,6 +43,7 @@ from shardboard.adapters.keys import (
     view_pk,
     writer_attr,
 )
+from shardboard.domain.aggregating.countable import board_of
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, Allowance, CounterSet, Throttled, ThrottleScope
@@ -536,5 +537,5 @@ def counter_rows(item: Mapping[str, Any]) -> list[tuple[str, str, int, str, int]
         if attribute == VIEWS:
             rows.append((name, bucket, shard, GLOBAL_BOARD, int_of(value)))
         elif attribute.startswith(BOARD_COUNTER_PREFIX):
-            rows.append((name, bucket, shard, attribute[len(BOARD_COUNTER_PREFIX) :], int_of(value)))
+            rows.append((name, bucket, shard, board_of(attribute[len(BOARD_COUNTER_PREFIX) :]), int_of(value)))
     return rows

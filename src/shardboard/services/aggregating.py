@@ -46,8 +46,10 @@ from shardboard.domain.aggregating.batch import (
     optimistic_moves,
     views_added,
 )
+from shardboard.domain.aggregating.countable import Refusal, board_refusal, bucket_refusal, id_refusal
 from shardboard.domain.aggregating.window import AggregationWindow
-from shardboard.domain.periods import is_bucket
+from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.policy import Periods
 from shardboard.domain.ports import Aggregates, AggregateState, BoardIndex, Erasure, PeriodLedger, Thresholds
 from shardboard.settings import Settings
 
@@ -391,15 +393,15 @@ def apply_stream_batch(
     of deleted items are skipped, never failed; a failed item write fails exactly that item's records.
     """
     settings = aggregator.settings()
-    anchor = settings.anchor
+    periods = settings.policy.periods
     applied = AppliedBatch(window=window)
     # A record's steps are (board, item id, bucket, write shard, OLD, NEW): one record has one item and one bucket.
     read: list[tuple[Mapping[str, Any], list[CounterStep]]] = []
     steps: list[CounterStep] = []
     viewed: set[str] = set()
-    buckets: dict[str, bool] = {}  # whether each anchor bucket seen is one: a batch holds a handful of buckets
+    buckets: dict[str, Refusal | None] = {}  # each anchor bucket's verdict: a batch holds a handful of buckets
     for record in records:
-        views = _read(record, anchor, applied.skipped, buckets)
+        views = _read(record, periods, applied.skipped, buckets)
         if views:
             read.append((record, views))
             steps += views
@@ -471,10 +473,11 @@ def _erase_deleted(aggregator: StreamAggregator, board: Erasure, outcome: BatchO
 
 
 def _read(
-    record: Mapping[str, Any], anchor: str, skipped: list[Skipped], buckets: dict[str, bool]
+    record: Mapping[str, Any], periods: Periods, skipped: list[Skipped], buckets: dict[str, Refusal | None]
 ) -> list[CounterStep] | None:
     """A record's counter steps (one per board it counts on), or None for a record that is not ours (noted in
-    ``skipped``). ``buckets`` remembers which buckets were checked against the anchor kind, and how."""
+    ``skipped``). A counter of a board name the API refuses is left out and noted; the record's other counters stand.
+    ``buckets`` remembers each bucket's verdict: a batch holds a handful of buckets."""
     # The raw wire images, not Powertools' whole-image deserialization: it was most of the CPU per record.
     try:
         views = counter_steps(record)
@@ -487,15 +490,27 @@ def _read(
         return None
     if not views:
         return views
-    bucket = views[0][2]
-    ours = buckets.get(bucket)
-    if ours is None:
-        ours = buckets[bucket] = is_bucket(anchor, bucket)
-    if not ours:
-        # A counter written under other Periods, or by hand: skipped rather than guess its periods.
-        skipped.append(Skipped("foreign_bucket", f"{bucket!r} is not a {anchor} bucket", _event_id(record)))
+    first = views[0]
+    bucket = first[2]
+    refusal = id_refusal(first[1])
+    if refusal is None:
+        if bucket not in buckets:
+            buckets[bucket] = bucket_refusal(periods, bucket)
+        refusal = buckets[bucket]
+    if refusal is not None:
+        # A counter written under other Periods, by hand or by no view the API takes: skipped rather than guessed at.
+        skipped.append(Skipped(refusal.reason, refusal.detail, _event_id(record)))
         return None
-    return views
+    if len(views) == 1 and views[0][0] == GLOBAL_BOARD:  # the common record: no board name to check
+        return views
+    kept = []
+    for view in views:
+        refusal = None if view[0] == GLOBAL_BOARD else board_refusal(view[0])
+        if refusal is None:
+            kept.append(view)
+        else:
+            skipped.append(Skipped(refusal.reason, refusal.detail, _event_id(record)))
+    return kept
 
 
 def _event_id(record: Any) -> str | None:

@@ -28,6 +28,19 @@ def rebuild_state_path(board_table: str) -> Path:
     return default_state_dir() / "rebuild" / f"{board_table}.json"
 
 
+def print_skips(skipped: recovery.Skips, prefix: str = "") -> None:
+    """A line per reason: what a repair left alone (the aggregator skips the same), how many, the first one."""
+    for reason, count in sorted(skipped.counts.items()):
+        first = skipped.examples[reason]
+        console.print(f"{prefix}skipped {reason}: {count} (first: {first})", markup=False, soft_wrap=True)
+
+
+def print_failures(failed: dict[str, str], prefix: str = "") -> None:
+    """A line per (board, item) whose repair failed (the others were repaired): run the command again."""
+    for pair, error in sorted(failed.items()):
+        console.print(f"{prefix}failed {pair}: {error}", markup=False, soft_wrap=True)
+
+
 @click.command()
 @segments_option
 @click.pass_context
@@ -76,6 +89,10 @@ def rebuild(ctx: click.Context, segments: int) -> None:
         f"checked, {progress.views_added} views restored, {progress.aggregates_rebuilt} aggregates rebuilt, "
         f"{progress.index_joins} index joins"
     )
+    print_skips(progress.skipped)
+    print_failures(progress.failed)
+    if progress.failed:
+        fail(f"{len(progress.failed)} (board, item) pair(s) not repaired (listed above); the rest were")
     if progress.ahead:
         shown = ", ".join(repr(item) for item in progress.ahead[:10])
         fail(f"{len(progress.ahead)} aggregate(s) ahead of the base table (were counters lowered?): {shown}")
@@ -109,7 +126,9 @@ def redrive(ctx: click.Context, letters_path: Path | None) -> None:
                 f"{where}: {result.records} records, {len(result.items)} items, {result.views_added} views restored",
                 markup=False,
             )
-    if any(result.expired for result in results):
+            print_skips(result.skipped, f"{where}: ")
+            print_failures(result.failed, f"{where}: ")
+    if any(result.expired or result.failed for result in results):
         sys.exit(1)
 
 

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import error_code
-from shardboard.adapters.stream_records import UnexpectedRecord, view_records
+from shardboard.adapters.stream_records import UnexpectedRecord, counter_steps
 from shardboard.domain.aggregating.aggregation import AggregateContention, Context, periods_of
 from shardboard.domain.aggregating.batch import fold
+from shardboard.domain.aggregating.countable import Refusal, board_refusal, bucket_refusal, id_refusal
+from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import AggregateState, CounterReads, PeriodKey
 from shardboard.domain.validation import BadInput
@@ -52,6 +53,53 @@ Denied = Callable[[bool], frozenset[str]]
 
 def no_deletes(consistent: bool) -> frozenset[str]:
     return frozenset()
+
+
+@dataclass
+class Skips:
+    """Base counters a repair left alone because the aggregator would not count them either (an id or a board name
+    the API refuses, a bucket out of range: domain/aggregating/countable.py), or records it could not decode: per
+    reason, how many and the first one's detail. A repair reports them and goes on."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, refusal: Refusal) -> None:
+        self.counts[refusal.reason] = self.counts.get(refusal.reason, 0) + 1
+        self.examples.setdefault(refusal.reason, refusal.detail)
+
+    def merge(self, other: Skips) -> None:
+        for reason, count in other.counts.items():
+            self.counts[reason] = self.counts.get(reason, 0) + count
+            self.examples.setdefault(reason, other.examples[reason])
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def as_json(self) -> dict[str, Any]:
+        counts = sorted(self.counts.items())
+        return {reason: {"count": count, "first": self.examples[reason]} for reason, count in counts}
+
+
+class CounterRules:
+    """The aggregator's rules for one counter (:mod:`shardboard.domain.aggregating.countable`), each bucket's verdict
+    kept: a scan meets a handful of buckets many times."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.periods = settings.policy.periods
+        self.buckets: dict[str, Refusal | None] = {}
+
+    def item(self, item_id: str, bucket: str) -> Refusal | None:
+        """Why no counter of ``item_id`` in ``bucket`` is counted, or None."""
+        refusal = id_refusal(item_id)
+        if refusal is None and bucket not in self.buckets:
+            self.buckets[bucket] = bucket_refusal(self.periods, bucket)
+        return refusal or self.buckets[bucket]
+
+    @staticmethod
+    def board(board_name: str) -> Refusal | None:
+        """Why a counter on ``board_name`` is not counted, or None."""
+        return None if board_name == GLOBAL_BOARD else board_refusal(board_name)
 
 
 def erase_deleted(
@@ -176,6 +224,9 @@ class RebuildProgress:
     aggregates_rebuilt: int = 0
     ahead: list[str] = field(default_factory=list)
     finished: bool = False
+    skipped: Skips = field(default_factory=Skips)  # counters the aggregator would not count: left alone, reported
+    # "<board> <item>" -> the error its repair raised (a count DynamoDB cannot store...): the others go on.
+    failed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def fresh(cls, segments: int) -> RebuildProgress:
@@ -191,6 +242,8 @@ class RebuildProgress:
             "aggregates_rebuilt": self.aggregates_rebuilt,
             "ahead": self.ahead,
             "finished": self.finished,
+            "skipped": self.skipped.as_json(),
+            "failed": self.failed,
         }
 
 
@@ -209,18 +262,30 @@ def rebuild(
 ) -> RebuildProgress:
     """Repair every (board, item) of the base table: a parallel segmented scan of every counter, then one repair
     per (board, item) with all its counters (a lost aggregate needs all of them, oldest bucket first). Deleted
-    items (``denied``) are left out: their counters stay in the base table, never counted again."""
+    items (``denied``) are left out: their counters stay in the base table, never counted again. So are counters the
+    aggregator would skip (``progress.skipped``)."""
     rows = views.scan_counters_all(progress.segments)
     progress.counters_scanned = len(rows)
     deleted = denied(False)
+    rules = CounterRules(settings)
     grouped: dict[tuple[str, str], Counters] = defaultdict(dict)
     for item, bucket, shard, board_name, value in rows:
-        if item not in deleted:
-            grouped[(board_name, item)][(bucket, shard)] = value
+        if item in deleted:
+            continue
+        refusal = rules.item(item, bucket) or rules.board(board_name)
+        if refusal is not None:
+            progress.skipped.add(refusal)
+            continue
+        grouped[(board_name, item)][(bucket, shard)] = value
     lock = threading.Lock()
 
     def repair(key: tuple[str, str]) -> None:
-        done = repair_item(board, settings, key[0], key[1], grouped[key])
+        try:
+            done = repair_item(board, settings, key[0], key[1], grouped[key])
+        except Exception as error:  # this (board, item) only, as the aggregator fails one item, never its batch
+            with lock:
+                progress.failed[f"{key[0]} {key[1]}"] = repr(error)
+            return
         with lock:
             progress.items_repaired += 1
             progress.views_added += done.views_added
@@ -288,15 +353,20 @@ class RedriveResult:
     shards: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
     repairs: list[Repair] = field(default_factory=list)
     expired: bool = False  # the range fell off the stream's 24-hour retention: only `rebuild` can repair it
+    skipped: Skips = field(default_factory=Skips)  # records and counters the aggregator would not count
+    failed: dict[str, str] = field(default_factory=dict)  # "<board> <item>" -> the error its repair raised
 
     @property
     def views_added(self) -> int:
         return sum(r.views_added for r in self.repairs)
 
 
-def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple[str, int]]], int] | None:
+def items_in_range(
+    streams: Any, batch: BatchRange, rules: CounterRules | None = None, skipped: Skips | None = None
+) -> tuple[dict[str, set[tuple[str, int]]], int] | None:
     """The items the records of ``batch`` touched (stream order), each with the base counters (bucket, write shard)
-    its records were on, and how many records; None when the range is no longer retained."""
+    its records were on, and how many records; None when the range is no longer retained. Records the aggregator
+    would skip (``rules``) are noted in ``skipped`` instead."""
     try:
         iterator = streams.get_shard_iterator(
             StreamArn=batch.stream_arn,
@@ -318,29 +388,32 @@ def items_in_range(streams: Any, batch: BatchRange) -> tuple[dict[str, set[tuple
                 return items, records
             records += 1
             counter = _counter_of(record)
-            if counter is not None:
-                items.setdefault(counter[0], set()).add((counter[1], counter[2]))
+            if isinstance(counter, Refusal):
+                if skipped is not None:
+                    skipped.add(counter)
+                continue
+            if counter is None:
+                continue
+            refusal = rules.item(counter[0], counter[1]) if rules else None
+            if refusal is not None:
+                if skipped is not None:
+                    skipped.add(refusal)
+                continue
+            items.setdefault(counter[0], set()).add((counter[1], counter[2]))
         iterator = response.get("NextShardIterator") if page else None
     return items, records
 
 
-_deserializer = TypeDeserializer()
-
-
-def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | None:
-    """The item, anchor bucket and write shard a raw stream record counts for, or None for a record that changes no
-    count (as the aggregator)."""
-    stream = record.get("dynamodb", {})
-
-    def image(name: str) -> dict[str, Any] | None:
-        raw = stream.get(name)
-        return None if raw is None else {k: _deserializer.deserialize(v) for k, v in raw.items()}
-
+def _counter_of(record: Mapping[str, Any]) -> tuple[str, str, int] | Refusal | None:
+    """The item, anchor bucket and write shard a raw stream record counts for, None for a record that changes no
+    count, or a Refusal for one that cannot be decoded: the aggregator's own decoder, with its verdicts."""
     try:
-        steps = view_records(record.get("eventName"), image("NewImage"), image("OldImage"))
-    except (UnexpectedRecord, TypeError, ValueError):
-        return None
-    return (steps[0].item_id, steps[0].bucket, steps[0].shard) if steps else None
+        steps = counter_steps(record)
+    except UnexpectedRecord:
+        return None  # dedupe markers, rate allowances and the like: the event source filter drops them
+    except Exception as error:  # an undecodable image, as the aggregator skips it
+        return Refusal("malformed", repr(error))
+    return (steps[0][1], steps[0][2], steps[0][3]) if steps else None
 
 
 def redrive(
@@ -360,8 +433,9 @@ def redrive(
     results = [RedriveResult(BatchRange.of(letter)) for letter in letters]
     shards: dict[str, set[tuple[str, int]]] = {}
     first_batch: dict[str, RedriveResult] = {}  # a repair is reported under the first batch naming its item
+    rules = CounterRules(settings)
     for result in results:
-        found = items_in_range(streams, result.batch)
+        found = items_in_range(streams, result.batch, rules, result.skipped)
         if found is None:
             result.expired = True
             continue
@@ -375,15 +449,28 @@ def redrive(
     for item in deleted & shards.keys():
         del shards[item]
 
-    def repair(item: str) -> list[Repair]:
+    def repair(item: str) -> tuple[list[Repair], Skips, dict[str, str]]:
         by_board: dict[str, Counters] = defaultdict(dict)
+        skipped, failed = Skips(), {}
         for (bucket, shard), counters in views.counters(item, shards[item]).items():
             for board_name, value in counters.items():
-                by_board[board_name][(bucket, shard)] = value
-        return [repair_item(board, settings, name, item, found) for name, found in sorted(by_board.items())]
+                refusal = rules.board(board_name)
+                if refusal is None:
+                    by_board[board_name][(bucket, shard)] = value
+                else:
+                    skipped.add(refusal)
+        repairs = []
+        for name, found in sorted(by_board.items()):
+            try:
+                repairs.append(repair_item(board, settings, name, item, found))
+            except Exception as error:  # this (board, item) only: the other repairs go on
+                failed[f"{name} {item}"] = repr(error)
+        return repairs, skipped, failed
 
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(shards)))) as pool:
-        for done in pool.map(repair, list(shards)):
+        for item, (done, skipped, failed) in zip(list(shards), pool.map(repair, list(shards)), strict=True):
+            first_batch[item].skipped.merge(skipped)
+            first_batch[item].failed.update(failed)
             for one in done:
                 first_batch[one.item_id].repairs.append(one)
     erase_deleted(board, settings, [(r.board, r.item_id) for result in results for r in result.repairs], denied)
