@@ -46,7 +46,7 @@ const STYLE = `
   color: var(--shardboard-accent-text, #fff); }
 [part~=period]:focus-visible { outline: 2px solid var(--shardboard-accent, #0969da); outline-offset: 2px; }
 ol { list-style: none; margin: 0; padding: 0; }
-li { display: grid; grid-template-columns: 2.2em auto 1fr auto 3em; align-items: center; gap: .3em .6em;
+li { display: grid; grid-template-columns: 2.2em auto 1fr auto 2.6em 2.6em; align-items: center; gap: .3em .6em;
   padding: .4em 0; border-bottom: 1px solid var(--shardboard-border, #d0d7de); }
 [part~=rank] { text-align: right; font-variant-numeric: tabular-nums; color: var(--shardboard-muted, #57606a); }
 [part~=thumbnail] { width: var(--shardboard-thumb-size, 2.5em); height: var(--shardboard-thumb-size, 2.5em);
@@ -58,9 +58,10 @@ li { display: grid; grid-template-columns: 2.2em auto 1fr auto 3em; align-items:
 [part~=recent] { display: block; font-size: .75em; color: var(--shardboard-muted, #57606a); }
 [part~=views] { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 [part~=move] { text-align: center; font-size: .8em; white-space: nowrap; }
-[part~=move].up { color: var(--shardboard-up, #1a7f37); }
-[part~=move].down { color: var(--shardboard-down, #cf222e); }
-[part~=move].new { color: var(--shardboard-accent, #0969da); }
+[part~=day] { text-align: center; font-size: .75em; white-space: nowrap; }
+.up { color: var(--shardboard-up, #1a7f37); }
+.down { color: var(--shardboard-down, #cf222e); }
+.new { color: var(--shardboard-accent, #0969da); }
 [part~=status] { font-size: .85em; color: var(--shardboard-muted, #57606a); margin: .4em 0 0; }
 [part~=status].error { color: var(--shardboard-down, #cf222e); }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -271,22 +272,24 @@ export class ShardboardBoard extends HTMLElement {
     const views = make("span", "views", number(entry.views));
     views.append(make("span", "", " views"));
     views.lastChild.className = "sr";
-    row.append(make("span", "rank", String(entry.rank)), thumb, item, views, this.#move(entry, make));
+    row.append(make("span", "rank", String(entry.rank)), thumb, item, views,
+      this.#move(entry.rank, entry.previous_rank, "move", "new on the board", "since the last refresh", make),
+      this.#move(entry.rank, entry.day_before_rank, "day", "", "in a day", make));
     return row;
   }
 
-  // Movement since the snapshot before (previous_rank; null: new to the board).
-  #move(entry, make) {
-    const before = entry.previous_rank;
-    const fresh = before === null || before === undefined;
-    const [text, kind, said] = fresh ? ["new", "new", "new on the board"]
-      : before > entry.rank ? [`▲${before - entry.rank}`, "up", `up ${before - entry.rank}`]
-        : before < entry.rank ? [`▼${entry.rank - before}`, "down", `down ${entry.rank - before}`]
-          : ["–", "same", "unchanged"];
-    const move = make("span", "move", text);
+  // Movement since the snapshot before (previous_rank; null: new to the board) or a day before (day_before_rank;
+  // null: not on the board then, or not known).
+  #move(rank, before, part, fresh, when, make) {
+    const known = before !== null && before !== undefined;
+    const [text, kind, said] = !known ? [fresh && "new", "new", fresh]
+      : before > rank ? [`▲${before - rank}`, "up", `up ${before - rank} ${when}`]
+        : before < rank ? [`▼${rank - before}`, "down", `down ${rank - before} ${when}`]
+          : ["–", "same", `unchanged ${when}`];
+    const move = make("span", part, text || "");
     move.className = kind;
-    move.title = fresh ? said : `${said} (rank ${before} before)`;
-    move.setAttribute("aria-label", said);
+    if (said) move.title = known ? `${said} (rank ${before} then)` : said;
+    if (said) move.setAttribute("aria-label", said);
     return move;
   }
 
