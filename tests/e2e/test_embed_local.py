@@ -325,3 +325,24 @@ def test_new_views_refresh_the_element_and_the_pager_with_the_snapshot(served, p
     assert pager == [[e["id"], e["rank"], e["views"]] for e in after[:4]]
     # And the element revalidated with If-None-Match: unchanged snapshots answered 304
     assert 304 in answers
+
+
+def test_record_sends_one_view_of_the_pages_item_as_a_beacon(served, page, tmp_path):
+    # Given c/2 with its one view
+    assert call("GET", f"{served.url}item?id=c%2F2")[1]["views"] == CATS["c/2"]
+    beacons: list[Any] = []
+    page.on(
+        "request",
+        lambda r: beacons.append((r.headers.get("content-type"), r.post_data)) if r.method == "POST" else None,
+    )
+
+    # When a page embeds the element with record="c/2"
+    embed(page, served, tmp_path, '<shardboard-board record="c/2" limit="1"></shardboard-board>')
+    entries(page, 1)
+
+    # Then one beacon went out, a text/plain POST /views of the item, and the view counts
+    assert beacons == [("text/plain;charset=UTF-8", json.dumps({"id": "c/2"}, separators=(",", ":")))]
+    deadline = time.monotonic() + 60
+    while call("GET", f"{served.url}item?id=c%2F2")[1]["views"] != CATS["c/2"] + 1 and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert call("GET", f"{served.url}item?id=c%2F2")[1]["views"] == CATS["c/2"] + 1
