@@ -18,7 +18,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 # The SAM CLI sends usage data to AWS unless told not to: `make lint`, `make build` and the tests run it.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos openapi clean
+.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos openapi screenshots clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -109,6 +109,9 @@ chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n repl
 
 openapi: install ## Regenerate docs/openapi.json from the API functions' routes and models
 	$(BIN)/python -m shardboard.handlers.openapi > docs/openapi.json
+
+screenshots: install dynamodb-local browser ## Regenerate docs/element-desktop.png and docs/element-phone.png
+	$(BIN)/python -m shardboard_tools.local.screenshots docs
 
 clean: ## Remove build output and local state (keeps the venvs)
 	rm -rf .aws-sam .shardboard .pytest_cache .mypy_cache .ruff_cache

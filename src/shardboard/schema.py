@@ -447,3 +447,27 @@ class VerifyReport(BaseModel):
         description='"<board> <kind>:<bucket>" of each period with more takedowns above its index threshold than '
         "spares: its snapshot may miss a visible item until `shardboard refill` runs."
     )
+
+
+class BoardListed(BaseModel):
+    """One board of ``GET /boards``: its name and N (the most ``limit`` asks for) and D (pages end there)."""
+
+    name: str
+    top_n: int = Field(ge=1, description="N: GET /leaderboard's largest limit on this board.")
+    depth: int = Field(ge=1, description="D: the ranked version's depth (offset + limit <= D); N when pages are off.")
+
+
+class BoardList(BaseModel):
+    """``GET /boards``: what a frontend needs to offer a stack's boards and periods without asking for a 400."""
+
+    board: str = Field(description="The default (global) board.")
+    boards: list[BoardListed] = Field(description="Every board that holds views, the default board first.")
+    periods: list[str] = Field(
+        description='What GET /leaderboard reads: "all", the calendar kinds and trending (period=), then the rolling '
+        "windows (window=)."
+    )
+    top_n: int = Field(ge=1, description="N of the default board.")
+    category_top_n: int = Field(ge=1, description="N of a category board (one not listed yet included).")
+    page_size: int = Field(ge=1, description="P: a page's largest limit (GET /leaderboard?offset=).")
+    refresh_seconds: int = Field(ge=1, description="How often the snapshot job refreshes each board.")
+    script: str = Field(description="The element's versioned URL, relative to the API: cached for a year.")

@@ -50,6 +50,9 @@ NOT_RUN = {
         "an answer's shape: docs/openapi.json, checked by tests/unit/test_openapi.py"
     ),
     "writers (POST /views, library, CLI)": "a diagram",
+    '<script type="module" src="https://API/shardboard.js"></script>': (
+        "the two lines a site pastes: tests/e2e/test_embed_local.py pastes them into a page for serve"
+    ),
     "template.yaml              the one schema: tables, GSI, functions, stream settings (local tables are built"
     " from it)": "the layout",
 }

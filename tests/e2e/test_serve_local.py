@@ -22,7 +22,7 @@ from urllib.parse import quote
 import pytest
 
 from shardboard_tools.local.engine import free_port
-from tests.e2e.test_web_and_engine_local import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.test_web_and_engine_local import CHROMIUM, CHROMIUM_ARGS, ROWS, TOP
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,8 +187,9 @@ def test_the_page_shows_the_leaderboard_through_serve(served):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto(served.url + "?limit=5")
-        page.wait_for_selector("#rows tr")
-        rows = page.eval_on_selector_all("#rows tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+        page.wait_for_selector(TOP)
+        page.wait_for_function("() => document.getElementById('board').textContent !== '\u2026'")
+        rows = page.eval_on_selector_all(TOP, ROWS)
         title = page.text_content("#board")
         browser.close()
 

@@ -70,6 +70,8 @@ def test_every_route_of_the_template_is_served(pipeline):
         "GET /item": "ReadApiFunction",
         "GET /rank": "ReadApiFunction",
         "GET /around": "ReadApiFunction",
+        "GET /boards": "ReadApiFunction",
+        "GET /shardboard.js": "ReadApiFunction",
         "PUT /item": "ItemsAdminFunction",
         "POST /item/hide": "ItemsAdminFunction",
         "POST /item/unhide": "ItemsAdminFunction",

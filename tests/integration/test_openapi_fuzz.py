@@ -125,7 +125,7 @@ def test_every_route_is_fuzzed_under_a_node_id_of_its_own():
     ).stdout.splitlines()
     # Then each operation of the document has its fuzz test, and no two items share a node id
     node_ids = [line for line in collected if "_answers_as_documented" in line]
-    assert len(node_ids) == len(set(node_ids)) == len(OPERATION_IDS) == 11
+    assert len(node_ids) == len(set(node_ids)) == len(OPERATION_IDS) == 13
     assert {node_id.split("::")[1].split("[")[0] for node_id in node_ids} == set(map(fuzz_test_name, OPERATION_IDS))
 
 

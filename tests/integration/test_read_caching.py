@@ -25,7 +25,10 @@ READS = {
     "GET /item": "/item?id=a%3Fb",
     "GET /items/{id}": "/items/images/001.jpg",
     "GET /items": "/items",
+    "GET /boards": "/boards",
 }
+# The element's script is cached by its own rule (5 minutes, a year under its versioned URL): test_frontend_reads.py.
+OWN_CACHING = {"GET /shardboard.js"}
 
 
 @pytest.fixture
@@ -52,7 +55,7 @@ def test_every_read_route_of_the_document_is_covered():
     document_reads = {
         f"GET {path}" for path, operations in document()["paths"].items() for method in operations if method == "get"
     }
-    assert {route.removesuffix(" page") for route in READS} == document_reads
+    assert {route.removesuffix(" page") for route in READS} == document_reads - OWN_CACHING
 
 
 @pytest.mark.parametrize("route", READS)

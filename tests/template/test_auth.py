@@ -84,6 +84,8 @@ def test_each_route_carries_the_chosen_authorization(rendered, choice):
         "GET /item": [],
         "GET /rank": [],
         "GET /around": [],
+        "GET /boards": [],
+        "GET /shardboard.js": [],
         "PUT /item": expected_admin,
         "POST /item/hide": expected_admin,
         "POST /item/unhide": expected_admin,

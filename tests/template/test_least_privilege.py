@@ -64,6 +64,7 @@ EXPECTED_GRANTS = {
         ("dynamodb:GetItem", "BoardTable"),  # get_snapshot / aggregate_views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: GET /item and GET /items/{id}
         ("dynamodb:Query", "ItemsTable/index/by-created"),  # ItemStore.newest: GET /items, one Query a shard
+        ("dynamodb:Query", "BoardTable/index/by-change"),  # BoardStore.periods: GET /boards, the boards with views
         ("dynamodb:BatchGetItem", "BoardTable"),  # get_rank_shards: GET /rank
         ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.statuses: GET /rank and GET /around past the ranking
     },

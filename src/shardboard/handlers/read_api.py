@@ -3,9 +3,13 @@
 item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
 items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
-limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``."""
+limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``; for frontends, the
+stack's boards and periods: ``GET /boards``, and the embeddable element: ``GET /shardboard.js``."""
 
 import hashlib
+import time
+from functools import cache
+from importlib import resources
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -21,8 +25,8 @@ from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import board_store, item_store, settings
-from shardboard.schema import AroundMe, Item, Leaderboard, NewestPage, Ranks
-from shardboard.services import items, reading
+from shardboard.schema import AroundMe, BoardList, Item, Leaderboard, NewestPage, Ranks
+from shardboard.services import items, listing, reading
 
 app = APIGatewayHttpResolver(enable_validation=True)
 answer_errors(app)
@@ -159,6 +163,53 @@ def get_newest_items(
     page = items.newest_page(item_store(), created_after, created_before, limit, cursor)
     metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
     return cached(NewestPage.of(page.items, page.cursor))
+
+
+# The element's file never changes within a deployment: under its versioned URL (?v=<content hash>) a browser or a
+# CDN keeps it a year; the unversioned URL, which a site pastes, is re-checked after SCRIPT_MAX_AGE (ETag: a 304).
+SCRIPT_PATH = "/shardboard.js"
+SCRIPT_MAX_AGE = 300
+VERSIONED_MAX_AGE = 365 * 24 * 3600
+# GET /boards queries the board table's by-change index: a container answers from its last listing for one refresh
+# interval, so a burst of page loads costs one Query.
+_listed: dict[str, tuple[float, BoardList]] = {}
+
+
+@cache
+def element_script() -> tuple[bytes, str]:
+    """The element's module (src/shardboard/web/shardboard.js, shipped in the package) and its content hash."""
+    body = (resources.files("shardboard") / "web" / "shardboard.js").read_bytes()
+    return body, hashlib.sha256(body).hexdigest()[:16]
+
+
+def versioned_script_url() -> str:
+    return f"{SCRIPT_PATH.lstrip('/')}?v={element_script()[1]}"
+
+
+VersionQuery = Annotated[str, Query(description="The content hash GET /boards names (then cached a year).")]
+
+
+@app.get(SCRIPT_PATH, **routes.GET_SCRIPT)
+def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not Modified
+    body, version = element_script()
+    etag = f'"{version}"'
+    age = VERSIONED_MAX_AGE if v == version else SCRIPT_MAX_AGE
+    headers = {"Cache-Control": f"public, max-age={age}" + (", immutable" if v == version else ""), "ETag": etag}
+    if not_modified(etag):
+        return Response(304, headers=headers)
+    return Response(200, "text/javascript; charset=utf-8", body.decode("utf-8"), headers=headers)
+
+
+@app.get("/boards", **routes.GET_BOARDS)
+@tracer.capture_method
+def get_boards() -> Response[BoardList | None]:
+    metrics.add_metric(name="BoardListReads", unit=MetricUnit.Count, value=1)
+    now = time.monotonic()
+    held = _listed.get(settings().board_table)
+    if held is None or now - held[0] >= settings().refresh_seconds:
+        held = (now, listing.boards(board_store(), settings(), versioned_script_url()))
+        _listed[settings().board_table] = held
+    return cached(held[1])
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from shardboard.schema import (
     AroundMe,
+    BoardList,
     Error,
     Item,
     ItemDeleted,
@@ -197,6 +198,39 @@ GET_AROUND: dict[str, Any] = {
         404: _json(
             Error, "No snapshot, or the item is not in the ranked top D or is taken down (code not_found, the reason)."
         ),
+    },
+}
+
+GET_BOARDS: dict[str, Any] = {
+    "summary": "The stack's boards and periods, for frontends",
+    "description": "Every board that holds views (the default board first) with its N and D, the periods GET "
+    "/leaderboard reads (period= or window=), the page size and the refresh interval, and the element's versioned "
+    "URL: what a page needs to offer only what the stack answers. One Query of the board table's by-change index, "
+    "answered from memory for one refresh interval.",
+    "operation_id": "getBoards",
+    "security": PUBLIC,
+    "responses": {
+        200: _json(BoardList, "The listing.", _CACHE_HEADERS),
+        304: _NOT_MODIFIED,
+    },
+}
+
+GET_SCRIPT: dict[str, Any] = {
+    "summary": "The embeddable <shardboard-board> element (an ES module)",
+    "description": "A framework-free custom element that shows a board and refreshes it: "
+    '<script type="module" src="https://API/shardboard.js"></script><shardboard-board></shardboard-board>. '
+    "Attributes: api (default: the script's own base URL), board, period (a period or window of GET /boards), "
+    "limit (clamped to the board's N), record (one view of that item, sent with navigator.sendBeacon). With v= the "
+    "content hash GET /boards names it is cached a year; without, 5 minutes (ETag, 304).",
+    "operation_id": "getScript",
+    "security": PUBLIC,
+    "responses": {
+        200: {
+            "description": "The module.",
+            "content": {"text/javascript": {"schema": {"type": "string"}}},
+            "headers": _CACHE_HEADERS,
+        },
+        304: _NOT_MODIFIED,
     },
 }
 

@@ -149,7 +149,9 @@ class LocalApiServer:
 
         Rounded down: a cached answer is never older than one refresh interval.
         """
-        if self.refresh_seconds is not None and "Cache-Control" in headers and "max-age" in headers["Cache-Control"]:
+        # Reads only: the element's script (GET /shardboard.js) keeps its own max-age, a year under its versioned URL.
+        script = headers.get("Content-Type", "").startswith("text/javascript")
+        if self.refresh_seconds is not None and not script and "max-age" in headers.get("Cache-Control", ""):
             return {**headers, "Cache-Control": f"public, max-age={int(self.refresh_seconds)}"}
         return headers
 
