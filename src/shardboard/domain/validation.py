@@ -122,12 +122,12 @@ def _look_alike(char: str) -> str | None:
     if what:
         return what
     code = ord(char)
+    if any(low <= code <= high for low, high in DEFAULT_IGNORABLE):
+        return "an invisible character"
     if category == "Cn":
         # Unassigned in this Python's Unicode (a later version may draw it as anything); noncharacters never are.
         noncharacter = 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
         return "a noncharacter" if noncharacter else "an unassigned code point"
-    if any(low <= code <= high for low, high in DEFAULT_IGNORABLE):
-        return "an invisible character"
     if char == BRAILLE_BLANK:
         return "a blank character"
     return None
