@@ -359,3 +359,24 @@ def test_a_delete_marks_its_ids_skeleton_and_nothing_else_reads_as_deleted(ports
     # And a repeated delete writes no second marker
     ports.items.set_deleted("banned.jpg", "cli:ed", "", "2026-11-23T17:01:00.000Z")
     assert ports.items.list_taken_down(SKELETONS).ids == frozenset({marker})
+
+
+def before_skeletons(ports, item: str) -> None:
+    """Turn a delete into what a release before the skeleton markers wrote for it: no skeleton marker."""
+    if ports.name == "memory":
+        ports.items.as_release_before_skeletons(item)
+        return
+    ports.items.client.delete_item(TableName=ports.items.table, Key=marker_key(SKELETONS, skeleton_marker(item)))
+
+
+def test_mark_skeletons_puts_the_missing_markers_of_ids_deleted_before_them(ports):
+    # Given a deleted id whose skeleton marker an earlier release never wrote, and one deleted since
+    ports.items.set_deleted("old.jpg", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    before_skeletons(ports, "old.jpg")
+    ports.items.set_deleted("new.jpg", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    assert ports.items.list_taken_down(SKELETONS).ids == {skeleton_marker("new.jpg")}
+    # When the markers of every deleted id are put
+    assert ports.items.mark_skeletons(sorted(ports.items.denied())) == 1
+    # Then both are marked, and a second run puts none
+    assert ports.items.list_taken_down(SKELETONS).ids == {skeleton_marker("old.jpg"), skeleton_marker("new.jpg")}
+    assert ports.items.mark_skeletons(["old.jpg", "new.jpg"]) == 0

@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+import boto3
 import pytest
 
 from shardboard import BadInput, Recorder, UnknownItem
+from shardboard.adapters.items_table import marker_key
+from shardboard.domain.items.lookalike import skeleton_marker
+from shardboard.domain.items.records import SKELETONS
 from shardboard.domain.writing.recording import Where, record_views
 from tests.conftest import load_event
 from tests.integration.test_cli import cli  # noqa: F401 - the fixture
@@ -101,3 +105,23 @@ def test_the_cli_refuses_each_look_alike_in_one_line(cli):  # noqa: F811
             assert reason in result.output and len(result.output.strip().splitlines()) == 1
     # And a visible id still counts
     assert cli("record", "kept.jpg").exit_code == 0
+
+
+def test_a_stack_upgraded_marks_the_ids_deleted_before_the_skeletons_at_migrate(cli):  # noqa: F811
+    # Given an id deleted as a release before the skeleton markers wrote it: its deny marker, no skeleton marker
+    assert cli("init").exit_code == 0
+    assert cli("record", "banned.jpg", "-n", "3").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("item", "delete", "banned.jpg").exit_code == 0
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.delete_item(TableName="shardboard-items", Key=marker_key(SKELETONS, skeleton_marker("banned.jpg")))
+    # Then its look-alikes still pass (nothing marks its skeleton), the id itself is denied
+    assert cli("record", "b\u0430nned.jpg").exit_code == 0
+    assert cli("record", "banned.jpg").exit_code == 2
+    # When `shardboard migrate` runs after the deploy (twice: the second marks nothing)
+    migrated = cli("migrate")
+    assert migrated.exit_code == 0 and "look-alikes: 1 deleted id(s) marked by their skeleton" in migrated.output
+    assert "look-alikes" not in cli("migrate").output
+    # Then its look-alikes are refused
+    refused = cli("record", "\uff42anned.jpg")
+    assert refused.exit_code == 2 and "reads as a deleted id" in refused.output

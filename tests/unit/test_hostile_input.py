@@ -401,7 +401,7 @@ def test_an_id_is_refused_exactly_when_it_holds_an_invisible_character(text, ext
     if len(normal.encode()) > validation.MAX_ID_BYTES:
         return
     if blank_or_shifted(normal):
-        with pytest.raises(BadInput, match="space|combining mark"):
+        with pytest.raises(BadInput, match=r"space|combining mark"):
             validation.item_id(candidate)
         return
     if not hidden:

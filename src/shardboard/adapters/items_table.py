@@ -511,6 +511,13 @@ class ItemStore:
     def denied(self, consistent: bool = False) -> frozenset[str]:
         return self.list_taken_down(DELETED, consistent=consistent).ids
 
+    def mark_skeletons(self, item_ids: Sequence[str]) -> int:
+        markers = sorted({skeleton_marker(item_id) for item_id in item_ids})
+        missing = set(markers) - self.taken_down_among(markers, SKELETONS, consistent=True)
+        for marker in sorted(missing):
+            self.client.put_item(TableName=self.table, Item=marker_key(SKELETONS, marker))
+        return len(missing)
+
     def migrate_takedown_sets(self) -> int:
         """Each id of an old set: its marker put and the id taken out of the set, in one transaction conditioned on
         the record still having that status; an id whose status changed (an unhide, a delete raced by an old writer)
