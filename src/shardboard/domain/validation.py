@@ -63,8 +63,8 @@ _LOOK_ALIKE_CATEGORIES = {
 
 def item_id(value: Any) -> str:
     """Return ``value`` in NFC if it is a valid new item id: a non-empty string of at most 512 UTF-8 bytes (in NFC),
-    with nothing that renders as something else or as nothing (docs/bad-input.md, "Item ids"): no control, format,
-    private-use, unassigned or noncharacter code point, no space but U+0020 and that one neither first, last nor
+    with nothing that renders as something else or as nothing (docs/bad-input.md, "Look-alike ids"): no control,
+    format, private-use, unassigned or noncharacter code point, no space but U+0020 and that one neither first, last nor
     twice in a row, no combining mark first. So no two ids look the same for want of an invisible character, and an
     id in NFD (``cafe\u0301.jpg``) is the same item as in NFC (``caf\u00e9.jpg``).
 

@@ -37,8 +37,8 @@ def migrate(ctx: click.Context, segments: int) -> None:
     The board table: aggregates and past entries whose ``v_<kind>`` still hold counts (before the coarse index,
     docs/coarse-index.md) get ``n_<kind>`` and the buckets. The items table: hidden and deleted ids kept in String
     Sets move to their own markers, and each deleted id gets the skeleton marker that refuses its look-alikes
-    (docs/bad-input.md, "Item ids"). The functions read and write either shape meanwhile (a write converts the item
-    it touches first), so nothing waits for it; a second run converts nothing.
+    (docs/bad-input.md, "Look-alike ids"). The functions read and write either shape meanwhile (a write converts the
+    item it touches first), so nothing waits for it; a second run converts nothing.
     """
     rt = runtime(ctx)
     with one_line_errors():
@@ -60,7 +60,7 @@ def rebuild(ctx: click.Context, segments: int) -> None:
     traffic flows (the aggregator's own compare-and-set) and safe to run twice, so an interrupted rebuild is resumed
     by running it again. It first moves the hidden and deleted ids an earlier release kept in String Sets to their
     own markers (docs/deploy.md, "Upgrading": takedown markers) and marks the skeleton of each deleted id that has
-    no marker of it (docs/bad-input.md, "Item ids").
+    no marker of it (docs/bad-input.md, "Look-alike ids").
     """
     rt = runtime(ctx)
     with one_line_errors():

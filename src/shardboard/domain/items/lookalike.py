@@ -1,5 +1,5 @@
 """Look-alikes of deleted ids: the confusables skeleton of Unicode's UTS #39, and the check that refuses a new id
-whose skeleton a deleted id shares (docs/bad-input.md, "Item ids").
+whose skeleton a deleted id shares (docs/bad-input.md, "Look-alike ids").
 
 Two ids with one skeleton read as one to a visitor (``banned.jpg``, ``b\\u0430nned.jpg`` with a Cyrillic a,
 ``\\uff42anned.jpg`` in fullwidth). A delete writes a marker keyed by its id's skeleton beside the deny marker, and a
