@@ -105,3 +105,34 @@ def test_no_accepted_id_shares_a_skeleton_with_a_deleted_one(data, deleted, limi
     assert not [item for item in accepted if skeleton(item) in banned]
     # And every id that reads as none of them is accepted
     assert len(accepted) == sum(skeleton(candidate) not in banned for candidate in candidates)
+
+
+def test_a_stack_with_nothing_deleted_never_computes_a_skeleton(monkeypatch):
+    # Given no skeleton markers, and a skeleton that would fail if it were asked for
+    def unwanted(_: str) -> str:
+        raise AssertionError("the confusables data was needed")
+
+    monkeypatch.setattr("shardboard.domain.items.lookalike.skeleton_marker", unwanted)
+    check = LookAlikeCheck(lambda: TakenDown([]))
+    # Then every well-formed id is admitted without one
+    assert check("b\u0430nned.jpg") and check("banned.jpg")
+
+
+def test_the_check_reads_the_markers_once_per_ttl():
+    # Given a check over a view read at most every 10 s of a fake clock
+    now = [0.0]
+    reads = []
+
+    def read():
+        reads.append(now[0])
+        return TakenDown([skeleton_marker("banned.jpg")])
+
+    check = LookAlikeCheck(read, ttl=10.0, clock=lambda: now[0])
+    # When ids are checked over 25 s
+    with pytest.raises(LookAlike, match="reads as a deleted id"):
+        check("b\u0430nned.jpg")
+    for moment in (1.0, 9.9, 10.0, 24.0):
+        now[0] = moment
+        assert check("kept.jpg")
+    # Then the markers were read when each 10 s had passed: at 0, 10 and 24, never at 1 or 9.9
+    assert reads == [0.0, 10.0, 24.0]

@@ -108,8 +108,9 @@ class LookAlikeCheck:
 
 
 def refuse_look_alike(item_id: str, marked: Container[str]) -> None:
-    """LookAlike when ``marked`` (skeleton markers, or a view of them) holds ``item_id``'s skeleton."""
-    if skeleton_marker(item_id) in marked:
+    """LookAlike when ``marked`` (skeleton markers, or a view of them) holds ``item_id``'s skeleton. An empty view
+    asks nothing: a stack that deleted nothing never loads the confusables data (~75 ms at a cold start)."""
+    if marked and skeleton_marker(item_id) in marked:
         raise LookAlike(item_id)
 
 
