@@ -117,6 +117,14 @@ HTTP: list[HttpCase] = [
     post("id with a Hangul filler", '{"id": "a\\u3164"}', "an invisible character (U+3164 HANGUL FILLER)"),
     post("id with a variation selector", '{"id": "\\u2764\\ufe0f"}', "invisible character (U+FE0F"),
     post("id with a tag character", '{"id": "a\\udb40\\udc41"}', "format character (U+E0041 TAG LATIN CAPITAL"),
+    post("id with a trailing space", '{"id": "banned.jpg "}', "id 'banned.jpg ' ends with a space"),
+    post("id with a leading space", '{"id": " banned.jpg"}', "id ' banned.jpg' starts with a space"),
+    post("id with two spaces in a row", '{"id": "a  b"}', "two spaces in a row at position 1"),
+    post("id of one space", '{"id": " "}', "id must not be only spaces"),
+    post("id of a lone combining mark", '{"id": "\\u0301"}', "starts with a combining mark (U+0301 COMBINING ACUTE"),
+    post("id with an unassigned code point", '{"id": "a\\u0378"}', "an unassigned code point (U+0378) at position 1"),
+    post("id with a private-use character", '{"id": "a\\ue000"}', "a private-use character (U+E000) at position 1"),
+    post("id with a noncharacter", '{"id": "a\\uffff"}', "a noncharacter (U+FFFF) at position 1"),
     post("board name in capitals", '{"id": "a", "boards": ["Cats"]}', "board name 'Cats' must be 1-64 characters"),
     post("board name of 65 characters", json.dumps({"id": "a", "boards": ["b" * 65]}), "must be 1-64 characters"),
     post("nine boards", json.dumps({"id": "a", "boards": [f"b{n}" for n in range(9)]}), "at most 8 boards, got 9"),
@@ -177,6 +185,8 @@ HTTP: list[HttpCase] = [
     put("metadata with NaN", '{"n": NaN}', "NaN is not a JSON value"),
     put("put of an id with a zero-width space", "{}", "(U+200B ZERO WIDTH SPACE) at position 1", "id=a%E2%80%8B"),
     put("put of an id with a bidi override", "{}", "format character (U+202E", "id=%E2%80%AEa"),
+    put("put of an id with a trailing space", "{}", "ends with a space", "id=banned.jpg%20"),
+    put("put of an id in private use", "{}", "a private-use character (U+E000)", "id=%EE%80%80"),
     HttpCase(
         "read of an id with a zero-width space (never written)",
         "GET",
@@ -427,6 +437,9 @@ CLI: list[CliCase] = [
     CliCase("record of an id with a zero-width space", ("record", "a\u200bb"), "U+200B ZERO WIDTH SPACE"),
     CliCase("record of an id with a line separator", ("record", "a\u2028"), "a line separator (U+2028"),
     CliCase("put of an id with a bidi override", ("item", "put", "\u202ea", "--meta", "{}"), "(U+202E"),
+    CliCase("record of an id with a trailing space", ("record", "banned.jpg "), "ends with a space"),
+    CliCase("record of a lone combining mark", ("record", "\u0301"), "starts with a combining mark (U+0301"),
+    CliCase("put of an id with a noncharacter", ("item", "put", "a\uffff", "--meta", "{}"), "a noncharacter (U+FFFF)"),
     CliCase("import of a line nested 50,000 deep", ("import", "{deep_line}"), "line 2: the line is nested deeper"),
     CliCase("import of a number of 5,000 digits", ("import", "{long_number}"), "line 1: the line holds a number"),
     CliCase("import of a time after 9999 in UTC", ("import", "{far_time}"), "is not from 1970 to now in UTC"),
@@ -457,10 +470,13 @@ RULES = """
 ### Look-alike ids
 
 A new item id (`POST /views`, `PUT /item`, `shardboard record`, `item put` and `import`, the library's `Recorder`)
-may not hold a character that shows as nothing or as a plain space, so that no two ids look the same: a taken-down
-item cannot come back under an id that reads like its own. Refused, besides control characters (Cc) and lone
-surrogates (Cs):
+is taken in Unicode's NFC: `cafe\\u0301.jpg` (decomposed, as macOS names files) is the item `caf\\u00e9.jpg`, its
+views count there and its byte limit is its NFC form's. It may not hold what renders as something else or as
+nothing, so that no two ids look the same: a taken-down item cannot come back under an id that reads like its own.
+Refused, besides control characters (Cc) and lone surrogates (Cs):
 
+- a space (U+0020) first or last, two in a row, or an id of spaces only;
+- a combining mark first (Unicode category M: it has no character to sit on, and draws on whatever precedes it);
 - format characters (Unicode category Cf): the zero-width space U+200B, zero-width non-joiner and joiner
   U+200C/U+200D, the bidi marks, embeddings, overrides and isolates U+200E/U+200F, U+202A-U+202E and
   U+2066-U+2069, the word joiner U+2060, the byte order mark U+FEFF, the soft hyphen U+00AD, the tag characters
@@ -470,20 +486,32 @@ surrogates (Cs):
 - the other characters Unicode marks Default_Ignorable_Code_Point, which renderers show as nothing: the variation
   selectors U+FE00-U+FE0F and U+E0100-U+E01EF, the combining grapheme joiner U+034F, the Hangul fillers U+115F,
   U+1160, U+3164 and U+FFA0, U+17B4-U+17B5, U+180B-U+180F, and the code points reserved as ignorable;
-- the braille pattern blank U+2800, a symbol drawn as an empty cell (the usual stand-in for a refused space).
+- the braille pattern blank U+2800, a symbol drawn as an empty cell (the usual stand-in for a refused space);
+- private-use characters (Co: whatever a font draws there), code points unassigned in the Unicode version of the
+  function's Python (Cn: a later version may draw them as anything) and the noncharacters U+FDD0-U+FDEF and
+  U+xFFFE/U+xFFFF.
 
-The message names the code point, its name and its position (0-based, in characters). They are refused, not
-removed: removing them would silently turn one id into another (the views of `a\\u200bb` would count for `ab`, which
-may be another item, and never reach the counters already stored under the id sent). The price: emoji joined by
-U+200D or followed by a variation selector are not ids (a single emoji such as U+1F642 is).
+The message names the code point, its name and its position (0-based, in characters of the NFC form). They are
+refused, not removed: removing them would silently turn one id into another (the views of `a\\u200bb` would count
+for `ab`, which may be another item, and never reach the counters already stored under the id sent). The price:
+emoji joined by U+200D or followed by a variation selector are not ids (a single emoji such as U+1F642 is).
+
+**Look-alikes of a deleted id** are refused too (400, "reads as a deleted id"): an id whose Unicode confusables
+skeleton (UTS #39, after NFKC) is a deleted id's, such as `b\\u0430nned.jpg` (a Cyrillic a), `\\uff42anned.jpg` or
+`banned\\uff0ejpg` (fullwidth forms) or `com` for `corn` once `banned.jpg` or `corn` is deleted. The confusables data
+is Unicode's confusables.txt as the `confusable-homoglyphs` package ships it. A delete writes, in its transaction, a
+marker keyed by a digest of its id's skeleton beside the id's deny marker; a view checks it as it checks the deny
+markers (one cached listing per container for 10 s, or one marker read per id past 1,024 markers), a put reads it.
+The check is strict: an id that already had views and happens to read like a deleted one (`corn` beside a deleted
+`com`) takes no more views either. Hidden items do not mark their skeleton (an unhide would have to know whether
+another taken-down id shares it); their look-alikes are refused once they are deleted. Ids deleted before this
+release have no marker until `shardboard migrate` (or `rebuild`) marks them.
 
 Reads and takedowns (`GET /item`, `/items/{id}`, `/rank`, `/around`, hide, unhide and delete, over HTTP, in the CLI
-and in the library) take any id the older rule took, so an item stored under such an id before this rule can still
-be read and, above all, hidden or deleted; it receives no more views. Not refused: look-alikes made of visible
-characters, such as a Cyrillic a (U+0430) for a Latin `a`, or `é` written as U+00E9 or as `e` and U+0301. Refusing them
-would refuse real ids (macOS names files decomposed); a site that takes ids from its users should map them to ids of
-its own. Board names are ASCII (`[a-z0-9_.:-]`); viewers and takedown reasons must be printable (`str.isprintable`),
-which refuses every invisible character above.
+and in the library) take any id the older rules took, exactly as given (no NFC), so an item stored under such an id
+before these rules can still be read and, above all, hidden or deleted; it receives no more views or puts. Board
+names are ASCII (`[a-z0-9_.:-]`), so none of this applies to them; viewers and takedown reasons must be printable
+(`str.isprintable`), which refuses every invisible character above.
 
 ### Times
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shardboard.adapters.items_table import marker_key, old_set_key
-from shardboard.domain.items.records import ItemRecord, created_key, created_shard, meta, set_shard
+from shardboard.domain.items.lookalike import skeleton_marker
+from shardboard.domain.items.records import SKELETONS, ItemRecord, created_key, created_shard, meta, set_shard
 from shardboard_tools.capacity.units import item_size
 
 ODD_IDS = ["images/001.jpg", "a#1", "a b", "ünï/çødé", "猫 #2/x", "a?b", "x/rank", "%41", "a" * 512]
@@ -341,3 +342,41 @@ def test_800_hides_then_deletes_of_512_byte_ids_of_one_partition_fill_no_item(po
     assert ports.items.hidden() == frozenset() and ports.items.denied() == frozenset(ids)
     assert ports.items.taken_down_among(ids, "deleted") == frozenset(ids)
     assert max(item_size(item) for item in stored_items(ports)) < 2048
+
+
+def test_a_delete_marks_its_ids_skeleton_and_nothing_else_reads_as_deleted(ports):
+    # Given an item deleted and one hidden
+    ports.items.set_deleted("banned.jpg", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    ports.items.set_hidden("hidden.jpg", True, "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    # Then the deleted id's skeleton has its marker, listed and found by lookup, beside the deny marker
+    marker = skeleton_marker("banned.jpg")
+    assert marker == skeleton_marker("b\u0430nned.jpg") == skeleton_marker("\uff42anned.jpg")
+    assert ports.items.list_taken_down(SKELETONS).ids == frozenset({marker})
+    look_alike = skeleton_marker("banned\uff0ejpg")
+    assert ports.items.taken_down_among([look_alike, skeleton_marker("hidden.jpg")], SKELETONS) == {marker}
+    # And the markers are no deleted ids: the deny listing holds the id alone
+    assert ports.items.denied() == frozenset({"banned.jpg"})
+    # And a repeated delete writes no second marker
+    ports.items.set_deleted("banned.jpg", "cli:ed", "", "2026-11-23T17:01:00.000Z")
+    assert ports.items.list_taken_down(SKELETONS).ids == frozenset({marker})
+
+
+def before_skeletons(ports, item: str) -> None:
+    """Turn a delete into what a release before the skeleton markers wrote for it: no skeleton marker."""
+    if ports.name == "memory":
+        ports.items.as_release_before_skeletons(item)
+        return
+    ports.items.client.delete_item(TableName=ports.items.table, Key=marker_key(SKELETONS, skeleton_marker(item)))
+
+
+def test_mark_skeletons_puts_the_missing_markers_of_ids_deleted_before_them(ports):
+    # Given a deleted id whose skeleton marker an earlier release never wrote, and one deleted since
+    ports.items.set_deleted("old.jpg", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    before_skeletons(ports, "old.jpg")
+    ports.items.set_deleted("new.jpg", "cli:ed", "", "2026-11-23T17:00:00.000Z")
+    assert ports.items.list_taken_down(SKELETONS).ids == {skeleton_marker("new.jpg")}
+    # When the markers of every deleted id are put
+    assert ports.items.mark_skeletons(sorted(ports.items.denied())) == 1
+    # Then both are marked, and a second run puts none
+    assert ports.items.list_taken_down(SKELETONS).ids == {skeleton_marker("old.jpg"), skeleton_marker("new.jpg")}
+    assert ports.items.mark_skeletons(["old.jpg", "new.jpg"]) == 0

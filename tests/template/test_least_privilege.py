@@ -21,8 +21,8 @@ EXPECTED_GRANTS = {
         ("dynamodb:BatchGetItem", "ShardsTable"),  # BoardRegistryStore.registered: which boards are registered
         ("dynamodb:BatchGetItem", "BoardTable"),  # BoardRegistryStore.existed: boards the cap refuses that have views
         ("dynamodb:GetItem", "ItemsTable"),  # ItemStore.get: RequireItems' check of a viewed id
-        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: deny markers per id, cached 10 s
-        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny markers, listed every 10 s
+        ("dynamodb:BatchGetItem", "ItemsTable"),  # ItemStore.taken_down_among: deny, skeleton markers per id, 10 s
+        ("dynamodb:Query", "ItemsTable"),  # ItemStore.list_taken_down: the deny and skeleton markers, every 10 s
     },
     "AggregatorFunction": {
         ("dynamodb:UpdateItem", "BoardTable"),  # move / roll / join_index / mark_changed, and move_late's transaction

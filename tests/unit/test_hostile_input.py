@@ -301,6 +301,13 @@ LOOK_ALIKES = [
     ("a\U000e01ef", "(U+E01EF VARIATION SELECTOR-256)"),
     ("a\U000e0fff", "an invisible character (U+E0FFF) at position 1"),  # reserved as ignorable, unnamed
     ("a\u2800b", "a blank character (U+2800 BRAILLE PATTERN BLANK) at position 1"),
+    ("\ue000", "a private-use character (U+E000) at position 0"),
+    ("a\U000f0000", "a private-use character (U+F0000) at position 1"),
+    ("a\u0378", "an unassigned code point (U+0378) at position 1"),
+    ("\uffff", "a noncharacter (U+FFFF) at position 0"),
+    ("a\ufffe", "a noncharacter (U+FFFE) at position 1"),
+    ("a\ufdd0", "a noncharacter (U+FDD0) at position 1"),
+    ("a\U0010ffff", "a noncharacter (U+10FFFF) at position 1"),
 ]
 
 
@@ -314,9 +321,41 @@ def test_a_new_id_that_looks_like_another_is_refused_naming_the_character(look_a
     assert validation.lookup_item_id(look_alike) == look_alike
 
 
-@pytest.mark.parametrize("good", ["a b", "🙂", "ünï", "日本語 テキスト", "x/y.jpg", "a\u0301", "\ue000", "Ǆ"])
+# What renders as something else or as nothing, by its shape rather than one character: refused with the reason.
+BLANK_OR_SHIFTED = [
+    ("banned.jpg ", "id 'banned.jpg ' ends with a space"),
+    (" banned.jpg", "id ' banned.jpg' starts with a space"),
+    ("a  b", "id has two spaces in a row at position 1"),
+    (" ", "id must not be only spaces"),
+    ("   ", "id must not be only spaces"),
+    ("\u0301", "id starts with a combining mark (U+0301 COMBINING ACUTE ACCENT)"),
+    ("\u0301a", "id starts with a combining mark (U+0301 COMBINING ACUTE ACCENT)"),
+    ("\u20dd", "id starts with a combining mark (U+20DD COMBINING ENCLOSING CIRCLE)"),
+]
+
+
+@pytest.mark.parametrize(("blank", "reason"), BLANK_OR_SHIFTED)
+def test_a_new_id_that_renders_as_nothing_or_shifted_is_refused(blank, reason):
+    with pytest.raises(BadInput, match=re.escape(reason)):
+        validation.item_id(blank)
+    with pytest.raises(BadInput, match=re.escape(reason)):
+        validation.view_request({"id": blank})
+    # A stored id of that shape stays reachable by reads and takedowns
+    assert validation.lookup_item_id(blank) == blank
+
+
+@pytest.mark.parametrize("good", ["a b", "🙂", "ünï", "日本語 テキスト", "x/y.jpg", "Ǆ", "a\u0301b"])
 def test_visible_ids_are_still_ids(good):
-    assert validation.item_id(good) == good == validation.lookup_item_id(good)
+    normal = unicodedata.normalize("NFC", good)
+    assert validation.item_id(good) == normal and validation.lookup_item_id(good) == good
+
+
+@pytest.mark.parametrize(("decomposed", "composed"), [("cafe\u0301.jpg", "caf\u00e9.jpg"), ("A\u030a", "\u00c5")])
+def test_an_id_in_nfd_is_the_same_id_as_in_nfc(decomposed, composed):
+    assert validation.item_id(decomposed) == composed == validation.item_id(composed)
+    assert validation.view_request({"id": decomposed}).item_id == composed
+    # A read names an id exactly as stored: the NFD form stays reachable if an earlier release stored it so
+    assert validation.lookup_item_id(decomposed) == decomposed
 
 
 def test_the_ignorable_table_is_unicodes_default_ignorable_property():
@@ -327,11 +366,24 @@ def test_the_ignorable_table_is_unicodes_default_ignorable_property():
 
 def look_alike(char: str) -> bool:
     """The rule as docs/bad-input.md states it: a format character, a separator, a space but U+0020, a default
-    ignorable character (Unicode's property, read by the regex module) or the braille blank."""
+    ignorable character (Unicode's property, read by the regex module), the braille blank, a private-use, unassigned
+    or noncharacter code point."""
     if char == " ":
         return False
     ignorable = regex.match(r"\p{Default_Ignorable_Code_Point}", char) is not None
-    return unicodedata.category(char) in ("Cf", "Zl", "Zp", "Zs") or ignorable or char == "\u2800"
+    kinds = ("Cf", "Zl", "Zp", "Zs", "Co", "Cn")
+    return unicodedata.category(char) in kinds or ignorable or char == "\u2800"
+
+
+def blank_or_shifted(text: str) -> bool:
+    """The shape rules: only spaces, a space first or last, two in a row, a combining mark first."""
+    return (
+        text.strip(" ") == ""
+        or text[0] == " "
+        or text[-1] == " "
+        or "  " in text
+        or unicodedata.category(text[0]).startswith("M")
+    )
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -343,10 +395,17 @@ def look_alike(char: str) -> bool:
 def test_an_id_is_refused_exactly_when_it_holds_an_invisible_character(text, extra, at):
     # Any id of visible and invisible characters
     candidate = text[:at] + extra + text[at:]
-    hidden = [(position, char) for position, char in enumerate(candidate) if look_alike(char)]
+    normal = unicodedata.normalize("NFC", candidate)
+    hidden = [(position, char) for position, char in enumerate(normal) if look_alike(char)]
     assert validation.lookup_item_id(candidate) == candidate
+    if len(normal.encode()) > validation.MAX_ID_BYTES:
+        return
+    if blank_or_shifted(normal):
+        with pytest.raises(BadInput, match=r"space|combining mark"):
+            validation.item_id(candidate)
+        return
     if not hidden:
-        assert validation.item_id(candidate) == candidate
+        assert validation.item_id(candidate) == normal
         return
     # Then it is refused, naming the first such character by code point and position
     position, char = hidden[0]

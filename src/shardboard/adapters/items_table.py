@@ -44,11 +44,14 @@ from shardboard.adapters.keys import (
     marker_item_id,
     marker_order_of,
     marker_sk,
+    skeleton_set_pk,
 )
+from shardboard.domain.items.lookalike import skeleton_marker
 from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
     HIDDEN,
+    SKELETONS,
     ItemRecord,
     ShardPage,
     created_key,
@@ -137,8 +140,9 @@ def tombstone_writes(
 ) -> list[dict[str, Any]]:
     """The writes of a delete, for one TransactWriteItems: the tombstone (conditioned on not being one already, so a
     repeat writes nothing; the metadata stays for the audit, the by-created keys go: newest items never list it), the
-    audit row, the id's deny marker put and its hidden marker deleted (a deleted id is denied, no longer merely
-    hidden); ``old_set``: the id also leaves the hidden String Set an earlier release put it in."""
+    audit row, the id's deny marker and its skeleton's marker put (its look-alikes are refused) and its hidden marker
+    deleted (a deleted id is denied, no longer merely hidden); ``old_set``: the id also leaves the hidden String Set an
+    earlier release put it in."""
     names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cs": CREATED_SHARD, "#ck": CREATED_KEY}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":deleted": s_attr(DELETED)}
     record = {
@@ -154,6 +158,7 @@ def tombstone_writes(
         {"Update": record},
         {"Put": {"TableName": table, "Item": audit}},
         marker_write(table, DELETED, item_id, put=True),
+        marker_write(table, SKELETONS, skeleton_marker(item_id), put=True),
         marker_write(table, HIDDEN, item_id, put=False),
     ]
     if old_set:
@@ -174,7 +179,10 @@ def audit_row(item_id: str, op: str, *, by: str, reason: str, now: str) -> dict[
 
 
 def partition_pk(status: str, partition: int) -> str:
-    """The partition of a status's markers (and of the String Set an earlier release kept there)."""
+    """The partition of a status's markers (and of the String Set an earlier release kept there); SKELETONS: of the
+    deleted ids' skeleton markers."""
+    if status == SKELETONS:
+        return skeleton_set_pk(partition)
     return hidden_set_pk(partition) if status == HIDDEN else deny_set_pk(partition)
 
 
@@ -502,6 +510,13 @@ class ItemStore:
 
     def denied(self, consistent: bool = False) -> frozenset[str]:
         return self.list_taken_down(DELETED, consistent=consistent).ids
+
+    def mark_skeletons(self, item_ids: Sequence[str]) -> int:
+        markers = sorted({skeleton_marker(item_id) for item_id in item_ids})
+        missing = set(markers) - self.taken_down_among(markers, SKELETONS, consistent=True)
+        for marker in sorted(missing):
+            self.client.put_item(TableName=self.table, Item=marker_key(SKELETONS, marker))
+        return len(missing)
 
     def migrate_takedown_sets(self) -> int:
         """Each id of an old set: its marker put and the id taken out of the set, in one transaction conditioned on

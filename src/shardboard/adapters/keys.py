@@ -242,6 +242,11 @@ def deny_set_pk(shard: int) -> str:
     return f"deny#{shard}"
 
 
+def skeleton_set_pk(shard: int) -> str:
+    """The partition of the skeleton markers of deleted ids (their look-alikes are refused): markers only."""
+    return f"alike#{shard}"
+
+
 # A marker's sort key: "id#" sorts before the old set's "set", so a partition read in descending key order meets the
 # old set (if any) first, however many markers follow it. Then a stable hash of the id (fixed width), so markers sort
 # in hash order: any first page of a partition is a fair sample of it, and tells how much of it is left.

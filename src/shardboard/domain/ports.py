@@ -643,6 +643,12 @@ class ItemCatalog(Protocol):
         record's status (an id whose status changed meanwhile only leaves its set); returns how many moved."""
         ...
 
+    def mark_skeletons(self, item_ids: Sequence[str]) -> int:
+        """Put the skeleton marker (``lookalike.skeleton_marker``) of each of ``item_ids`` that has none: the deleted
+        ids of a release before the markers, whose look-alikes are refused from then on. One consistent BatchGetItem
+        per 100 markers, a PutItem per missing one; returns how many were put (a second run puts none)."""
+        ...
+
 
 class RetrySafeViewCounters(SeenViewCounters, Protocol):
     """The base table's writes that a retry after a lost response cannot count twice (docs/honest-counts.md,

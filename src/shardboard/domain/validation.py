@@ -50,32 +50,51 @@ DEFAULT_IGNORABLE = (
 # A symbol (So) drawn as an empty cell: the blank that passes for a space where spaces are refused.
 BRAILLE_BLANK = "\u2800"
 # Categories refused in new ids besides controls: format characters (invisible: zero-width space, bidi overrides),
-# line and paragraph separators, and spaces other than U+0020 (they look like it, or like nothing).
+# line and paragraph separators, spaces other than U+0020 (they look like it, or like nothing) and private use (drawn
+# as whatever a font puts there). Unassigned code points and noncharacters (Cn) are refused beside them.
 _LOOK_ALIKE_CATEGORIES = {
     "Cf": "an invisible format character",
     "Zl": "a line separator",
     "Zp": "a paragraph separator",
     "Zs": "a space other than U+0020",
+    "Co": "a private-use character",
 }
 
 
 def item_id(value: Any) -> str:
-    """Return ``value`` if it is a valid new item id: a non-empty string of at most 512 UTF-8 bytes, no control
-    characters, and nothing that shows as nothing or as a plain space (so no two ids look the same for want of an
-    invisible character: a taken-down item cannot come back under its look-alike).
+    """Return ``value`` in NFC if it is a valid new item id: a non-empty string of at most 512 UTF-8 bytes (in NFC),
+    with nothing that renders as something else or as nothing (docs/bad-input.md, "Look-alike ids"): no control,
+    format, private-use, unassigned or noncharacter code point, no space but U+0020 and that one neither first, last nor
+    twice in a row, no combining mark first. So no two ids look the same for want of an invisible character, and an
+    id in NFD (``cafe\u0301.jpg``) is the same item as in NFC (``caf\u00e9.jpg``).
 
     Any other character is allowed (``a#1``, ``x/y.jpg``, ``ünï``, ``a b``, ``🙂``): ids are stored as their own
     attribute and never parsed back out of a key. Views, puts and imports take this rule; reads and takedowns take
     :func:`lookup_item_id`, so an id stored before this rule can still be read, hidden and deleted.
     """
-    checked = lookup_item_id(value)
+    checked = unicodedata.normalize("NFC", lookup_item_id(value))
+    size = len(checked.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        raise BadInput(f"id is {size} bytes in NFC; the maximum is {MAX_ID_BYTES} bytes of UTF-8")
+    if checked.strip(" ") == "":
+        raise BadInput("id must not be only spaces")
+    if checked.startswith(" ") or checked.endswith(" "):
+        raise BadInput(f"id {_shown(checked)} {'starts' if checked.startswith(' ') else 'ends'} with a space")
+    if "  " in checked:
+        raise BadInput(f"id has two spaces in a row at position {checked.index('  ')}: it would look like another id")
+    if unicodedata.category(checked[0]).startswith("M"):
+        raise BadInput(f"id starts with a combining mark ({_named(checked[0])}): it has nothing to combine with")
     for position, char in enumerate(checked):
         what = _look_alike(char)
         if what:
-            name = unicodedata.name(char, "")
-            shown = f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
-            raise BadInput(f"id contains {what} ({shown}) at position {position}: it would look like another id")
+            raise BadInput(f"id contains {what} ({_named(char)}) at position {position}: it would look like another id")
     return checked
+
+
+def _named(char: str) -> str:
+    """``U+0301 COMBINING ACUTE ACCENT`` (the code point alone when it has no name)."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
 
 
 def lookup_item_id(value: Any) -> str:
@@ -98,12 +117,17 @@ def _look_alike(char: str) -> str | None:
     """What ``char`` is when a new id may not hold it (None: it may)."""
     if char == " ":
         return None
-    what = _LOOK_ALIKE_CATEGORIES.get(unicodedata.category(char))
+    category = unicodedata.category(char)
+    what = _LOOK_ALIKE_CATEGORIES.get(category)
     if what:
         return what
     code = ord(char)
     if any(low <= code <= high for low, high in DEFAULT_IGNORABLE):
         return "an invisible character"
+    if category == "Cn":
+        # Unassigned in this Python's Unicode (a later version may draw it as anything); noncharacters never are.
+        noncharacter = 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+        return "a noncharacter" if noncharacter else "an unassigned code point"
     if char == BRAILLE_BLANK:
         return "a blank character"
     return None

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.items import newest
+from shardboard.domain.items import lookalike, newest
 from shardboard.domain.items import records as items
 from shardboard.domain.items.records import ItemRecord, ShardPage
 from shardboard.domain.ports import ItemCatalog, PeriodKey
@@ -58,6 +58,7 @@ def put(
     raises BadInput and writes nothing."""
     checked = validation.item_id(item_id)
     meta = items.meta_text(document) if isinstance(document, str) else items.meta(document)
+    lookalike.refuse_put_of_look_alike(edits.items, checked)
     return republish.put_item(edits.items, edits.board, edits.settings, checked, meta, at)
 
 

@@ -16,7 +16,8 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.items.records import DELETED, DenyCheck, ItemAdmission, admit_all
+from shardboard.domain.items.lookalike import LookAlikeCheck
+from shardboard.domain.items.records import DELETED, SKELETONS, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
@@ -70,11 +71,13 @@ class Container:
     @cached_property
     def admission(self) -> Callable[[str], bool]:
         """Which viewed ids are counted (its caches live as long as the container): not deleted (a view of the
-        deleted ids, read every ADMIT_TTL_SECONDS) and, with RequireItems, created."""
+        deleted ids, read every ADMIT_TTL_SECONDS), no look-alike of a deleted id (LookAlike, a BadInput: a view of
+        their skeletons' markers, read as often) and, with RequireItems, created."""
         not_deleted = DenyCheck(lambda: TakenDown.read(self.items, (DELETED,)))
+        not_alike = LookAlikeCheck(lambda: TakenDown.read(self.items, (SKELETONS,)))
         if not self.settings.require_items:
-            return not_deleted
-        return admit_all(not_deleted, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
+            return admit_all(not_deleted, not_alike)
+        return admit_all(not_deleted, not_alike, ItemAdmission(lambda item_id: self.items.get(item_id) is not None))
 
     @cached_property
     def boards(self) -> BoardGate:

@@ -139,10 +139,12 @@ from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
 from shardboard.domain.aggregating.batch import ShardMove, views_added
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.items.lookalike import skeleton_marker
 from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
     HIDDEN,
+    SKELETONS,
     ItemRecord,
     ShardPage,
     created_key,
@@ -1471,9 +1473,9 @@ class MemoryItemStore:
             ids -= set(update["ExpressionAttributeValues"][":ids"]["SS"])
             self._store(pk, sk, {**update["Key"], **({SET_IDS: {"SS": sorted(ids)}} if ids else {})})
 
-    def _store(self, pk: str, sk: str, item: Item | None) -> None:
+    def _store(self, pk: str, sk: str, item: Item | None, op: str = "TransactWriteItems") -> None:
         """Write (None: delete) the item ``pk``/``sk`` of a takedown partition, keeping its sort keys in order."""
-        self.data.write("TransactWriteItems", f"{pk}\0{sk}", item, pk)
+        self.data.write(op, f"{pk}\0{sk}", item, pk)
         keys = self._sort_keys.setdefault(pk, [])
         at = bisect.bisect_left(keys, sk)
         present = at < len(keys) and keys[at] == sk
@@ -1492,6 +1494,13 @@ class MemoryItemStore:
             self._store(pk, key[SK]["S"], None)
             ids = set(old_set_ids(self.data.items.get(f"{pk}\0{SET_SK}") or {})) | {item_id}
             self._store(pk, SET_SK, {**old_set, SET_IDS: {"SS": sorted(ids)}})
+
+    def as_release_before_skeletons(self, item_id: str) -> None:
+        """Turn a delete into what a release before the skeleton markers wrote: no marker of the id's skeleton (the
+        upgrade tests plant it, as raw writes do on DynamoDB)."""
+        key = marker_key(SKELETONS, skeleton_marker(item_id))
+        with self.data.lock:
+            self._store(key[PK]["S"], key[SK]["S"], None, "DeleteItem")
 
     def _in_old_set(self, status: str, item_id: str) -> bool:
         """The adapter's consistent GetItem of the id's old set, under the lock."""
@@ -1548,6 +1557,16 @@ class MemoryItemStore:
 
     def denied(self, consistent: bool = False) -> frozenset[str]:
         return self.list_taken_down(DELETED, consistent=consistent).ids
+
+    def mark_skeletons(self, item_ids: Sequence[str]) -> int:
+        """The adapter's consistent BatchGetItem of the markers, then a PutItem per missing one."""
+        markers = sorted({skeleton_marker(item_id) for item_id in item_ids})
+        missing = set(markers) - self.taken_down_among(markers, SKELETONS, consistent=True)
+        with self.data.lock:
+            for marker in sorted(missing):
+                key = marker_key(SKELETONS, marker)
+                self._store(key[PK]["S"], key[SK]["S"], dict(key), "PutItem")
+        return len(missing)
 
     def migrate_takedown_sets(self) -> int:
         """The adapter's migration: each old set's ids to markers (if the record still has the status), then the

@@ -49,14 +49,18 @@ def migrate(ctx: click.Context, segments: int) -> None:
 
     The board table: aggregates and past entries whose ``v_<kind>`` still hold counts (before the coarse index,
     docs/coarse-index.md) get ``n_<kind>`` and the buckets. The items table: hidden and deleted ids kept in String
-    Sets move to their own markers. The functions read and write either shape meanwhile (a write converts the item
-    it touches first), so nothing waits for it; a second run converts nothing.
+    Sets move to their own markers, and each deleted id gets the skeleton marker that refuses its look-alikes
+    (docs/bad-input.md, "Look-alike ids"). The functions read and write either shape meanwhile (a write converts the
+    item it touches first), so nothing waits for it; a second run converts nothing.
     """
     rt = runtime(ctx)
     with one_line_errors():
         moved = rt.items.migrate_takedown_sets()
+        marked = rt.items.mark_skeletons(sorted(rt.items.denied(consistent=True)))
         converted = rt.board.migrate(segments)
     console.print(f"migrated: {converted} aggregate(s) and past entries converted, {moved} takedown id(s) moved")
+    if marked:
+        console.print(f"look-alikes: {marked} deleted id(s) marked by their skeleton")
 
 
 @click.command()
@@ -68,13 +72,17 @@ def rebuild(ctx: click.Context, segments: int) -> None:
     For recovery after an outage longer than the stream's 24-hour retention, or a lost leaderboard table. Safe while
     traffic flows (the aggregator's own compare-and-set) and safe to run twice, so an interrupted rebuild is resumed
     by running it again. It first moves the hidden and deleted ids an earlier release kept in String Sets to their
-    own markers (docs/deploy.md, "Upgrading": takedown markers).
+    own markers (docs/deploy.md, "Upgrading": takedown markers) and marks the skeleton of each deleted id that has
+    no marker of it (docs/bad-input.md, "Look-alike ids").
     """
     rt = runtime(ctx)
     with one_line_errors():
         moved = rt.items.migrate_takedown_sets()
         if moved:
             console.print(f"takedowns: {moved} id(s) moved from the sets of an earlier release to markers")
+        marked = rt.items.mark_skeletons(sorted(rt.items.denied(consistent=True)))
+        if marked:
+            console.print(f"look-alikes: {marked} deleted id(s) marked by their skeleton")
         progress = recovery.RebuildProgress.fresh(segments)
         columns = [TextColumn("rebuild"), BarColumn(), MofNCompleteColumn(), TextColumn("items"), TimeElapsedColumn()]
         with Progress(*columns, console=console, transient=True) as bar:

@@ -34,6 +34,9 @@ DEFAULT_CREATED_SHARDS = 8
 # A hidden item: it leaves every board and period but keeps counting, so unhide restores it.
 HIDDEN = "hidden"
 DELETED = "deleted"  # a tombstone: the id has a deny marker and its counts are removed
+# Not a status but a kind of marker: one per skeleton of a deleted id (domain/items/lookalike.py), listed and looked up
+# as the takedown markers are (their "ids" are lookalike.skeleton_marker's).
+SKELETONS = "skeletons"
 MAX_REASON_CHARS = 500
 
 
