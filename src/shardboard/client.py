@@ -276,20 +276,35 @@ class Recorder:
         atexit.register(self.close)
 
     # -- recording
-    def record(self, item_id: str, count: int = 1, boards: Iterable[str] = (), viewer: str | None = None) -> None:
+    def record(
+        self,
+        item_id: str,
+        count: int = 1,
+        boards: Iterable[str] = (),
+        viewer: str | None = None,
+        user_agent: str | None = None,
+    ) -> None:
         """Buffer ``count`` views of ``item_id`` on the global board and each of ``boards``, counted in the period
         of now. Bad input raises BadInput (a ValueError) and buffers nothing. Blocks while a flush makes room when
         the buffer is full; raises BufferFull when it cannot, RecorderClosed after close().
 
         ``viewer`` (1-128 printable characters; ``count`` must then be 1): the view counts once per viewer, item and
-        dedupe window, in its own write (not coalesced); see the module's documentation.
+        dedupe window, in its own write (not coalesced); see the module's documentation. ``user_agent``: the
+        visitor's User-Agent; a known crawler's views count on the reserved board ``bots`` only.
         """
         now = self._clock()
         # The API's rules, RequireItems (UnknownItem) and the Boards policy (BoardNotAllowed, a BadInput): a refused
         # call buffers nothing.
         names = tuple(boards) if isinstance(boards, set | frozenset) else boards
         accepted = recording.accept(
-            self._admission, self.settings.anchor, [item_id], count, boards=names, viewer=viewer, at=now
+            self._admission,
+            self.settings.anchor,
+            [item_id],
+            count,
+            boards=names,
+            viewer=viewer,
+            at=now,
+            user_agent=user_agent,
         )
         item_id, count, who = accepted.item_ids[0], accepted.count, accepted.viewer
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())

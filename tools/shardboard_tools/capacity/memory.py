@@ -138,7 +138,7 @@ from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_
 from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
 from shardboard.domain.aggregating.batch import ShardMove, views_added
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, is_reserved
 from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
     DELETED,
@@ -1251,6 +1251,8 @@ def _counted(
     new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
     for attribute in (VIEWS, *(board_counter(board) for board in boards)):
         new[attribute] = {"N": str(_number(new, attribute) + count)}
+    if any(is_reserved(board) for board in boards):  # a crawler's view: the global counter is added 0 (views_table)
+        new[VIEWS] = {"N": str(_number(old or {}, VIEWS))}
     return new
 
 

@@ -60,17 +60,30 @@ def init(ctx: click.Context) -> None:
     help="Who viewed (a user id or a hashed IP, 1-128 printable characters): each ITEM counts once per viewer and"
     " DedupeWindow; a view seen already is reported as a duplicate and writes nothing. Needs --count 1.",
 )
+@click.option(
+    "--user-agent",
+    metavar="UA",
+    help="The visitor's User-Agent: a known crawler's views count on the reserved board bots only.",
+)
 @click.pass_context
-def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple[str, ...], viewer: str | None) -> None:
+def record(
+    ctx: click.Context,
+    items: tuple[str, ...],
+    count: int,
+    boards: tuple[str, ...],
+    viewer: str | None,
+    user_agent: str | None,
+) -> None:
     """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
     write shard, in today's anchor bucket. With --viewer, one transaction per ITEM that also puts the viewer's
-    dedupe marker (docs/honest-counts.md)."""
+    dedupe marker (docs/honest-counts.md). With --user-agent of a known crawler, on the board bots only."""
     from shardboard.services import recording
 
     rt = runtime(ctx)
     with one_line_errors():
         # Every ITEM passes every rule (RequireItems and the Boards policy included) before the first write.
-        done = recording.record_each(recording.ViewWrites.of(rt.stores()), items, count, list(boards), viewer)
+        writes = recording.ViewWrites.of(rt.stores())
+        done = recording.record_each(writes, items, count, list(boards), viewer, user_agent=user_agent)
     results = done.recorded
     units = sum(r.write_units for r in results)
     on = ", ".join(done.boards)
