@@ -105,7 +105,7 @@ def post_views(
         raise
     if any(is_reserved(name) for name in done.boards):
         metrics.add_metric(name="CrawlerViews", unit=MetricUnit.Count, value=count)
-    return answer(done.recorded[0], viewer is not None, done.boards)
+    return answer(done.recorded[0], done.viewed, done.boards)
 
 
 def writes() -> recording.ViewWrites:

@@ -110,6 +110,7 @@ class Recording:
 
     recorded: list[Recorded]
     boards: list[str]
+    viewed: bool = False  # a viewer's view (named, or a browser's anonymous id): answered with its duplicate flag
 
 
 def accept(
@@ -176,7 +177,7 @@ def record(
     wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
     with within(writes.views, wanted):
         recorded = _write(writes, accepted, accepted.item_ids[0], key)
-    return Recording([recorded], _counted_on(writes.settings, accepted))
+    return Recording([recorded], _counted_on(writes.settings, accepted), who is not None)
 
 
 def record_each(

@@ -66,7 +66,7 @@ def init(ctx: click.Context) -> None:
     help="The visitor's User-Agent: a known crawler's views count on the reserved board bots only.",
 )
 @click.pass_context
-def record(
+def record(  # noqa: PLR0917 (click passes every option by position)
     ctx: click.Context,
     items: tuple[str, ...],
     count: int,
