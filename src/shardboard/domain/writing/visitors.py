@@ -45,6 +45,8 @@ def _crawler_patterns() -> Any:
     """The package's patterns as one RE2 automaton, compiled once per process."""
     options = re2.Options()
     options.max_mem = _DFA_MEMORY
+    # Only whether it matches: without capture groups a match never leaves the DFA for the slower engines.
+    options.never_capture = True
     joined = "|".join(f"(?:{entry['pattern']})" for entry in crawleruseragents.CRAWLER_USER_AGENTS_DATA)
     return re2.compile(joined, options)
 
