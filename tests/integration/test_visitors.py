@@ -208,3 +208,32 @@ def test_a_user_agent_must_be_a_short_string():
     for bad in (7, "x" * 1025):
         with pytest.raises(BadInput, match="user_agent"):
             recording.accept(writes, "day", ["a"], user_agent=bad)
+
+
+def test_the_local_gateway_answers_cors_as_the_template_says(make_pipeline):
+    from shardboard_tools.local.gateway import Gateway, Request
+
+    # Given `shardboard serve`'s gateway on a stack that names no origins: any page may call it
+    pipeline = make_pipeline()
+    gateway = Gateway.from_template(pipeline.runtime.template)
+    preflight = gateway.handle(
+        Request.of("OPTIONS", "/views", {"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
+    )
+    assert preflight.status == 204 and preflight.headers["Access-Control-Allow-Origin"] == "*"
+    read = gateway.handle(Request.of("GET", "/leaderboard", {"Origin": "null"}))
+    assert (
+        read.headers["Access-Control-Allow-Origin"] == "*" and "etag" in read.headers["Access-Control-Expose-Headers"]
+    )
+    # And told otherwise (PublicViews names the site): only that page's origin is answered
+    named = make_pipeline(PublicViews="https://example.com")
+    strict = Gateway.from_template(named.runtime.template)
+    assert (
+        strict.handle(Request.of("GET", "/leaderboard", {"Origin": "https://example.com"})).headers[
+            "Access-Control-Allow-Origin"
+        ]
+        == "https://example.com"
+    )
+    assert (
+        "Access-Control-Allow-Origin"
+        not in strict.handle(Request.of("GET", "/leaderboard", {"Origin": "https://evil.example"})).headers
+    )
