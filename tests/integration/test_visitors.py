@@ -237,3 +237,39 @@ def test_the_local_gateway_answers_cors_as_the_template_says(make_pipeline):
         "Access-Control-Allow-Origin"
         not in strict.handle(Request.of("GET", "/leaderboard", {"Origin": "https://evil.example"})).headers
     )
+
+
+def test_shardboard_record_takes_a_user_agent_and_boards_shows_bot_views(monkeypatch):
+    from click.testing import CliRunner
+    from moto import mock_aws
+
+    from shardboard_tools.cli import main
+    from shardboard_tools.template import Template
+
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    for name in Template.load().function_environment():
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+    with mock_aws():
+
+        def cli(*args):
+            result = runner.invoke(main, ["-p", "Periods=day", *args], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            return result.output
+
+        cli("init")
+        # Given a crawler's views of two items, one named for cats, and a person's view
+        assert "on bots, bots:cats" in cli("record", "a", "-n", "2", "--board", "cats", "--user-agent", GOOGLEBOT)
+        cli("record", "b", "--user-agent", GOOGLEBOT)
+        assert "on global, cats" in cli("record", "c", "--board", "cats", "--user-agent", CHROME)
+        cli("process", "--drain")
+        cli("snapshot")
+        # Then `boards` lists the public boards with the crawlers' views that named each, per period
+        listed = {row["board"]: row["bot_views"] for row in json.loads(cli("boards", "--json"))["boards"]}
+        today = f"day/{datetime.now(UTC).date().isoformat()}"
+        assert listed == {"global": {"all": 3, today: 3}, "cats": {"all": 2, today: 2}}
+        assert "bot views" in cli("boards")
+        # And a writer may not name the reserved board
+        refused = runner.invoke(main, ["record", "d", "--board", "bots"])
+        assert refused.exit_code == 2 and "reserved" in refused.output
