@@ -35,6 +35,7 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.items import records as items
+from shardboard.domain.items.records import ItemRecord
 from shardboard.domain.periods import ALL, Period, parse_time, period_from_bucket
 from shardboard.domain.ports import RetrySafeViewCounters, Throttled
 from shardboard.domain.publishing.gather import RankedEntry
@@ -51,6 +52,9 @@ from shardboard.domain.writing.recording import (
     write_views_once,
     writer_shard,
 )
+from shardboard.schema import Item as ItemView
+from shardboard.schema import RankedItem
+from shardboard.services import items as items_service
 from shardboard.services import reading, recording
 from shardboard.services.reading import NoSnapshot
 from shardboard.services.stack import published_settings
@@ -59,6 +63,7 @@ from shardboard.settings import DEFAULT_STACK, Settings
 
 BadInput = validation.BadInput
 UnknownItem = items.UnknownItem
+NoItem = reading.NoItem
 log = logging.getLogger("shardboard.client")
 
 # Concurrent counter writes per flush: a flush of 10,000 keys is 10,000 small writes.
@@ -276,20 +281,35 @@ class Recorder:
         atexit.register(self.close)
 
     # -- recording
-    def record(self, item_id: str, count: int = 1, boards: Iterable[str] = (), viewer: str | None = None) -> None:
+    def record(
+        self,
+        item_id: str,
+        count: int = 1,
+        boards: Iterable[str] = (),
+        viewer: str | None = None,
+        user_agent: str | None = None,
+    ) -> None:
         """Buffer ``count`` views of ``item_id`` on the global board and each of ``boards``, counted in the period
         of now. Bad input raises BadInput (a ValueError) and buffers nothing. Blocks while a flush makes room when
         the buffer is full; raises BufferFull when it cannot, RecorderClosed after close().
 
         ``viewer`` (1-128 printable characters; ``count`` must then be 1): the view counts once per viewer, item and
-        dedupe window, in its own write (not coalesced); see the module's documentation.
+        dedupe window, in its own write (not coalesced); see the module's documentation. ``user_agent``: the
+        visitor's User-Agent; a known crawler's views count on the reserved board ``bots`` only.
         """
         now = self._clock()
         # The API's rules, RequireItems (UnknownItem) and the Boards policy (BoardNotAllowed, a BadInput): a refused
         # call buffers nothing.
         names = tuple(boards) if isinstance(boards, set | frozenset) else boards
         accepted = recording.accept(
-            self._admission, self.settings.anchor, [item_id], count, boards=names, viewer=viewer, at=now
+            self._admission,
+            self.settings.anchor,
+            [item_id],
+            count,
+            boards=names,
+            viewer=viewer,
+            at=now,
+            user_agent=user_agent,
         )
         item_id, count, who = accepted.item_ids[0], accepted.count, accepted.viewer
         seen = None if who is None else Seen.of(who, self.settings.dedupe_window_seconds, now.timestamp())
@@ -556,6 +576,49 @@ if hasattr(os, "register_at_fork"):
 
 # ----------------------------------------------------------------------------------------------------- reading
 @dataclass(frozen=True)
+class Entry(RankedEntry):
+    """An entry as ``GET /leaderboard`` carries it: rank, id, views, movement, and where the board has them,
+    trending's ``score`` and ``recent`` views and the item's metadata (``meta``: PUT /item, the first PageSize)."""
+
+    score: float | None = None
+    recent: dict[str, int] | None = None
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, item: RankedItem) -> Entry:
+        return cls(**item.model_dump())
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page of a ranked version, as ``GET /leaderboard?offset=`` or ``?cursor=`` answers it: its entries from
+    ``offset`` and the ``cursor`` to the next page of the same version (None: the walk is over)."""
+
+    board: str
+    generated_at: datetime
+    offset: int
+    items: tuple[Entry, ...]
+    cursor: str | None
+
+
+@dataclass(frozen=True)
+class NewestItems:
+    """A page of the newest items (their records, newest first) and the cursor to the next (None: no more)."""
+
+    items: tuple[ItemRecord, ...]
+    cursor: str | None
+
+
+def _iso_or_none(value: datetime | str | None) -> str | None:
+    """A time as the query string carries it: ISO-8601 (a naive datetime means UTC)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+    raise BadInput(f"a time must be a datetime or an ISO-8601 string, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
 class Standings:
     """A leaderboard as ``GET /leaderboard`` returns it: the board, the period, when the snapshot was taken and the
     entries best first (competition ranks: equal views share a rank, 1, 2, 2, 4)."""
@@ -563,7 +626,10 @@ class Standings:
     board: str
     period: Period  # kind "all" (start and end None), or a calendar period with its UTC bounds
     generated_at: datetime
-    items: tuple[RankedEntry, ...]
+    items: tuple[Entry, ...]
+    # Today's answer: a cursor at offset 0 of the ranked version (Leaderboard.page(cursor=...) walks it); None
+    # without ranked versions, and on windows.
+    walk: str | None = None
 
     def rank_of(self, item_id: str) -> int | None:
         """``item_id``'s rank among these entries, or None when it is not one of them."""
@@ -578,11 +644,8 @@ class Leaderboard:
         settings to use instead of those the stack published (it names the tables itself)."""
         self.client = _dynamodb(session)
         self.settings = settings or _stack_settings(self.client, stack)
-        self._reads = reading.BoardReads(
-            BoardStore(self.client, self.settings.board_table),
-            ItemStore(self.client, self.settings.items_table),
-            self.settings,
-        )
+        self._items = ItemStore(self.client, self.settings.items_table)
+        self._reads = reading.BoardReads(BoardStore(self.client, self.settings.board_table), self._items, self.settings)
 
     def top(
         self,
@@ -616,11 +679,61 @@ class Leaderboard:
             board=top.document.board,
             period=shown,
             generated_at=parse_time(top.document.generated_at),
-            items=tuple(
-                RankedEntry(entry.rank, entry.id, entry.views, entry.previous_rank, entry.day_before_rank)
-                for entry in top.document.items[:limit]
-            ),
+            items=tuple(Entry.of(entry) for entry in top.document.items[:limit]),
+            walk=top.document.walk,
         )
+
+    def page(
+        self,
+        board: str = GLOBAL_BOARD,
+        period: str = ALL,
+        at: datetime | str | None = None,
+        *,
+        offset: int | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page:
+        """What ``GET /leaderboard?offset=&limit=`` (or ``?cursor=``) answers: entries of the period's ranked version
+        from ``offset`` (0-based), or the next page of the version ``cursor`` pins (a cursor alone names its own
+        board and period). The head and one BatchGetItem. Raises BadInput (an expired or tampered cursor too),
+        NoSnapshot."""
+        if cursor is not None and board == GLOBAL_BOARD and period == ALL and at is None:
+            found = reading.page(self._reads, offset=offset, limit=limit, cursor=cursor)
+        else:
+            found = reading.page(
+                self._reads, board=board, period=period, at=self._moment(at), offset=offset, limit=limit, cursor=cursor
+            )
+        return Page(
+            board=found.board,
+            generated_at=parse_time(found.generated_at),
+            offset=found.offset or 0,
+            items=tuple(Entry.of(entry) for entry in found.items),
+            cursor=found.cursor,
+        )
+
+    def item(self, item_id: str) -> ItemView:
+        """What ``GET /item?id=`` answers: the item's metadata (when it was created with PUT /item), its takedown
+        status and its exact all-time views. Raises NoItem (a LookupError) when it has neither, BadInput."""
+        return reading.item(self._reads, item_id)
+
+    def newest(
+        self,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> NewestItems:
+        """What ``GET /items?created_after=`` answers: items created in [after, before), newest first, ``limit``
+        (1-100, 100 by default) of them and the cursor to the next page (None: no more)."""
+        found = items_service.newest_page(
+            self._items,
+            _iso_or_none(created_after),
+            _iso_or_none(created_before),
+            None if limit is None else str(limit),
+            cursor,
+        )
+        return NewestItems(tuple(found.items), found.cursor)
 
     def rank(
         self, item_id: str, board: str = GLOBAL_BOARD, period: str = ALL, at: datetime | str | None = None

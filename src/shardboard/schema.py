@@ -28,10 +28,17 @@ from shardboard.domain.publishing.snapshot import leaderboard_json
 # The closed set of error codes an HTTP error body carries (README "HTTP API", docs/bad-input.md). API Gateway's own
 # refusals (401/403 authorization, 429 stage throttle) are answered before any function runs, with {"message"} only.
 ErrorCode = Literal[
-    "bad_request", "not_found", "board_not_allowed", "idempotency_key_reused", "rate_limited", "throttled"
+    "bad_request",
+    "origin_not_allowed",
+    "not_found",
+    "board_not_allowed",
+    "idempotency_key_reused",
+    "rate_limited",
+    "throttled",
 ]
 ERROR_STATUS: dict[str, int] = {
     "bad_request": 400,
+    "origin_not_allowed": 403,
     "not_found": 404,
     "board_not_allowed": 422,
     "idempotency_key_reused": 422,
@@ -45,7 +52,8 @@ class Error(BaseModel):
 
     message: str = Field(description="Why, in one line.")
     code: ErrorCode = Field(
-        description="bad_request (400), not_found (404), board_not_allowed (422), idempotency_key_reused (422),"
+        description="bad_request (400), origin_not_allowed (403), not_found (404), board_not_allowed (422), "
+        "idempotency_key_reused (422),"
         " rate_limited (429) or "
         "throttled (503)."
     )
@@ -90,6 +98,16 @@ Viewer = Annotated[
     ),
 ]
 
+UserAgent = Annotated[
+    Annotated[str, Field(max_length=validation.MAX_USER_AGENT_CHARS)] | SkipJsonSchema[None],
+    BeforeValidator(validation.user_agent),
+    Field(
+        description="The User-Agent of the visitor this view is recorded for (a backend recording for its visitor): "
+        "a known crawler's view counts on the reserved board bots only (docs/honest-counts.md). Absent: a JSON body "
+        "is counted as it is; a text/plain body (navigator.sendBeacon) is judged by the request's own User-Agent.",
+    ),
+]
+
 
 class ViewRequest(BaseModel):
     """``POST /views``: the views of one item, recorded in one counter write on every board named."""
@@ -100,6 +118,7 @@ class ViewRequest(BaseModel):
     count: ViewCount = 1
     boards: BoardNames = Field(default_factory=list)
     viewer: Viewer = None
+    user_agent: UserAgent = None
 
     @model_validator(mode="after")
     def _one_view_per_viewer(self) -> ViewRequest:

@@ -93,7 +93,11 @@ PUBLISHED_VARIABLES: dict[str, str] = {
     "REQUIRE_ITEMS": "require_items",
     "PAGE_SIZE": "page_size",
     "SNAPSHOT_SPARE": "snapshot_spare",
+    "ALLOWED_ORIGINS": "allowed_origins",
+    "ANONYMOUS_VIEWERS": "anonymous_viewers",
 }
+# Any origin may send views from a browser (PublicViews=true, `shardboard serve`): what ALLOWED_ORIGINS holds then.
+ANY_ORIGIN = "*"
 
 
 def table_name(stack: str, table: str) -> str:
@@ -162,6 +166,11 @@ class Settings:
     board_policy: BoardPolicy = DEFAULT_POLICY
     # EventBusName: the EventBridge bus the snapshot job publishes board events to (docs/events.md); "" = none.
     event_bus: str = ""
+    # The pages whose browsers may send views (the Origin header of POST /views): PublicViews's origins, or "*".
+    allowed_origins: tuple[str, ...] = (ANY_ORIGIN,)
+    # A browser's view (a text/plain body) without a viewer gets a daily anonymous id (docs/honest-counts.md); a
+    # site opts out with AnonymousViewers "false" (template Mappings, Tuning/Views).
+    anonymous_viewers: bool = True
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -335,7 +344,25 @@ class Settings:
             snapshot_spare=integer("SNAPSHOT_SPARE", defaults.snapshot_spare),
             board_policy=board_policy(env.get("BOARDS"), defaults.board_policy),
             event_bus=env.get("EVENT_BUS_NAME", defaults.event_bus),
+            allowed_origins=origins(env.get("ALLOWED_ORIGINS"), defaults.allowed_origins),
+            anonymous_viewers=env.get("ANONYMOUS_VIEWERS", str(defaults.anonymous_viewers)).lower()
+            in ("1", "true", "yes"),
         )
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        """Whether a request from ``origin`` (its Origin header; None: not a browser's) may record views."""
+        return origin is None or ANY_ORIGIN in self.allowed_origins or origin in self.allowed_origins
+
+
+def origins(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """ALLOWED_ORIGINS: "*" or origins (``https://example.com``) separated by spaces or commas."""
+    if raw is None or not raw.strip():
+        return default
+    found = tuple(part for part in raw.replace(",", " ").split() if part)
+    for origin in found:
+        if origin != ANY_ORIGIN and not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise ConfigError(f"ALLOWED_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) nor *")
+    return found
 
 
 def periods(raw: str | None, default: tuple[str, ...]) -> tuple[str, ...]:

@@ -13,11 +13,13 @@ from typing import Any, Protocol
 
 import pytest
 
+from shardboard.adapters.shards_table import DailyKeyStore
 from shardboard.domain.ports import (
     AllowanceCounters,
     Board,
     CounterImports,
     CounterReads,
+    DailyKeys,
     ItemCatalog,
     RetrySafeViewCounters,
     ShardMetadataStore,
@@ -25,6 +27,7 @@ from shardboard.domain.ports import (
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.memory import (
     MemoryBoardStore,
+    MemoryDailyKeys,
     MemoryItemStore,
     MemoryShardMetadataStore,
     MemoryViewStore,
@@ -50,6 +53,7 @@ class Ports:
     shards: ShardMetadataStore
     stream: Callable[[], list[dict[str, Any]]]
     items: ItemCatalog
+    keys: DailyKeys
 
     def counter_records(self) -> list[dict[str, Any]]:
         """The base stream's counter records. moto also emits a key-only INSERT before the one an UpdateItem that
@@ -59,7 +63,10 @@ class Ports:
 
 def dynamodb_ports(name: str, runtime: Runtime) -> Ports:
     pipeline = Pipeline(runtime)
-    return Ports(name, runtime.views, runtime.board, runtime.shard_metadata, pipeline.stream_records, runtime.items)
+    keys = DailyKeyStore(runtime.dynamodb, runtime.settings.shards_table)
+    return Ports(
+        name, runtime.views, runtime.board, runtime.shard_metadata, pipeline.stream_records, runtime.items, keys
+    )
 
 
 def memory_ports() -> Ports:
@@ -72,6 +79,7 @@ def memory_ports() -> Ports:
         MemoryShardMetadataStore(emulator),
         lambda: views.stream,
         MemoryItemStore(emulator),
+        MemoryDailyKeys(emulator),
     )
 
 

@@ -35,7 +35,15 @@ def test_every_error_answer_is_the_one_error_shape():
     api = document()
     error = api["components"]["schemas"]["Error"]
     assert error["required"] == ["message", "code"]
-    codes = ["bad_request", "not_found", "board_not_allowed", "idempotency_key_reused", "rate_limited", "throttled"]
+    codes = [
+        "bad_request",
+        "origin_not_allowed",
+        "not_found",
+        "board_not_allowed",
+        "idempotency_key_reused",
+        "rate_limited",
+        "throttled",
+    ]
     assert error["properties"]["code"]["enum"] == codes
     for path, operations in api["paths"].items():
         for method, operation in operations.items():

@@ -116,8 +116,8 @@ def test_a_malformed_published_value_is_refused_by_name(name: str, value: str) -
     [
         (["WriteShards"], {"WRITE_SHARDS"}),
         (["Periods", "TopN"], {"PERIODS", "TOP_N"}),
-        # through the OpenViews condition: the per-client limits exist only with PublicViews
-        (["PublicViews"], {"VIEWS_PER_IP_PER_MINUTE", "VIEWS_PER_VIEWER_PER_MINUTE"}),
+        # through the OpenViews condition: the per-client limits exist only with PublicViews; its origins too
+        (["PublicViews"], {"VIEWS_PER_IP_PER_MINUTE", "VIEWS_PER_VIEWER_PER_MINUTE", "ALLOWED_ORIGINS"}),
         (["ViewsPerIpPerMinute"], {"VIEWS_PER_IP_PER_MINUTE"}),
         (["AlarmEmail", "LogRetentionDays"], set()),
     ],

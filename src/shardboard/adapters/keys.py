@@ -155,6 +155,14 @@ def shards_pk(item_id: str) -> str:
     return f"shards#{item_id}"
 
 
+# The shards table, never the views table, holds each UTC day's key of anonymous viewer ids (TTL: expires_at).
+DAILY_KEY = "key"
+
+
+def daily_key_pk(day: str) -> str:
+    return f"daily-key#{day}"
+
+
 def applied_attr(shard: int) -> str:
     return f"{APPLIED_PREFIX}{shard}"
 

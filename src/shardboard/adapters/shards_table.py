@@ -10,6 +10,8 @@ from botocore.exceptions import ClientError
 
 from shardboard.adapters.dynamodb import CONDITION_FAILED, error_code, int_of, n_attr, s_attr
 from shardboard.adapters.keys import (
+    DAILY_KEY,
+    EXPIRES_AT,
     ITEM_ID,
     LAST_UPDATED,
     MAX_SHARDS,
@@ -19,6 +21,7 @@ from shardboard.adapters.keys import (
     REVIEWED_AT,
     REVIEWED_VIEWS,
     SHARD_HISTORY,
+    daily_key_pk,
     shards_pk,
 )
 from shardboard.domain.ports import ShardMetadata
@@ -130,3 +133,24 @@ class ShardMetadataStore:
             if "LastEvaluatedKey" not in response:
                 return found
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+class DailyKeyStore:
+    """Anonymous viewers' daily keys (``DailyKeys``), in the shards table: apart from the views, deleted by TTL."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def daily_key(self, day: str, candidate: bytes, expires_at: int) -> bytes:
+        """One UpdateItem: ``if_not_exists`` keeps the first writer's key, and every writer reads back the stored
+        one, so all containers hash a day's visitors under one key."""
+        response = self.client.update_item(
+            TableName=self.table,
+            Key={PK: s_attr(daily_key_pk(day))},
+            UpdateExpression="SET #key = if_not_exists(#key, :key), #expires = if_not_exists(#expires, :expires)",
+            ExpressionAttributeNames={"#key": DAILY_KEY, "#expires": EXPIRES_AT},
+            ExpressionAttributeValues={":key": {"B": candidate}, ":expires": n_attr(expires_at)},
+            ReturnValues="ALL_NEW",
+        )
+        return bytes(response["Attributes"][DAILY_KEY]["B"])

@@ -44,7 +44,7 @@ from shardboard.adapters.keys import (
     writer_attr,
 )
 from shardboard.domain.aggregating.countable import board_of
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, is_reserved
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, Allowance, CounterSet, Throttled, ThrottleScope
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
@@ -452,7 +452,9 @@ def _counter_update(
     """The counter write of a view (UpdateItem parameters, or a transaction's Update): ``ADD`` ``count`` to
     ``views`` and to each named board's counter on one write shard's item of the anchor bucket."""
     names = {"#views": VIEWS, "#item": ITEM_ID, "#shard": SHARD, "#bucket": BUCKET}
-    adds = ["#views :count"]
+    # A crawler's view counts on the reserved boards alone: the global counter is added 0, so it exists (the
+    # aggregator's filter and decoder want it) but no global step is emitted.
+    adds = ["#views :zero" if any(is_reserved(board) for board in boards) else "#views :count"]
     for position, board in enumerate(boards):
         names[f"#b{position}"] = board_counter(board)
         adds.append(f"#b{position} :count")
@@ -463,6 +465,7 @@ def _counter_update(
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": {
             ":count": n_attr(count),
+            **({":zero": n_attr(0)} if adds[0] == "#views :zero" else {}),
             ":item": s_attr(item_id),
             ":shard": n_attr(shard),
             ":bucket": s_attr(bucket),

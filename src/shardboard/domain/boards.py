@@ -26,7 +26,19 @@ from shardboard.domain.errors import BadInput
 
 GLOBAL_BOARD = "global"
 # A board name: 1-64 of [a-z0-9_.:-] ("cats", "user:123"); no '#', so keys that embed it stay unambiguous.
-BOARD_NAME = re.compile(r"[a-z0-9_.:-]{1,64}")
+BOARD_NAME_MAX = 64
+BOARD_NAME = re.compile(rf"[a-z0-9_.:-]{{1,{BOARD_NAME_MAX}}}")
+# Crawlers' views count here and on bots:<board> instead of the boards they name (domain/writing/visitors.py): names
+# no writer may give.
+BOTS_BOARD = "bots"
+BOTS_PREFIX = "bots:"
+
+
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` is a board only the stack writes: ``bots`` and ``bots:<board>``."""
+    return name == BOTS_BOARD or name.startswith(BOTS_PREFIX)
+
+
 MAX_BOARDS_PER_VIEW = 8
 
 # The template's Boards default: open to writers, up to 1,000 distinct category boards.

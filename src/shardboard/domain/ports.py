@@ -233,6 +233,15 @@ class SeenViewCounters(ViewCounters, Protocol):
         ...
 
 
+class DailyKeys(Protocol):
+    """The keys anonymous viewer ids are hashed under, one per UTC day, kept apart from the views and deleted (TTL)
+    after their day (domain/writing/visitors.py)."""
+
+    def daily_key(self, day: str, candidate: bytes, expires_at: int) -> bytes:
+        """``day``'s key: the one stored, or ``candidate`` stored now with its expiry (the first caller wins)."""
+        ...
+
+
 class AllowanceCounters(Protocol):
     """Rate-limit allowances (docs/honest-counts.md "Rate limits"): one counter per (client, window) of the views
     table, written by the views-table adapter and mirrored in memory."""

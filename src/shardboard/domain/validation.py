@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW
+from shardboard.domain.boards import BOARD_NAME, GLOBAL_BOARD, MAX_BOARDS_PER_VIEW, is_reserved
 from shardboard.domain.errors import BadInput as BadInput  # noqa: PLC0414 - re-exported as validation.BadInput
 from shardboard.domain.periods import ALL, PeriodError, parse_time, utc
 from shardboard.domain.windows import Window
@@ -161,6 +161,9 @@ def boards(value: Any) -> tuple[str, ...]:
         raise BadInput(f"boards must be a list of board names, got {type(value).__name__}")
     names = list(dict.fromkeys(board_name(name) for name in value))
     names = [name for name in names if name != GLOBAL_BOARD]
+    for name in names:
+        if is_reserved(name):
+            raise BadInput(f"board {name!r} is reserved: crawlers' views count there (docs/honest-counts.md)")
     if len(names) > MAX_BOARDS_PER_VIEW:
         raise BadInput(f"a view may name at most {MAX_BOARDS_PER_VIEW} boards, got {len(names)}")
     return tuple(names)
@@ -179,6 +182,21 @@ def viewer(value: Any) -> str | None:
     for position, char in enumerate(value):
         if not char.isprintable():
             raise BadInput(f"viewer contains a non-printable character (U+{ord(char):04X}) at position {position}")
+    return value
+
+
+# A User-Agent header is rarely over 500 characters; 1,024 leaves room and bounds what a crawler match reads.
+MAX_USER_AGENT_CHARS = 1_024
+
+
+def user_agent(value: Any) -> str | None:
+    """Return ``value`` if it is a user agent to judge (None: none given): a string of at most 1,024 characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"user_agent must be a string, got {type(value).__name__}")
+    if len(value) > MAX_USER_AGENT_CHARS:
+        raise BadInput(f"user_agent must be at most {MAX_USER_AGENT_CHARS} characters, got {len(value)}")
     return value
 
 

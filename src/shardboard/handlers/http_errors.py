@@ -28,6 +28,7 @@ from shardboard.domain.writing.rate_limit import RateLimited
 from shardboard.handlers.observability import logger, metrics
 from shardboard.schema import ERROR_STATUS, Error, ErrorCode
 from shardboard.services.reading import NoItem, NoSnapshot
+from shardboard.services.recording import OriginNotAllowed
 from shardboard.services.takedowns import NothingToTakeDown
 
 # Seconds a throttled client waits before retrying: DynamoDB's partition and table limits are per second.
@@ -64,6 +65,13 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(Throttled)(throttled)
     app.exception_handler(RateLimited)(rate_limited)
     app.exception_handler(IdempotencyKeyReused)(key_reused)
+    app.exception_handler(OriginNotAllowed)(origin_not_allowed)
+
+
+def origin_not_allowed(refused: OriginNotAllowed) -> Response[dict[str, Any]]:
+    """A browser's view from a page the stack does not take (PublicViews names the site's origins): nothing written."""
+    metrics.add_metric(name="OriginRefusedViews", unit=MetricUnit.Count, value=1)
+    return error("origin_not_allowed", str(refused))
 
 
 def bad_input(refused: BadInput) -> Response[dict[str, Any]]:

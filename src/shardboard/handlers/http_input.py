@@ -47,6 +47,14 @@ def once(values: dict[str, list[str]], name: str) -> str:
     return found[0] if found else ""
 
 
+def beacon(event: dict[str, Any]) -> bool:
+    """Whether the request's body is ``text/plain``: what a page's navigator.sendBeacon(url, string) sends (a CORS
+    simple request), as opposed to a program's JSON."""
+    headers = event.get("headers") or {}
+    given = next((value for name, value in headers.items() if name.lower() == "content-type"), "")
+    return str(given).split(";", 1)[0].strip().lower() == "text/plain"
+
+
 def json_request(event: dict[str, Any]) -> dict[str, Any]:
     """The event with its body as JSON text, whatever its Content-Type (a beacon sends text/plain), as POST /views
     has always read it; Powertools' validation would otherwise parse forms or refuse other types.

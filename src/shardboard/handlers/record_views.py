@@ -24,6 +24,11 @@ once per key within 24 hours of the key's first use (docs/honest-counts.md, "Ret
 key's marker are one transaction, a retry with the same key writes nothing and is answered as the first request was
 (same status and body, ``Idempotent-Replayed: true``), and the same key with another id, count, boards or viewer is
 answered 422 ``{"message", "code": "idempotency_key_reused"}`` (nothing written).
+
+From a browser (docs/honest-counts.md "Views from browsers"): a request whose ``Origin`` the stack does not take
+(PublicViews names the site's origins) is answered 403 ``{"message", "code": "origin_not_allowed"}``; a ``text/plain``
+body (navigator.sendBeacon) is judged by its own ``User-Agent`` and, without a viewer, gets an anonymous viewer id.
+A known crawler's view (that header, or the body's ``user_agent``) counts on the reserved boards ``bots`` only.
 """
 
 from typing import Annotated, Any
@@ -36,6 +41,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from shardboard.domain.boards import is_reserved
 from shardboard.domain.writing.idempotency import MAX_IDEMPOTENCY_KEY_CHARS, idempotency_key
 from shardboard.domain.writing.rate_limit import RateLimited
 from shardboard.domain.writing.recording import Recorded
@@ -60,6 +66,9 @@ IdempotencyKey = Annotated[
     ),
 ]
 
+# The event key that says the body came as text/plain (a page's beacon).
+_BEACON = "shardboard_beacon"
+
 app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=http_input.json_body)
 answer_errors(app)
 
@@ -70,15 +79,33 @@ def post_views(
     request: Annotated[ViewRequest, Body()], key: IdempotencyKey = None
 ) -> Response[ViewsRecorded | ViewSeen]:
     item_id, count, boards, viewer = request.as_domain()
+    event = app.current_event
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
-    caller = recording.PublicCaller(app.current_event.request_context.http.source_ip)
+    address = event.request_context.http.source_ip
+    caller = recording.PublicCaller(address)
+    # A text/plain body is a page's own beacon: its User-Agent is judged, and it may get an anonymous viewer id.
+    agent = event.headers.get("user-agent") or ""
+    browser = recording.Browser(address, agent) if event.raw_event.get(_BEACON) else None
     # A refusal raises to http_errors, nothing written: RateLimited is 429, Throttled 503, both with Retry-After.
     try:
-        done = recording.record(writes(), item_id, count, boards, viewer, key=key, caller=caller)
+        done = recording.record(
+            writes(),
+            item_id,
+            count,
+            boards,
+            viewer,
+            key=key,
+            caller=caller,
+            user_agent=request.user_agent,
+            browser=browser,
+            origin=event.headers.get("origin"),
+        )
     except RateLimited:
         metrics.add_metric(name="RateLimitedViews", unit=MetricUnit.Count, value=count)
         raise
-    return answer(done.recorded[0], viewer is not None, done.boards)
+    if any(is_reserved(name) for name in done.boards):
+        metrics.add_metric(name="CrawlerViews", unit=MetricUnit.Count, value=count)
+    return answer(done.recorded[0], done.viewed, done.boards)
 
 
 def writes() -> recording.ViewWrites:
@@ -107,4 +134,7 @@ def answer(recorded: Recorded, viewed: bool, boards: list[str]) -> Response[View
 @tracer.capture_lambda_handler
 @log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(http_input.json_request(event), context)
+    request = http_input.json_request(event)
+    # Told before json_request hid the Content-Type; a top-level key no client can set.
+    request[_BEACON] = http_input.beacon(event)
+    return app.resolve(request, context)

@@ -66,7 +66,9 @@ POST_VIEWS: dict[str, Any] = {
     "summary": "Record views of one item",
     "description": "One counter write on the global board and every board named: 202 means every view counted, "
     "any error means none did. The body is read as JSON whatever its Content-Type (navigator.sendBeacon sends "
-    "text/plain). A response can still be lost after the views counted (a timeout, a cut connection): send an "
+    "text/plain; such a body is a page's own view: its User-Agent is judged for crawlers, whose views count on the "
+    "reserved board bots only, and without a viewer it gets an anonymous viewer id, docs/honest-counts.md). A "
+    "response can still be lost after the views counted (a timeout, a cut connection): send an "
     "Idempotency-Key (1-255 printable ASCII characters, e.g. a UUID per logical request) and retry with the same "
     "key: within 24 hours of its first use the key counts once, however many retries arrive, at once or late, and "
     "each retry is answered as the first request was (Idempotent-Replayed: true); the same key with another id, "
@@ -79,6 +81,11 @@ POST_VIEWS: dict[str, Any] = {
             ViewSeen, "With a viewer: that viewer's view of the item counted already (duplicate true).", _REPLAYED
         ),
         400: _BAD_REQUEST,
+        403: _json(
+            Error,
+            "Origin not allowed (code origin_not_allowed): the request came from a page (its Origin header) that "
+            "PublicViews does not name; nothing was recorded.",
+        ),
         422: _json(
             Error,
             "Board not allowed (code board_not_allowed): the stack's Boards policy refuses a board named (outside its "

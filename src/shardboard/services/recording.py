@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.boards import BoardGate
+from shardboard.domain.boards import BoardGate, is_reserved
 from shardboard.domain.periods import bucket_of
 from shardboard.domain.ports import AllowanceCounters, RetrySafeViewCounters
 from shardboard.domain.writing.dedupe import Seen
@@ -31,6 +31,7 @@ from shardboard.domain.writing.recording import (
     record_seen_view,
     record_views,
 )
+from shardboard.domain.writing.visitors import AnonymousViewers, bot_boards, is_crawler
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -61,11 +62,14 @@ class ViewWrites:
     settings: Settings
     router: ShardRouter | None = None
     admission: Admission = Admission()
+    # Anonymous browsers' viewer ids (docs/honest-counts.md); None: the site opted out.
+    anonymous: AnonymousViewers | None = None
 
     @classmethod
     def of(cls, stores: Container) -> ViewWrites:
         """The writes of a stack's stores: the ones the API function builds."""
-        return cls(stores.views, stores.settings, stores.router, Admission(stores.admission, stores.boards))
+        admission = Admission(stores.admission, stores.boards)
+        return cls(stores.views, stores.settings, stores.router, admission, stores.anonymous)
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,19 @@ class PublicCaller:
     source_ip: str | None
 
 
+class OriginNotAllowed(Exception):
+    """A browser's view from a page whose origin the stack does not take: nothing written (HTTP 403)."""
+
+
+@dataclass(frozen=True)
+class Browser:
+    """A view a page sent itself (a ``text/plain`` body, navigator.sendBeacon): the address and the User-Agent header
+    of its request, which judge a crawler and make an anonymous viewer id."""
+
+    address: str
+    user_agent: str
+
+
 @dataclass(frozen=True)
 class Recording:
     """What a request recorded, one Recorded per id in the order given, and every board its views count on (the
@@ -93,6 +110,7 @@ class Recording:
 
     recorded: list[Recorded]
     boards: list[str]
+    viewed: bool = False  # a viewer's view (named, or a browser's anonymous id): answered with its duplicate flag
 
 
 def accept(
@@ -104,19 +122,24 @@ def accept(
     boards: object = (),
     viewer: object = None,
     at: datetime | None = None,
+    user_agent: object = None,
 ) -> Accepted:
     """Check a request of ``count`` views of each of ``item_ids`` on the global board and ``boards``, recorded ``at``
     (None: now; ``anchor``: the finest period, which names the counters' bucket): the input's rules (BadInput), then
     RequireItems for every id (UnknownItem), then the Boards policy (BoardNotAllowed; a new board it allows is
-    registered). Nothing is written when any of them refuses."""
+    registered). Nothing is written when any of them refuses. A ``user_agent`` of a known crawler moves the views
+    to the reserved boards (``bots``, ``bots:<board>``): no public board counts them, no board is registered."""
     ids = tuple(validation.item_id(item_id) for item_id in item_ids)
     views = validation.view_count(count)
     who = validation.viewer(viewer)
     validation.viewed_count(views, who)
     names = validation.boards(boards)
+    agent = validation.user_agent(user_agent)
     for item_id in ids:
         admitted(item_id, admission.admit)
-    if admission.gate is not None:
+    if agent is not None and is_crawler(agent):
+        names = bot_boards(names)
+    elif admission.gate is not None:
         names = admission.gate.admit(names)
     return Accepted(ids, views, who, Where(bucket_of(anchor, at or datetime.now(UTC)), names))
 
@@ -130,27 +153,56 @@ def record(
     *,
     key: str | None = None,
     caller: PublicCaller | None = None,
+    user_agent: object = None,
+    browser: Browser | None = None,
+    origin: str | None = None,
 ) -> Recording:
     """Record ``count`` views of ``item_id`` in one counter write (docs/honest-counts.md for ``viewer`` and the
     Idempotency-``key``). With ``caller`` the rate limits take an allowance first (RateLimited: nothing written) and
-    give it back when the write fails. Raises Throttled when nothing could be written."""
-    accepted = accept(writes.admission, writes.settings.anchor, [item_id], count, boards=boards, viewer=viewer)
+    give it back when the write fails. Raises Throttled when nothing could be written.
+
+    The user agent judged for crawlers is ``user_agent`` (a backend recording for its visitor), else a ``browser``'s
+    own; a browser's single view without a viewer gets its anonymous viewer id (unless the site opted out). A
+    request from a page (``origin``, its Origin header) outside the stack's allowed origins raises
+    OriginNotAllowed."""
+    if not writes.settings.origin_allowed(origin):
+        raise OriginNotAllowed(f"views sent from pages of {origin} are not taken by this stack (PublicViews)")
+    agent = user_agent if user_agent is not None else browser.user_agent if browser is not None else None
+    accepted = accept(
+        writes.admission, writes.settings.anchor, [item_id], count, boards=boards, viewer=viewer, user_agent=agent
+    )
+    if accepted.viewer is None and accepted.count == 1 and browser is not None and writes.anonymous is not None:
+        accepted = replace(accepted, viewer=writes.anonymous.viewer(browser.address, browser.user_agent))
     who = accepted.viewer
     wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
     with within(writes.views, wanted):
         recorded = _write(writes, accepted, accepted.item_ids[0], key)
-    return Recording([recorded], [writes.settings.board, *accepted.where.boards])
+    return Recording([recorded], _counted_on(writes.settings, accepted), who is not None)
 
 
 def record_each(
-    writes: ViewWrites, item_ids: Sequence[str], count: object = 1, boards: object = (), viewer: object = None
+    writes: ViewWrites,
+    item_ids: Sequence[str],
+    count: object = 1,
+    boards: object = (),
+    viewer: object = None,
+    *,
+    user_agent: object = None,
 ) -> Recording:
     """Record ``count`` views of each of ``item_ids``, one counter write per id (in parallel). Every id passes every
-    rule before the first write."""
-    accepted = accept(writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer)
+    rule before the first write; a crawler's ``user_agent`` counts them on the reserved boards only."""
+    accepted = accept(
+        writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer, user_agent=user_agent
+    )
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
         recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))
-    return Recording(recorded, [writes.settings.board, *accepted.where.boards])
+    return Recording(recorded, _counted_on(writes.settings, accepted))
+
+
+def _counted_on(settings: Settings, accepted: Accepted) -> list[str]:
+    """Every board the views count on: the global board first, except for a crawler's (the reserved boards only)."""
+    names = list(accepted.where.boards)
+    return names if any(is_reserved(name) for name in names) else [settings.board, *names]
 
 
 def _write(writes: ViewWrites, accepted: Accepted, item_id: str, key: str | None = None) -> Recorded:

@@ -13,7 +13,7 @@ from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.dynamodb import dynamodb_client
 from shardboard.adapters.event_bus import EventBusSink, events_client
 from shardboard.adapters.items_table import ItemStore
-from shardboard.adapters.shards_table import ShardMetadataStore
+from shardboard.adapters.shards_table import DailyKeyStore, ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
 from shardboard.domain.items.lookalike import LookAlikeCheck
@@ -21,6 +21,7 @@ from shardboard.domain.items.records import DELETED, SKELETONS, DenyCheck, ItemA
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
+from shardboard.domain.writing.visitors import AnonymousViewers
 from shardboard.services.events import Announcer
 from shardboard.settings import Settings
 
@@ -90,3 +91,10 @@ class Container:
         """The writers' shard-count cache (dynamic sharding), or None when it is off."""
         policy = self.settings.shard_policy
         return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
+
+    @cached_property
+    def anonymous(self) -> AnonymousViewers | None:
+        """Anonymous browsers' viewer ids under the day's key (the shards table), or None when the site opts out."""
+        if not self.settings.anonymous_viewers:
+            return None
+        return AnonymousViewers(DailyKeyStore(self.dynamodb, self.settings.shards_table))

@@ -73,6 +73,7 @@ from shardboard.adapters.keys import (
     CREATED_AT,
     CREATED_KEY,
     CREATED_SHARD,
+    DAILY_KEY,
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
@@ -119,6 +120,7 @@ from shardboard.adapters.keys import (
     board_counter,
     bucket_attr,
     count_attr,
+    daily_key_pk,
     entry_pk,
     idempotency_pk,
     index_key_attr,
@@ -138,7 +140,7 @@ from shardboard.adapters.shards_table import ShardMetadataStore, shard_metadata_
 from shardboard.adapters.views_table import ViewStore, counter_attribute
 from shardboard.domain import ports
 from shardboard.domain.aggregating.batch import ShardMove, views_added
-from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.boards import GLOBAL_BOARD, is_reserved
 from shardboard.domain.items.lookalike import skeleton_marker
 from shardboard.domain.items.records import (
     DEFAULT_CREATED_SHARDS,
@@ -1253,6 +1255,8 @@ def _counted(
     new |= {PK: {"S": pk}, ITEM_ID: {"S": item_id}, SHARD: {"N": str(shard)}, BUCKET: {"S": bucket}}
     for attribute in (VIEWS, *(board_counter(board) for board in boards)):
         new[attribute] = {"N": str(_number(new, attribute) + count)}
+    if any(is_reserved(board) for board in boards):  # a crawler's view: the global counter is added 0 (views_table)
+        new[VIEWS] = {"N": str(_number(old or {}, VIEWS))}
     return new
 
 
@@ -1273,6 +1277,22 @@ def _number(item: Mapping[str, Any], attribute: str) -> int:
 def _applied(item: Mapping[str, Any], shard: int) -> int | None:
     value = item.get(applied_attr(shard))
     return int(value["N"]) if value else None
+
+
+class MemoryDailyKeys:
+    """Anonymous viewers' daily keys in memory (the DailyKeys port), as the shards table keeps them: the first key
+    stored for a day stays, with its expiry; every UpdateItem priced."""
+
+    def __init__(self, emulator: CapacityEmulator, table: str = "memory-shards") -> None:
+        self.data = MemoryTable(TableSchema(table, PK), emulator)
+
+    def daily_key(self, day: str, candidate: bytes, expires_at: int) -> bytes:
+        pk = daily_key_pk(day)
+        with self.data.lock:
+            old = self.data.items.get(pk)
+            new = old or {PK: {"S": pk}, DAILY_KEY: {"B": candidate}, EXPIRES_AT: {"N": str(expires_at)}}
+            self.data.write("UpdateItem", pk, new)
+        return bytes(new[DAILY_KEY]["B"])
 
 
 class MemoryShardMetadataStore:

@@ -116,6 +116,7 @@ def print_targets(screen: Console, found: list[Any]) -> None:
             "library",
             "honest-counts",
             "reads",
+            "visitors",
             "viral-ramp",
             "viral-ramp-additive",
         ]
@@ -129,7 +130,8 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "per view without viewer, with viewer (duplicates) and in public mode (rate limits), and with and without "
     "retry safety (Idempotency-Key, the Recorder's retry-safe writes) under lost responses (docs/benchmarks.md); "
     "reads: ranked versions at D = N and D = 10,000 side by side (write units per view) and the cost of rank "
-    "lookups (docs/benchmarks.md, Ranked versions); "
+    "lookups (docs/benchmarks.md, Ranked versions); visitors: the crawler match's microseconds per view and a CDN's "
+    "origin requests and dollars per million page loads (docs/benchmarks.md, Visitors); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
@@ -168,14 +170,14 @@ def bench(
     if scenario == "many-boards":
         run_many_boards_scenario(as_json=as_json)
         return
-    if scenario == "library":
-        run_library_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
-        return
-    if scenario == "honest-counts":
-        run_honest_counts_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
-        return
-    if scenario == "reads":
-        run_reads_scenario(click.get_current_context(), as_json=as_json, out=None if no_files else out)
+    sections = {
+        "library": run_library_scenario,
+        "honest-counts": run_honest_counts_scenario,
+        "reads": run_reads_scenario,
+        "visitors": run_visitors_scenario,
+    }
+    if scenario in sections:
+        sections[scenario](click.get_current_context(), as_json=as_json, out=None if no_files else out)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -277,6 +279,24 @@ class Target:
     wanted: str
     found: Any
     met: bool
+
+
+def run_visitors_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
+    """``--scenario visitors``: the crawler match's cost per view and the CDN's origin requests and dollars."""
+    from shardboard_tools.bench.sections import Section
+    from shardboard_tools.bench.visitors import run_visitors, summary
+
+    result = run_visitors()
+    lines = summary(result)
+    screen = Console(stderr=True) if as_json else Console()
+    screen.print("\n".join(lines), markup=False)
+    if out is not None:
+        section = Section("visitors")
+        part = "\n".join([section.start, *lines, "", f"Measured with `{command_line(ctx)}`.", section.end, ""])
+        section.write(out / "benchmarks.md", part)
+        screen.print(f"wrote {out / 'benchmarks.md'}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
 
 
 def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
+from shardboard.domain.boards import BOTS_BOARD, is_reserved
 from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
 from shardboard.domain.reading.pages import (
     MAX_AROUND_K,
@@ -19,6 +20,7 @@ from shardboard.domain.reading.pages import (
 from shardboard.domain.windows import parse_window
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.scheduler import scheduled_event
+from shardboard_tools.operations.bot_views import bot_views
 
 if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the commands that use them
     from shardboard.schema import RankedItem
@@ -60,17 +62,30 @@ def init(ctx: click.Context) -> None:
     help="Who viewed (a user id or a hashed IP, 1-128 printable characters): each ITEM counts once per viewer and"
     " DedupeWindow; a view seen already is reported as a duplicate and writes nothing. Needs --count 1.",
 )
+@click.option(
+    "--user-agent",
+    metavar="UA",
+    help="The visitor's User-Agent: a known crawler's views count on the reserved board bots only.",
+)
 @click.pass_context
-def record(ctx: click.Context, items: tuple[str, ...], count: int, boards: tuple[str, ...], viewer: str | None) -> None:
+def record(  # noqa: PLR0917 (click passes every option by position)
+    ctx: click.Context,
+    items: tuple[str, ...],
+    count: int,
+    boards: tuple[str, ...],
+    viewer: str | None,
+    user_agent: str | None,
+) -> None:
     """Record COUNT views of each ITEM: one write per ITEM (ADD views COUNT, and each board's counter) on a random
     write shard, in today's anchor bucket. With --viewer, one transaction per ITEM that also puts the viewer's
-    dedupe marker (docs/honest-counts.md)."""
+    dedupe marker (docs/honest-counts.md). With --user-agent of a known crawler, on the board bots only."""
     from shardboard.services import recording
 
     rt = runtime(ctx)
     with one_line_errors():
         # Every ITEM passes every rule (RequireItems and the Boards policy included) before the first write.
-        done = recording.record_each(recording.ViewWrites.of(rt.stores()), items, count, list(boards), viewer)
+        writes = recording.ViewWrites.of(rt.stores())
+        done = recording.record_each(writes, items, count, list(boards), viewer, user_agent=user_agent)
     results = done.recorded
     units = sum(r.write_units for r in results)
     on = ", ".join(done.boards)
@@ -304,14 +319,18 @@ def rank(  # noqa: PLR0917 - one parameter per click option
 @click.option("--json", "as_json", is_flag=True, help="Print the boards as JSON.")
 @click.pass_context
 def boards(ctx: click.Context, as_json: bool) -> None:
-    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, and how
-    many category boards the registry holds under the Boards policy's maximum."""
+    """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, crawlers'
+    views per period (counted apart, on the reserved boards), and how many category boards the registry holds under
+    the Boards policy's maximum."""
     rt = runtime(ctx)
     with one_line_errors():
         statuses = [s for s in rt.board.periods() if s.period.kind == "all"]
         layouts = {s.period.board: rt.board.get_board_state(s.period.board) for s in statuses}
         policy = rt.settings.board_policy
         registry = {"registered": rt.stores().boards.registry.count(), "max": policy.max_boards, "policy": str(policy)}
+        # Crawlers' views (docs/honest-counts.md "Crawlers"): one scan, only once a crawler's view was counted.
+        crawled = any(s.period.board == BOTS_BOARD for s in statuses)
+        bots = bot_views(rt.stores()) if crawled else {}
     rows = [
         {
             "board": s.period.board,
@@ -321,8 +340,10 @@ def boards(ctx: click.Context, as_json: bool) -> None:
             "last_change": _iso(s.changed_at),
             "last_refresh": _iso(s.refreshed_at),
             "changes_pending": s.refreshed_at < s.changed_at,
+            "bot_views": bots.get(s.period.board, {}),
         }
         for s in sorted(statuses, key=lambda s: s.period.board)
+        if not is_reserved(s.period.board)
     ]
     if as_json:
         click.echo(json.dumps({"boards": rows, "periods": list(rt.settings.periods), "registry": registry}, indent=2))
@@ -331,10 +352,13 @@ def boards(ctx: click.Context, as_json: bool) -> None:
         title=f"{len(rows)} board(s) · periods: all, {', '.join(rt.settings.periods) or '(none)'}",
         caption=f"category boards registered: {registry['registered']} of {policy.max_boards} (Boards {policy})",
     )
-    for column in ("board", "GSI shards", "N", "threshold", "last change", "last refresh"):
+    for column in ("board", "GSI shards", "N", "threshold", "last change", "last refresh", "bot views"):
         table.add_column(column, justify="right" if column in ("GSI shards", "N", "threshold") else "left")
     for row in rows:
-        table.add_row(*(str(row[name] if row[name] is not None else "-") for name in list(row)[:6]))
+        cells = [str(row[name] if row[name] is not None else "-") for name in list(row)[:6]]
+        crawled_views: dict[str, int] = bots.get(str(row["board"]), {})
+        shown = sorted(crawled_views.items(), key=lambda pair: (pair[0] != ALL, pair[0]))
+        table.add_row(*cells, ", ".join(f"{period} {views:,}" for period, views in shown) or "-")
     console.print(table)
 
 

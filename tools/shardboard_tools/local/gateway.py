@@ -182,6 +182,67 @@ def _openapi_paths(template: Template) -> dict[str, Any]:
     return {}
 
 
+@dataclass(frozen=True)
+class Cors:
+    """The API's CORS configuration (``x-amazon-apigateway-cors``), answered as API Gateway answers it: a preflight
+    (OPTIONS with Access-Control-Request-Method) by the gateway itself, and the allow headers on every answer to an
+    allowed Origin. The template's default allows any origin, so a page opened from a file or another port works."""
+
+    origins: tuple[str, ...] = ("*",)
+    methods: tuple[str, ...] = ("GET", "HEAD", "POST", "OPTIONS")
+    headers: tuple[str, ...] = ()
+    expose: tuple[str, ...] = ()
+    max_age: int = 0
+
+    @classmethod
+    def of(cls, template: Template) -> Cors | None:
+        for resource in template.body.get("Resources", {}).values():
+            if resource.get("Type") == "AWS::Serverless::HttpApi":
+                body = template.select(resource.get("Properties", {}).get("DefinitionBody") or {})
+                found = body.get("x-amazon-apigateway-cors")
+                if not found:
+                    return None
+                return cls(
+                    tuple(found.get("allowOrigins") or ()),
+                    tuple(found.get("allowMethods") or ()),
+                    tuple(found.get("allowHeaders") or ()),
+                    tuple(found.get("exposeHeaders") or ()),
+                    int(found.get("maxAge") or 0),
+                )
+        return None
+
+    def allowed(self, origin: str | None) -> str | None:
+        """The Access-Control-Allow-Origin value for ``origin``, or None (no Origin, or one not allowed)."""
+        if origin is None:
+            return None
+        return "*" if "*" in self.origins else origin if origin in self.origins else None
+
+    def preflight(self, request: Request) -> Reply | None:
+        allowed = self.allowed(request.header("origin"))
+        if request.method != "OPTIONS" or request.header("access-control-request-method") is None:
+            return None
+        if allowed is None:
+            return Reply(204)
+        return Reply(
+            204,
+            {
+                "Access-Control-Allow-Origin": allowed,
+                "Access-Control-Allow-Methods": ",".join(self.methods),
+                "Access-Control-Allow-Headers": ",".join(self.headers),
+                "Access-Control-Max-Age": str(self.max_age),
+            },
+        )
+
+    def answer(self, request: Request, reply: Reply) -> Reply:
+        allowed = self.allowed(request.header("origin"))
+        if allowed is None:
+            return reply
+        headers = {**reply.headers, "Access-Control-Allow-Origin": allowed}
+        if self.expose:
+            headers["Access-Control-Expose-Headers"] = ",".join(self.expose)
+        return Reply(reply.status, headers, reply.body, reply.cookies)
+
+
 def security_schemes(template: Template) -> dict[str, Any]:
     """The HTTP API's security schemes as deployed (conditions decided, parameters resolved)."""
     for resource in template.body.get("Resources", {}).values():
@@ -241,10 +302,13 @@ class Gateway:
         self._handlers = dict(handlers or {})
         self._local: dict[tuple[str, str], LocalResponder] = {}
         self._imported = threading.Lock()
+        self.cors: Cors | None = None
 
     @classmethod
     def from_template(cls, template: Template, authorizer: Authorizer | None = None) -> Gateway:
-        return cls(template_routes(template), authorizer)
+        gateway = cls(template_routes(template), authorizer)
+        gateway.cors = Cors.of(template)
+        return gateway
 
     def add_local_route(self, method: str, path: str, respond: LocalResponder) -> None:
         """Serve ``method path`` (exact) with ``respond``: for what the deployed API does not serve (a page, a
@@ -260,6 +324,11 @@ class Gateway:
         return max(found, key=lambda pair: pair[0].specificity()) if found else None
 
     def handle(self, request: Request) -> Reply:
+        if self.cors is None:
+            return self._handle(request)
+        return self.cors.preflight(request) or self.cors.answer(request, self._handle(request))
+
+    def _handle(self, request: Request) -> Reply:
         local = self._local.get((request.method, urlsplit(request.target).path))
         if local is not None:
             return local(request)
