@@ -115,7 +115,9 @@ class ViewsRecorded(BaseModel):
 
     id: str
     recorded: int = Field(ge=0, description="Views counted by this request.")
-    boards: list[str] = Field(description="Every board the views count on, the global board first.")
+    boards: list[str] = Field(
+        description="Every board the views count on: the global board first, then the others by name."
+    )
 
 
 class ViewSeen(ViewsRecorded):

@@ -89,7 +89,7 @@ class PublicCaller:
 @dataclass(frozen=True)
 class Recording:
     """What a request recorded, one Recorded per id in the order given, and every board its views count on (the
-    global board first)."""
+    global board first, then the others by name)."""
 
     recorded: list[Recorded]
     boards: list[str]
@@ -139,7 +139,7 @@ def record(
     wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
     with within(writes.views, wanted):
         recorded = _write(writes, accepted, accepted.item_ids[0], key)
-    return Recording([recorded], [writes.settings.board, *accepted.where.boards])
+    return Recording([recorded], answered_boards(writes.settings, accepted))
 
 
 def record_each(
@@ -150,7 +150,13 @@ def record_each(
     accepted = accept(writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer)
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
         recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))
-    return Recording(recorded, [writes.settings.board, *accepted.where.boards])
+    return Recording(recorded, answered_boards(writes.settings, accepted))
+
+
+def answered_boards(settings: Settings, accepted: Accepted) -> list[str]:
+    """The boards an answer names: the global board, then the others by name. Sorted as the Idempotency-Key's
+    fingerprint sorts them, so a retry naming them in another order is answered byte for byte as the first was."""
+    return [settings.board, *sorted(accepted.where.boards)]
 
 
 def _write(writes: ViewWrites, accepted: Accepted, item_id: str, key: str | None = None) -> Recorded:
