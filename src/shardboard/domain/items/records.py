@@ -168,8 +168,9 @@ def meta_text(text: str) -> str:
 
 
 def iso_ms(moment: datetime) -> str:
-    """ISO-8601 UTC with milliseconds: sorts as text in time order (created_at, the by-created range key)."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """ISO-8601 UTC with milliseconds: sorts as text in time order (created_at, the by-created range key). The year
+    is padded by hand: strftime's %Y prints year 1 as "1" on glibc, which sorts after "2026"."""
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def created_key(created_at: str, item_id: str) -> str:
