@@ -601,8 +601,8 @@ class Leaderboard:
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
         if window is not None:
             # A window is read as of now: a period or a time given with it is refused, never ignored.
-            given = {"period": None if period == ALL else period, "at": self._moment(at)}
-            top = reading.top(self._reads, board=board, window=window, limit=limit, **given)
+            named = None if period == ALL else period
+            top = reading.top(self._reads, board=board, window=window, limit=limit, period=named, at=self._moment(at))
         else:
             top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
         key = top.period
