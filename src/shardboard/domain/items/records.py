@@ -47,6 +47,7 @@ class ItemRecord:
     updated_at: str
     rev: int
     status: str | None = None  # None (visible), HIDDEN or DELETED
+    taken_down_at: str | None = None  # when it was hidden or deleted (ISO ms); None: visible, or before this was kept
 
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
@@ -66,6 +67,15 @@ class UnknownItem(LookupError):
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"item {item_id!r} was never created (with RequireItems: PUT /item first) or was deleted")
+        self.item_id = item_id
+
+
+class DeletedItem(LookupError):
+    """A hide, unhide or put of a deleted item: refused, nothing written (HTTP 404 not_found, CLI exit 1). A delete
+    is for good: its kept metadata is the audit's, and only a repeated delete (which finishes its sweep) is taken."""
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"item {item_id!r} is deleted: it cannot be hidden, unhidden or put again")
         self.item_id = item_id
 
 
