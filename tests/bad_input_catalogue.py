@@ -505,7 +505,31 @@ is read: a body that is not JSON (`NaN` and `Infinity` included), a body that is
 not a batch: it was answered 202 and its first element counted), an integer of more than 4,300 digits (Python's
 limit for `int`) and nesting deeper than 32 levels (a view nests 2; Python's parser runs out of stack near 1,000, a
 500 before). An import line obeys the same rules and is named (`line 2: the line is nested deeper than 32 levels`);
-`--skip-bad` skips it and imports the rest.
+`--skip-bad` skips it and imports the rest. A body that gives a key twice, at any depth (`{"id": "a", "id": "b"}`), is
+refused naming the key: a parser keeps the last, and a filter in front of the API that reads the first would judge
+another request.
+
+### Query parameters
+
+Each route takes the query parameters docs/openapi.json lists for it, and no other: an unknown one, or one the route
+does not read (`GET /around?window=24h`, `POST /views?id=b`), is a 400 naming it and what the route takes, never
+ignored (that answered all time to a question about the last 24 hours). A window is read as of now: `window` with
+`period` or `at` is a 400 (`GET /leaderboard`, `shardboard top --window`, the library's `top(window=...)`); the
+CLI's `around` and `rank` have no `--window` (click refuses it).
+
+### Deleted items
+
+A delete is for good. Hiding, unhiding or putting a deleted item is refused, nothing written: HTTP 404 `not_found`
+(as an unhide of one always was), CLI exit 1, the library (`services.items`) raises `DeletedItem`, each saying
+`item '...' is deleted`; a put is refused in the same conditional write that would store it, so no delete slips in
+between. Deleting it again is taken (it finishes a sweep cut short). `GET /item`, `GET /items/{id}` and `shardboard
+item get` say `"status": "deleted"` (or `hidden`) and `taken_down_at`, with the metadata it had when deleted; an item
+never put, or taken down before this release, has no `taken_down_at`.
+
+### Idempotent replays
+
+A retry with the same `Idempotency-Key` is answered byte for byte as the first request: the answer's `boards` are
+the global board, then the others by name, whatever order a request names them in (the key's fingerprint ignores it).
 """
 
 
