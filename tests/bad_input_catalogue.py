@@ -95,6 +95,8 @@ HTTP: list[HttpCase] = [
     post("boolean count", '{"id": "a", "count": true}', "count must be a whole number"),
     post("null count", '{"id": "a", "count": null}', "count must be a whole number"),
     post("unknown field", '{"id": "a", "views": 2}', "unknown field(s): views"),
+    post("a key given twice", '{"id": "a", "id": "b"}', "body has the key 'id' more than once"),
+    post("a nested key given twice", '{"id": "a", "boards": [{"x": 1, "x": 2}]}', "has the key 'x' more than once"),
     post("body is an array of views", '[{"id": "a"}, {"id": "b"}]', "body must be a JSON object, got array"),
     post("count of 5,000 digits", f'{{"id": "a", "count": {DIGITS}}}', "a number of 5000 digits; the most is 4300"),
     post("negative count of 5,000 digits", f'{{"id": "a", "count": -{DIGITS}}}', "a number of 5000 digits"),
@@ -233,7 +235,7 @@ HTTP: list[HttpCase] = [
         "GET",
         "/items",
         f"created_after={BEFORE_YEAR_1}",
-        message="created_after must be an ISO-8601 date or date-time",
+        message="created_after must be an ISO-8601 date or date-time from 0001-01-01 to 9999-12-31 in UTC",
     ),
     HttpCase(
         "newest items: created_before after 9999 in UTC",
@@ -264,6 +266,24 @@ HTTP: list[HttpCase] = [
         "cursor=e30",
         message="cursor is not one this route wrote",
     ),
+    HttpCase("newest items: an unknown parameter", "GET", "/items", "since=2026-01-01", message="parameter 'since'"),
+    HttpCase("around with a window", "GET", "/around", "id=ok&window=24h", message="unknown query parameter 'window'"),
+    HttpCase("rank with a window", "GET", "/rank", "id=ok&window=24h", message="unknown query parameter 'window'"),
+    HttpCase("leaderboard with an unknown parameter", "GET", "/leaderboard", "top=5", message="parameter 'top'"),
+    HttpCase(
+        "leaderboard window with a period",
+        "GET",
+        "/leaderboard",
+        "window=24h&period=day",
+        message="send window without period or at",
+        parameters=(("Periods", "day,24h"),),
+    ),
+    HttpCase("item with a parameter", "GET", "/item", "id=ok&board=cats", message="unknown query parameter 'board'"),
+    HttpCase("item by path with a parameter", "GET", "/items/ok", "k=2", message="takes no query parameters"),
+    HttpCase("views with a query parameter", "POST", "/views", "id=b", body='{"id": "a"}', message="parameter 'id'"),
+    HttpCase("hide with an unknown parameter", "POST", "/item/hide", "id=ok&board=cats", message="parameter 'board'"),
+    put("put with an unknown parameter", "{}", "unknown query parameter 'title'", query="id=a&title=x"),
+    put("put of metadata with a key twice", '{"title": "a", "title": "b"}', "has the key 'title' more than once"),
     HttpCase("rank without an id", "GET", "/rank", "board=global", message="missing query parameter: id"),
     HttpCase("rank of an empty id", "GET", "/rank", "id=", message="id must not be empty"),
     HttpCase(
@@ -434,6 +454,12 @@ CLI: list[CliCase] = [
     CliCase("top of a week after 9999", ("top", "--period", "week", "--at", "9999-12-31T23:30:00-01:00"), OUT_OF_RANGE),
     CliCase("rank at after 9999 in UTC", ("rank", "kept", "--at", "9999-12-31T23:30:00-01:00"), OUT_OF_RANGE),
     CliCase("around at before year 1", ("around", "kept", "--at", "0001-01-01T00:00:00+01:00"), OUT_OF_RANGE),
+    CliCase("around of a window", ("around", "kept", "--window", "24h"), "No such option '--window'"),
+    CliCase(
+        "top of a window with a period",
+        ("-p", "Periods=day,24h", "top", "--window", "24h", "--period", "day"),
+        "send window without period or at",
+    ),
     CliCase("record of an id with a zero-width space", ("record", "a\u200bb"), "U+200B ZERO WIDTH SPACE"),
     CliCase("record of an id with a line separator", ("record", "a\u2028"), "a line separator (U+2028"),
     CliCase("put of an id with a bidi override", ("item", "put", "\u202ea", "--meta", "{}"), "(U+202E"),
@@ -532,7 +558,31 @@ is read: a body that is not JSON (`NaN` and `Infinity` included), a body that is
 not a batch: it was answered 202 and its first element counted), an integer of more than 4,300 digits (Python's
 limit for `int`) and nesting deeper than 32 levels (a view nests 2; Python's parser runs out of stack near 1,000, a
 500 before). An import line obeys the same rules and is named (`line 2: the line is nested deeper than 32 levels`);
-`--skip-bad` skips it and imports the rest.
+`--skip-bad` skips it and imports the rest. A body that gives a key twice, at any depth (`{"id": "a", "id": "b"}`), is
+refused naming the key: a parser keeps the last, and a filter in front of the API that reads the first would judge
+another request.
+
+### Query parameters
+
+Each route takes the query parameters docs/openapi.json lists for it, and no other: an unknown one, or one the route
+does not read (`GET /around?window=24h`, `POST /views?id=b`), is a 400 naming it and what the route takes, never
+ignored (that answered all time to a question about the last 24 hours). A window is read as of now: `window` with
+`period` or `at` is a 400 (`GET /leaderboard`, `shardboard top --window`, the library's `top(window=...)`); the
+CLI's `around` and `rank` have no `--window` (click refuses it).
+
+### Deleted items
+
+A delete is for good. Hiding, unhiding or putting a deleted item is refused, nothing written: HTTP 404 `not_found`
+(as an unhide of one always was), CLI exit 1, the library (`services.items`) raises `DeletedItem`, each saying
+`item '...' is deleted`; a put is refused in the same conditional write that would store it, so no delete slips in
+between. Deleting it again is taken (it finishes a sweep cut short). `GET /item`, `GET /items/{id}` and `shardboard
+item get` say `"status": "deleted"` (or `hidden`) and `taken_down_at`, with the metadata it had when deleted; an item
+never put, or taken down before this release, has no `taken_down_at`.
+
+### Idempotent replays
+
+A retry with the same `Idempotency-Key` is answered byte for byte as the first request: the answer's `boards` are
+the global board, then the others by name, whatever order a request names them in (the key's fingerprint ignores it).
 """
 
 

@@ -658,12 +658,14 @@ class Leaderboard:
         """The snapshot of ``board`` for the ``period`` kind (``all``, or a configured ``hour``/``day``/``week``/
         ``month``) containing ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None: now), its first
         ``limit`` entries (None: all of the snapshot's N); with ``window`` (``24h``: one of the stack's rolling
-        windows) that window's top as of now instead. Bad arguments raise BadInput (a ValueError); a period
-        without a snapshot raises NoSnapshot (the API's 404)."""
+        windows) that window's top as of now instead (with ``period`` or ``at`` too: BadInput). Bad arguments raise
+        BadInput (a ValueError); a period without a snapshot raises NoSnapshot (the API's 404)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
         if window is not None:
-            top = reading.top(self._reads, board=board, window=window, limit=limit)
+            # A window is read as of now: a period or a time given with it is refused, never ignored.
+            named = None if period == ALL else period
+            top = reading.top(self._reads, board=board, window=window, limit=limit, period=named, at=self._moment(at))
         else:
             top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
         key = top.period

@@ -134,7 +134,9 @@ class ViewsRecorded(BaseModel):
 
     id: str
     recorded: int = Field(ge=0, description="Views counted by this request.")
-    boards: list[str] = Field(description="Every board the views count on, the global board first.")
+    boards: list[str] = Field(
+        description="Every board the views count on: the global board first, then the others by name."
+    )
 
 
 class ViewSeen(ViewsRecorded):
@@ -261,17 +263,32 @@ class Item(BaseModel):
     updated_at: str | None = Field(
         default=None, exclude_if=_absent, description="Last put (ISO-8601 UTC, ms); absent if never put."
     )
+    status: Literal["hidden", "deleted"] | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="hidden (off every board, still counting) or deleted (counts erased, views refused; the metadata "
+        "is the one it had then); absent when visible.",
+    )
+    taken_down_at: str | None = Field(
+        default=None,
+        exclude_if=_absent,
+        description="When it was hidden or deleted (ISO-8601 UTC, ms); absent when visible, or taken down by a "
+        "release that did not keep the time.",
+    )
 
     @classmethod
-    def of(cls, item_id: str, views: int | None, record: ItemRecord | None) -> Item:
+    def of(cls, item_id: str, views: int | None, record: ItemRecord | None, status: str | None = None) -> Item:
+        """``status``: the takedown status of an item never put (a record holds its own)."""
         if record is None:
-            return cls(id=item_id, views=views or 0)
+            return cls(id=item_id, views=views or 0, status=status)  # type: ignore[arg-type]
         return cls(
             id=item_id,
             views=views or 0,
             meta=record.document(),
             created_at=record.created_at,
             updated_at=record.updated_at,
+            status=record.status,  # type: ignore[arg-type]
+            taken_down_at=record.taken_down_at,
         )
 
 

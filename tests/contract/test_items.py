@@ -6,7 +6,15 @@ import pytest
 
 from shardboard.adapters.items_table import marker_key, old_set_key
 from shardboard.domain.items.lookalike import skeleton_marker
-from shardboard.domain.items.records import SKELETONS, ItemRecord, created_key, created_shard, meta, set_shard
+from shardboard.domain.items.records import (
+    SKELETONS,
+    DeletedItem,
+    ItemRecord,
+    created_key,
+    created_shard,
+    meta,
+    set_shard,
+)
 from shardboard_tools.capacity.units import item_size
 
 ODD_IDS = ["images/001.jpg", "a#1", "a b", "ünï/çødé", "猫 #2/x", "a?b", "x/rank", "%41", "a" * 512]
@@ -189,12 +197,20 @@ def test_hidden_and_deleted_items_leave_the_newest_items_and_an_unhide_puts_them
     ports.items.set_deleted("b", "cli:ed", "", "2026-11-23T18:00:01.000Z")
     ports.items.set_hidden("c", True, "cli:ed", "", "2026-11-23T18:00:02.000Z")
     ports.items.set_deleted("c", "cli:ed", "", "2026-11-23T18:00:03.000Z")
-    # Then only the visible one is listed; a put of new metadata to a hidden or deleted item keeps it out
+    # Then only the visible one is listed; a put of new metadata to a hidden item keeps it out, and a deleted item's
+    # put is refused in its conditional write (its metadata is the audit's), nothing written
     assert listed(ports.items) == ["d"]
     ports.items.put("a", meta({"title": "A2"}), "2026-11-23T18:30:00.000Z")
-    ports.items.put("b", meta({"title": "B2"}), "2026-11-23T18:30:01.000Z")
+    with pytest.raises(DeletedItem, match="'b' is deleted"):
+        ports.items.put("b", meta({"title": "B2"}), "2026-11-23T18:30:01.000Z")
     assert listed(ports.items) == ["d"]
     assert ports.items.get("a", consistent=True).document() == {"title": "A2"}
+    deleted = ports.items.get("b", consistent=True)
+    assert (deleted.document(), deleted.status, deleted.taken_down_at) == (
+        {"title": "b"},
+        "deleted",
+        "2026-11-23T18:00:01.000Z",
+    )
     # When the hidden one is unhidden, it is back where its creation time puts it
     assert ports.items.set_hidden("a", False, "cli:al", "", "2026-11-23T19:00:00.000Z")
     assert listed(ports.items) == ["a", "d"]

@@ -15,7 +15,7 @@ from shardboard.adapters.keys import PK
 from shardboard.domain.writing.recording import Where, record_views
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
-from tests.integration.test_http_api import call, post
+from tests.integration.test_http_api import call, get, post
 from tests.integration.test_items_http import CAT, ODD_IDS, QUESTION_IDS, put_item, written
 from tests.integration.test_takedowns_http import (  # noqa: F401 - the fixture
     SAMPLE_ID,
@@ -168,3 +168,33 @@ def test_an_id_never_created_and_never_viewed_is_a_404_that_writes_nothing(board
     status, _, body = call(board, "items_admin", takedown("delete", "id=never-seen"))
     assert status == 404 and body["code"] == "not_found" and "never created" in body["message"]
     assert written(board) == before
+
+
+def test_a_deleted_item_cannot_be_hidden_unhidden_or_put_and_get_says_deleted(board):  # noqa: F811
+    from tests.integration.test_items_http import get_item
+
+    # Given the sample's item put with metadata, then deleted
+    assert call(board, "items_admin", put_item(SAMPLE_ID, json.dumps(CAT)))[0] == 200
+    assert call(board, "items_admin", takedown("delete", f"id={quote(SAMPLE_ID)}"))[0] == 200
+    before = written(board)
+    # When it is hidden, unhidden or put again over HTTP
+    for event in (
+        takedown("hide", f"id={quote(SAMPLE_ID)}"),
+        takedown("unhide", f"id={quote(SAMPLE_ID)}"),
+        put_item(SAMPLE_ID, json.dumps({"title": "overwritten"})),
+    ):
+        status, _, answer = call(board, "items_admin", event)
+        # Then each is a 404 saying it is deleted, and nothing is written (the kept metadata is the audit's)
+        assert (status, answer["code"]) == (404, "not_found"), answer
+        assert f"item {SAMPLE_ID!r} is deleted" in answer["message"]
+    assert written(board) == before
+    # And both reads of the item say it is deleted, and when, with the metadata it had
+    for path, event in (("query", get_item(SAMPLE_ID)), ("path", get(f"/items/{SAMPLE_ID}"))):
+        status, _, item = call(board, "read_api", event)
+        assert status == 200, (path, item)
+        assert (item["status"], item["views"], item["meta"]) == ("deleted", 0, CAT)
+        assert item["taken_down_at"] >= item["updated_at"]
+    # And a hidden item says hidden, a visible one says neither
+    assert call(board, "items_admin", takedown("hide", "id=a"))[0] == 200
+    assert call(board, "read_api", get_item("a"))[2]["status"] == "hidden"
+    assert "status" not in call(board, "read_api", get_item("b"))[2]

@@ -149,7 +149,7 @@ def test_bad_metadata_is_refused_with_400_and_writes_nothing(pipeline, body, rea
     ("query", "reason"),
     [
         ("", "missing"),
-        ("other=1", "missing"),
+        ("other=1", "unknown query parameter 'other': this route takes only id"),
         ("id=", "must not be empty"),
         ("id=a&id=b", "given 2 times"),
         ("id=a%0Ab", "control character"),

@@ -98,6 +98,21 @@ def test_the_window_is_half_open(pipeline, gateway):
     assert [item["id"] for item in body["items"]] == newest_first(pipeline, ids[3:6])
 
 
+def test_the_first_and_last_days_a_time_holds_are_well_formed_bounds(pipeline, gateway):
+    # Given items created at the test's times
+    ids = create(pipeline, 3)
+    # When the window opens at the first day a time holds (0001-01-01, once refused as malformed) or closes at the
+    # last
+    for query in ("created_after=0001-01-01", "created_before=9999-12-31", "created_after=0001-01-01T00:00:00Z"):
+        status, body = ask(gateway, "/items?" + query)
+        # Then every item is in it
+        assert status == 200, (query, body)
+        assert [item["id"] for item in body["items"]] == newest_first(pipeline, ids)
+    # And a time an offset moves out of that range is refused with the range it must fall in
+    status, body = ask(gateway, "/items?created_after=0001-01-01T00:00:00%2B01:00")
+    assert status == 400 and "from 0001-01-01 to 9999-12-31 in UTC" in body["message"]
+
+
 VALID = "2026-11-23T17:00:00Z"
 
 

@@ -90,7 +90,7 @@ def test_delete_from_the_cli_erases_the_item_and_a_repeat_sweeps_again(cli):  # 
     }
     # Then it is off the board at once, its count is gone, and the audit row names the reason
     assert top(cli) == [["b", 3], ["c", 1]]
-    assert "no views recorded" in cli("item", "get", "a#1").output
+    assert cli("item", "get", "a#1").output.startswith("a#1: 0 views, deleted\n")  # never put: no time kept
     assert [row["reason"]["S"] for row in items_written() if row["sk"]["S"].startswith("audit#")] == ["gdpr"]
     # When it is deleted again (what finishes a delete cut short), it says so in one line
     again = cli("item", "delete", "a#1")
@@ -103,7 +103,28 @@ def test_delete_from_the_cli_erases_the_item_and_a_repeat_sweeps_again(cli):  # 
     refused = cli("record", "a#1", "-n", "2")
     assert refused.exit_code == 2 and "deleted" in refused.output
     assert cli("process", "--drain").exit_code == 0
-    assert "no views recorded" in cli("item", "get", "a#1").output
+    assert json.loads(cli("item", "get", "a#1", "--json").output)["status"] == "deleted"
+
+
+def test_a_deleted_item_cannot_be_hidden_unhidden_or_put_from_the_cli(cli):  # noqa: F811
+    # Given an item put, counted and deleted
+    assert cli("init").exit_code == 0
+    assert cli("item", "put", "gone", "--meta", '{"title": "kept for the audit"}').exit_code == 0
+    assert cli("record", "gone", "kept", "-n", "2").exit_code == 0
+    assert cli("process", "--drain").exit_code == 0
+    assert cli("item", "delete", "gone", "--reason", "gdpr").exit_code == 0
+    before = items_written()
+    # When it is hidden, unhidden or put again
+    for args in (("item", "hide", "gone"), ("item", "unhide", "gone"), ("item", "put", "gone", "--meta", "{}")):
+        result = cli(*args)
+        # Then each is refused in one line saying it is deleted, and nothing is written
+        assert result.exit_code == 1, (args, result.output)
+        assert "item 'gone' is deleted" in result.output and len(result.output.strip().splitlines()) == 1
+    assert items_written() == before
+    # And item get says it is deleted, and since when, with the metadata it had
+    shown = json.loads(cli("item", "get", "gone", "--json").output)
+    assert (shown["status"], shown["meta"]) == ("deleted", {"title": "kept for the audit"})
+    assert shown["taken_down_at"] >= shown["updated_at"]
 
 
 def test_delete_bad_input_and_an_unknown_id_write_nothing(cli):  # noqa: F811

@@ -59,3 +59,42 @@ def test_a_window_without_views_is_not_found(make_pipeline):
     pipeline = make_pipeline(Periods="day,24h")
     status, _, body = call(pipeline, "read_api", get("/leaderboard", "window=24h"))
     assert status == 404, body
+
+
+def test_a_window_on_a_route_without_windows_is_a_400_not_all_time(make_pipeline):
+    # Given a stack with a 24 h window and views of "a"
+    pipeline = make_pipeline(Periods="day,24h")
+    record(pipeline, {"a": 5})
+    drain(pipeline)
+    pipeline.snapshot()
+    # When a route that reads no window is asked for one, or for a parameter no route takes
+    for path, query in [
+        ("/around", "id=a&window=24h"),
+        ("/rank", "id=a&window=24h"),
+        ("/item", "id=a&window=24h"),
+        ("/items", "window=24h"),
+        ("/leaderboard", "windows=24h"),
+    ]:
+        status, _, body = call(pipeline, "read_api", get(path, query))
+        # Then it is a 400 naming the parameter and what the route takes, not an answer for all time
+        assert status == 400, (path, body)
+        assert "unknown query parameter 'window" in body["message"] and "takes only" in body["message"], body
+    # And the same routes without it answer
+    assert call(pipeline, "read_api", get("/around", "id=a"))[0] == 200
+
+
+def test_the_library_refuses_a_window_with_a_period_or_a_time(make_pipeline):
+    import boto3
+    import pytest
+
+    from shardboard import BadInput, Leaderboard
+
+    pipeline = make_pipeline(Periods="day,24h")
+    record(pipeline, {"a": 5})
+    drain(pipeline)
+    pipeline.snapshot()
+    board = Leaderboard(boto3.Session(), settings=pipeline.settings)
+    assert [entry.id for entry in board.top(window="24h").items] == ["a"]
+    for asked in ({"period": "day"}, {"at": "2026-11-01"}, {"at": datetime.now(UTC)}):
+        with pytest.raises(BadInput, match="as of now"):
+            board.top(window="24h", **asked)

@@ -72,3 +72,16 @@ def test_post_views_documents_the_idempotency_key_and_its_answers():
     assert "422" in operation["responses"] and "Idempotency-Key reused" in operation["responses"]["422"]["description"]
     for status in ("200", "202"):
         assert "Idempotent-Replayed" in operation["responses"][status]["headers"]
+
+
+def test_every_route_refuses_the_query_parameters_it_does_not_document():
+    # The functions refuse any query parameter outside routes.QUERY_PARAMETERS (http_input.known_query): the document
+    # must offer exactly those, or the fuzzer and the clients generated from it would send what gets a 400.
+    from shardboard.handlers.routes import QUERY_PARAMETERS
+
+    documented = {
+        operation["operationId"]: {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+        for operations in document()["paths"].values()
+        for operation in operations.values()
+    }
+    assert documented == {operation: set(names) for operation, names in QUERY_PARAMETERS.items()}

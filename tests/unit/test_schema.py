@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from shardboard.domain import validation
+from shardboard.handlers import http_input
 from shardboard.handlers.http_errors import first_reason
 from shardboard.schema import ViewRequest
 from tests.bad_input_catalogue import HTTP, HttpCase
@@ -43,12 +44,15 @@ def outcomes(body):
 
 
 def decided_by_the_body(case: HttpCase) -> bool:
-    """A POST /views row the body's rules refuse: JSON the parser takes (the JSON limits refuse the rest before any
-    model), sent without headers to a stack of default parameters (the Boards policy and Idempotency-Key rows)."""
+    """A POST /views row the body's rules refuse: JSON the parser takes (the JSON limits and a repeated key refuse
+    the rest before any model), sent without headers or a query string to a stack of default parameters (the Boards
+    policy and Idempotency-Key rows)."""
     if not (case.method == "POST" and case.body and case.body.startswith("{")) or case.headers or case.parameters:
         return False
+    if case.query:  # refused for its query string, before the body is read
+        return False
     try:
-        validation.json_value(case.body, "body")
+        http_input.json_body(case.body)
     except validation.BadInput:
         return False
     return True

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.items.records import DeletedItem
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch
 from shardboard.domain.ports import PeriodKey
@@ -321,7 +322,13 @@ def test_an_unhide_cut_short_after_its_transaction_is_finished_by_a_repeat():
         assert events(head)[-1] == ["unhide", "a"]
         (answer,) = lookup_ranks(world.design.board, world.config.policy, period, head, ["a"], catalog=world.catalog)
         assert answer.rank == 1
-    # And a deleted item cannot be unhidden
+    # And a deleted item cannot be unhidden, nor hidden, nor put: nothing is written
     delete(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)
-    with pytest.raises(NothingToTakeDown, match="is deleted"):
+    kept = world.catalog.get("c", consistent=True)
+    with pytest.raises(DeletedItem, match="is deleted"):
         unhide(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)
+    with pytest.raises(DeletedItem, match="is deleted"):
+        hide(world.catalog, world.design.board, world.config, "c", by="t", reason="", at=world.moment)
+    with pytest.raises(DeletedItem, match="is deleted"):
+        world.catalog.put("c", '{"title": "back"}', "2026-01-01T00:00:00.000Z")
+    assert world.catalog.get("c", consistent=True) == kept

@@ -52,6 +52,7 @@ from shardboard.domain.items.records import (
     DELETED,
     HIDDEN,
     SKELETONS,
+    DeletedItem,
     ItemRecord,
     ShardPage,
     created_key,
@@ -75,6 +76,7 @@ def item_record(item: Mapping[str, Any]) -> ItemRecord:
         updated_at=item[UPDATED_AT]["S"],
         rev=int_of(item.get(REV)),
         status=status["S"] if status else None,
+        taken_down_at=item[AT]["S"] if status and AT in item else None,
     )
 
 
@@ -96,19 +98,20 @@ def takedown_writes(
     A hide also takes the record out of the by-created index (newest items never list it); an unhide puts it back
     from ``created`` (its created_at, read first, and the table's created shards), conditioned on that created_at,
     or on none when the item was never put (a put may not slip in between the read and the write)."""
-    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cr": CREATED_AT}
+    names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cr": CREATED_AT, "#at": AT}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":hidden": s_attr(HIDDEN)}
     if hidden:
-        status = "SET #st = :hidden, #id = :id, #by = :by, #reason = :reason REMOVE #cs, #ck"
+        status = "SET #st = :hidden, #id = :id, #by = :by, #reason = :reason, #at = :now REMOVE #cs, #ck"
         condition = "attribute_not_exists(#st)"
         names |= {"#cs": CREATED_SHARD, "#ck": CREATED_KEY}
+        values |= {":now": s_attr(now)}
         del names["#cr"]
     elif created is None:
-        status = "SET #id = :id, #by = :by, #reason = :reason REMOVE #st"
+        status = "SET #id = :id, #by = :by, #reason = :reason REMOVE #st, #at"
         condition = "#st = :hidden AND attribute_not_exists(#cr)"
     else:
         created_at, shards = created
-        status = "SET #id = :id, #by = :by, #reason = :reason, #cs = :cs, #ck = :ck REMOVE #st"
+        status = "SET #id = :id, #by = :by, #reason = :reason, #cs = :cs, #ck = :ck REMOVE #st, #at"
         condition = "#st = :hidden AND #cr = :cr"
         names |= {"#cs": CREATED_SHARD, "#ck": CREATED_KEY}
         values |= {
@@ -144,11 +147,13 @@ def tombstone_writes(
     deleted (a deleted id is denied, no longer merely hidden); ``old_set``: the id also leaves the hidden String Set an
     earlier release put it in."""
     names = {"#st": ITEM_STATUS, "#id": ITEM_ID, "#by": BY, "#reason": REASON, "#cs": CREATED_SHARD, "#ck": CREATED_KEY}
+    names |= {"#at": AT}
     values = {":id": s_attr(item_id), ":by": s_attr(by), ":reason": s_attr(reason), ":deleted": s_attr(DELETED)}
+    values |= {":now": s_attr(now)}
     record = {
         "TableName": table,
         "Key": record_key(item_id),
-        "UpdateExpression": "SET #st = :deleted, #id = :id, #by = :by, #reason = :reason REMOVE #cs, #ck",
+        "UpdateExpression": "SET #st = :deleted, #id = :id, #by = :by, #reason = :reason, #at = :now REMOVE #cs, #ck",
         "ConditionExpression": "attribute_not_exists(#st) OR #st <> :deleted",
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
@@ -272,6 +277,7 @@ PUT_UPDATE = (
     "#cs = if_not_exists(#cs, :cs), #ck = if_not_exists(#ck, :ck) ADD #rev :one"
 )
 PUT_CONDITION = "attribute_not_exists(#st)"
+PUT_NOT_DELETED = "attribute_not_exists(#st) OR #st <> :deleted"
 PUT_TAKEN_DOWN = "SET #id = :id, #meta = :meta, #up = :now, #cr = if_not_exists(#cr, :now) ADD #rev :one"
 PUT_NAMES = {
     "#id": ITEM_ID,
@@ -337,16 +343,24 @@ class ItemStore:
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
-            # Hidden or deleted: the metadata is replaced, the item stays out of the by-created index.
+            # Hidden: the metadata is replaced, the item stays out of the by-created index. Deleted: refused (the
+            # tombstone keeps the metadata it had for the audit), in the same condition, so no delete slips between.
             names = {name: PUT_NAMES[name] for name in ("#id", "#meta", "#up", "#cr", "#rev")}
-            response = self.client.update_item(
-                TableName=self.table,
-                Key=record_key(item_id),
-                UpdateExpression=PUT_TAKEN_DOWN,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={k: v for k, v in values.items() if k not in {":cs", ":ck"}},
-                ReturnValues="ALL_NEW",
-            )
+            kept = {k: v for k, v in values.items() if k not in {":cs", ":ck"}}
+            try:
+                response = self.client.update_item(
+                    TableName=self.table,
+                    Key=record_key(item_id),
+                    UpdateExpression=PUT_TAKEN_DOWN,
+                    ConditionExpression=PUT_NOT_DELETED,
+                    ExpressionAttributeNames={**names, "#st": ITEM_STATUS},
+                    ExpressionAttributeValues={**kept, ":deleted": s_attr(DELETED)},
+                    ReturnValues="ALL_NEW",
+                )
+            except ClientError as refused:
+                if error_code(refused) == CONDITION_FAILED:
+                    raise DeletedItem(item_id) from None
+                raise
         return item_record(response["Attributes"])
 
     def get(self, item_id: str, consistent: bool = False) -> ItemRecord | None:

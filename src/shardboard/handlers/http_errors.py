@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shardboard.domain.boards import BoardNotAllowed
-from shardboard.domain.items.records import UnknownItem
+from shardboard.domain.items.records import DeletedItem, UnknownItem
 from shardboard.domain.ports import Throttled
 from shardboard.domain.reading.pages import NotRanked
 from shardboard.domain.validation import BadInput
@@ -59,6 +59,7 @@ def answer_errors(app: APIGatewayHttpResolver) -> None:
     app.exception_handler(NotFoundError)(not_found)
     app.exception_handler(UnknownItem)(unknown_item)
     app.exception_handler(NothingToTakeDown)(nothing_to_take_down)
+    app.exception_handler(DeletedItem)(deleted_item)
     app.exception_handler(NotRanked)(not_ranked)
     app.exception_handler(NoSnapshot)(nothing_there)
     app.exception_handler(NoItem)(nothing_there)
@@ -109,6 +110,12 @@ def unknown_item(refused: UnknownItem) -> Response[dict[str, Any]]:
 
 def nothing_to_take_down(refused: NothingToTakeDown) -> Response[dict[str, Any]]:
     """A hide or delete of an unknown id or an unhide of a visible one; nothing was written."""
+    return error("not_found", str(refused))
+
+
+def deleted_item(refused: DeletedItem) -> Response[dict[str, Any]]:
+    """A hide, unhide or put of a deleted item, as an unhide of one always was: 404, the message says "is deleted";
+    nothing was written."""
     return error("not_found", str(refused))
 
 

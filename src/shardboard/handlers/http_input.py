@@ -5,6 +5,8 @@ value that cannot be read is BadInput (a 400), never a 500.
 from __future__ import annotations
 
 import base64
+import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -37,6 +39,18 @@ def query_values(raw_query: str | None) -> dict[str, list[str]]:
         return parse_qs(raw_query or "", keep_blank_values=True, strict_parsing=bool(raw_query), errors="strict")
     except ValueError as error:  # a field without '=', or bytes that are not UTF-8
         raise BadInput(f"query string is malformed: {str(error).splitlines()[0]}") from None
+
+
+def known_query(raw_query: str | None, takes: Sequence[str]) -> dict[str, list[str]]:
+    """``query_values``, or BadInput naming every parameter the route does not take (``takes``): an ignored
+    parameter would answer another question than the one asked (``GET /around?window=24h`` answering all time)."""
+    values = query_values(raw_query)
+    unknown = [name for name in values if name not in takes]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        offered = f"takes only {', '.join(takes)}" if takes else "takes no query parameters"
+        raise BadInput(f"unknown query parameter {listed}: this route {offered}")
+    return values
 
 
 def once(values: dict[str, list[str]], name: str) -> str:
@@ -78,4 +92,17 @@ def json_body(text: str) -> dict[str, Any]:
     value = validation.json_value(text, "body")
     if not isinstance(value, dict):
         raise BadInput(f"body must be a JSON object, got {validation.json_kind(value)}")
+    # Parsed again, now that json_value has bounded its depth and numbers, to see every key: json.loads keeps the
+    # last of a repeated key, and a filter in front of the API that reads the first would judge another request.
+    json.loads(text, object_pairs_hook=_keys_once)
     return value
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """One JSON object's members, or BadInput naming a key it repeats (at any depth)."""
+    found: dict[str, Any] = {}
+    for key, member in pairs:
+        if key in found:
+            raise BadInput(f"body has the key {key!r} more than once; send each key once")
+        found[key] = member
+    return found

@@ -30,7 +30,9 @@ answer_errors(app)
 @tracer.capture_method
 def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
     # The id is read from the raw query string (http_input.query_value says why); openapi.py documents it.
-    raw_id = http_input.query_value(app.current_event.raw_query_string, "id")
+    raw = app.current_event.raw_query_string
+    http_input.known_query(raw, routes.takes(routes.PUT_ITEM))
+    raw_id = http_input.query_value(raw, "id")
     record, patched = items.put(edits(), raw_id, document.root)
     # Who changed what, for CloudWatch Logs Insights (the audit rows of the items table come with takedowns).
     audit = {"op": "put", "item_id": record.item_id, "by": caller(), "rev": record.rev, "patched": len(patched)}
@@ -42,7 +44,7 @@ def put_item(document: Annotated[ItemMeta, Body()]) -> ItemPut:
 @app.post("/item/hide", **routes.HIDE_ITEM)
 @tracer.capture_method
 def hide_item() -> TakedownDone:
-    item_id, why = takedown_request()
+    item_id, why = takedown_request(routes.HIDE_ITEM)
     done = items.hide(edits(), item_id, by=caller(), reason=why)
     return TakedownDone.model_validate(audited("hide", done, why))
 
@@ -50,7 +52,7 @@ def hide_item() -> TakedownDone:
 @app.post("/item/unhide", **routes.UNHIDE_ITEM)
 @tracer.capture_method
 def unhide_item() -> TakedownDone:
-    item_id, why = takedown_request()
+    item_id, why = takedown_request(routes.UNHIDE_ITEM)
     done = items.unhide(edits(), item_id, by=caller(), reason=why)
     return TakedownDone.model_validate(audited("unhide", done, why))
 
@@ -58,14 +60,16 @@ def unhide_item() -> TakedownDone:
 @app.delete("/item", **routes.DELETE_ITEM)
 @tracer.capture_method
 def delete_item() -> ItemDeleted:
-    item_id, why = takedown_request()
+    item_id, why = takedown_request(routes.DELETE_ITEM)
     done = items.delete(edits(), item_id, by=caller(), reason=why)
     return ItemDeleted.model_validate(audited("delete", done, why))
 
 
-def takedown_request() -> tuple[str, str]:
-    """The id and the optional reason, both from the raw query string (the service checks them)."""
+def takedown_request(route: dict[str, Any]) -> tuple[str, str]:
+    """The id and the optional reason, both from the raw query string (the service checks them); any other
+    parameter is refused."""
     raw = app.current_event.raw_query_string
+    http_input.known_query(raw, routes.takes(route))
     return http_input.query_value(raw, "id"), http_input.optional_query_value(raw, "reason") or ""
 
 

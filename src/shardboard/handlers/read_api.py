@@ -57,6 +57,7 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
     cursor: WalkQuery = "",
     window: WindowQuery = "",
 ) -> Response[Leaderboard | None]:  # None: 304 Not Modified
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_LEADERBOARD))
     metrics.add_metric(name="LeaderboardReads", unit=MetricUnit.Count, value=1)
     if window and (offset or cursor):
         raise validation.BadInput("a window has no pages: send window without offset or cursor")
@@ -99,7 +100,7 @@ def cached(document: BaseModel) -> Response[Any]:
 def get_around() -> Response[AroundMe | None]:
     # Read from the raw query string like GET /rank: the id is any id, and a repeated name is refused.
     raw = app.current_event.raw_query_string
-    query = http_input.query_values(raw)
+    query = http_input.known_query(raw, routes.takes(routes.GET_AROUND))
     metrics.add_metric(name="AroundReads", unit=MetricUnit.Count, value=1)
     answer = reading.neighbours(
         reads(), http_input.query_value(raw, "id"), k=http_input.once(query, "k"), **named(query)
@@ -116,6 +117,7 @@ def get_item() -> Response[Item | None]:
     # "a%41" as "aA".
     event = app.current_event
     raw = (event.path_parameters or {}).get("id") or event.path.split("/items/", 1)[1]
+    http_input.known_query(event.raw_query_string, routes.takes(routes.GET_ITEM))
     metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
     return cached(reading.item(reads(), raw))
 
@@ -124,8 +126,10 @@ def get_item() -> Response[Item | None]:
 @tracer.capture_method
 def get_item_by_query() -> Response[Item | None]:
     # The id is read from the raw query string (http_input.query_value says why); openapi.py documents it.
+    raw = app.current_event.raw_query_string
+    http_input.known_query(raw, routes.takes(routes.GET_ITEM_BY_QUERY))
     metrics.add_metric(name="ItemReads", unit=MetricUnit.Count, value=1)
-    return cached(reading.item(reads(), http_input.query_value(app.current_event.raw_query_string, "id")))
+    return cached(reading.item(reads(), http_input.query_value(raw, "id")))
 
 
 @app.get("/rank", **routes.GET_RANK)
@@ -133,7 +137,7 @@ def get_item_by_query() -> Response[Item | None]:
 def get_rank() -> Response[Ranks | None]:
     # Every parameter is read from the raw query string: ids repeat (id=a&id=b), and API Gateway's parsed
     # parameters would join them with commas (http_input.query_value).
-    query = http_input.query_values(app.current_event.raw_query_string)
+    query = http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_RANK))
     metrics.add_metric(name="RankReads", unit=MetricUnit.Count, value=1)
     if not query.get("id"):
         raise validation.BadInput("missing query parameter: id")
@@ -160,6 +164,7 @@ def get_newest_items(
 ) -> Response[NewestPage | None]:
     # Repeated names arrive joined with commas (queryStringParameters): no time, limit or cursor holds a comma, so
     # the rules refuse them.
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_NEWEST_ITEMS))
     page = items.newest_page(item_store(), created_after, created_before, limit, cursor)
     metrics.add_metric(name="NewestReads", unit=MetricUnit.Count, value=1)
     return cached(NewestPage.of(page.items, page.cursor))

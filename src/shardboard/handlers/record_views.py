@@ -78,6 +78,7 @@ answer_errors(app)
 def post_views(
     request: Annotated[ViewRequest, Body()], key: IdempotencyKey = None
 ) -> Response[ViewsRecorded | ViewSeen]:
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.POST_VIEWS))
     item_id, count, boards, viewer = request.as_domain()
     event = app.current_event
     # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.

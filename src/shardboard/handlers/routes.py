@@ -307,6 +307,28 @@ DELETE_ITEM: dict[str, Any] = {
 }
 
 
+# The query parameters each route takes, by operation id (docs/openapi.json documents the same): any other is a 400
+# naming it (http_input.known_query), never silently ignored.
+QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
+    POST_VIEWS["operation_id"]: (),
+    GET_LEADERBOARD["operation_id"]: ("board", "period", "at", "limit", "offset", "cursor", "window"),
+    GET_ITEM["operation_id"]: (),
+    GET_ITEM_BY_QUERY["operation_id"]: ("id",),
+    GET_NEWEST_ITEMS["operation_id"]: ("created_after", "created_before", "limit", "cursor"),
+    GET_RANK["operation_id"]: ("id", "board", "period", "at"),
+    GET_AROUND["operation_id"]: ("id", "k", "board", "period", "at"),
+    PUT_ITEM["operation_id"]: ("id",),
+    HIDE_ITEM["operation_id"]: ("id", "reason"),
+    UNHIDE_ITEM["operation_id"]: ("id", "reason"),
+    DELETE_ITEM["operation_id"]: ("id", "reason"),
+}
+
+
+def takes(route: dict[str, Any]) -> tuple[str, ...]:
+    """The query parameters ``route`` (one of the dicts above) takes."""
+    return QUERY_PARAMETERS[route["operation_id"]]
+
+
 # GET /items/<id>, as a regex so that ids may contain "/" (a <param> segment stops at "/"); "s" because API Gateway
 # hands the path decoded, so an id with a newline must still reach the handler (and its 400).
 ITEM_ROUTE = "/items/(?s:.+)"

@@ -233,13 +233,16 @@ def neighbours(
 
 
 def item(reads: BoardReads, item_id: str) -> Item:
-    """The item's record (if it was put) and its all-time views: two GetItems, one per table (NoItem without)."""
+    """The item's record (if it was put, with its takedown status) and its all-time views: two GetItems, one per table,
+    and for an item never put one more read for its status (a deleted item's views are erased: it still says deleted;
+    NoItem for an id with no views, no record and no status)."""
     checked = validation.lookup_item_id(item_id)
     views = reads.board.aggregate_views(checked)
     record = reads.items.get(checked)
-    if views is None and record is None:
+    status = reads.items.statuses([checked]).get(checked) if record is None else None
+    if views is None and record is None and status is None:
         raise NoItem(f"no views recorded for item {checked!r} and it was never created")
-    return Item.of(checked, views, record)
+    return Item.of(checked, views, record, status)
 
 
 def _text(value: int | str | None) -> str:

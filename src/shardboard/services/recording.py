@@ -106,7 +106,7 @@ class Browser:
 @dataclass(frozen=True)
 class Recording:
     """What a request recorded, one Recorded per id in the order given, and every board its views count on (the
-    global board first)."""
+    global board first, then the others by name)."""
 
     recorded: list[Recorded]
     boards: list[str]
@@ -177,7 +177,7 @@ def record(
     wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
     with within(writes.views, wanted):
         recorded = _write(writes, accepted, accepted.item_ids[0], key)
-    return Recording([recorded], _counted_on(writes.settings, accepted), who is not None)
+    return Recording([recorded], answered_boards(writes.settings, accepted), who is not None)
 
 
 def record_each(
@@ -196,12 +196,14 @@ def record_each(
     )
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
         recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))
-    return Recording(recorded, _counted_on(writes.settings, accepted))
+    return Recording(recorded, answered_boards(writes.settings, accepted))
 
 
-def _counted_on(settings: Settings, accepted: Accepted) -> list[str]:
-    """Every board the views count on: the global board first, except for a crawler's (the reserved boards only)."""
-    names = list(accepted.where.boards)
+def answered_boards(settings: Settings, accepted: Accepted) -> list[str]:
+    """The boards the views count on, as an answer names them: the global board (except for a crawler's: the reserved
+    boards only), then the others by name. Sorted as the Idempotency-Key's fingerprint sorts them, so a retry naming
+    them in another order is answered byte for byte as the first was."""
+    names = sorted(accepted.where.boards)
     return names if any(is_reserved(name) for name in names) else [settings.board, *names]
 
 

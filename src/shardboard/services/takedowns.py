@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from shardboard.domain.items.records import DELETED, HIDDEN, iso_ms
+from shardboard.domain.items.records import DELETED, HIDDEN, DeletedItem, iso_ms
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, HOUR, retained_buckets
 from shardboard.domain.ports import (
@@ -59,8 +59,8 @@ PARALLELISM = 16
 
 
 class NothingToTakeDown(LookupError):
-    """A takedown of an id with no views and no record, or an unhide of a deleted item: HTTP 404 not_found, CLI
-    exit 1, nothing written."""
+    """A takedown of an id with no views and no record: HTTP 404 not_found, CLI exit 1, nothing written (a hide or
+    unhide of a deleted item raises records.DeletedItem, answered alike)."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,8 @@ def hide(
     at: datetime | None = None,
 ) -> Takedown:
     """Hide the item: status, audit row and hidden marker in one transaction, then patch every head that holds it
-    (``at``: the time whose periods are current, now by default)."""
+    (``at``: the time whose periods are current, now by default). A deleted item raises DeletedItem."""
+    refuse_deleted(catalog, item_id)
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
     moment, now = _now(at)
@@ -266,13 +267,21 @@ def unhide(
     return Takedown(item_id, False, changed, [], refreshed)
 
 
+def refuse_deleted(catalog: ItemCatalog, item_id: str) -> None:
+    """DeletedItem, before anything is written, for a deleted item: its tombstone or its deny marker (written in one
+    transaction), read strongly consistent, so a delete just answered is seen."""
+    record = catalog.get(item_id, consistent=True)
+    if (record is not None and record.status == DELETED) or catalog.taken_down_among([item_id], DELETED, True):
+        raise DeletedItem(item_id)
+
+
 def _check_unhidable(catalog: ItemCatalog, board: AggregateReads, settings: Settings, item_id: str) -> None:
     """An unhide that changed nothing goes on (to finish one cut short) for a visible item; a deleted item, a hidden
     one whose transaction kept losing its race, and an id with no views and no record are refused."""
     record = catalog.get(item_id, consistent=True)
     status = record.status if record else None
     if status == STATUS_AFTER["delete"] or item_id in TakenDown.read(catalog, (DELETED,)):
-        raise NothingToTakeDown(f"item {item_id!r} is deleted")
+        raise DeletedItem(item_id)
     if status == STATUS_AFTER["hide"]:
         raise NothingToTakeDown(f"item {item_id!r} is still hidden: a concurrent put kept winning; try again")
     if record is None and board.state(settings.board, item_id).views == 0:

@@ -55,6 +55,7 @@ from shardboard.adapters.items_table import (
 from shardboard.adapters.keys import (
     ANSWER,
     APPLIED_PREFIX,
+    AT,
     BOARD,
     BOARD_COUNTER_PREFIX,
     BOARD_SHARD,
@@ -147,6 +148,7 @@ from shardboard.domain.items.records import (
     DELETED,
     HIDDEN,
     SKELETONS,
+    DeletedItem,
     ItemRecord,
     ShardPage,
     created_key,
@@ -1405,6 +1407,9 @@ class MemoryItemStore:
             }
             if ITEM_STATUS in old:  # the adapter's PUT_CONDITION refused (charged), PUT_TAKEN_DOWN: no index keys
                 self.data.refuse("UpdateItem", pk)
+                if old[ITEM_STATUS]["S"] == DELETED:  # and PUT_NOT_DELETED refused too
+                    self.data.refuse("UpdateItem", pk)
+                    raise DeletedItem(item_id)
             else:
                 new |= {
                     CREATED_SHARD: old.get(CREATED_SHARD, values[":cs"]),
@@ -1434,13 +1439,18 @@ class MemoryItemStore:
                 table, item_id, hidden, by=by, reason=reason, now=now, old_set=old_set
             )
             values = status["Update"]["ExpressionAttributeValues"]
-            record = {k: v for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items() if k != ITEM_STATUS}
+            record = {
+                k: v
+                for k, v in (old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}}).items()
+                if k not in {ITEM_STATUS, AT}
+            }
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
             # A hide takes the record out of the by-created index; an unhide puts it back from its created_at.
             for key in (CREATED_SHARD, CREATED_KEY):
                 record.pop(key, None)
             if hidden:
                 record[ITEM_STATUS] = values[":hidden"]
+                record[AT] = values[":now"]
             elif CREATED_AT in record:
                 created_at = record[CREATED_AT]["S"]
                 record[CREATED_SHARD] = {"S": created_shard(item_id, self.created_shards)}
@@ -1466,6 +1476,7 @@ class MemoryItemStore:
             record = dict(old or {PK: {"S": pk}, SK: {"S": ITEM_RECORD_SK}})
             record |= {ITEM_ID: values[":id"], BY: values[":by"], REASON: values[":reason"]}
             record[ITEM_STATUS] = values[":deleted"]
+            record[AT] = values[":now"]
             for key in (CREATED_SHARD, CREATED_KEY):  # out of the by-created index
                 record.pop(key, None)
             self.data.write("TransactWriteItems", pk, record)

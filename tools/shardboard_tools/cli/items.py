@@ -12,6 +12,7 @@ import boto3
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shardboard.domain.items.records import DeletedItem
 from shardboard.schema import ItemPut, NewestPage
 from shardboard.services import items as service
 from shardboard.services import reading
@@ -39,7 +40,10 @@ def put(ctx: click.Context, item_id: str, document: str, as_json: bool) -> None:
     """Create ITEM with this metadata, or replace its metadata (created_at is kept). Bad input writes nothing."""
     rt = runtime(ctx)
     with one_line_errors():
-        record, _ = service.put(service.ItemEdits.of(rt.stores()), item_id, document)  # (heads patched)
+        try:
+            record, _ = service.put(service.ItemEdits.of(rt.stores()), item_id, document)  # (heads patched)
+        except DeletedItem as refused:
+            fail(str(refused))
     if as_json:
         click.echo(json.dumps(ItemPut.of(record).model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
@@ -63,7 +67,10 @@ def get(ctx: click.Context, item_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    console.print(f"{answer.id}: {answer.views} views", markup=False, highlight=False)
+    taken_down = f", {answer.status}" + (f" at {answer.taken_down_at}" if answer.taken_down_at else "")
+    console.print(
+        f"{answer.id}: {answer.views} views{taken_down if answer.status else ''}", markup=False, highlight=False
+    )
     if answer.meta is not None:
         console.print(f"created {answer.created_at}, updated {answer.updated_at}", markup=False, highlight=False)
         console.print(json.dumps(answer.meta, ensure_ascii=False, indent=2), markup=False, highlight=False)
@@ -108,7 +115,7 @@ def _takedown(ctx: click.Context, item_id: str, why: str, as_json: bool, operati
     with one_line_errors():
         try:
             done = run(service.ItemEdits.of(rt.stores()), item_id, by=caller(), reason=why)
-        except takedown.NothingToTakeDown as missing:
+        except (takedown.NothingToTakeDown, DeletedItem) as missing:
             fail(str(missing))
     if as_json:
         click.echo(json.dumps(done.as_json(), ensure_ascii=False, indent=2))

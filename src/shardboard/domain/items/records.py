@@ -50,6 +50,7 @@ class ItemRecord:
     updated_at: str
     rev: int
     status: str | None = None  # None (visible), HIDDEN or DELETED
+    taken_down_at: str | None = None  # when it was hidden or deleted (ISO ms); None: visible, or before this was kept
 
     def document(self) -> dict[str, Any]:
         parsed: dict[str, Any] = json.loads(self.meta)
@@ -69,6 +70,15 @@ class UnknownItem(LookupError):
 
     def __init__(self, item_id: str) -> None:
         super().__init__(f"item {item_id!r} was never created (with RequireItems: PUT /item first) or was deleted")
+        self.item_id = item_id
+
+
+class DeletedItem(LookupError):
+    """A hide, unhide or put of a deleted item: refused, nothing written (HTTP 404 not_found, CLI exit 1). A delete
+    is for good: its kept metadata is the audit's, and only a repeated delete (which finishes its sweep) is taken."""
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(f"item {item_id!r} is deleted: it cannot be hidden, unhidden or put again")
         self.item_id = item_id
 
 
@@ -171,8 +181,9 @@ def meta_text(text: str) -> str:
 
 
 def iso_ms(moment: datetime) -> str:
-    """ISO-8601 UTC with milliseconds: sorts as text in time order (created_at, the by-created range key)."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """ISO-8601 UTC with milliseconds: sorts as text in time order (created_at, the by-created range key). The year
+    is padded by hand: strftime's %Y prints year 1 as "1" on glibc, which sorts after "2026"."""
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def created_key(created_at: str, item_id: str) -> str:
