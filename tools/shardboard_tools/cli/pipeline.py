@@ -198,9 +198,10 @@ def top(  # noqa: PLR0917 - one parameter per click option
     shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
     if document.window:
         shown = f"last {document.window} ({document.period.start} to now)"  # type: ignore[union-attr]
+    console.print(ranked_table(f"{document.board} · {shown}", document.generated_at, document.items))
     following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
-    caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
-    console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
+    if following:  # its own line, never wrapped: a cursor split in two reads as malformed
+        console.print(f"next: --cursor {following}", markup=False, highlight=False, soft_wrap=True)
 
 
 @contextmanager
