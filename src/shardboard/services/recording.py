@@ -17,6 +17,7 @@ from typing import Protocol
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BoardGate
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import bucket_of
 from shardboard.domain.ports import AllowanceCounters, RetrySafeViewCounters
 from shardboard.domain.writing.dedupe import Seen
@@ -31,6 +32,7 @@ from shardboard.domain.writing.recording import (
     record_seen_view,
     record_views,
 )
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -61,11 +63,13 @@ class ViewWrites:
     settings: Settings
     router: ShardRouter | None = None
     admission: Admission = Admission()
+    clock: Clock = system_clock  # when a request's views count (their period bucket)
 
     @classmethod
     def of(cls, stores: Container) -> ViewWrites:
         """The writes of a stack's stores: the ones the API function builds."""
-        return cls(stores.views, stores.settings, stores.router, Admission(stores.admission, stores.boards))
+        admission = Admission(stores.admission, stores.boards)
+        return cls(stores.views, stores.settings, stores.router, admission, stores.clock)
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,9 @@ def record(
     """Record ``count`` views of ``item_id`` in one counter write (docs/honest-counts.md for ``viewer`` and the
     Idempotency-``key``). With ``caller`` the rate limits take an allowance first (RateLimited: nothing written) and
     give it back when the write fails. Raises Throttled when nothing could be written."""
-    accepted = accept(writes.admission, writes.settings.anchor, [item_id], count, boards=boards, viewer=viewer)
+    accepted = accept(
+        writes.admission, writes.settings.anchor, [item_id], count, boards=boards, viewer=viewer, at=writes.clock()
+    )
     who = accepted.viewer
     wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
     with within(writes.views, wanted):
@@ -147,7 +153,9 @@ def record_each(
 ) -> Recording:
     """Record ``count`` views of each of ``item_ids``, one counter write per id (in parallel). Every id passes every
     rule before the first write."""
-    accepted = accept(writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer)
+    accepted = accept(
+        writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer, at=writes.clock()
+    )
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
         recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))
     return Recording(recorded, [writes.settings.board, *accepted.where.boards])

@@ -16,21 +16,27 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.records import DELETED, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
+from shardboard.services.clock import system_clock
 from shardboard.services.events import Announcer
 from shardboard.settings import Settings
 
 
 class Container:
-    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
+    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it.
+    ``clock`` is the one "now" of its use cases (recording, reading, the snapshot job)."""
 
-    def __init__(self, settings: Settings, dynamodb: Any, events: EventSink | None = None) -> None:
+    def __init__(
+        self, settings: Settings, dynamodb: Any, events: EventSink | None = None, clock: Clock = system_clock
+    ) -> None:
         self.settings = settings
         self.dynamodb = dynamodb
         self._events = events
+        self.clock = clock
 
     @classmethod
     def from_env(cls) -> Container:

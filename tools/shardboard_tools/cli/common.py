@@ -20,7 +20,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console, ConsoleDimensions
 
 from shardboard.domain import validation
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.records import UnknownItem
+from shardboard.services.clock import system_clock
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS
 
@@ -104,6 +106,7 @@ class RuntimeSource:
     template_path: Path | None
     parameters: Mapping[str, str]
     stack: str
+    clock: Clock = system_clock
 
 
 def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
@@ -119,7 +122,7 @@ def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
     if isinstance(root.obj, RuntimeSource):
         source = root.obj
         with one_line_errors():
-            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack)
+            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack, source.clock)
     rt = root.obj
     assert isinstance(rt, Runtime)
     if published and not root.meta.get(_PUBLISHED_READ):
