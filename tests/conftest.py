@@ -45,7 +45,9 @@ for _name in (
 ):
     os.environ.pop(_name, None)
 
+from shardboard.domain.clock import Clock
 from shardboard.domain.writing.recording import Where, record_views
+from shardboard.services.clock import system_clock
 from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.local.engine import Engine, start_engine
 from shardboard_tools.local.runtime import Runtime
@@ -108,15 +110,15 @@ class Pipeline:
     def record_one_by_one(self, item_id: str, views: int, rng: random.Random) -> None:
         """``views`` requests of one view each: one counter write and one stream record per view."""
         for _ in range(views):
-            record_views(self.views, item_id, 1, self.settings.write_shards, rng, where=Where.of(self.settings.anchor))
+            record_views(self.views, item_id, 1, self.settings.write_shards, rng, where=self.where())
 
     def where(self) -> Where:
-        """Where a view recorded now counts (the global board only)."""
-        return Where.of(self.settings.anchor)
+        """Where a view recorded now counts (the global board only): now is the functions' clock."""
+        return Where.of(self.settings.anchor, at=self.runtime.clock())
 
     def bucket(self) -> str:
         """The anchor bucket of a view recorded now (the aggregator refuses none other with periods configured)."""
-        return Where.of(self.settings.anchor).bucket
+        return self.where().bucket
 
     def stream_runner(self, function: Any, state_dir: Path, **options: Any) -> Any:
         """A StreamRunner on this pipeline's base table (``options``: mapping, clock, lane_handler...)."""
@@ -238,9 +240,10 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
 
 
-def build_pipeline(stack: str = DEFAULT_STACK, **parameters: str) -> Pipeline:
-    """Tables from template.yaml on the current endpoint (moto inside ``mock_aws``), handed to the functions."""
-    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, write_concurrency=4)
+def build_pipeline(stack: str = DEFAULT_STACK, clock: Clock = system_clock, **parameters: str) -> Pipeline:
+    """Tables from template.yaml on the current endpoint (moto inside ``mock_aws``), handed to the functions;
+    ``clock``: their one "now" (a test that reads the current hour or day fixes it)."""
+    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, clock, write_concurrency=4)
     create_tables(runtime.dynamodb, runtime.template)
     runtime.export_to_handlers()
     return Pipeline(runtime)

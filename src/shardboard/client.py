@@ -34,6 +34,7 @@ from shardboard.adapters.dynamodb import MissingCredentials, client_config, regi
 from shardboard.adapters.items_table import ItemStore
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
+from shardboard.domain.clock import Clock
 from shardboard.domain.items import records as items
 from shardboard.domain.items.records import ItemRecord
 from shardboard.domain.periods import ALL, Period, parse_time, period_from_bucket
@@ -56,6 +57,7 @@ from shardboard.schema import Item as ItemView
 from shardboard.schema import RankedItem
 from shardboard.services import items as items_service
 from shardboard.services import reading, recording
+from shardboard.services.clock import system_clock
 from shardboard.services.reading import NoSnapshot
 from shardboard.services.stack import published_settings
 from shardboard.services.stores import Container
@@ -72,10 +74,6 @@ DEFAULT_WORKERS = 16
 # (item id, anchor bucket, category boards sorted, the viewed view or None): the views of one key are one counter
 # write; a viewed view's key is its own (its Seen holds a token made per call), so it is never coalesced.
 _Key = tuple[str, str, tuple[str, ...], Seen | None]
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -224,7 +222,7 @@ class Recorder:
         max_pending: int = 10_000,
         settings: Settings | None = None,
         workers: int = DEFAULT_WORKERS,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Clock = system_clock,
         stores: Stores | None = None,
         retry_safe: bool = True,
     ) -> None:
@@ -253,7 +251,7 @@ class Recorder:
             self.client: Any = _dynamodb(session, workers)
             self.settings = settings or _stack_settings(self.client, stack)
             # The collaborators the API function builds (the same stores, the same shard router), on this client.
-            container = Container(self.settings, self.client)
+            container = Container(self.settings, self.client, clock=clock)
             stores = Stores(container.views, container.router, container.admission, container.boards)
         else:
             self.client = None
@@ -639,13 +637,23 @@ class Standings:
 class Leaderboard:
     """Read a stack's leaderboards from their snapshot items: one GetItem per call, what the HTTP API reads."""
 
-    def __init__(self, session: Any = None, stack: str = DEFAULT_STACK, *, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        session: Any = None,
+        stack: str = DEFAULT_STACK,
+        *,
+        settings: Settings | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
         """``session``: a boto3 Session (None: boto3's default session). ``stack``: names the tables. ``settings``:
-        settings to use instead of those the stack published (it names the tables itself)."""
+        settings to use instead of those the stack published (it names the tables itself). ``clock``: what "now"
+        is for a read that names no time (the current period, a window); the wall clock unless a test fixes it."""
         self.client = _dynamodb(session)
         self.settings = settings or _stack_settings(self.client, stack)
         self._items = ItemStore(self.client, self.settings.items_table)
-        self._reads = reading.BoardReads(BoardStore(self.client, self.settings.board_table), self._items, self.settings)
+        self._reads = reading.BoardReads(
+            BoardStore(self.client, self.settings.board_table), self._items, self.settings, clock
+        )
 
     def top(
         self,

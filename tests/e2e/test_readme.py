@@ -39,7 +39,7 @@ NOT_RUN = {
     "make demo   # sets up and runs the whole pipeline on Amazon DynamoDB Local, then prints a report": (
         "make test is the second line; the demo's report is checked below, its run in tests/e2e/test_pipeline_local.py"
     ),
-    "sam build && sam deploy --guided          # dev: stack shardboard-dev ([default] in samconfig.toml)": (
+    "make build && sam deploy --guided          # dev: stack shardboard-dev ([default] in samconfig.toml)": (
         "needs an AWS account"
     ),
     """curl -X POST 127.0.0.1:3000/views -d '{"id": "images/001.jpg"}'""": (
@@ -145,6 +145,13 @@ def test_every_block_is_run_or_checked_or_says_why_not():
     others = [block for block in ALL_BLOCKS if block not in runnable() and first_line(block) not in NOT_RUN]
     assert sorted(block.lineno for block in others) == sorted(block.lineno for block in checked)
     assert the_block(LIBRARY_EXAMPLE).expected_output
+
+
+def test_the_readme_builds_with_make_build():
+    # A bare `sam build` needs python3.12 on PATH; `make build` finds pyenv's too and says what to install otherwise.
+    commands = [line.strip() for block in BLOCKS for line in block.code.splitlines()]
+    assert not [line for line in commands if re.match(r"(.*(&&|;)\s*)?sam build\b", line)]
+    assert any(line.startswith("make build && sam deploy") for line in commands)
 
 
 def test_the_readme_example_prints_what_the_readme_shows(readme_engine, tmp_path):

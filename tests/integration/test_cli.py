@@ -215,3 +215,25 @@ def test_top_trending_shows_each_entry_with_its_views_in_the_last_hour_and_day(c
     assert Leaderboard.model_validate(board).as_json() == board
     assert [(e["id"], e["recent"]) for e in board["items"]] == [("b", {"1h": 5, "24h": 5}), ("a", {"1h": 3, "24h": 3})]
     assert "last 1h" in table and "last 24h" in table
+
+
+def test_output_outside_a_terminal_never_wraps_what_a_reader_copies(cli, monkeypatch):
+    # Given a pipe, not a terminal (CliRunner's output) and no COLUMNS: rich would wrap at 80 columns
+    monkeypatch.delenv("COLUMNS", raising=False)
+    params = ["-p", "TopN=2", "-p", "RankDepth=4", "-p", "SnapshotSpare=0"]
+    long_id = "images/" + "a-very-long-name-" * 10 + ".jpg"
+    cli(*params, "init")
+    for item, count in {**SEED, long_id: 90}.items():
+        cli(*params, "record", item, "-n", str(count))
+    cli(*params, "process", "--drain")
+    cli(*params, "snapshot")
+    # When a page is shown as a table
+    shown = cli(*params, "top", "--offset", "0", "-n", "2").output
+    # Then the long id is on one line, and the cursor printed is one line that the next command takes as it is
+    assert any(long_id in line for line in shown.splitlines())
+    (line,) = [line for line in shown.splitlines() if "--cursor" in line]
+    cursor = line.split("--cursor ", 1)[1]
+    assert len(line) > 80
+    following = cli(*params, "top", "--cursor", cursor, "--json")
+    assert following.exit_code == 0, following.output
+    assert json.loads(following.output)["items"][0]["rank"] == 3

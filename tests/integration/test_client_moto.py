@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import boto3
@@ -21,6 +21,7 @@ import pytest
 from pytest_codeblocks import extract_from_file
 
 from shardboard import BadInput, BufferFull, Leaderboard, NoSnapshot, NotRanked, Recorder, RecorderClosed
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.periods import bucket_of
 from shardboard.settings import ConfigError, Settings
 from shardboard_tools.template import Template
@@ -145,11 +146,14 @@ def test_views_coalesce_per_item_and_set_of_boards(pipeline):
 
 
 def test_recorded_views_reach_the_leaderboard_exactly(make_pipeline):
-    pipeline = make_pipeline(TopN="4", CategoryTopN="3")
+    # One clock for the recorder, the functions and the reads, fixed: "today" is the same day for each of them (a
+    # day behind the wall clock's, so a part that read the wall clock instead would answer for another day)
+    clock = FixedClock(datetime.now(UTC) - timedelta(days=1))
+    pipeline = make_pipeline(TopN="4", CategoryTopN="3", clock=clock)
     rng = random.Random(14)
     expected: Counter[str] = Counter()
     cats: Counter[str] = Counter()
-    with recorder() as r:
+    with recorder(clock=clock) as r:
         for round_ in range(3):  # three flushes: the aggregator sees several steps of each counter
             for _ in range(400):
                 item = f"img-{min(int(rng.paretovariate(1.2)), 9)}"
@@ -163,17 +167,17 @@ def test_recorded_views_reach_the_leaderboard_exactly(make_pipeline):
     assert pipeline.truth() == dict(expected)
     process(pipeline)
 
-    board = Leaderboard(boto3.Session())
+    board = Leaderboard(boto3.Session(), clock=clock)
     top = board.top()
     assert rows(top) == ranked(expected)[:4]
     assert (top.board, top.period.kind, top.period.start) == ("global", "all", None)
     assert top.generated_at.tzinfo is not None
     assert rows(board.top(limit=2)) == ranked(expected)[:2]
     assert rows(board.top("cats")) == ranked(cats)[:3]
-    today = board.top(period="day", at=datetime.now(UTC).date().isoformat())
+    today = board.top(period="day")  # the day the clock is in
     assert rows(today) == ranked(expected)[:4]  # every view is today's
     assert today.period.kind == "day"
-    assert today.period.start <= datetime.now(UTC) < today.period.end
+    assert today.period.start <= clock() < today.period.end
     # What GET /leaderboard answers, from the same snapshot item
     status, _, body = call(pipeline, "read_api", get("/leaderboard"))
     assert status == 200

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.periods import iso
 from shardboard_tools.cli import main
 
@@ -22,12 +23,19 @@ LINES = [
 
 
 @pytest.fixture
-def cli(monkeypatch, tmp_path):
-    yield from cli_on_moto(monkeypatch, tmp_path)
+def clock():
+    """The CLI's one clock (its commands' and the functions' it runs), fixed: no hour turns during a test. Two hours
+    behind the wall clock, so a command that read the wall clock instead would answer for another hour."""
+    return FixedClock(datetime.now(UTC) - timedelta(hours=2))
 
 
-def cli_on_moto(monkeypatch, tmp_path):
-    """The CLI on moto, as a user runs it: ``cli(*args, stdin=None)`` -> click's result."""
+@pytest.fixture
+def cli(monkeypatch, tmp_path, clock):
+    yield from cli_on_moto(monkeypatch, tmp_path, clock)
+
+
+def cli_on_moto(monkeypatch, tmp_path, clock=None):
+    """The CLI on moto, as a user runs it: ``cli(*args, stdin=None)`` -> click's result; ``clock``: its "now"."""
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     monkeypatch.setenv("SHARDBOARD_STATE_DIR", str(tmp_path / "state"))
@@ -35,7 +43,7 @@ def cli_on_moto(monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     runner = CliRunner()
     with mock_aws():
-        yield lambda *args, stdin=None: runner.invoke(main, list(args), input=stdin, catch_exceptions=False)
+        yield lambda *args, stdin=None: runner.invoke(main, list(args), input=stdin, obj=clock, catch_exceptions=False)
 
 
 def write(tmp_path, lines, name="views.jsonl"):
@@ -105,12 +113,12 @@ def test_a_missing_file_exits_2(cli, tmp_path):
     assert result.exit_code == 2
 
 
-def test_imported_views_count_in_the_windows_and_the_trending_parts_they_fall_in(cli, tmp_path):
+def test_imported_views_count_in_the_windows_and_the_trending_parts_they_fall_in(cli, tmp_path, clock):
     # Given a stack with a 24 h window and trending, and a file of views with their own times: this hour, 3 and 20
     # hours ago, and 30 hours ago (outside the window)
     params = ("-p", "Periods=day,24h,trending")
     assert cli(*params, "init").exit_code == 0
-    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    now = clock().replace(minute=0, second=0, microsecond=0)
     lines = [
         {"id": "a", "time": iso(now), "count": 2},
         {"id": "b", "time": iso(now - timedelta(hours=3)), "count": 4},

@@ -206,3 +206,51 @@ def test_deep_keys_move_with_the_layout_and_ranked_versions_stay_exact(make_pipe
     # Then every ranked version is exact, and the counts match the base table
     exact_version(pipeline, "2026-11-24T06:02:20.000Z")
     assert verify(pipeline.views, board, settings).exact
+
+
+def test_the_grace_wait_ends_once_nothing_can_be_in_flight():
+    slept: list[float] = []
+    answers = iter([False, False, True])
+    # Settled after two polls: two steps of the poll, not the whole grace
+    assert resharding.wait_for_batches(121, lambda: next(answers), slept.append, 1.0) == 2
+    assert slept == [1.0, 1.0]
+    # Never settled (a deployed stack's Lambda may run a batch): the whole grace, in steps
+    slept.clear()
+    assert resharding.wait_for_batches(2.5, lambda: False, slept.append, 1.0) == 2.5
+    assert slept == [1.0, 1.0, 0.5]
+
+
+def test_reshard_waits_only_while_the_local_runner_has_records_to_handle(monkeypatch):
+    from click.testing import CliRunner
+    from moto import mock_aws
+
+    from shardboard_tools.cli import main
+    from shardboard_tools.template import Template
+
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    for name in Template.load().function_environment():
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+    with mock_aws():
+
+        def cli(*args):
+            result = runner.invoke(main, ["-p", "BoardShards=2", *args], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            return result.output
+
+        # Given a 12-item board whose stream the local runner has handled
+        cli("init")
+        for k in range(12):
+            cli("record", f"item-{k}", "-n", str(k + 1))
+        cli("process", "--drain")
+        # When it is resharded with the default grace (the aggregator's timeout and batching window, 121 s)
+        report = json.loads(cli("reshard", "--gsi-shards", "3", "--json").splitlines()[-1])
+        # Then no batch can be in flight, so it does not wait
+        assert report["finished"] and report["moved"] > 0 and report["waited"] == 0
+        # But with records the runner has not handled yet (a batch may be running), it waits the whole grace
+        cli("record", "item-0", "-n", "5")
+        report = json.loads(cli("reshard", "--gsi-shards", "4", "--grace-seconds", "1", "--json").splitlines()[-1])
+        assert report["finished"] and report["waited"] == 1
+        cli("process", "--drain")
+        assert json.loads(cli("verify", "--json"))["exact"] is True

@@ -21,8 +21,10 @@ from shardboard import Leaderboard, Recorder
 from shardboard.adapters.keys import PK, STACK_CONFIG_PK
 from shardboard.adapters.stack_config import publish, read_published
 from shardboard.domain.boards import BoardNotAllowed
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.periods import bucket_of, bucket_start, coarser_bucket
 from shardboard.handlers import stack_config, wiring
+from shardboard.services.clock import system_clock
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.context import LocalContext
@@ -51,9 +53,9 @@ def cli(*args):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def deployed_pipeline(parameters=DEPLOYED, stack=STACK):
+def deployed_pipeline(parameters=DEPLOYED, stack=STACK, clock=system_clock):
     """The stack's functions, as a deploy with ``parameters`` configures them (their environment)."""
-    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, write_concurrency=4)
+    runtime = Runtime.from_template(ROOT / "template.yaml", parameters, stack, clock, write_concurrency=4)
     runtime.export_to_handlers()
     return Pipeline(runtime)
 
@@ -67,10 +69,12 @@ def published_item(stack=STACK):
 def test_a_recorder_given_only_the_stack_lands_views_exactly_in_its_hour_and_day_boards(moto):
     # Given a stack initialised with -p Periods=hour,day -p WriteShards=7 (the template's defaults: day,week,month; 20)
     assert cli("--stack", STACK, "-p", "Periods=hour,day", "-p", "WriteShards=7", "init").exit_code == 0
-    pipeline = deployed_pipeline()
+    # One clock for the recorder, the functions and the reads, fixed: the hour cannot turn between them
     moment = datetime.now(UTC)
+    clock = FixedClock(moment)
+    pipeline = deployed_pipeline(clock=clock)
     # When a Recorder built with only the stack records views
-    with Recorder(boto3.Session(), stack=STACK, flush_interval=None, clock=lambda: moment) as recorder:
+    with Recorder(boto3.Session(), stack=STACK, flush_interval=None, clock=clock) as recorder:
         assert (recorder.settings.write_shards, recorder.settings.periods) == (7, ("hour", "day"))
         for item, views in VIEWS.items():
             for _ in range(views):
@@ -83,7 +87,7 @@ def test_a_recorder_given_only_the_stack_lands_views_exactly_in_its_hour_and_day
     # And once the stack's aggregator and snapshot job ran, its hour and day boards hold exactly those views
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()
-    board = Leaderboard(boto3.Session(), stack=STACK)
+    board = Leaderboard(boto3.Session(), stack=STACK, clock=clock)
     assert board.settings.periods == ("hour", "day")
     expected = [(1, "a", 41), (2, "b", 17), (2, "c", 17), (4, "d", 3)]
     for period in ("hour", "day", "all"):

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from shardboard.adapters.keys import SK
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard_tools.operations.verification import verify
 from tests.conftest import load_event
 from tests.integration.test_http_api import call, get
@@ -29,9 +29,7 @@ def takedown(op: str, query: str) -> dict:
 def record(pipeline, counts: dict[str, int], seed: int = 7) -> None:
     rng = random.Random(seed)
     for item, count in counts.items():
-        record_views(
-            pipeline.views, item, count, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng, where=pipeline.where())
 
 
 def drain(pipeline) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.periods import iso, start_of
 from tests.integration.test_http_api import call, get
 from tests.integration.test_takedowns_http import drain, record, takedown
 
 
 def test_a_window_reads_the_top_of_its_hours_with_its_span(make_pipeline):
-    # Given a stack with a 24 h window and views this hour
-    pipeline = make_pipeline(Periods="day,24h", TopN="3", SnapshotSpare="1")
+    # Given a stack with a 24 h window and views "this hour", the functions' and the test's one clock fixed (in an
+    # hour before the wall clock's: what they call now is the clock's, so no hour turns during the test)
+    clock = FixedClock(datetime.now(UTC) - timedelta(hours=2))
+    pipeline = make_pipeline(Periods="day,24h", TopN="3", SnapshotSpare="1", clock=clock)
     record(pipeline, {"a": 5, "b": 4, "c": 3, "d": 2})
     drain(pipeline)
     # When the snapshot job runs
@@ -27,7 +30,7 @@ def test_a_window_reads_the_top_of_its_hours_with_its_span(make_pipeline):
         (2, "b", 4, None),
         (3, "c", 3, None),
     ]
-    hour = start_of("hour", datetime.now(UTC))
+    hour = start_of("hour", clock())
     assert body["window"] == "24h"
     assert body["period"] == {
         "kind": "24h",

@@ -3,6 +3,7 @@ outputs what a client needs, every parameter is documented, and the HTTP API is 
 
 from __future__ import annotations
 
+import re
 import shlex
 import tomllib
 from typing import Any
@@ -38,6 +39,14 @@ def test_each_environments_parameters_are_accepted_by_the_template(samconfig, en
     assert set(overrides(samconfig, env)) <= set(sam_template["Parameters"])
     # ... and Template.load refuses values CloudFormation would refuse
     Template.load(overrides=overrides(samconfig, env))
+
+
+def test_every_parameter_samconfig_names_is_the_templates(sam_template):
+    # Comments included: a newcomer copies `Name=<value>` from a comment onto the overrides line, and CloudFormation
+    # refuses a name the template does not declare.
+    named = set(re.findall(r"\b([A-Z][A-Za-z0-9]*)=", (ROOT / "samconfig.toml").read_text(encoding="utf-8")))
+    assert {"Stage", "AlarmTarget"} <= named
+    assert named <= set(sam_template["Parameters"])
 
 
 def test_dev_and_prod_are_separate_stacks_with_separate_metrics(samconfig):

@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,3 +140,23 @@ def test_bench_command_prints_json_with_the_documented_keys(quick_search, tmp_pa
     }
     assert (tmp_path / "benchmarks.md").exists()
     assert (tmp_path / "benchmarks.png").stat().st_size > 10_000
+
+
+def test_bench_json_leaves_the_docs_untouched(quick_search, tmp_path):
+    # Given a checkout's docs (a copy: tests never write into the source tree), the working directory its root
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path):
+        docs = Path("docs")
+        docs.mkdir()
+        (docs / "benchmarks.md").write_text("# Benchmark: the tracked one\n", encoding="utf-8")
+        # When a script asks for the figures as JSON, without --out
+        arguments = ["--views", "3000", "--items", "500", "--top", "20", "--probe-seconds", "0.2"]
+        outcome = runner.invoke(bench, [*arguments, "--design", "seed-sharded", "--json"])
+        # Then it prints them and writes nothing: only `make bench` (no --json) regenerates the docs
+        assert outcome.exit_code == 0, outcome.output
+        assert "designs" in json.loads(outcome.stdout[outcome.stdout.index("{") :])
+        assert sorted(p.name for p in docs.iterdir()) == ["benchmarks.md"]
+        assert (docs / "benchmarks.md").read_text(encoding="utf-8") == "# Benchmark: the tracked one\n"
+    # And the Makefile's target still regenerates them
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text(encoding="utf-8")
+    assert "\t$(BIN)/shardboard bench\n" in makefile

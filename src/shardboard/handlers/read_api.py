@@ -24,7 +24,7 @@ from shardboard.domain.items import newest
 from shardboard.handlers import http_input, routes
 from shardboard.handlers.http_errors import answer_errors
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, item_store, settings
+from shardboard.handlers.wiring import board_store, clock, item_store, settings
 from shardboard.schema import AroundMe, BoardList, Item, Leaderboard, NewestPage, Ranks
 from shardboard.services import items, listing, reading
 
@@ -150,7 +150,7 @@ def named(query: dict[str, list[str]]) -> dict[str, str]:
 
 
 def reads() -> reading.BoardReads:
-    return reading.BoardReads(board_store(), item_store(), settings())
+    return reading.BoardReads(board_store(), item_store(), settings(), clock())
 
 
 # A literal route: "/items" never matches the regex route above, which needs at least one character after "/items/".

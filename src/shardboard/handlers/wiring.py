@@ -13,6 +13,7 @@ from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.items_table import ItemStore
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.taken_down import deleted_among
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
@@ -40,6 +41,10 @@ def use(replacement: Container | None) -> None:
 
 def settings() -> Settings:
     return container().settings
+
+
+def clock() -> Clock:
+    return container().clock
 
 
 def client() -> Any:

@@ -14,12 +14,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from shardboard.domain import validation
+from shardboard.domain.clock import Clock
 from shardboard.domain.items import lookalike, newest
 from shardboard.domain.items import records as items
 from shardboard.domain.items.records import ItemRecord, ShardPage
 from shardboard.domain.ports import ItemCatalog, PeriodKey
 from shardboard.services import republishing as republish
 from shardboard.services import takedowns as takedown
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.services.takedowns import TakedownBoard
 from shardboard.settings import Settings
@@ -36,10 +38,11 @@ class ItemEdits:
     items: ItemCatalog
     board: TakedownBoard
     settings: Settings
+    clock: Clock = system_clock  # the time whose periods are current
 
     @classmethod
     def of(cls, stores: Container) -> ItemEdits:
-        return cls(stores.items, stores.board, stores.settings)
+        return cls(stores.items, stores.board, stores.settings, stores.clock)
 
 
 class CreatedIndex(Protocol):
@@ -84,7 +87,7 @@ def _take_down(
     """The id and the reason checked (BadInput before anything is read), then the takedown (NothingToTakeDown for
     an id with no views and no record)."""
     checked, why = validation.lookup_item_id(item_id), items.reason(reason)
-    return operation(edits.items, edits.board, edits.settings, checked, by=by, reason=why)
+    return operation(edits.items, edits.board, edits.settings, checked, by=by, reason=why, at=edits.clock())
 
 
 def newest_page(

@@ -7,13 +7,13 @@ period, time, limit, ids, k) is checked here once, through :mod:`shardboard.doma
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from shardboard.domain import validation
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import HOUR, previous_bucket
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.publishing.head import Head
@@ -31,6 +31,7 @@ from shardboard.domain.reading.percentiles import MAX_RANK_IDS, RankAnswer
 from shardboard.domain.reading.ranks import lookup_ranks
 from shardboard.domain.windows import window_bucket
 from shardboard.schema import AroundMe, Item, Leaderboard, Ranks
+from shardboard.services.clock import system_clock
 from shardboard.settings import Settings
 
 
@@ -58,6 +59,7 @@ class BoardReads:
     board: ReadableBoard
     items: ItemCatalog
     settings: Settings
+    clock: Clock = system_clock  # "now" of a read that names no time (the current period, a window)
 
 
 @dataclass(frozen=True)
@@ -73,28 +75,31 @@ class Top:
 Moment = datetime | str | None
 
 
-def period_named(settings: Settings, board: str | None, period: str | None, at: Moment) -> PeriodKey:
+def period_named(
+    settings: Settings, board: str | None, period: str | None, at: Moment, *, now: datetime | None = None
+) -> PeriodKey:
     """The period that ``board`` (None or empty: the global board), ``period`` (``all`` or a configured kind) and
-    ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: now) name."""
+    ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: ``now``, else the wall clock) name."""
     name = validation.board_name(board or settings.board)
     kind = validation.period_kind(period or "", settings.policy.periods.kinds)
     if not (at is None or isinstance(at, (str, datetime))):
         raise validation.BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-    return period_at(name, kind, validation.moment(at), half_life=settings.trending_half_life_hours)
+    return period_at(name, kind, validation.moment(at) or now, half_life=settings.trending_half_life_hours)
 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     """The period's snapshot head (one GetItem), or NoSnapshot."""
-    head = live(reads.board.get_snapshot(period))
+    head = live(reads.board.get_snapshot(period), reads.clock())
     if head is None:
         raise NoSnapshot(period)
     return head
 
 
-def live(head: Head | None) -> Head | None:
-    """The head unless its period is past retention: TTL deletes it days later at most, and takedowns patch the
-    retained periods only, so an expired head is never served."""
-    return None if head is None or (head.expires_at is not None and head.expires_at <= time.time()) else head
+def live(head: Head | None, now: datetime) -> Head | None:
+    """The head unless its period is past retention at ``now``: TTL deletes it days later at most, and takedowns
+    patch the retained periods only, so an expired head is never served."""
+    expired = head is not None and head.expires_at is not None and head.expires_at <= now.timestamp()
+    return None if expired else head
 
 
 def top(
@@ -110,7 +115,7 @@ def top(
     rolling window's head instead (``period`` and ``at`` must then be absent)."""
     if window:
         return window_top(reads, board=board, window=window, period=period, at=at, limit=limit)
-    wanted = period_named(reads.settings, board, period, at)
+    wanted = period_named(reads.settings, board, period, at, now=reads.clock())
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
     head = head_of(reads, wanted)
     document = Leaderboard.of_snapshot(head, count)
@@ -128,9 +133,10 @@ def window_top(
     if period not in (None, "") or at not in (None, ""):
         raise validation.BadInput("a window is read as of now: send window without period or at")
     count = validation.limit(_text(limit), reads.settings.top_n_of(name))
-    wanted = PeriodKey(name, chosen.name, window_bucket(datetime.now(UTC)))
-    head = live(reads.board.get_snapshot(wanted)) or live(
-        reads.board.get_snapshot(wanted._replace(bucket=previous_bucket(HOUR, wanted.bucket)))
+    now = reads.clock()
+    wanted = PeriodKey(name, chosen.name, window_bucket(now))
+    head = live(reads.board.get_snapshot(wanted), now) or live(
+        reads.board.get_snapshot(wanted._replace(bucket=previous_bucket(HOUR, wanted.bucket))), now
     )
     if head is None:
         raise NoSnapshot(wanted)
@@ -151,8 +157,13 @@ def page(
 ) -> Leaderboard:
     """A page of the period's ranked version from ``offset``, or the next page of the version ``cursor`` pins (a
     cursor alone names its own period): the head and one BatchGetItem of the stored pages."""
-    named = None if (cursor and not (board or period or at)) else period_named(reads.settings, board, period, at)
-    now = datetime.now(UTC).isoformat()
+    moment = reads.clock()
+    named = (
+        None
+        if (cursor and not (board or period or at))
+        else period_named(reads.settings, board, period, at, now=moment)
+    )
+    now = moment.isoformat()
     head, found = leaderboard_page(
         reads.board,
         reads.settings.policy,
@@ -208,7 +219,7 @@ def ranks(
         raise validation.BadInput(f"between 1 and {MAX_RANK_IDS} ids per request, got 0")
     if len(checked) > MAX_RANK_IDS:
         raise validation.BadInput(f"at most {MAX_RANK_IDS} ids per request, got {len(checked)}")
-    wanted = period_named(reads.settings, board, period, at)
+    wanted = period_named(reads.settings, board, period, at, now=reads.clock())
     head = head_of(reads, wanted)
     answers = lookup_ranks(reads.board, reads.settings.policy, wanted, head, checked, catalog=reads.items)
     return RankAnswers(wanted, head, answers)
@@ -226,7 +237,7 @@ def neighbours(
     """The ``k`` entries above and below ``item_id`` with exact ranks (NotRanked past the depth D)."""
     item = validation.lookup_item_id(item_id)
     depth_k = parse_k(_text(k))
-    wanted = period_named(reads.settings, board, period, at)
+    wanted = period_named(reads.settings, board, period, at, now=reads.clock())
     head = head_of(reads, wanted)
     answer = around(reads.board, wanted, head, item, k=depth_k, catalog=reads.items)
     return Neighbourhood(wanted, head, item, answer)

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from shardboard.domain import validation
 from shardboard.domain.boards import BoardGate, is_reserved
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import bucket_of
 from shardboard.domain.ports import AllowanceCounters, RetrySafeViewCounters
 from shardboard.domain.writing.dedupe import Seen
@@ -32,6 +33,7 @@ from shardboard.domain.writing.recording import (
     record_views,
 )
 from shardboard.domain.writing.visitors import AnonymousViewers, bot_boards, is_crawler
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -64,12 +66,13 @@ class ViewWrites:
     admission: Admission = Admission()
     # Anonymous browsers' viewer ids (docs/honest-counts.md); None: the site opted out.
     anonymous: AnonymousViewers | None = None
+    clock: Clock = system_clock  # when a request's views count (their period bucket)
 
     @classmethod
     def of(cls, stores: Container) -> ViewWrites:
         """The writes of a stack's stores: the ones the API function builds."""
         admission = Admission(stores.admission, stores.boards)
-        return cls(stores.views, stores.settings, stores.router, admission, stores.anonymous)
+        return cls(stores.views, stores.settings, stores.router, admission, stores.anonymous, stores.clock)
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,14 @@ def record(
         raise OriginNotAllowed(f"views sent from pages of {origin} are not taken by this stack (PublicViews)")
     agent = user_agent if user_agent is not None else browser.user_agent if browser is not None else None
     accepted = accept(
-        writes.admission, writes.settings.anchor, [item_id], count, boards=boards, viewer=viewer, user_agent=agent
+        writes.admission,
+        writes.settings.anchor,
+        [item_id],
+        count,
+        boards=boards,
+        viewer=viewer,
+        user_agent=agent,
+        at=writes.clock(),
     )
     if accepted.viewer is None and accepted.count == 1 and browser is not None and writes.anonymous is not None:
         accepted = replace(accepted, viewer=writes.anonymous.viewer(browser.address, browser.user_agent))
@@ -192,7 +202,14 @@ def record_each(
     """Record ``count`` views of each of ``item_ids``, one counter write per id (in parallel). Every id passes every
     rule before the first write; a crawler's ``user_agent`` counts them on the reserved boards only."""
     accepted = accept(
-        writes.admission, writes.settings.anchor, item_ids, count, boards=boards, viewer=viewer, user_agent=user_agent
+        writes.admission,
+        writes.settings.anchor,
+        item_ids,
+        count,
+        boards=boards,
+        viewer=viewer,
+        user_agent=user_agent,
+        at=writes.clock(),
     )
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
         recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))

@@ -80,7 +80,12 @@ class RefreshingBoard(SnapshotBoard, PeriodLedger, Protocol):
 
 
 def iso_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_millis(datetime.now(UTC))
+
+
+def iso_millis(at: datetime) -> str:
+    """``at`` as the snapshot job stamps its heads: ISO-8601 UTC to the millisecond, with a Z."""
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- the gathers (reads only)
@@ -680,6 +685,7 @@ def refresh_snapshots(stores: Container, now: str | None = None, dropped: Droppe
     outlive its tombstone until its delete has swept them). Listed while few, else each candidate a gather meets is
     looked up once per run (``dropped``: that read, when the caller made it for its own use too)."""
     settings = stores.settings
+    now = now or iso_millis(stores.clock())
     dropped = TakenDown.read(stores.items) if dropped is None else dropped
     everything = PeriodKey(settings.board, ALL, ALL)
     announcer = stores.announcer

@@ -16,23 +16,29 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import DailyKeyStore, ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.lookalike import LookAlikeCheck
 from shardboard.domain.items.records import DELETED, SKELETONS, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.domain.writing.visitors import AnonymousViewers
+from shardboard.services.clock import system_clock
 from shardboard.services.events import Announcer
 from shardboard.settings import Settings
 
 
 class Container:
-    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it."""
+    """One container's collaborators: the stores share one client; the shard router's cache lives as long as it.
+    ``clock`` is the one "now" of its use cases (recording, reading, the snapshot job)."""
 
-    def __init__(self, settings: Settings, dynamodb: Any, events: EventSink | None = None) -> None:
+    def __init__(
+        self, settings: Settings, dynamodb: Any, events: EventSink | None = None, clock: Clock = system_clock
+    ) -> None:
         self.settings = settings
         self.dynamodb = dynamodb
         self._events = events
+        self.clock = clock
 
     @classmethod
     def from_env(cls) -> Container:
@@ -97,4 +103,4 @@ class Container:
         """Anonymous browsers' viewer ids under the day's key (the shards table), or None when the site opts out."""
         if not self.settings.anonymous_viewers:
             return None
-        return AnonymousViewers(DailyKeyStore(self.dynamodb, self.settings.shards_table))
+        return AnonymousViewers(DailyKeyStore(self.dynamodb, self.settings.shards_table), self.clock)

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from shardboard.services.clock import system_clock
 from shardboard.settings import DEFAULT_STACK
 from shardboard_tools.cli.common import RuntimeSource, use_local_credentials_if_needed
 
@@ -206,4 +207,6 @@ def main(
     use_local_credentials_if_needed()
     overrides = _parameters(parameters)
     ctx.meta["parameters"] = overrides  # commands that build their own stack (chaos) take the overrides too
-    ctx.obj = RuntimeSource(template_path, overrides, stack)
+    # A program that embeds the command (a test) may hand it a clock as click's context object: its one "now".
+    clock = ctx.obj if callable(ctx.obj) else system_clock
+    ctx.obj = RuntimeSource(template_path, overrides, stack, clock)

@@ -134,13 +134,18 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "origin requests and dollars per million page loads (docs/benchmarks.md, Visitors); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout (the table goes to stderr).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON on stdout (the table goes to stderr); writes no file unless --out is given.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("docs"),
     show_default=True,
-    help="Where benchmarks.md and benchmarks.png go.",
+    help="Where benchmarks.md and benchmarks.png go (`make bench` regenerates the checkout's docs).",
 )
 @click.option("--no-files", is_flag=True, help="Do not write docs/benchmarks.md and the chart.")
 def bench(
@@ -163,6 +168,9 @@ def bench(
     no_files: bool,
 ) -> None:
     """Same workload, same emulator: seed-unsharded, seed-sharded and shardboard; table, JSON, chart, markdown."""
+    # JSON is for a script: the checkout's tracked docs are rewritten by `make bench`, never as a side effect of it.
+    out_given = click.get_current_context().get_parameter_source("out") == click.core.ParameterSource.COMMANDLINE
+    no_files = no_files or (as_json and not out_given)
     require_extra("bench", "bench", "numpy", *(() if no_files else ("matplotlib",)))
     if scenario == "boards":
         run_boards_scenario(click.get_current_context(), designs, as_json=as_json, out=None if no_files else out)

@@ -17,18 +17,40 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from shardboard.domain import validation
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.records import UnknownItem
+from shardboard.services.clock import system_clock
 from shardboard.settings import PUBLISHED_VARIABLES, ConfigError, Settings
 from shardboard_tools.local.engine import LOCAL_CREDENTIALS
 
 if TYPE_CHECKING:
     from shardboard_tools.local.runtime import Runtime
 
-console = Console()
-errors = Console(stderr=True)
+# Outside a terminal (a pipe, a file, a test runner) rich would wrap at 80 columns and split the ids and cursors a
+# reader copies from the output: there, a line is as long as what it prints, unless COLUMNS asks for a width.
+UNWRAPPED_WIDTH = 1_000_000
+
+
+class Screen(Console):
+    """rich's Console, never wrapping outside a terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        measured = super().size
+        if self.is_terminal or self._width is not None or self._environ.get("COLUMNS", "").isdigit():
+            return measured
+        return ConsoleDimensions(UNWRAPPED_WIDTH, measured.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+console = Screen()
+errors = Screen(stderr=True)
 
 
 def fail(reason: str, code: int = 1) -> NoReturn:
@@ -84,6 +106,7 @@ class RuntimeSource:
     template_path: Path | None
     parameters: Mapping[str, str]
     stack: str
+    clock: Clock = system_clock
 
 
 def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
@@ -99,7 +122,7 @@ def runtime(ctx: click.Context, *, published: bool = True) -> Runtime:
     if isinstance(root.obj, RuntimeSource):
         source = root.obj
         with one_line_errors():
-            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack)
+            root.obj = Runtime.from_template(source.template_path, source.parameters, source.stack, source.clock)
     rt = root.obj
     assert isinstance(rt, Runtime)
     if published and not root.meta.get(_PUBLISHED_READ):

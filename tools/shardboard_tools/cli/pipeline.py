@@ -194,7 +194,7 @@ def top(  # noqa: PLR0917 - one parameter per click option
     from shardboard.domain.errors import BadInput
     from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
 
-    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings, rt.clock)
     with one_line_errors(), no_snapshot_hint():
         if window is not None and (offset is not None or cursor is not None):
             raise BadInput("a window has no pages: use --window without --offset or --cursor")
@@ -202,10 +202,10 @@ def top(  # noqa: PLR0917 - one parameter per click option
             answer = reading.top(reads, board=board, period=period, at=at, limit=limit, window=window)
             key, document = answer.period, answer.document
         elif offset is not None or cursor is not None:
-            key = reading.period_named(rt.settings, board, period, at)
+            key = reading.period_named(rt.settings, board, period, at, now=rt.clock())
             document = reading.page(reads, board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         else:
-            key = reading.period_named(rt.settings, board, period, at)
+            key = reading.period_named(rt.settings, board, period, at, now=rt.clock())
             document = reading.top(reads, board=board, period=period, at=at, limit=limit).document
     if as_json:
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
@@ -213,9 +213,10 @@ def top(  # noqa: PLR0917 - one parameter per click option
     shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
     if document.window:
         shown = f"last {document.window} ({document.period.start} to now)"  # type: ignore[union-attr]
+    console.print(ranked_table(f"{document.board} · {shown}", document.generated_at, document.items))
     following = document.cursor  # a walk in progress; a plain `top` starts one with --offset 0 (or --json: walk)
-    caption = document.generated_at + (f"\nnext: --cursor {following}" if following else "")
-    console.print(ranked_table(f"{document.board} · {shown}", caption, document.items))
+    if following:  # its own line, never wrapped: a cursor split in two reads as malformed
+        console.print(f"next: --cursor {following}", markup=False, highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -263,7 +264,7 @@ def around_command(  # noqa: PLR0917 - one parameter per click option
     rt = runtime(ctx)
     from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
 
-    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings, rt.clock)
     with one_line_errors(), no_snapshot_hint():
         try:
             document = reading.neighbours(reads, item, k=k, board=board, period=period, at=at).document()
@@ -294,9 +295,9 @@ def rank(  # noqa: PLR0917 - one parameter per click option
     rt = runtime(ctx)
     from shardboard.services import reading  # pydantic: loaded when a read runs, not for --help
 
-    reads = reading.BoardReads(rt.board, rt.items, rt.settings)
+    reads = reading.BoardReads(rt.board, rt.items, rt.settings, rt.clock)
     with one_line_errors(), no_snapshot_hint():
-        key = reading.period_named(rt.settings, board, period, at)
+        key = reading.period_named(rt.settings, board, period, at, now=rt.clock())
         document = reading.ranks(reads, items, board=board, period=period, at=at).document()
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))

@@ -13,6 +13,7 @@ from shardboard.domain import validation
 from shardboard.domain.writing.dynamic_sharding import readable_shards
 from shardboard.services import sharding
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
+from shardboard_tools.local.stream_runner import default_state_dir, handled_everything
 from shardboard_tools.operations import resharding
 from shardboard_tools.template import Template
 
@@ -46,14 +47,23 @@ def reshard(ctx: click.Context, target: int, board: str | None, grace_seconds: f
     with one_line_errors():
         settings = replace(rt.settings, board=validation.board_name(board or rt.settings.board))
     grace = aggregator_grace_seconds(rt.template) if grace_seconds is None else grace_seconds
-    console.print(f"board {settings.board}: {target} GSI shards (in-flight batches get {grace:g}s first)")
+    console.print(
+        f"board {settings.board}: {target} GSI shards (in-flight batches get up to {grace:g}s first; no wait once"
+        " the local stream runner has handled every record)"
+    )
+
+    def settled() -> bool:
+        # Deployed, Lambda reads the stream and this directory has no checkpoint of it: the whole grace then.
+        return handled_everything(rt.dynamodb, rt.streams, rt.settings.views_table, default_state_dir())
 
     def progress(report: resharding.ReshardReport) -> None:
         console.print(f"pass {report.passes}: {report.moved} aggregates moved from layout {report.previous}")
 
     with one_line_errors():
         try:
-            report = resharding.reshard(rt.board, settings, target, grace_seconds=grace, on_pass=progress)
+            report = resharding.reshard(
+                rt.board, settings, target, grace_seconds=grace, settled=settled, on_pass=progress
+            )
         except resharding.ReshardConflict as conflict:
             fail(str(conflict))
     if as_json:
@@ -61,7 +71,7 @@ def reshard(ctx: click.Context, target: int, board: str | None, grace_seconds: f
     else:
         console.print(
             f"board {settings.board}: {report.previous} -> {report.target} GSI shards, "
-            f"{report.moved} aggregates moved in {report.passes} pass(es)"
+            f"{report.moved} aggregates moved in {report.passes} pass(es) after {report.waited:g}s of grace"
         )
 
 

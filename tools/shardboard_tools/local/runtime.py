@@ -13,9 +13,11 @@ from shardboard.adapters.dynamodb import dynamodb_client, streams_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.clock import Clock
 from shardboard.domain.ports import EventSink
 from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.handlers import observability, wiring
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.settings import DEFAULT_STACK, Settings
 from shardboard_tools.capacity.hook import install_from_env
@@ -29,6 +31,7 @@ class Runtime:
 
     template: Template
     settings: Settings
+    clock: Clock = system_clock  # the one "now" of the commands and of the functions they call
 
     @classmethod
     def from_template(
@@ -36,13 +39,14 @@ class Runtime:
         path: Path | None = None,
         parameters: Mapping[str, str] | None = None,
         stack: str = DEFAULT_STACK,
+        clock: Clock = system_clock,
         **changes: Any,
     ) -> Runtime:
         template = Template.load(path, parameters, stack)
         settings = Settings.from_env(defaults=template.settings(**changes))
         # Opt-in (SHARDBOARD_EMULATE_CAPACITY=1): DynamoDB Local then throttles like DynamoDB (capacity/hook.py).
         install_from_env(template.create_table_requests())
-        return cls(template, settings)
+        return cls(template, settings, clock)
 
     @cached_property
     def dynamodb(self) -> Any:
@@ -54,7 +58,7 @@ class Runtime:
 
     def stores(self) -> Container:
         """The stores over this runtime's client, built as the functions build theirs (from the current settings)."""
-        return Container(self.settings, self.dynamodb)
+        return Container(self.settings, self.dynamodb, clock=self.clock)
 
     @property
     def views(self) -> ViewStore:
@@ -84,7 +88,7 @@ class Runtime:
         The functions get a client of their own, as in their own container: faults a test injects into the
         functions' client (testing/faults.py) must not reach the command's own reads and writes, nor the reverse.
         """
-        wiring.use(Container(self.settings, dynamodb_client(), events))
+        wiring.use(Container(self.settings, dynamodb_client(), events, self.clock))
         # Lambda gets the metrics namespace from the template (Shardboard/<stack>); so do local handlers.
         namespace = self.template.function_environment().get("POWERTOOLS_METRICS_NAMESPACE")
         if observability.metrics.namespace is None and namespace:

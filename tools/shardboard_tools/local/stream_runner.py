@@ -117,6 +117,31 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def handled_everything(dynamodb: Any, streams: Any, table: str, state_dir: Path) -> bool:
+    """Whether the runner of ``state_dir`` has handled every record of ``table``'s stream so far, so that no batch of
+    its aggregator is in flight. False when it cannot tell: a shard without a checkpoint here (a deployed stack's
+    stream is read by Lambda, not by this directory's runner)."""
+    arn = latest_stream_arn(dynamodb, table)
+    checkpoints = CheckpointStore(state_dir / "checkpoints" / f"{table}.json")
+    checkpoints.load(arn)
+    for description in shards_parents_first(streams, arn):
+        shard_id = description["ShardId"]
+        checkpoint = checkpoints.shards.get(shard_id)
+        if checkpoint is None or checkpoint.sequence_number is None:
+            return False
+        if checkpoint.finished:
+            continue
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn,
+            ShardId=shard_id,
+            ShardIteratorType="AFTER_SEQUENCE_NUMBER",
+            SequenceNumber=checkpoint.sequence_number,
+        ).get("ShardIterator")
+        if iterator is not None and streams.get_records(ShardIterator=iterator, Limit=1).get("Records"):
+            return False
+    return True
+
+
 # ----------------------------------------------------------------------------------------------- reading a shard
 @dataclass
 class StreamsShard:

@@ -2,7 +2,9 @@
 
 1. ``begin``: the board state (threshold item) says S2, and remembers S as the previous layout. From then on the
    aggregator gives joining items S2 keys, and snapshots read the S layout, then the S2 layout.
-2. Wait ``grace_seconds``: a batch that read the state before step 1 may still join items with S keys.
+2. Wait ``grace_seconds``: a batch that read the state before step 1 may still join items with S keys. When the
+   caller can tell that no batch is in flight (``settled``: a local runner has handled every stream record), the
+   wait ends there.
 3. Re-key: scan for aggregates still keyed in layout S, move each with a conditional update (only if it still has
    its old key), in passes until a scan finds none.
 4. ``finish``: forget S; snapshots read one layout again.
@@ -43,6 +45,7 @@ class ReshardReport:
     passes: int = 0
     resumed: bool = False
     finished: bool = False
+    waited: float = 0  # seconds of the grace wait: until no batch could be in flight
 
 
 def begin(board: ReshardableBoard, settings: Settings, target: int) -> ReshardReport:
@@ -89,6 +92,22 @@ def relayout(index_key: str, item_id: str, target: int) -> str:
     return f"{index_key.rsplit('#', 2)[0]}#{target}#{board_shard_of(item_id, target)}"
 
 
+def wait_for_batches(
+    grace_seconds: float, settled: Callable[[], bool] | None, sleep: Callable[[float], None], poll_seconds: float
+) -> float:
+    """Sleep until no batch that read the old layout can still be running: ``grace_seconds``, or less once
+    ``settled`` says so (asked before each ``poll_seconds``). Returns the seconds slept."""
+    if settled is None:
+        sleep(grace_seconds)
+        return grace_seconds
+    waited = 0.0
+    while waited < grace_seconds and not settled():
+        step = min(poll_seconds, grace_seconds - waited)
+        sleep(step)
+        waited += step
+    return waited
+
+
 def finish(board: Resharding, settings: Settings, report: ReshardReport) -> None:
     if not board.finish_reshard(settings.board, report.previous, report.target):
         raise ReshardConflict("the board state is no longer this move: another reshard finished or replaced it")
@@ -101,15 +120,17 @@ def reshard(
     target: int,
     *,
     grace_seconds: float,
+    settled: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     on_pass: Callable[[ReshardReport], None] | None = None,
     max_passes: int = 10,
+    poll_seconds: float = 1.0,
 ) -> ReshardReport:
     """Steps 1-4 of the module docstring; ``on_pass`` sees the report after the grace wait and after each pass."""
     report = begin(board, settings, target)
     if report.finished:
         return report
-    sleep(grace_seconds)
+    report.waited = wait_for_batches(grace_seconds, settled, sleep, poll_seconds)
     for _ in range(max_passes):
         found = rekey_pass(board, settings, report)
         if on_pass:

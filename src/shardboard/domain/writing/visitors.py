@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -27,6 +27,7 @@ import crawleruseragents
 import re2
 
 from shardboard.domain.boards import BOARD_NAME_MAX, BOTS_BOARD, BOTS_PREFIX
+from shardboard.domain.clock import Clock
 from shardboard.domain.ports import DailyKeys
 
 # RE2's lazy DFA needs room for ~1,500 alternatives: at its 8 MB default it gives up and runs the NFA (~100 us a
@@ -74,17 +75,13 @@ def anonymous_viewer(key: bytes, address: str, user_agent: str) -> str:
     return ANONYMOUS_PREFIX + digest.hexdigest()[:_ID_HEX_DIGITS]
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass
 class AnonymousViewers:
     """The ids of anonymous browsers, under the key of the current UTC day (``clock``): fetched from ``keys`` once
     a day per container (the first container of the day stores a random one; every other one gets that one)."""
 
     keys: DailyKeys
-    clock: Callable[[], datetime] = _utc_now
+    clock: Clock
     _known: dict[str, bytes] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
