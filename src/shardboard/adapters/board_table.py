@@ -94,7 +94,7 @@ from shardboard.domain.ports import (
     ResumeToken,
 )
 from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
-from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
+from shardboard.domain.publishing.head import Head, Row, ShardRow, head_from_stored, rows, stored_attributes
 
 # A write refused by a legacy item converts it and tries again; only a concurrent writer of the previous release
 # (during its deploy) can change it between the two.
@@ -1018,72 +1018,17 @@ def ranks_of_checkpoint(item: Mapping[str, Any]) -> dict[str, int]:
 
 
 def snapshot_item(head: Head) -> Item:
-    """The snapshot head as the item stored in the board table; a past period's expires by TTL."""
-    item: Item = {
-        PK: s_attr(snapshot_pk(head.board, head.period["kind"], head.bucket)),
-        "board": s_attr(head.board),
-        "period": s_attr(json.dumps(head.period, separators=(",", ":"))),
-        "bucket": s_attr(head.bucket),
-        "version": n_attr(head.version),
-        "generated_at": s_attr(head.generated_at),
-        # Compact JSON pairs keep the item (and the frontend's one read) small.
-        "items": s_attr(compact(head.items)),
-        "items_read": n_attr(head.items_read),
-        "threshold": n_attr(head.threshold),
-        "shard_hits": s_attr(json.dumps({str(k): v for k, v in head.shard_hits.items()})),
-        "digest": s_attr(head.digest),
-    }
-    if head.expires_at:
-        item[EXPIRES_AT] = n_attr(head.expires_at)
-    if head.meta is not None:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
-        assert head.meta_at is not None, "a head's meta is written with the time it was read"
-        item["meta"] = s_attr(compact(head.meta))
-        item["meta_at"] = s_attr(head.meta_at)
-    if head.rank is not None:
-        item["rank"] = s_attr(compact(head.rank.as_json()))
-    # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
-    item["spare"] = s_attr(compact(head.spare))
-    if head.previous:  # {id: rank in the snapshot this one replaced}: the entries' previous_rank
-        item["previous"] = s_attr(compact(head.previous))
-    if head.gone:  # {id: rank} of the top N before that this head no longer holds: its ``left`` events
-        item["gone"] = s_attr(compact(head.gone))
-    if head.events_version:
-        item["events_version"] = n_attr(head.events_version)
-    if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
-        item["patched"] = s_attr(compact(head.patched))
-    if head.day_before is not None:  # {id: rank} of the checkpoint a day before: the entries' day_before_rank
-        item["day_before"] = s_attr(compact(head.day_before))
-    if head.recent:  # {id: [views in the last hour, in the last 24]}: a trending entry's recent views
-        item["recent"] = s_attr(compact(head.recent))
+    """The snapshot head as the item stored in the board table (domain/publishing/head.py names its attributes and
+    their text); a past period's expires by TTL."""
+    item: Item = {PK: s_attr(snapshot_pk(head.board, head.period["kind"], head.bucket))}
+    for name, value in stored_attributes(head).items():
+        item[name] = s_attr(value) if isinstance(value, str) else n_attr(value)
     return item
 
 
 def snapshot_from_item(item: Mapping[str, Any]) -> Head:
-    """The snapshot head from its stored item."""
-    return Head(
-        board=item["board"]["S"],
-        period=json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
-        bucket=item["bucket"]["S"] if "bucket" in item else ALL,
-        version=int_of(item["version"]),
-        generated_at=item["generated_at"]["S"],
-        items=rows(json.loads(item["items"]["S"])),
-        items_read=int_of(item["items_read"]),
-        threshold=int_of(item.get("threshold")),
-        shard_hits={int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
-        digest=item["digest"]["S"],
-        spare=rows(json.loads(item["spare"]["S"])) if "spare" in item else (),
-        meta=json.loads(item["meta"]["S"]) if "meta" in item else None,
-        meta_at=item["meta_at"]["S"] if "meta" in item else None,
-        rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
-        previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
-        # Read back so that a takedown's patch of a past period's head keeps its TTL.
-        expires_at=int_of(item[EXPIRES_AT]) if EXPIRES_AT in item else None,
-        gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
-        events_version=int_of(item.get("events_version")),
-        patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
-        day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else None,
-        recent=json.loads(item["recent"]["S"]) if "recent" in item else {},
-    )
+    """The snapshot head from its stored item (a head stored in the old id-keyed form converts on read)."""
+    return head_from_stored({name: value.get("S", value.get("N")) for name, value in item.items() if name != PK})
 
 
 def compact(value: Any) -> str:
