@@ -49,7 +49,10 @@ from shardboard.adapters.keys import (
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
+    DIRTY_SINCE,
     EXPIRES_AT,
+    FAILING_SINCE,
+    FAILURES,
     FORMAT,
     ITEM_ID,
     PERIOD_BUCKET_PREFIX,
@@ -186,6 +189,10 @@ def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
         int_of(previous) if previous else None,
         int_of(item.get(DEEP_THRESHOLD)),
         int_of(item.get(CHANGES)),
+        refreshed_at=int_of(item.get(REFRESHED_AT)),
+        dirty_since=int_of(item.get(DIRTY_SINCE)) if item.get(CHANGED, {}).get("S") == DIRTY else 0,
+        failures=int_of(item.get(FAILURES)),
+        failing_since=int_of(item.get(FAILING_SINCE)),
     )
 
 
@@ -836,6 +843,9 @@ class BoardStore:
                 ":bucket": s_attr(period.bucket),
             }
             sets = ["#chg = :chg", "#at = :at", "#board = :board", "#kind = :kind", "#bucket = :bucket"]
+            # The first change the head does not show yet (a refresh removes it): how long `verify` lets it wait.
+            names["#since"] = DIRTY_SINCE
+            sets.append("#since = if_not_exists(#since, :at)")
             expires = expires_at.get(period)
             if expires is not None:
                 names["#expires"], values[":expires"] = EXPIRES_AT, n_attr(expires)
@@ -874,14 +884,42 @@ class BoardStore:
     def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
         """The snapshot includes every change counted up to ``changes``: clean, unless a batch counted another.
 
-        A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``)."""
+        A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``). Either
+        way the refresh is recorded and its failures in a row end; counts that came during it wait from ``now``."""
         clean = CLEAN_BOARD if period.kind == ALL else None
-        update = "SET #r = :r, #chg = :clean" if clean else "SET #r = :r REMOVE #chg"
+        ended = "#since, #failures, #failing"
+        update = f"SET #r = :r, #chg = :clean REMOVE {ended}" if clean else f"SET #r = :r REMOVE #chg, {ended}"
         values = {":r": n_attr(now), ":changes": n_attr(changes)}
         if clean:
             values[":clean"] = s_attr(clean)
         names = {"#r": REFRESHED_AT, "#chg": CHANGED, "#changes": CHANGES}
-        self._conditional_update(threshold_pk(*period), update, "#changes = :changes", names, values)
+        names |= {"#since": DIRTY_SINCE, "#failures": FAILURES, "#failing": FAILING_SINCE}
+        if self._conditional_update(threshold_pk(*period), update, "#changes = :changes", names, values):
+            return
+        self.client.update_item(
+            TableName=self.table,
+            Key={PK: s_attr(threshold_pk(*period))},
+            UpdateExpression="SET #r = :r, #since = :r REMOVE #failures, #failing",
+            ExpressionAttributeNames={
+                "#r": REFRESHED_AT,
+                "#since": DIRTY_SINCE,
+                "#failures": FAILURES,
+                "#failing": FAILING_SINCE,
+            },
+            ExpressionAttributeValues={":r": n_attr(now)},
+        )
+
+    def mark_failed(self, period: PeriodKey, now: int) -> int:
+        """A refresh of the period failed: one more in a row, since the first of them."""
+        response = self.client.update_item(
+            TableName=self.table,
+            Key={PK: s_attr(threshold_pk(*period))},
+            UpdateExpression="SET #failing = if_not_exists(#failing, :now) ADD #failures :one",
+            ExpressionAttributeNames={"#failing": FAILING_SINCE, "#failures": FAILURES},
+            ExpressionAttributeValues={":now": n_attr(now), ":one": n_attr(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int_of(response["Attributes"][FAILURES])
 
     # -- board layout (resharding)
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:

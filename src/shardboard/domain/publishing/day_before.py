@@ -6,8 +6,9 @@ expiring after two days. A head generated at ``t`` carries the checkpoint of the
 kind's period that contained that hour: yesterday's day board as it stood then (for ``day``), the same clock hour
 yesterday as it stood at its first head (for ``hour``), the week or month a day ago (the one before once it turned),
 all time a day ago. An entry absent from that checkpoint, or a checkpoint never written (no head written that hour)
-or expired, gives no rank. The head keeps its entries' ranks of the checkpoint it read (aligned with them), so the job reads one checkpoint per period per hour,
-writes one, and a reader reads the head alone: docs/boards-and-periods.md, "The rank a day before". Both hours follow
+or expired, gives no rank. The head keeps its own entries' ranks of the checkpoint it read (aligned with them), so
+the job reads one checkpoint per period per hour (again when an id new to the head enters), writes one, and a reader
+reads the head alone: docs/boards-and-periods.md, "The rank a day before". Both hours follow
 from the head's ``generated_at`` (a gather sets it, a takedown's or a document's patch keeps it), so the head stores
 no hour of its own: a head of the same hour as the one before it has that head's checkpoint written and its ranks
 read.
