@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from shardboard.domain import validation
-from shardboard.domain.periods import HOUR, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.publishing.head import Head
-from shardboard.domain.publishing.snapshot import not_found, period_at
+from shardboard.domain.publishing.snapshot import not_found, opening_head, period_at
 from shardboard.domain.reading.pages import (
     Around,
     around,
@@ -80,7 +80,7 @@ def period_named(settings: Settings, board: str | None, period: str | None, at: 
     kind = validation.period_kind(period or "", settings.policy.periods.kinds)
     if not (at is None or isinstance(at, (str, datetime))):
         raise validation.BadInput(f"at must be a datetime or an ISO-8601 string, got {type(at).__name__}")
-    return period_at(name, kind, validation.moment(at), half_life=settings.trending_half_life_hours)
+    return period_at(name, kind, validation.moment(at) or now(), half_life=settings.trending_half_life_hours)
 
 
 def head_of(reads: BoardReads, period: PeriodKey) -> Head:
@@ -89,6 +89,23 @@ def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     if head is None:
         raise NoSnapshot(period)
     return head
+
+
+def now() -> datetime:
+    """The reads' clock (a test sets it: the turn of a period is a moment, not a race)."""
+    return datetime.now(UTC)
+
+
+def opening(reads: BoardReads, period: PeriodKey) -> Head:
+    """The head of a board's current calendar period before the snapshot job's first run in it: empty, as of the
+    period's start (the job's next run, within its interval, fills it). A board without views, a past or future
+    period without a head, and all time before the first run stay NoSnapshot (one more GetItem, only then)."""
+    half_life = reads.settings.trending_half_life_hours
+    if period.kind == ALL or period != period_at(period.board, period.kind, now(), half_life=half_life):
+        raise NoSnapshot(period)
+    if live(reads.board.get_snapshot(PeriodKey(period.board, ALL, ALL))) is None:
+        raise NoSnapshot(period)
+    return opening_head(period, half_life=half_life)
 
 
 def live(head: Head | None) -> Head | None:
@@ -112,7 +129,7 @@ def top(
         return window_top(reads, board=board, window=window, period=period, at=at, limit=limit)
     wanted = period_named(reads.settings, board, period, at)
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
-    head = head_of(reads, wanted)
+    head = live(reads.board.get_snapshot(wanted)) or opening(reads, wanted)
     document = Leaderboard.of_snapshot(head, count)
     document.walk = walk_cursor(head, wanted, reads.settings.page_size)
     return Top(wanted, head, count, document)

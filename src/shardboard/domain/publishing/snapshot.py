@@ -215,6 +215,14 @@ def period_at(
     return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC), half_life=half_life))
 
 
+def opening_head(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> Head:
+    """A period's head at its first second, before the snapshot job's first run in it: no entries, generated at the
+    period's start (true of every period then; the job's next run replaces it). Version 0: never stored."""
+    shown = period_json(period, half_life=half_life)
+    start = parse_time(shown["start"]).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Head(period.board, shown, period.bucket, 0, start, (), 0, 0, {}, "")
+
+
 def not_found(period: PeriodKey) -> str:
     """Why a period has no snapshot, in one line (HTTP 404, CLI exit 1)."""
     if period.kind == ALL:
