@@ -63,6 +63,8 @@ def fit(head: Head, budget: int = HEAD_BUDGET_BYTES) -> tuple[Head, Degraded]:
     documents = [item for item, document in meta.items() if document is not None]
 
     def with_documents(keep: int) -> Head:
+        if head.meta is None:
+            return head
         kept = set(documents[:keep])
         return replace(head, meta={item: doc for item, doc in meta.items() if doc is None or item in kept})
 
@@ -119,11 +121,12 @@ def head_size_bound(shape: HeadShape) -> int:
       + 2 (N + R) x (r + 1)           previous and day-before ranks, aligned: rank or null,
       + N x (id + r + 4)              the ids that left the top N: "id":rank,
       + min(P, N) x (id + doc + 4)    inline documents: "id":{...},
-      + N x (2 v + 4)                 trending only, recent views aligned: [hour,day],
+      + N x (2 c + 4)                 trending only, recent views aligned: [hour,day],
       + ceil(D / P) x (4 v + 5)       a ranked version's pages: [start,first,last,tie],
       + FIXED_BYTES
 
-    with v the digits of a count (19) or of a trending score (38), r = max(4, digits of N + R).
+    with c = 19 the digits of a count, v the digits of an entry's views (c, or 38 for a trending score),
+    r = max(4, digits of N + R).
     """
     n, entries = shape.top_n, shape.top_n + shape.spare
     views = SCORE_DIGITS if shape.trending else COUNT_DIGITS
@@ -132,7 +135,7 @@ def head_size_bound(shape: HeadShape) -> int:
     if shape.document_bytes:
         size += min(shape.page_size, n) * (shape.id_bytes + shape.document_bytes + 4)
     if shape.trending:
-        size += n * (2 * views + 4)
+        size += n * (2 * COUNT_DIGITS + 4)
     if shape.rank_depth > n:
         size += math.ceil(shape.rank_depth / shape.page_size) * (4 * views + 5)
     return size + FIXED_BYTES
