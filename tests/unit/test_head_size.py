@@ -21,6 +21,7 @@ from shardboard.domain.publishing.head_size import (
     head_size_bound,
     largest_top_n,
 )
+from shardboard.settings import DEFAULT_RANK_DEPTH
 from shardboard_tools.capacity.units import item_size
 from tests.conftest import examples
 
@@ -74,7 +75,9 @@ def worst_head(shape: HeadShape) -> Head:
     document_bytes=st.sampled_from([0, 100, BIG]),
     trending=st.booleans(),
 )
-def test_the_formula_bounds_every_head_of_its_shape(top_n, spare, page_size, id_bytes, document_bytes, trending):
+def test_the_formula_bounds_every_head_of_its_shape(  # noqa: PLR0917 - the shape's fields, drawn
+    top_n, spare, page_size, id_bytes, document_bytes, trending
+):
     shape = HeadShape(top_n, spare, page_size, id_bytes, document_bytes, trending)
     head = worst_head(shape)
     # DynamoDB's size of the stored item <= the measure the job fits by <= the formula
@@ -165,3 +168,24 @@ def test_a_head_stored_with_id_keyed_maps_reads_as_before():
     assert back.recent == {"000000ii": [1, 2]}
     again = stored_attributes(back)
     assert (again["previous"], again["day_before"], again["recent"]) == ("[2,1]", "[null,null,3]", "[[1,2]]")
+
+
+def test_plan_head_prints_each_period_bound_of_the_stack_configuration():
+    from click.testing import CliRunner
+
+    from shardboard_tools.cli import main
+
+    # Given a stack of TopN 5000 with day and trending
+    result = CliRunner().invoke(
+        main, ["-p", "TopN=5000", "-p", "Periods=day,trending", "plan", "--head", "--id-bytes", "512", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    heads = {(row["board"], row["period"]): row for row in json.loads(result.output)["heads"]}
+    # Then every period of both board kinds is listed with the formula's bound, whether it fits whole, and the
+    # largest N that does: the global board's 5000 degrades, the categories' 100 fit
+    assert {period for _, period in heads} == {"all", "hour", "day", "trending"}
+    trending = heads["global", "trending"]
+    shape = HeadShape(5000, 32, 100, 512, BIG, trending=True, rank_depth=DEFAULT_RANK_DEPTH)
+    assert trending["bound_bytes"] == head_size_bound(shape) and trending["whole"] is False
+    assert trending["largest_top_n"] == largest_top_n(shape) < heads["global", "day"]["largest_top_n"]
+    assert heads["categories", "day"]["whole"] is True and heads["categories", "day"]["top_n"] == 100

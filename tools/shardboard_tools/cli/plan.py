@@ -266,9 +266,6 @@ def _plan_boards(  # noqa: PLR0917 (the command's options, passed on)
     index_writes_per_view: float,
     global_top: int,
     category_top: int,
-    head_size: bool,
-    id_bytes: int,
-    document_bytes: int,
     as_json: bool,
 ) -> None:
     """``plan --boards``: read FILE, print one row per board."""
