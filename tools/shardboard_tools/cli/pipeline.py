@@ -346,8 +346,10 @@ def _iso(epoch: int) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.pass_context
 def verify_command(ctx: click.Context, as_json: bool) -> None:
-    """Compare every count with its base counters and every head with its exact top N; exit 1 on any difference
-    (a head still refreshing, behind for less than the refresh interval plus the aggregation window, passes)."""
+    """Compare every count with its base counters and every head with its exact top N; exit 1 on any difference.
+
+    A head still refreshing (behind its counts for less than the refresh interval plus the aggregation window)
+    passes; a stale or unwritable one does not, and is named with since when."""
     from shardboard.schema import VerifyReport
     from shardboard_tools.operations.verification import verify_stack
 
