@@ -388,7 +388,12 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
                 f"snapshots: {report.snapshots_checked - inexact} of {report.snapshots_checked} match the exact top N"
             )
         for lag in report.heads_behind[:20]:
-            console.print(f"  {lag.head}: {head_behind(lag)}", markup=False)
+            why = (
+                f"stale: since {lag.since}, missing what its index does not hold: run `shardboard refill`"
+                if lag.head in report.refill_needed
+                else head_behind(lag)
+            )
+            console.print(f"  {lag.head}: {why}", markup=False)
     if not report.exact:
         sys.exit(1)
 

@@ -211,6 +211,8 @@ def verify(
             if not exact:
                 report.snapshots_inexact.append(f"{period.board} {label}")
                 lag = head_lag(snapshot, best, stored_counts, states.get(period), settings, now, hidden)
+                if f"{period.board} {label}" in report.refill_needed:  # no refresh brings what the index misses
+                    lag = HeadLag("", STALE, snapshot.generated_at)
                 if lag is not None:
                     report.heads_behind.append(replace(lag, head=f"{period.board} {label}"))
             if period == everything:
