@@ -54,7 +54,7 @@ def run(
 ) -> tuple[MemoryViewStore, LimitedBoard, dict[PeriodKey, Head]]:
     emulator = CapacityEmulator(VirtualClock())
     views, board, items = MemoryViewStore(emulator), LimitedBoard(emulator), MemoryItemStore(emulator)
-    for n, item in enumerate(ids[:documents]):
+    for n, item in enumerate(ids[len(ids) - documents :]):  # the most viewed: the first P entries
         items.put(item, document(n), T0)
     bucket = bucket_of(settings.anchor, NOW)
     for n, item in enumerate(ids):  # views 1..len(ids): every entry a different count
@@ -109,5 +109,6 @@ def test_every_period_head_of_the_configurations_that_outgrew_the_item_refreshes
     # Then every period's head was written within the limit, and shows its entries' movement and the new #1
     assert 0 < LimitedBoard.largest <= ITEM_LIMIT_BYTES
     for head in heads.values():
+        assert documents == 0 or sum(doc is not None for doc in (head.meta or {}).values()) > 0
         # it climbed: its previous rank is kept (aligned with the entries, not keyed by id), and the old #1's too
         assert (head.previous[ids[-2]], head.previous[ids[-1]]) == (2, 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import replace
@@ -616,19 +616,23 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     for period in windows:
         stamps.setdefault(period, -1)
     run(period for period in stamps if is_window(period.kind))
-    return RefreshRun(results, failures, record_failures(board, failures))
+    marked = {period for period, changes in stamps.items() if changes >= 0}
+    return RefreshRun(results, failures, record_failures(board, failures, marked))
 
 
-def record_failures(board: PeriodLedger, failures: Mapping[PeriodKey, BaseException]) -> dict[PeriodKey, int]:
-    """Each failed period's refreshes failed in a row, as its ledger counts them (a refresh that succeeds ends the
-    count); a ledger write that fails too counts the period as failing once."""
+def record_failures(
+    board: PeriodLedger, failures: Mapping[PeriodKey, BaseException], marked: Collection[PeriodKey]
+) -> dict[PeriodKey, int]:
+    """Each failed period's refreshes failed in a row, as its ledger counts them (its ``mark_refreshed`` ends the
+    count). Only periods the ledger marked keep a count (a window or a period refreshed ``always`` has no mark to
+    end it: it counts once); a ledger write that fails too counts the period once."""
     at = int(time.time())
     failing: dict[PeriodKey, int] = {}
     for period in sorted(failures):
-        try:
-            failing[period] = board.mark_failed(period, at)
-        except Exception:  # the failure itself is reported by the caller; its count is a lower bound then
-            failing[period] = 1
+        failing[period] = 1
+        if period in marked:
+            with suppress(Exception):  # the failure itself is reported by the caller; its count is a lower bound
+                failing[period] = board.mark_failed(period, at)
     return failing
 
 
