@@ -457,6 +457,21 @@ class CountDifference(BaseModel):
     period: str = Field(description='"all", or "<kind>:<bucket>".')
 
 
+class HeadBehind(BaseModel):
+    """A head that does not show its period's exact top N, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    head: str = Field(description='"<board> <kind>:<bucket>".')
+    state: Literal["refreshing", "stale", "capped"] = Field(
+        description="refreshing: behind for less than the refresh interval plus the aggregation window (normal on a "
+        "live stack); stale: behind for longer, or its refreshes fail (exit 1); capped: the exact top, cut to fit "
+        "its item (docs/head-size.md)."
+    )
+    since: str = Field(description="When it fell behind (ISO-8601): its first failed refresh, for a failing head.")
+    failures: int = Field(ge=0, description="Its refreshes that failed in a row (0: none).")
+
+
 class VerifyReport(BaseModel):
     """``shardboard verify --json``: every count against its base counters, every snapshot against the truth."""
 
@@ -482,6 +497,10 @@ class VerifyReport(BaseModel):
     refill_needed: list[str] = Field(
         description='"<board> <kind>:<bucket>" of each period with more takedowns above its index threshold than '
         "spares: its snapshot may miss a visible item until `shardboard refill` runs."
+    )
+    heads_behind: list[HeadBehind] = Field(description="The inexact heads, each refreshing, stale or capped.")
+    counts_behind: bool = Field(
+        description="Every difference is a count below its base counters: the stream has not been processed yet."
     )
 
 

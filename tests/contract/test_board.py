@@ -471,12 +471,14 @@ def test_a_change_counted_after_the_read_keeps_the_period_dirty(ports):
     board.mark_changed([DAY1], 110, {})
     board.mark_refreshed(ALL_TIME, read[ALL_TIME].changes, 120)
     board.mark_refreshed(DAY1, read[DAY1].changes, 120)
-    # Then all time is clean, day 1 stays dirty with both changes counted and no refresh
+    # Then all time is clean, day 1 stays dirty with both changes counted; its refresh is recorded all the same
     (dirty,) = board.changed_periods()
-    assert (dirty.period, dirty.changed_at, dirty.changes, dirty.refreshed_at) == (DAY1, 110, 2, 0)
-    # And a read of the periods' thresholds tells their change counts too (a reader's "changed since I read it")
+    assert (dirty.period, dirty.changed_at, dirty.changes, dirty.refreshed_at) == (DAY1, 110, 2, 120)
+    # And a read of the periods' thresholds tells their change counts too (a reader's "changed since I read it"),
+    # and since when day 1's counts wait for a refresh: the refresh that missed its second change (`verify`)
     found = board.thresholds([ALL_TIME, DAY1], consistent=True)
     assert (found[ALL_TIME].changes, found[DAY1].changes) == (1, 2)
+    assert (found[ALL_TIME].dirty_since, found[DAY1].dirty_since) == (0, 120)
     # And `periods` lists the board's all-time item (clean) and the dirty day
     listed = {status.period: status for status in board.periods()}
     assert set(listed) == {ALL_TIME, DAY1}
@@ -526,12 +528,27 @@ def test_each_period_has_its_own_snapshot(ports):
 
 def test_a_head_with_day_before_ranks_reads_back_as_written(ports):
     board = ports.board
-    head = dataclasses.replace(
-        snapshot(1, [["a", 5], ["b", 4]]),
-        day_before={"b": 1, "gone": 2},
-    )
+    head = dataclasses.replace(snapshot(1, [["a", 5], ["b", 4]]), day_before={"b": 1})
     assert board.put_snapshot(head, None) is True
     assert board.get_snapshot(ALL_TIME, consistent=True) == head
+    # (stored aligned with the entries: a rank of an id the head does not hold is not stored)
+    assert board.put_snapshot(dataclasses.replace(head, version=2, day_before={"b": 1, "gone": 2}), 1) is True
+    assert board.get_snapshot(ALL_TIME, consistent=True) == dataclasses.replace(head, version=2)
+
+
+def test_refreshes_failed_in_a_row_are_counted_until_one_succeeds(ports):
+    board = ports.board
+    # Given a changed period whose refreshes fail twice
+    board.mark_changed([DAY1], 100, {DAY1: 2_000_000_000})
+    assert (board.mark_failed(DAY1, 110), board.mark_failed(DAY1, 170)) == (1, 2)
+    state = board.thresholds([DAY1], consistent=True)[DAY1]
+    # Then its item tells how many, since the first, and since when its counts wait
+    assert (state.failures, state.failing_since, state.dirty_since) == (2, 110, 100)
+    # And a refresh that succeeds ends the count and the wait
+    (status,) = board.changed_periods()
+    board.mark_refreshed(DAY1, status.changes, 200)
+    state = board.thresholds([DAY1], consistent=True)[DAY1]
+    assert (state.failures, state.failing_since, state.dirty_since, state.refreshed_at) == (0, 0, 0, 200)
 
 
 # -- ranks checkpoints: a period's head ranks per hour, read a day later

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from typing import Any
 from unittest import mock
@@ -13,6 +14,7 @@ import pytest
 
 from shardboard_tools.local.runtime import Runtime
 from shardboard_tools.template import Template, TemplateError
+from tests.conftest import load_event
 from tests.template.conftest import DEPLOY_FUNCTIONS, FUNCTIONS, NAMESPACE, ROOT, fixed, of_type
 
 TOPIC = {"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTarget"}]}
@@ -101,6 +103,42 @@ def test_an_unproven_snapshot_alarms_on_the_first_one(alarms):
     alarm = find(alarms, NAMESPACE, "UnprovenSnapshots", service="shardboard")
     assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
     assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_a_period_that_failed_its_last_refreshes_alarms_at_once(alarms):
+    # The job counts, per period, its refreshes failed in a row; StuckSnapshots is how many periods reached 3: one
+    # is a frozen board (the other periods keep SnapshotRefreshes up, so the staleness alarm stays quiet).
+    alarm = find(alarms, NAMESPACE, "StuckSnapshots", service="shardboard")
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Maximum", 60, 1)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_the_snapshot_job_emits_stuck_snapshots_for_a_period_that_failed_three_runs(pipeline, capsys, monkeypatch):
+    from shardboard.handlers import observability, snapshot
+    from shardboard.services import snapshots
+
+    # Given a head write that fails for the day period only
+    observability.metrics.clear_metrics()
+    take = snapshots.take_snapshot
+
+    def failing_day(board, settings, now=None, period=None, *args, **kwargs):
+        if period is not None and period.kind == "day":
+            raise RuntimeError("the head of this day cannot be written")
+        return take(board, settings, now, period, *args, **kwargs)
+
+    monkeypatch.setattr(snapshots, "take_snapshot", failing_day)
+    emitted = []
+    # When views come in and the real snapshot handler runs, three times
+    for _ in range(3):
+        pipeline.record_one_by_one("a", 1, random.Random(7))
+        pipeline.aggregate(pipeline.stream_records())
+        capsys.readouterr()
+        pipeline.runtime.invoke(snapshot.handler, load_event("snapshot_scheduled.json"))
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        emitted.append(next(line["StuckSnapshots"] for line in lines if "StuckSnapshots" in line))
+    # Then the third run counts the day as stuck, in the alarm's namespace and dimension
+    assert emitted == [[0.0], [0.0], [1.0]]
 
 
 def test_the_aggregator_emits_the_metric_the_skipped_records_alarm_watches(pipeline, capsys):

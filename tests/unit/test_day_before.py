@@ -60,7 +60,11 @@ def test_the_first_head_of_an_hour_writes_the_checkpoint_and_carries_what_it_rea
     # A later head of the same hour writes none and takes the ranks along without a read
     later = head_of_pairs([["b", 9]], now="2026-11-26T10:59:59.999Z")
     assert checkpoint_of(written, later) is None
-    assert carried(written, later) == {"b": 1, "x": 2}
+    # (only the head's own entries' ranks are kept: a checkpoint's other ids would grow the head)
+    assert written.day_before == {"b": 1}
+    assert carried(written, later) == {"b": 1}
+    # A later head holding an id the head before did not hold reads the checkpoint again (its rank is not kept)
+    assert carried(written, head_of_pairs([["x", 9], ["b", 8]], now="2026-11-26T10:30:00.000Z")) is None
     # The next hour's head writes one again and reads the next checkpoint
     next_hour = head_of_pairs([["b", 9]], now="2026-11-26T11:00:00.000Z")
     assert checkpoint_of(written, next_hour) is not None
@@ -94,7 +98,7 @@ def test_the_stored_head_keeps_its_day_before_ranks_and_a_head_without_them_is_s
     assert snapshot_from_item(snapshot_item(carrying)) == carrying
     # A checkpoint read that found none is kept too (two bytes): no entry has a rank then, and no read again
     empty = dataclasses.replace(head, day_before={})
-    assert snapshot_item(empty)["day_before"] == {"S": "{}"}
+    assert snapshot_item(empty)["day_before"] == {"S": "[]"}
     assert snapshot_from_item(snapshot_item(empty)) == empty
 
 

@@ -3,13 +3,13 @@ only for ids new among them (all P every META_REFRESH_SECONDS), and the head sta
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from shardboard.adapters.board_table import snapshot_item
 from shardboard.domain.items.records import MAX_META_BYTES, meta
 from shardboard.domain.publishing.head import Head, Row
-from shardboard.domain.publishing.head_meta import HEAD_BUDGET_BYTES, META_REFRESH_SECONDS, within_budget
+from shardboard.domain.publishing.head_meta import META_REFRESH_SECONDS
+from shardboard.domain.publishing.head_size import HEAD_BUDGET_BYTES, fit, head_bytes
 from shardboard.domain.publishing.snapshot import leaderboard_json
 from shardboard.services.snapshots import inline_meta
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
@@ -117,24 +117,26 @@ def test_a_head_with_100_documents_of_2_kb_stays_under_the_budget_and_its_read_c
     snapshot = stored_head(100, 100)
     # When it is stored as the board table stores it
     size = item_size(snapshot_item(snapshot))
-    # Then all 100 are inline, the item is ~206 KB (under 350 KB) and a GET costs 26 read units (eventually
-    # consistent: 0.5 per 4 KB)
+    # Then all 100 are inline, the item is ~206 KB (under the head's budget) and a GET costs 26 read units
+    # (eventually consistent: 0.5 per 4 KB)
     assert snapshot.meta is not None and len(snapshot.meta) == 100
     assert 200_000 < size < HEAD_BUDGET_BYTES
     assert read_units(size, consistent=False) == 26
 
 
 def test_past_the_budget_the_lowest_ranked_entries_lose_their_inline_documents():
-    # Given 100 documents of 2 KB and a budget of 100 KB
-    meta_map = {f"i{n:03d}": big_document(n) for n in range(100)}
-    items = [Row(item, 1) for item in meta_map]
+    # Given a head of 100 entries with 2 KB documents and a budget of 100 KB
+    snapshot = stored_head(100, 100)
+    assert snapshot.meta is not None
     # When the budget is applied
-    kept = within_budget(meta_map, items, budget=100_000)
-    # Then the best-ranked entries keep theirs, in order, and the head's text fits
-    assert list(kept) == list(meta_map)[: len(kept)] and 40 < len(kept) < 50
-    size = 2_000 + len(json.dumps(items, separators=(",", ":"))) + len(json.dumps(kept, separators=(",", ":")))
-    assert size < 100_000
-    assert within_budget(meta_map, items) == meta_map  # the real budget keeps all 100
+    fitted, left = fit(snapshot, budget=100_000)
+    # Then the best-ranked entries keep theirs, in order, and the head as stored fits
+    assert fitted.meta is not None
+    kept = [item for item, document in fitted.meta.items() if document is not None]
+    assert kept == list(snapshot.meta)[: len(kept)] and 40 < len(kept) < 50
+    assert left.documents == 100 - len(kept) and not (left.spares or left.gone or left.entries)
+    assert head_bytes(fitted) <= 100_000 and item_size(snapshot_item(fitted)) <= head_bytes(fitted)
+    assert fit(snapshot) == (snapshot, type(left)())  # the real budget keeps all 100
 
 
 def test_a_re_put_document_reaches_every_head_that_carries_it_at_once():

@@ -49,7 +49,10 @@ from shardboard.adapters.keys import (
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
+    DIRTY_SINCE,
     EXPIRES_AT,
+    FAILING_SINCE,
+    FAILURES,
     FORMAT,
     ITEM_ID,
     PERIOD_BUCKET_PREFIX,
@@ -94,7 +97,7 @@ from shardboard.domain.ports import (
     ResumeToken,
 )
 from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
-from shardboard.domain.publishing.head import Head, RankBlock, Row, ShardRow, TopChange, rows
+from shardboard.domain.publishing.head import Head, Row, ShardRow, head_from_stored, rows, stored_attributes
 
 # A write refused by a legacy item converts it and tries again; only a concurrent writer of the previous release
 # (during its deploy) can change it between the two.
@@ -186,6 +189,10 @@ def board_state_from_item(item: Mapping[str, Any] | None) -> BoardState:
         int_of(previous) if previous else None,
         int_of(item.get(DEEP_THRESHOLD)),
         int_of(item.get(CHANGES)),
+        refreshed_at=int_of(item.get(REFRESHED_AT)),
+        dirty_since=int_of(item.get(DIRTY_SINCE)) if item.get(CHANGED, {}).get("S") == DIRTY else 0,
+        failures=int_of(item.get(FAILURES)),
+        failing_since=int_of(item.get(FAILING_SINCE)),
     )
 
 
@@ -836,6 +843,9 @@ class BoardStore:
                 ":bucket": s_attr(period.bucket),
             }
             sets = ["#chg = :chg", "#at = :at", "#board = :board", "#kind = :kind", "#bucket = :bucket"]
+            # The first change the head does not show yet (a refresh removes it): how long `verify` lets it wait.
+            names["#since"] = DIRTY_SINCE
+            sets.append("#since = if_not_exists(#since, :at)")
             expires = expires_at.get(period)
             if expires is not None:
                 names["#expires"], values[":expires"] = EXPIRES_AT, n_attr(expires)
@@ -874,14 +884,42 @@ class BoardStore:
     def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
         """The snapshot includes every change counted up to ``changes``: clean, unless a batch counted another.
 
-        A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``)."""
+        A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``). Either
+        way the refresh is recorded and its failures in a row end; counts that came during it wait from ``now``."""
         clean = CLEAN_BOARD if period.kind == ALL else None
-        update = "SET #r = :r, #chg = :clean" if clean else "SET #r = :r REMOVE #chg"
+        ended = "#since, #failures, #failing"
+        update = f"SET #r = :r, #chg = :clean REMOVE {ended}" if clean else f"SET #r = :r REMOVE #chg, {ended}"
         values = {":r": n_attr(now), ":changes": n_attr(changes)}
         if clean:
             values[":clean"] = s_attr(clean)
         names = {"#r": REFRESHED_AT, "#chg": CHANGED, "#changes": CHANGES}
-        self._conditional_update(threshold_pk(*period), update, "#changes = :changes", names, values)
+        names |= {"#since": DIRTY_SINCE, "#failures": FAILURES, "#failing": FAILING_SINCE}
+        if self._conditional_update(threshold_pk(*period), update, "#changes = :changes", names, values):
+            return
+        self.client.update_item(
+            TableName=self.table,
+            Key={PK: s_attr(threshold_pk(*period))},
+            UpdateExpression="SET #r = :r, #since = :r REMOVE #failures, #failing",
+            ExpressionAttributeNames={
+                "#r": REFRESHED_AT,
+                "#since": DIRTY_SINCE,
+                "#failures": FAILURES,
+                "#failing": FAILING_SINCE,
+            },
+            ExpressionAttributeValues={":r": n_attr(now)},
+        )
+
+    def mark_failed(self, period: PeriodKey, now: int) -> int:
+        """A refresh of the period failed: one more in a row, since the first of them."""
+        response = self.client.update_item(
+            TableName=self.table,
+            Key={PK: s_attr(threshold_pk(*period))},
+            UpdateExpression="SET #failing = if_not_exists(#failing, :now) ADD #failures :one",
+            ExpressionAttributeNames={"#failing": FAILING_SINCE, "#failures": FAILURES},
+            ExpressionAttributeValues={":now": n_attr(now), ":one": n_attr(1)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int_of(response["Attributes"][FAILURES])
 
     # -- board layout (resharding)
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
@@ -1018,72 +1056,17 @@ def ranks_of_checkpoint(item: Mapping[str, Any]) -> dict[str, int]:
 
 
 def snapshot_item(head: Head) -> Item:
-    """The snapshot head as the item stored in the board table; a past period's expires by TTL."""
-    item: Item = {
-        PK: s_attr(snapshot_pk(head.board, head.period["kind"], head.bucket)),
-        "board": s_attr(head.board),
-        "period": s_attr(json.dumps(head.period, separators=(",", ":"))),
-        "bucket": s_attr(head.bucket),
-        "version": n_attr(head.version),
-        "generated_at": s_attr(head.generated_at),
-        # Compact JSON pairs keep the item (and the frontend's one read) small.
-        "items": s_attr(compact(head.items)),
-        "items_read": n_attr(head.items_read),
-        "threshold": n_attr(head.threshold),
-        "shard_hits": s_attr(json.dumps({str(k): v for k, v in head.shard_hits.items()})),
-        "digest": s_attr(head.digest),
-    }
-    if head.expires_at:
-        item[EXPIRES_AT] = n_attr(head.expires_at)
-    if head.meta is not None:  # {id: document or null} of the first PageSize entries, compact JSON (head_meta.py)
-        assert head.meta_at is not None, "a head's meta is written with the time it was read"
-        item["meta"] = s_attr(compact(head.meta))
-        item["meta_at"] = s_attr(head.meta_at)
-    if head.rank is not None:
-        item["rank"] = s_attr(compact(head.rank.as_json()))
-    # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
-    item["spare"] = s_attr(compact(head.spare))
-    if head.previous:  # {id: rank in the snapshot this one replaced}: the entries' previous_rank
-        item["previous"] = s_attr(compact(head.previous))
-    if head.gone:  # {id: rank} of the top N before that this head no longer holds: its ``left`` events
-        item["gone"] = s_attr(compact(head.gone))
-    if head.events_version:
-        item["events_version"] = n_attr(head.events_version)
-    if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
-        item["patched"] = s_attr(compact(head.patched))
-    if head.day_before is not None:  # {id: rank} of the checkpoint a day before: the entries' day_before_rank
-        item["day_before"] = s_attr(compact(head.day_before))
-    if head.recent:  # {id: [views in the last hour, in the last 24]}: a trending entry's recent views
-        item["recent"] = s_attr(compact(head.recent))
+    """The snapshot head as the item stored in the board table (domain/publishing/head.py names its attributes and
+    their text); a past period's expires by TTL."""
+    item: Item = {PK: s_attr(snapshot_pk(head.board, head.period["kind"], head.bucket))}
+    for name, value in stored_attributes(head).items():
+        item[name] = s_attr(value) if isinstance(value, str) else n_attr(value)
     return item
 
 
 def snapshot_from_item(item: Mapping[str, Any]) -> Head:
-    """The snapshot head from its stored item."""
-    return Head(
-        board=item["board"]["S"],
-        period=json.loads(item["period"]["S"]) if "period" in item else {"kind": ALL},
-        bucket=item["bucket"]["S"] if "bucket" in item else ALL,
-        version=int_of(item["version"]),
-        generated_at=item["generated_at"]["S"],
-        items=rows(json.loads(item["items"]["S"])),
-        items_read=int_of(item["items_read"]),
-        threshold=int_of(item.get("threshold")),
-        shard_hits={int(k): v for k, v in json.loads(item["shard_hits"]["S"]).items()},
-        digest=item["digest"]["S"],
-        spare=rows(json.loads(item["spare"]["S"])) if "spare" in item else (),
-        meta=json.loads(item["meta"]["S"]) if "meta" in item else None,
-        meta_at=item["meta_at"]["S"] if "meta" in item else None,
-        rank=RankBlock.from_json(json.loads(item["rank"]["S"])) if "rank" in item else None,
-        previous=json.loads(item["previous"]["S"]) if "previous" in item else {},
-        # Read back so that a takedown's patch of a past period's head keeps its TTL.
-        expires_at=int_of(item[EXPIRES_AT]) if EXPIRES_AT in item else None,
-        gone=json.loads(item["gone"]["S"]) if "gone" in item else {},
-        events_version=int_of(item.get("events_version")),
-        patched=tuple(TopChange(*change) for change in json.loads(item["patched"]["S"])) if "patched" in item else (),
-        day_before=json.loads(item["day_before"]["S"]) if "day_before" in item else None,
-        recent=json.loads(item["recent"]["S"]) if "recent" in item else {},
-    )
+    """The snapshot head from its stored item (a head stored in the old id-keyed form converts on read)."""
+    return head_from_stored({name: value.get("S", value.get("N")) for name, value in item.items() if name != PK})
 
 
 def compact(value: Any) -> str:

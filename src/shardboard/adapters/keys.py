@@ -40,6 +40,10 @@ CHANGED = "chg"
 CHANGED_AT = "changed_at"
 CHANGES = "changes"
 REFRESHED_AT = "refreshed_at"
+# Since when a period's counts wait for a refresh, and the refreshes that failed in a row since ``failing_since``.
+DIRTY_SINCE = "dirty_since"
+FAILURES = "failures"
+FAILING_SINCE = "failing_since"
 BY_CHANGE_INDEX = "by-change"
 # Values of ``chg``: a period to refresh, or a board whose all-time snapshot is up to date (listed by `boards`).
 DIRTY = "dirty"

@@ -185,6 +185,12 @@ class BoardState:
     deep_threshold: int = 0  # T_D of the all-time deep tier (docs/proposals/deep-tier.md); 0 until a deep gather
     # The period's change count (PeriodStatus.changes): equal on two reads, its counts did not change in between.
     changes: int = field(default=0, compare=False)
+    # The head's refresh record (epoch seconds, 0: none): its last refresh, since when counts wait for one (0: none
+    # wait), and the refreshes that failed in a row since ``failing_since`` (`shardboard verify`, the alarm).
+    refreshed_at: int = field(default=0, compare=False)
+    dirty_since: int = field(default=0, compare=False)
+    failures: int = field(default=0, compare=False)
+    failing_since: int = field(default=0, compare=False)
 
     def layouts(self, default_shards: int) -> list[int]:
         """Board shard counts to read, oldest first (two while a reshard is moving items)."""
@@ -426,6 +432,10 @@ class PeriodLedger(Protocol):
 
     def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
         """The snapshot includes every change counted up to ``changes`` (unless another batch counted one since)."""
+        ...
+
+    def mark_failed(self, period: PeriodKey, now: int) -> int:
+        """A refresh of the period failed at ``now``: how many have failed in a row since its last refresh."""
         ...
 
 

@@ -9,6 +9,7 @@ is its own function (handlers/shard_review.py), so its failures never fail or de
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -40,6 +41,10 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
     metrics.add_metric(name="SnapshotFailures", unit=MetricUnit.Count, value=len(run.failures))
+    # Periods whose head failed their last STUCK_AFTER_FAILURES refreshes: the StuckSnapshots alarm.
+    metrics.add_metric(name="StuckSnapshots", unit=MetricUnit.Count, value=len(run.stuck))
+    # Heads written with parts left out to fit DynamoDB's item (domain/publishing/head_size.py): never a failed write.
+    metrics.add_metric(name="DegradedHeads", unit=MetricUnit.Count, value=len(run.degraded))
     # Window and trending sums the indexes could not prove, counted from a scan of the board table (exact, costly).
     metrics.add_metric(name="SumScans", unit=MetricUnit.Count, value=run.scans)
     unproven = sorted(period for period, result in run.results.items() if not result.proven)
@@ -73,13 +78,19 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     for period, error in run.failures.items():
         logger.error(
             "snapshot refresh failed; the period stays marked for the next run",
-            extra={**period._asdict(), "error": repr(error)},
+            extra={**period._asdict(), "error": repr(error), "failures_in_a_row": run.failing.get(period, 1)},
+        )
+    for period, left in sorted(run.degraded.items()):
+        logger.warning(
+            "head degraded to fit its item (docs/head-size.md): lower PageSize, SnapshotSpare or TopN",
+            extra={**period._asdict(), **asdict(left)},
         )
     summary = {
         "periods": len(run.results),
         "written": run.written,
         "items_read": run.items_read,
         "failed": len(run.failures),
+        "stuck": [period._asdict() for period in run.stuck],
         "events": events,
         "sum_scans": run.scans,
         "repaired": repaired,

@@ -14,10 +14,10 @@ from typing import Protocol
 
 from shardboard.domain import validation
 from shardboard.domain.clock import Clock
-from shardboard.domain.periods import HOUR, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, previous_bucket
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.publishing.head import Head
-from shardboard.domain.publishing.snapshot import not_found, period_at
+from shardboard.domain.publishing.snapshot import not_found, opening_head, period_at
 from shardboard.domain.reading.pages import (
     Around,
     around,
@@ -95,6 +95,19 @@ def head_of(reads: BoardReads, period: PeriodKey) -> Head:
     return head
 
 
+def opening(reads: BoardReads, period: PeriodKey) -> Head:
+    """The head of a board's current calendar period before the snapshot job's first run in it: empty, as of the
+    period's start (the job's next run, within its interval, fills it). A board without views, a past or future
+    period without a head, and all time before the first run stay NoSnapshot (one more GetItem, only then)."""
+    half_life = reads.settings.trending_half_life_hours
+    now = reads.clock()
+    if period.kind == ALL or period != period_at(period.board, period.kind, now, half_life=half_life):
+        raise NoSnapshot(period)
+    if live(reads.board.get_snapshot(PeriodKey(period.board, ALL, ALL)), now) is None:
+        raise NoSnapshot(period)
+    return opening_head(period, half_life=half_life)
+
+
 def live(head: Head | None, now: datetime) -> Head | None:
     """The head unless its period is past retention at ``now``: TTL deletes it days later at most, and takedowns
     patch the retained periods only, so an expired head is never served."""
@@ -117,7 +130,7 @@ def top(
         return window_top(reads, board=board, window=window, period=period, at=at, limit=limit)
     wanted = period_named(reads.settings, board, period, at, now=reads.clock())
     count = validation.limit(_text(limit), reads.settings.top_n_of(wanted.board))
-    head = head_of(reads, wanted)
+    head = live(reads.board.get_snapshot(wanted), reads.clock()) or opening(reads, wanted)
     document = Leaderboard.of_snapshot(head, count)
     document.walk = walk_cursor(head, wanted, reads.settings.page_size)
     return Top(wanted, head, count, document)

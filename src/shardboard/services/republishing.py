@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from shardboard.domain.items.records import ItemRecord, iso_ms
 from shardboard.domain.ports import ItemCatalog, PeriodKey, Snapshots
-from shardboard.domain.publishing.head_meta import within_budget
+from shardboard.domain.publishing.head_size import fit
 from shardboard.services.takedowns import PATCH_ATTEMPTS, ItemPeriods, affected_periods, for_each_period
 from shardboard.settings import Settings
 
@@ -54,7 +54,7 @@ def _patch_meta(board: Snapshots, period: PeriodKey, item_id: str, document: dic
         meta = (head.meta if head else None) or {}
         if head is None or item_id not in meta or meta[item_id] == document:
             return "absent"
-        patched = replace(head, meta=within_budget({**meta, item_id: document}, head.items), version=head.version + 1)
+        patched, _ = fit(replace(head, meta={**meta, item_id: document}, version=head.version + 1))
         if board.put_snapshot(patched, head.version):
             return "patched"
     return "lost"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import replace
@@ -42,6 +42,7 @@ from shardboard.domain.publishing.deep_tier import gather_deep
 from shardboard.domain.publishing.gather import Entry, Gathered, ShardRead, first_page_size, gather_top_n, top
 from shardboard.domain.publishing.head import Head, RankBlock
 from shardboard.domain.publishing.head_meta import meta_ask, with_meta
+from shardboard.domain.publishing.head_size import fit
 from shardboard.domain.publishing.ranked_versions import RankRefresh, due, plan_rank_version, previous_hits, unchanged
 from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, plan_head, plan_publish, proven_exact
 from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
@@ -321,6 +322,7 @@ def take_snapshot(
         snapshot = with_recent(board, settings, snapshot)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
+    snapshot, degraded = fit(snapshot)  # never a write refused for its size (domain/publishing/head_size.py)
     checkpoint = checkpoint_of(previous, snapshot)
     if checkpoint is not None:
         # Before the head that records it: a failed write leaves the head as it was, and the next run writes both.
@@ -336,7 +338,7 @@ def take_snapshot(
             board.raise_threshold(period, publish.threshold)
         if publish.deep_threshold:
             board.raise_deep_threshold(period.board, publish.deep_threshold)
-    return SnapshotResult(snapshot, written, gathered, proven, previous)
+    return SnapshotResult(snapshot, written, gathered, proven, previous, degraded)
 
 
 # -- rolling windows: sums of hour periods (domain/windows.py, domain/publishing/sums.py)
@@ -399,9 +401,9 @@ def take_window_snapshot(
     if snapshot is None:
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, previous=previous)
-    snapshot = inline_meta(snapshot, before, catalog, settings.policy.keeping.page_size)
+    snapshot, degraded = fit(inline_meta(snapshot, before, catalog, settings.policy.keeping.page_size))
     written = board.put_snapshot(snapshot, previous.version if previous else None)
-    return SnapshotResult(snapshot, written, gathered, previous=before)
+    return SnapshotResult(snapshot, written, gathered, previous=before, degraded=degraded)
 
 
 def sum_window(
@@ -619,7 +621,24 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     for period in windows:
         stamps.setdefault(period, -1)
     run(period for period in stamps if is_window(period.kind))
-    return RefreshRun(results, failures)
+    marked = {period for period, changes in stamps.items() if changes >= 0}
+    return RefreshRun(results, failures, record_failures(board, failures, marked))
+
+
+def record_failures(
+    board: PeriodLedger, failures: Mapping[PeriodKey, BaseException], marked: Collection[PeriodKey]
+) -> dict[PeriodKey, int]:
+    """Each failed period's refreshes failed in a row, as its ledger counts them (its ``mark_refreshed`` ends the
+    count). Only periods the ledger marked keep a count (a window or a period refreshed ``always`` has no mark to
+    end it: it counts once); a ledger write that fails too counts the period once."""
+    at = int(time.time())
+    failing: dict[PeriodKey, int] = {}
+    for period in sorted(failures):
+        failing[period] = 1
+        if period in marked:
+            with suppress(Exception):  # the failure itself is reported by the caller; its count is a lower bound
+                failing[period] = board.mark_failed(period, at)
+    return failing
 
 
 def following_epochs(

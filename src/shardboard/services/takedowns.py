@@ -35,6 +35,7 @@ from shardboard.domain.ports import (
 )
 from shardboard.domain.publishing.events import patch_changes
 from shardboard.domain.publishing.head import Head, RankEvent
+from shardboard.domain.publishing.head_size import fit
 from shardboard.domain.publishing.ranked_versions import rank_shard_of
 from shardboard.domain.publishing.snapshot import head_digest
 from shardboard.domain.reading.percentiles import taken_down
@@ -342,7 +343,7 @@ def _patch_once(board: RankedHeads, settings: Settings, period: PeriodKey, item_
     event = rank_event(board, period, head, item_id, kind)
     if dropped is None and event is None:
         return "absent"
-    patched = with_event(dropped or replace(head, version=head.version + 1), event)
+    patched, _ = fit(with_event(dropped or replace(head, version=head.version + 1), event))  # (head_size.py)
     if not board.put_snapshot(patched, head.version):
         return None
     return "short" if dropped is not None and len(dropped.items) < top_n else "patched"
@@ -355,7 +356,7 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
         event = None if head is None else rank_event(board, period, head, item_id, "unhide")
         if head is None or event is None:
             return
-        if board.put_snapshot(with_event(replace(head, version=head.version + 1), event), head.version):
+        if board.put_snapshot(fit(with_event(replace(head, version=head.version + 1), event))[0], head.version):
             return
 
 

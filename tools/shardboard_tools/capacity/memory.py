@@ -78,7 +78,10 @@ from shardboard.adapters.keys import (
     DEEP_KEY,
     DEEP_THRESHOLD,
     DIRTY,
+    DIRTY_SINCE,
     EXPIRES_AT,
+    FAILING_SINCE,
+    FAILURES,
     FINGERPRINT,
     FORMAT,
     IMPORT_ID,
@@ -1118,6 +1121,7 @@ class MemoryBoardStore:
                 pk = threshold_pk(*period)
                 item = dict(self.data.items.get(pk) or {PK: {"S": pk}})
                 item |= {CHANGED: {"S": DIRTY}, CHANGED_AT: {"N": str(now)}, BOARD: {"S": period.board}}
+                item.setdefault(DIRTY_SINCE, {"N": str(now)})
                 item[CHANGES] = {"N": str(_number(item, CHANGES) + 1)}
                 item |= {PERIOD_KIND: {"S": period.kind}, BUCKET: {"S": period.bucket}}
                 expires = expires_at.get(period)
@@ -1146,15 +1150,32 @@ class MemoryBoardStore:
         pk = threshold_pk(*period)
         with self.data.lock:
             old = self.data.items.get(pk)
-            if old is None or _number(old, CHANGES) != changes:
+            if old is None:
                 self.data.refuse("UpdateItem", pk)
                 return
-            item = {**old, REFRESHED_AT: {"N": str(now)}}
+            item = {key: value for key, value in old.items() if key not in {FAILURES, FAILING_SINCE}}
+            item[REFRESHED_AT] = {"N": str(now)}
+            if _number(old, CHANGES) != changes:  # a batch counted a change during the refresh: it waits from now
+                self.data.refuse("UpdateItem", pk)
+                self._write("UpdateItem", pk, {**item, DIRTY_SINCE: {"N": str(now)}})
+                return
+            item.pop(DIRTY_SINCE, None)
             if period.kind == ALL:
                 item[CHANGED] = {"S": CLEAN_BOARD}
             else:
                 item.pop(CHANGED, None)
             self._write("UpdateItem", pk, item)
+
+    @metered
+    def mark_failed(self, period: PeriodKey, now: int) -> int:
+        pk = threshold_pk(*period)
+        with self.data.lock:
+            item = dict(self.data.items.get(pk) or {PK: {"S": pk}})
+            failures = _number(item, FAILURES) + 1
+            item |= {FAILURES: {"N": str(failures)}}
+            item.setdefault(FAILING_SINCE, {"N": str(now)})
+            self._write("UpdateItem", pk, item)
+        return failures
 
     # -- ranks checkpoints
     @metered

@@ -120,7 +120,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "verify": (
         "pipeline:verify_command",
-        "Compare every aggregate with the sum of its base shards; exit 1 on any difference.",
+        "Compare every count with its base counters and every head with its exact top N; exit 1 on any difference.",
     ),
 }
 

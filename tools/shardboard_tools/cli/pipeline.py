@@ -371,7 +371,10 @@ def _iso(epoch: int) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.pass_context
 def verify_command(ctx: click.Context, as_json: bool) -> None:
-    """Compare every aggregate with the sum of its base shards; exit 1 on any difference."""
+    """Compare every count with its base counters and every head with its exact top N; exit 1 on any difference.
+
+    A head still refreshing (behind its counts for less than the refresh interval plus the aggregation window)
+    passes; a stale or unwritable one does not, and is named with since when."""
     from shardboard.schema import VerifyReport
     from shardboard_tools.operations.verification import verify_stack
 
@@ -382,11 +385,17 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
         document = VerifyReport.model_validate(report.as_json())  # shardboard.schema's shape, checked
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
-        verdict = "exact" if report.exact else "NOT exact"
+        verdict = "exact" if report.exact else "behind the stream" if report.counts_behind else "NOT exact"
         console.print(
             f"verify: {verdict} ({report.items} items, {report.views} views, {report.boards} board(s), "
             f"{report.periods} period(s), {report.hidden} hidden, {report.deleted} deleted)"
         )
+        if report.counts_behind:
+            console.print(
+                f"  {len(report.differences)} count(s) below their base counters: the stream has not been processed "
+                "yet. Run `shardboard process --drain` (a deployed stack: wait for the aggregator), then verify again.",
+                markup=False,
+            )
         for diff in report.differences[:20]:
             console.print(
                 f"  {diff.board} {diff.period} {diff.item_id!r}: expected {diff.expected}, found {diff.found}",
@@ -402,10 +411,27 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
             inexact = len(report.snapshots_inexact)
             console.print(
                 f"snapshots: {report.snapshots_checked - inexact} of {report.snapshots_checked} match the exact top N"
-                + (f" (stale: {', '.join(report.snapshots_inexact[:5])})" if inexact else "")
             )
+        for lag in report.heads_behind[:20]:
+            why = (
+                f"stale: since {lag.since}, missing what its index does not hold: run `shardboard refill`"
+                if lag.head in report.refill_needed
+                else head_behind(lag)
+            )
+            console.print(f"  {lag.head}: {why}", markup=False)
     if not report.exact:
         sys.exit(1)
+
+
+def head_behind(lag: Any) -> str:
+    """One line on a head that does not show its exact top N (verification.HeadLag)."""
+    if lag.state == "capped":
+        return "capped: the exact top, cut to fit its item (docs/head-size.md)"
+    if lag.failures:
+        return f"stale: unwritable since {lag.since} ({lag.failures} refreshes failed in a row; the job's log says why)"
+    if lag.state == "stale":
+        return f"stale: behind its counts since {lag.since}: run `shardboard snapshot`, or check the snapshot job"
+    return f"refreshing: behind its counts since {lag.since} (the next refresh brings it)"
 
 
 # Periods in the order a board lists them: all time first, then finest to coarsest, then windows, shortest first.

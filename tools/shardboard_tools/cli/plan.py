@@ -83,6 +83,26 @@ from shardboard_tools.planning_boards import (
     show_default=True,
     help="With --boards: N of the category boards.",
 )
+@click.option(
+    "--head",
+    "head_size",
+    is_flag=True,
+    help="Instead: the snapshot head's size bound per board and period of the stack's configuration (-p, --stack).",
+)
+@click.option(
+    "--id-bytes",
+    type=click.IntRange(1, 1024),
+    default=512,
+    show_default=True,
+    help="With --head: the ids' length as stored (UTF-8 bytes, JSON-escaped; 512 is the longest an id may be).",
+)
+@click.option(
+    "--document-bytes",
+    type=click.IntRange(0, 4096),
+    default=2048,
+    show_default=True,
+    help="With --head: an inline document's compact JSON (0: none; 2048 is the largest PUT /item takes).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def plan(
@@ -98,6 +118,9 @@ def plan(
     total_shards: int | None,
     index_writes_per_view: float,
     category_top: int,
+    head_size: bool,
+    id_bytes: int,
+    document_bytes: int,
     as_json: bool,
 ) -> None:
     """Plan shard counts: write shards per hot item, GSI shards S, overload probability, refresh cost.
@@ -118,7 +141,14 @@ def plan(
 
     Board names match [a-z0-9_.:-]{1,64}; shares are between 0 and 1. A board's N may be given as
     {"share": 0.35, "top": 50} in JSON or a third CSV column; otherwise --top (global) and --category-top.
+
+    With --head, print instead the most bytes a snapshot head of each board and period can take with the stack's
+    TopN, CategoryTopN, SnapshotSpare, PageSize and RankDepth (``shardboard -p TopN=5000 plan --head``), and the
+    largest N each holds whole (docs/head-size.md); past it a head degrades, documents first.
     """
+    if head_size:
+        _plan_heads(ctx, id_bytes, document_bytes, as_json)
+        return
     if boards_file is not None:
         rate = None
         if ctx.get_parameter_source("views_per_sec") is click.core.ParameterSource.COMMANDLINE:
@@ -169,6 +199,62 @@ def plan(
         "items read per refresh", f"{result.refresh_items_read:,.0f}", f"N + S = {top_n + result.gsi_shards:,}"
     )
     table.add_row("read units per refresh", f"{result.refresh_read_units:,.1f}", "eventually consistent GSI queries")
+    console.print(table)
+
+
+def _plan_heads(ctx: click.Context, id_bytes: int, document_bytes: int, as_json: bool) -> None:
+    """The head size bound of every board and period kind of the stack's configuration (docs/head-size.md)."""
+    from shardboard.domain.periods import ALL
+    from shardboard.domain.publishing.head_size import HEAD_BUDGET_BYTES, HeadShape, head_size_bound, largest_top_n
+    from shardboard.domain.trending import TRENDING
+    from shardboard_tools.cli.common import runtime
+
+    settings = runtime(ctx, published=False).settings
+    rows = []
+    for board, top_n, depth in (
+        ("global", settings.top_n, settings.rank_depth),
+        ("categories", settings.category_top_n, settings.category_rank_depth),
+    ):
+        for kind in (ALL, *settings.periods):
+            shape = HeadShape(
+                top_n,
+                settings.snapshot_spare,
+                settings.page_size,
+                id_bytes,
+                document_bytes,
+                trending=kind == TRENDING,
+                rank_depth=depth,
+            )
+            bound = head_size_bound(shape)
+            rows.append(
+                {
+                    "board": board,
+                    "period": kind,
+                    "top_n": top_n,
+                    "bound_bytes": bound,
+                    "budget_bytes": HEAD_BUDGET_BYTES,
+                    "whole": bound <= HEAD_BUDGET_BYTES,
+                    "largest_top_n": largest_top_n(shape),
+                }
+            )
+    if as_json:
+        click.echo(json.dumps({"id_bytes": id_bytes, "document_bytes": document_bytes, "heads": rows}, indent=2))
+        return
+    table = Table(
+        title=f"head size: ids of {id_bytes} bytes, documents of {document_bytes} bytes, "
+        f"R {settings.snapshot_spare}, P {settings.page_size} (budget {HEAD_BUDGET_BYTES:,} bytes)"
+    )
+    for column in ("board", "period", "N", "bound (bytes)", "fits whole", "largest N whole"):
+        table.add_column(column, justify="left" if column in {"board", "period"} else "right")
+    for row in rows:
+        table.add_row(
+            str(row["board"]),
+            str(row["period"]),
+            f"{row['top_n']:,}",
+            f"{row['bound_bytes']:,}",
+            "yes" if row["whole"] else "no: degrades (docs/head-size.md)",
+            f"{row['largest_top_n']:,}",
+        )
     console.print(table)
 
 

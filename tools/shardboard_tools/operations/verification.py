@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, HOUR, previous_bucket
-from shardboard.domain.ports import BoardScans, CounterReads, PeriodKey, Snapshots, Thresholds
+from shardboard.domain.periods import ALL, HOUR, parse_time, previous_bucket
+from shardboard.domain.ports import BoardScans, BoardState, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
+from shardboard.domain.publishing.head import Head
 from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import window_bucket
@@ -24,11 +26,40 @@ from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
 # Where the refill and this check share them (the names stay importable from here).
-__all__ = ["Counts", "Difference", "Report", "Stored", "holding_threshold", "reserve", "stored_counts", "verify"]
+__all__ = [
+    "Counts",
+    "Difference",
+    "HeadLag",
+    "Report",
+    "Stored",
+    "holding_threshold",
+    "reserve",
+    "stored_counts",
+    "verify",
+]
 
 
 class CheckedBoard(BoardScans, Thresholds, Snapshots, Protocol):
-    """What `verify` reads of the board table: its counts, the published thresholds and the heads."""
+    """What `verify` reads of the board table: its counts, the published thresholds (with each period's refresh
+    record) and the heads."""
+
+
+# How long counts may wait for the aggregator beyond the snapshot job's interval: the stream's batching window
+# (1 s), Lambda's polling and a batch's retries. A head behind its counts for less than the interval plus this is
+# refreshing (normal on a live stack); for longer it is stale.
+AGGREGATION_WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class HeadLag:
+    """A head that does not show its period's exact top N: ``state`` "refreshing" (behind for less than the refresh
+    interval plus the aggregation window), "stale" (longer, or its refreshes fail: ``failures`` in a row) or
+    "capped" (the exact top, cut to fit its item: docs/head-size.md); ``since`` (ISO-8601) when it fell behind."""
+
+    head: str  # "<board> <kind>:<bucket>"
+    state: str
+    since: str
+    failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,13 +91,26 @@ class Report:
     deleted_leftovers: int = 0
     # Periods with more takedowns above their index threshold than spares: `shardboard refill` repairs them.
     refill_needed: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
+    # The inexact heads by why: refreshing (exit 0), stale (exit 1), capped to fit their item (exit 0, a warning).
+    heads_behind: list[HeadLag] = field(default_factory=list)
+    # Counts below their base counters' sum and none above: the stream has not been processed yet (not a fault of
+    # the heads, which show the counts they were given).
+    counts_behind: bool = False
+
+    @property
+    def stale(self) -> list[HeadLag]:
+        return [lag for lag in self.heads_behind if lag.state == STALE]
 
     @property
     def exact(self) -> bool:
-        return not self.differences and not self.index_misses
+        """Every count, index key and head as promised (a refreshing or capped head passes)."""
+        return not self.differences and not self.index_misses and not self.stale
 
     def as_json(self) -> dict[str, Any]:
         return {"exact": self.exact, **asdict(self)}
+
+
+REFRESHING, STALE, CAPPED = "refreshing", "stale", "capped"
 
 
 def truth(views: CounterReads, settings: Settings) -> Counts:
@@ -132,7 +176,9 @@ def verify(
     report.boards = len({p.board for p in expected})
     now = time.time()
     report.periods = len(expected)
-    thresholds = board.thresholds(sorted(expected.keys() | found.keys())) if settings.sparse_index else {}
+    # Each period's item: its threshold and its head's refresh record (read whether or not the index is sparse).
+    states = board.thresholds(sorted(expected.keys() | found.keys()))
+    thresholds = states if settings.sparse_index else {}
     report.threshold = thresholds[everything].threshold if everything in thresholds else 0
     for period in sorted(expected.keys() | found.keys()):
         truth_counts, stored_counts = expected.get(period, {}), found.get(period, {})
@@ -164,10 +210,51 @@ def verify(
             report.snapshots_checked += 1
             if not exact:
                 report.snapshots_inexact.append(f"{period.board} {label}")
+                lag = head_lag(snapshot, best, stored_counts, states.get(period), settings, now, hidden)
+                if f"{period.board} {label}" in report.refill_needed:  # no refresh brings what the index misses
+                    lag = HeadLag("", STALE, snapshot.generated_at)
+                if lag is not None:
+                    report.heads_behind.append(replace(lag, head=f"{period.board} {label}"))
             if period == everything:
                 report.snapshot_exact = exact
     _check_windows(board, settings, expected, hidden, report)
+    report.counts_behind = bool(report.differences) and all(
+        diff.found is None or diff.found < diff.expected for diff in report.differences
+    )
     return report
+
+
+def head_lag(  # noqa: PLR0917 - one head's evidence
+    head: Head,
+    best: Sequence[Entry],
+    stored_counts: Mapping[str, int],
+    state: BoardState | None,
+    settings: Settings,
+    now: float,
+    hidden: frozenset[str],
+) -> HeadLag | None:
+    """Why ``head`` is not the exact top ``best``: None when it is the top of the counts the board table holds (the
+    stream is behind, not the head: ``counts_behind``); else capped, refreshing or stale, and since when."""
+    shown = [(row.id, row.views) for row in head.items]
+    if shown and shown == [(e.id, e.views) for e in best[: len(shown)]] and len(shown) < len(best):
+        return HeadLag("", CAPPED, head.generated_at)
+    held = top(
+        (Entry(id=i, views=v) for i, v in stored_counts.items() if v and i not in hidden),
+        settings.top_n_of(head.board),
+    )
+    if head.period.get("kind", ALL) != TRENDING and shown == [(e.id, e.views) for e in held]:
+        return None
+    if state is not None and state.failures:
+        return HeadLag("", STALE, _iso(state.failing_since), state.failures)
+    since = state.dirty_since if state is not None and state.dirty_since else 0
+    if not since:  # its counts are not marked changed: it fell behind at its last refresh at the latest
+        since = max(int(parse_time(head.generated_at).timestamp()), state.refreshed_at if state else 0)
+    grace = settings.refresh_seconds + AGGREGATION_WINDOW_SECONDS
+    return HeadLag("", REFRESHING if now - since <= grace else STALE, _iso(since))
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _expired(period: PeriodKey, settings: Settings, now: float) -> bool:
@@ -195,3 +282,7 @@ def _check_windows(
             report.snapshots_checked += 1
             if list(head.items) != [(e.id, e.views) for e in best]:
                 report.snapshots_inexact.append(f"{name} {window.name}:{bucket}")
+                # A window's head has no period item of its own: its lag is its age.
+                lag = head_lag(head, best, {}, None, settings, time.time(), hidden)
+                if lag is not None:
+                    report.heads_behind.append(replace(lag, head=f"{name} {window.name}:{bucket}"))

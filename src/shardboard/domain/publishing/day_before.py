@@ -6,8 +6,9 @@ expiring after two days. A head generated at ``t`` carries the checkpoint of the
 kind's period that contained that hour: yesterday's day board as it stood then (for ``day``), the same clock hour
 yesterday as it stood at its first head (for ``hour``), the week or month a day ago (the one before once it turned),
 all time a day ago. An entry absent from that checkpoint, or a checkpoint never written (no head written that hour)
-or expired, gives no rank. The head keeps the checkpoint it read, so the job reads one checkpoint per period per hour,
-writes one, and a reader reads the head alone: docs/boards-and-periods.md, "The rank a day before". Both hours follow
+or expired, gives no rank. The head keeps its own entries' ranks of the checkpoint it read (aligned with them), so
+the job reads one checkpoint per period per hour (again when an id new to the head enters), writes one, and a reader
+reads the head alone: docs/boards-and-periods.md, "The rank a day before". Both hours follow
 from the head's ``generated_at`` (a gather sets it, a takedown's or a document's patch keeps it), so the head stores
 no hour of its own: a head of the same hour as the one before it has that head's checkpoint written and its ranks
 read.
@@ -60,9 +61,13 @@ def day_back(period: PeriodKey, generated_at: str) -> DayBack:
 
 
 def carried(previous: Head | None, head: Head) -> Mapping[str, int] | None:
-    """The day-before ranks the previous head carries when it was gathered in ``head``'s hour (a refresh within the
-    same hour reads no checkpoint), else None: read the checkpoint (also for a head stored without them)."""
+    """The day-before ranks the previous head carries when it was gathered in ``head``'s hour and held every entry
+    of ``head`` (a head keeps only its own entries' ranks), else None: read the checkpoint (also for a head stored
+    without them)."""
     if previous is None or previous.day_before is None or hour_of(previous.generated_at) != hour_of(head.generated_at):
+        return None
+    held = {row.id for row in previous.entries}
+    if any(row.id not in held for row in head.entries):
         return None
     return previous.day_before
 
@@ -79,5 +84,6 @@ def checkpoint_of(previous: Head | None, head: Head) -> Checkpoint | None:
 
 
 def with_day_before(head: Head, ranks: Mapping[str, int]) -> Head:
-    """``head`` carrying the day-before ``ranks`` (those of the checkpoint ``day_back`` names for it)."""
-    return replace(head, day_before=dict(ranks))
+    """``head`` carrying the day-before ``ranks`` (those of the checkpoint ``day_back`` names for it) of its own
+    entries: the rest of the checkpoint is not stored (the head's size stays a function of its entries)."""
+    return replace(head, day_before={row.id: ranks[row.id] for row in head.entries if row.id in ranks})

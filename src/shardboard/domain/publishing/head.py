@@ -9,6 +9,7 @@ here, so the stored attributes stay what they are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -184,7 +185,8 @@ class Head:
     meta: Meta | None = None
     meta_at: str | None = None  # when ``meta`` was last read in full; set whenever ``meta`` is
     rank: RankBlock | None = None
-    # Movement: each entry's competition rank in the snapshot this one replaced (ids absent there: new, no key).
+    # Movement: each entry's competition rank in the snapshot this one replaced (ids absent there: new, no key). Stored
+    # as a list aligned with the entries (``stored_attributes``), so the id is never repeated.
     previous: Mapping[str, int] = field(default_factory=dict)
     # Events (domain/publishing/events.py): the ids of the top N before that this head no longer holds, by their rank
     # there, the version whose gather set ``previous`` and ``gone`` (0: this head's own; a patch keeps it), and the
@@ -192,12 +194,119 @@ class Head:
     gone: Mapping[str, int] = field(default_factory=dict)
     events_version: int = 0
     patched: tuple[TopChange, ...] = ()
-    # The rank a day before (domain/publishing/day_before.py): the ranks checkpoint of the hour 24 hours before
-    # ``generated_at`` (None: none read; empty: none found).
+    # The rank a day before (domain/publishing/day_before.py): the ranks the checkpoint of the hour 24 hours before
+    # ``generated_at`` gives the head's entries (None: none read; empty: none found). Stored aligned with the entries.
     day_before: Mapping[str, int] | None = None
     # A trending head's recent views: per entry of the top N, its views in each window of domain/windows.py RECENT
-    # (the last hour, the last 24), as of ``generated_at``.
+    # (the last hour, the last 24), as of ``generated_at``. Stored aligned with the top N.
     recent: Mapping[str, Sequence[int]] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> tuple[Row, ...]:
+        """The top N, then the spares: the order the lists stored beside them follow."""
+        return (*self.items, *self.spare)
+
+
+def stored_attributes(head: Head) -> dict[str, str | int]:
+    """Every attribute of the head's item but its key, in the order written: numbers as ints, the rest compact JSON
+    text (adapters/board_table.py wraps them). What sits beside the entries is stored as lists aligned with them
+    (an entry's slot, null when it has none; trailing nulls left out), so no id is stored twice but in ``gone``
+    (the ids that left the top N: at most N) and ``meta`` (the first P entries' documents)."""
+    stored: dict[str, str | int] = {
+        "board": head.board,
+        "period": json.dumps(head.period, separators=(",", ":")),
+        "bucket": head.bucket,
+        "version": head.version,
+        "generated_at": head.generated_at,
+        # Compact JSON pairs keep the item (and the frontend's one read) small.
+        "items": compact(head.items),
+        "items_read": head.items_read,
+        "threshold": head.threshold,
+        "shard_hits": json.dumps({str(k): v for k, v in head.shard_hits.items()}),
+        "digest": head.digest,
+    }
+    if head.expires_at:
+        stored["expires_at"] = head.expires_at
+    if head.meta is not None:  # {id: document or null} of the first PageSize entries (head_meta.py)
+        assert head.meta_at is not None, "a head's meta is written with the time it was read"
+        stored["meta"] = compact(head.meta)
+        stored["meta_at"] = head.meta_at
+    if head.rank is not None:
+        stored["rank"] = compact(head.rank.as_json())
+    # The entries past N (SnapshotSpare) a hide refills from; never part of the public leaderboard.
+    stored["spare"] = compact(head.spare)
+    entries = head.entries
+    if head.previous:  # each entry's rank in the snapshot this one replaced: its previous_rank
+        stored["previous"] = compact(aligned(head.previous, entries))
+    if head.gone:  # {id: rank} of the top N before that this head no longer holds: its ``left`` events
+        stored["gone"] = compact(head.gone)
+    if head.events_version:
+        stored["events_version"] = head.events_version
+    if head.patched:  # the top N's changes a takedown's patch made: [version, type, id, previous rank]
+        stored["patched"] = compact(head.patched)
+    if head.day_before is not None:  # each entry's rank in the checkpoint a day before: its day_before_rank
+        stored["day_before"] = compact(aligned(head.day_before, entries))
+    if head.recent:  # each top-N entry's [views in the last hour, in the last 24]: a trending entry's recent views
+        stored["recent"] = compact(aligned(head.recent, head.items))
+    return stored
+
+
+def head_from_stored(stored: Mapping[str, Any]) -> Head:
+    """The head from its stored attributes (``stored_attributes``' form; numbers may come as ints or text). Heads
+    written before the aligned lists hold id-keyed maps there: those read as they are (converted on read)."""
+    items = rows(json.loads(stored["items"]))
+    spare = rows(json.loads(stored["spare"])) if "spare" in stored else ()
+    entries = (*items, *spare)
+
+    def number(name: str) -> int:
+        return int(stored.get(name) or 0)
+
+    def beside(name: str, over: Sequence[Row]) -> Any:
+        value = json.loads(stored[name])
+        return value if isinstance(value, dict) else unaligned(value, over)
+
+    return Head(
+        board=stored["board"],
+        period=json.loads(stored["period"]) if "period" in stored else {"kind": "all"},
+        bucket=stored.get("bucket", "all"),
+        version=number("version"),
+        generated_at=stored["generated_at"],
+        items=items,
+        items_read=number("items_read"),
+        threshold=number("threshold"),
+        shard_hits={int(k): v for k, v in json.loads(stored["shard_hits"]).items()},
+        digest=stored["digest"],
+        spare=spare,
+        meta=json.loads(stored["meta"]) if "meta" in stored else None,
+        meta_at=stored["meta_at"] if "meta" in stored else None,
+        rank=RankBlock.from_json(json.loads(stored["rank"])) if "rank" in stored else None,
+        previous=beside("previous", entries) if "previous" in stored else {},
+        # Read back so that a takedown's patch of a past period's head keeps its TTL.
+        expires_at=number("expires_at") if "expires_at" in stored else None,
+        gone=json.loads(stored["gone"]) if "gone" in stored else {},
+        events_version=number("events_version"),
+        patched=tuple(TopChange(*change) for change in json.loads(stored["patched"])) if "patched" in stored else (),
+        day_before=beside("day_before", entries) if "day_before" in stored else None,
+        recent=beside("recent", items) if "recent" in stored else {},
+    )
+
+
+def aligned(by_id: Mapping[str, Any], entries: Sequence[Row]) -> list[Any]:
+    """``by_id``'s value for each of ``entries`` in their order (null: none), without the trailing nulls."""
+    slots = [by_id.get(entry.id) for entry in entries]
+    while slots and slots[-1] is None:
+        slots.pop()
+    return slots
+
+
+def unaligned(slots: Sequence[Any], entries: Sequence[Row]) -> dict[str, Any]:
+    """An aligned list read back as a map by id (a slot past the list's end, or null, has no value)."""
+    return {entry.id: slot for entry, slot in zip(entries, slots, strict=False) if slot is not None}
+
+
+def compact(value: Any) -> str:
+    """The stored text of a head attribute: compact JSON, UTF-8 as is (what the item's size counts)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def with_previous_rank(entry: dict[str, Any], head: Head) -> dict[str, Any]:

@@ -7,29 +7,25 @@ put patches every head that carries the item's document (services/republishing.p
 written head still re-reads all P, which heals a run that read a document just before its re-put (an eventually
 consistent BatchGet) on a board whose top changes.
 
-Size: the head stays under ``HEAD_BUDGET_BYTES`` (DynamoDB's limit is 400 KB): past it, the lowest-ranked entries
-lose their inline documents until it fits (their ids are then simply absent from ``meta``).
+Size: documents are the first part a head too large for its item gives up (domain/publishing/head_size.py ``fit``):
+the lowest-ranked entries lose their inline documents until it fits (their ids are then simply absent from ``meta``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from shardboard.domain.periods import parse_time
-from shardboard.domain.publishing.head import Head, Meta, Row
+from shardboard.domain.publishing.head import Head, Meta
 
 if TYPE_CHECKING:  # ports imports items, which imports validation -> settings -> ... -> ports
     from shardboard.domain.items.records import ItemRecord
 
 # A re-put document reaches heads that are being rewritten within this long (the staleness bound above).
 META_REFRESH_SECONDS = 300
-# Below DynamoDB's 400 KB item limit with room for the attributes other slices add to the head (rank, spares).
-HEAD_BUDGET_BYTES = 350_000
-# The head's attributes besides items and meta (names, period, digest, shard_hits...): well under this.
-HEAD_OTHER_BYTES = 2_000
 
 
 @dataclass(frozen=True)
@@ -54,28 +50,12 @@ def meta_ask(snapshot: Head, previous: Head | None, page_size: int) -> MetaAsk:
     return MetaAsk(first, known, asked, due, refreshed_at)
 
 
-def with_meta(snapshot: Head, ask: MetaAsk, found: Mapping[str, ItemRecord], budget: int = HEAD_BUDGET_BYTES) -> Head:
+def with_meta(snapshot: Head, ask: MetaAsk, found: Mapping[str, ItemRecord]) -> Head:
     """``snapshot`` with its ``meta`` and ``meta_at`` from what the catalog ``found`` of ``ask.asked`` (null: "asked,
-    never put", so such ids are not asked again)."""
+    never put", so such ids are not asked again). Its size is ``fit``'s to keep (head_size.py)."""
     fresh: Meta = {item_id: found[item_id].document() if item_id in found else None for item_id in ask.asked}
     meta = {item_id: fresh[item_id] if item_id in fresh else ask.known[item_id] for item_id in ask.first}
-    return replace(
-        snapshot,
-        meta=within_budget(meta, snapshot.items, budget),
-        meta_at=snapshot.generated_at if ask.due else ask.refreshed_at,
-    )
-
-
-def within_budget(meta: Meta, items: Sequence[Row], budget: int = HEAD_BUDGET_BYTES) -> Meta:
-    """``meta`` without the inline documents of the lowest-ranked entries that would take the head past ``budget``
-    bytes (stored as compact JSON text, which is what the items table's size counts)."""
-    size = HEAD_OTHER_BYTES + len(compact(items).encode("utf-8")) + len(compact(meta).encode("utf-8"))
-    kept = dict(meta)
-    for item_id in reversed(list(meta)):
-        if size < budget:
-            break
-        size -= len(compact({item_id: kept.pop(item_id)}).encode("utf-8")) - 1  # "{}" vs the "," it leaves
-    return kept
+    return replace(snapshot, meta=meta, meta_at=snapshot.generated_at if ask.due else ask.refreshed_at)
 
 
 def compact(value: Any) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.events import departed
 from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
+from shardboard.domain.publishing.head_size import Degraded
 from shardboard.domain.publishing.ranked_versions import RankRefresh
 from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING, decayed
 from shardboard.domain.windows import RECENT, is_window, parse_window
@@ -31,6 +32,7 @@ class SnapshotResult:
     # head is the exact top of the *keyed* visible items only (``proven_exact``; `shardboard refill` repairs it).
     proven: bool = True
     previous: Head | None = None  # the head read before the gather (its events may still be unpublished)
+    degraded: Degraded = field(default_factory=Degraded)  # what the head left out to fit (head_size.py ``fit``)
 
 
 def head_digest(items: Sequence[Row], spare: Sequence[Row]) -> str:
@@ -135,12 +137,28 @@ def period_json(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) 
     return period_from_bucket(period.kind, period.bucket, half_life=half_life).as_json()
 
 
+# A period whose head failed this many refreshes in a row is stuck: its readers are served an old head (the alarm).
+STUCK_AFTER_FAILURES = 3
+
+
 @dataclass(frozen=True)
 class RefreshRun:
-    """One run of the snapshot job: the periods it refreshed and what each cost."""
+    """One run of the snapshot job: the periods it refreshed and what each cost, the failed ones and how many of
+    their refreshes have failed in a row (``failing``)."""
 
     results: dict[PeriodKey, SnapshotResult]
     failures: dict[PeriodKey, BaseException]
+    failing: dict[PeriodKey, int] = field(default_factory=dict)
+
+    @property
+    def stuck(self) -> list[PeriodKey]:
+        """The periods that failed their last ``STUCK_AFTER_FAILURES`` refreshes (or more)."""
+        return sorted(period for period, count in self.failing.items() if count >= STUCK_AFTER_FAILURES)
+
+    @property
+    def degraded(self) -> dict[PeriodKey, Degraded]:
+        """The heads written with parts left out to fit their item (head_size.py ``fit``)."""
+        return {period: r.degraded for period, r in self.results.items() if r.written and r.degraded}
 
     @property
     def items_read(self) -> int:
@@ -195,6 +213,14 @@ def period_at(
 ) -> PeriodKey:
     """The period of ``kind`` containing ``moment`` (now by default) on ``board`` (``half_life``: trending's)."""
     return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC), half_life=half_life))
+
+
+def opening_head(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> Head:
+    """A period's head at its first second, before the snapshot job's first run in it: no entries, generated at the
+    period's start (true of every period then; the job's next run replaces it). Version 0: never stored."""
+    shown = period_json(period, half_life=half_life)
+    start = parse_time(shown["start"]).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Head(period.board, shown, period.bucket, 0, start, (), 0, 0, {}, "")
 
 
 def not_found(period: PeriodKey) -> str:
