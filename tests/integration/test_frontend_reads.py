@@ -9,6 +9,8 @@ from typing import Any
 
 from shardboard.handlers import read_api
 from tests.conftest import load_event
+from tests.integration.test_http_api import call
+from tests.integration.test_visitors import CHROME, GOOGLEBOT, posted
 
 
 def get(pipeline: Any, path: str, query: str = "", headers: dict[str, str] | None = None) -> dict[str, Any]:
@@ -69,3 +71,18 @@ def test_the_script_is_cached_long_only_under_its_versioned_url(pipeline):
     assert plain["headers"]["Cache-Control"] == stale["headers"]["Cache-Control"] == "public, max-age=300"
     assert plain["headers"]["ETag"] == f'"{version}"'
     assert revalidated["statusCode"] == 304
+
+
+def test_boards_never_offers_the_reserved_boards_of_crawlers_views(pipeline):
+    # Given a person's view on cats and a crawler's, which counts on bots and bots:cats only
+    call(pipeline, "record_views", posted({"id": "a", "boards": ["cats"], "user_agent": CHROME}))
+    call(pipeline, "record_views", posted({"id": "crawled", "boards": ["cats"], "user_agent": GOOGLEBOT}))
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.snapshot()
+
+    # When GET /boards is read
+    listing = json.loads(get(pipeline, "/boards")["body"])
+
+    # Then it names the boards visitors may be offered, not the crawlers' ones (still readable by name)
+    assert [b["name"] for b in listing["boards"]] == ["global", "cats"]
+    assert get(pipeline, "/leaderboard", "board=bots")["statusCode"] == 200

@@ -3,6 +3,7 @@ board's N and D (``GET /boards``), so a page offers only what the stack answers 
 
 from __future__ import annotations
 
+from shardboard.domain.boards import is_reserved
 from shardboard.domain.ports import PeriodLedger
 from shardboard.domain.windows import split_names
 from shardboard.schema import BoardList, BoardListed
@@ -18,8 +19,13 @@ def periods(settings: Settings) -> list[str]:
 
 
 def boards(ledger: PeriodLedger, settings: Settings, script: str) -> BoardList:
-    """Every board with an all-time period item (a board exists once a view names it), the default one first."""
-    named = {status.period.board for status in ledger.periods() if status.period.kind == ALL_TIME}
+    """Every board with an all-time period item (a board exists once a view names it), the default one first; not
+    the reserved boards of crawlers' views (``bots``), which are readable by name but offered to no visitor."""
+    named = {
+        status.period.board
+        for status in ledger.periods()
+        if status.period.kind == ALL_TIME and not is_reserved(status.period.board)
+    }
     ordered = [settings.board, *sorted(named - {settings.board})]
     return BoardList(
         board=settings.board,
