@@ -46,3 +46,25 @@ def test_a_board_without_views_and_a_past_period_without_a_head_stay_not_found(m
     pipeline.snapshot()
     status, _, body = call(pipeline, "read_api", get("/leaderboard", "period=hour&at=2020-01-01T05:00:00Z"))
     assert status == 404 and "has no views" in body["message"]
+
+
+def test_the_same_url_across_a_turn_is_never_answered_304_with_the_old_hour(make_pipeline):
+    # Given an hour's head at version 1, read by ?period=hour, and its ETag
+    hour = start_of("hour", datetime.now(UTC) - timedelta(hours=3))
+    now = [hour + timedelta(minutes=30)]
+    pipeline = make_pipeline(Periods="hour,day", TopN="3", clock=lambda: now[0])
+    record(pipeline, {"a": 2})
+    drain(pipeline)
+    pipeline.snapshot()
+    _, before, _ = call(pipeline, "read_api", get("/leaderboard", "period=hour"))
+    # When the next hour's head is written at the same version, and the same URL is revalidated with that ETag
+    now[0] = hour + timedelta(hours=1, minutes=30)
+    record(pipeline, {"b": 1})
+    drain(pipeline)
+    pipeline.snapshot()
+    status, after, body = call(
+        pipeline, "read_api", get("/leaderboard", "period=hour", headers={"if-none-match": before["etag"]})
+    )
+    # Then the new hour is answered in full, under another ETag
+    assert status == 200 and [e["id"] for e in body["items"]] == ["b"]
+    assert after["etag"] != before["etag"]

@@ -66,8 +66,9 @@ def get_leaderboard(  # noqa: PLR0917 - one parameter per query parameter
         page = reading.page(reads(), board=board, period=period, at=at, offset=offset, limit=limit, cursor=cursor)
         return cached(page)
     top = reading.top(reads(), board=board, period=period, at=at, limit=limit, window=window)
-    # The snapshot's version and the limit name this answer: a 304 needs no document built.
-    etag = f'"{top.head.version}-{top.limit}"'
+    # The head's period bucket, version and the limit name this answer (a 304 needs no document built); the bucket,
+    # as the same URL (?period=hour) names another head at each turn, whose version may be the same.
+    etag = f'"{top.head.bucket}-{top.head.version}-{top.limit}"'
     headers = cache_headers(etag)
     if not_modified(etag):
         metrics.add_metric(name="LeaderboardNotModified", unit=MetricUnit.Count, value=1)
