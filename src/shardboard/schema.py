@@ -494,6 +494,11 @@ class VerifyReport(BaseModel):
         description="What of deleted items is left where nothing reads it, not a difference: their base counters in "
         "the views table (never counted again) and their entries in periods past retention (TTL removes them)."
     )
+    uncountable: int = Field(
+        default=0,
+        description="Base counters the aggregator skips, not a difference: an id, board name or bucket no request "
+        "could write (docs/bad-input.md, the stream).",
+    )
     refill_needed: list[str] = Field(
         description='"<board> <kind>:<bucket>" of each period with more takedowns above its index threshold than '
         "spares: its snapshot may miss a visible item until `shardboard refill` runs."

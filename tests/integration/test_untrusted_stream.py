@@ -195,3 +195,16 @@ def test_redrive_skips_and_reports_what_the_aggregator_would_not_count(pipeline,
     assert skips == ["invalid_board: 1", "invalid_id: 2", "out_of_range: 1"]
     assert "2 items, 12 views restored" in " ".join(result.output.split())
     assert good_aggregates(pipeline) == GOOD
+
+
+def test_verify_counts_as_the_aggregator_does_and_names_what_it_skips(pipeline, monkeypatch):
+    # Given the hostile table, aggregated by the real handler (the bad counters skipped) and snapshotted
+    hostile_table(pipeline)
+    pipeline.aggregate(pipeline.stream_records())
+    pipeline.snapshot()
+    # When `shardboard verify` runs
+    result = repair_cli(monkeypatch)("verify")
+    # Then the good counts are exact, and the counters no request could write are named, not differences
+    assert result.exit_code == 0, result.output
+    assert "verify: exact" in result.output
+    assert "4 base counter(s) the aggregator skips" in result.output

@@ -390,6 +390,12 @@ def verify_command(ctx: click.Context, as_json: bool) -> None:
             f"verify: {verdict} ({report.items} items, {report.views} views, {report.boards} board(s), "
             f"{report.periods} period(s), {report.hidden} hidden, {report.deleted} deleted)"
         )
+        if report.uncountable:
+            console.print(
+                f"  {report.uncountable} base counter(s) the aggregator skips (an id, board name or bucket no request "
+                "could write): not counted, not a difference",
+                markup=False,
+            )
         if report.counts_behind:
             console.print(
                 f"  {len(report.differences)} count(s) below their base counters: the stream has not been processed "

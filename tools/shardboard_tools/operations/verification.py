@@ -11,9 +11,10 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
+from shardboard.domain.aggregating.countable import board_of, board_refusal, bucket_refusal, id_refusal
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.periods import ALL, HOUR, parse_time, previous_bucket
 from shardboard.domain.ports import BoardScans, BoardState, CounterReads, PeriodKey, Snapshots, Thresholds
@@ -89,6 +90,8 @@ class Report:
     # What of deleted items is left where nothing reads it: their base counters (never counted again) and their
     # entries in periods past retention, which a delete's sweep does not reach and TTL removes.
     deleted_leftovers: int = 0
+    # Base counters the aggregator skips (an id, board name or bucket no request could write): never counted.
+    uncountable: int = 0
     # Periods with more takedowns above their index threshold than spares: `shardboard refill` repairs them.
     refill_needed: list[str] = field(default_factory=list)  # "<board> <kind>:<bucket>"
     # The inexact heads by why: refreshing (exit 0), stale (exit 1), capped to fit their item (exit 0, a warning).
@@ -115,23 +118,36 @@ REFRESHING, STALE, CAPPED = "refreshing", "stale", "capped"
 
 def truth(views: CounterReads, settings: Settings) -> Counts:
     """Every period's counts from the base table alone."""
-    return counted(views, settings)[0]
+    return counted(views, settings).counts
 
 
-def counted(views: CounterReads, settings: Settings, deleted: frozenset[str] = frozenset()) -> tuple[Counts, int]:
-    """Every period's counts from the base table alone, without the deleted ids, and how many base counters of
-    deleted ids were left out. A trending score's truth is the sum over the epoch's hour buckets of each bucket's
-    count times its weight."""
+class Counted(NamedTuple):
+    counts: Counts
+    leftovers: int  # base counters of deleted ids, left out
+    uncountable: int  # base counters the aggregator skips too (an id, board or bucket a request could not name)
+
+
+def counted(views: CounterReads, settings: Settings, deleted: frozenset[str] = frozenset()) -> Counted:
+    """Every period's counts from the base table alone, as the aggregator counts them: without the deleted ids and
+    without what it skips (domain/aggregating/countable.py), with how many counters of each were left out. A trending
+    score's truth is the sum over the epoch's hour buckets of each bucket's count times its weight."""
     counts: Counts = defaultdict(lambda: defaultdict(int))
-    leftovers = 0
+    leftovers = uncountable = 0
     periods = settings.policy.periods
     for item, bucket, _, board, value in views.scan_counters_all():
         if item in deleted:
             leftovers += 1
             continue
+        if (
+            id_refusal(item)
+            or bucket_refusal(periods, bucket)
+            or (board != settings.board and board_refusal(board_of(board)))
+        ):
+            uncountable += 1
+            continue
         for kind in (*settings.policy.periods.kinds, ALL):
             counts[PeriodKey(board, kind, periods.bucket(kind, bucket))][item] += periods.increment(kind, bucket, value)
-    return counts, leftovers
+    return Counted(counts, leftovers, uncountable)
 
 
 def stored(board: BoardScans, settings: Settings) -> tuple[Counts, dict[PeriodKey, set[str]]]:
@@ -167,12 +183,13 @@ def verify(
 ) -> Report:
     """The report; ``hidden``: the hidden ids (ItemCatalog.hidden), which no snapshot may show; ``deleted``: the
     deleted ids (ItemCatalog.denied), which nothing may hold."""
-    expected, leftovers = counted(views, settings, deleted)
+    expected, leftovers, uncountable = counted(views, settings, deleted)
     found, keyed = stored(board, settings)
     everything = PeriodKey(settings.board, ALL, ALL)
     overall = expected.get(everything, {})
     report = Report(items=len(overall), views=sum(overall.values()), hidden=len(hidden), deleted=len(deleted))
     report.deleted_leftovers = leftovers
+    report.uncountable = uncountable
     report.boards = len({p.board for p in expected})
     now = time.time()
     report.periods = len(expected)
