@@ -171,6 +171,8 @@ class Settings:
     # A browser's view (a text/plain body) without a viewer gets a daily anonymous id (docs/honest-counts.md); a
     # site opts out with AnonymousViewers "false" (template Mappings, Tuning/Views).
     anonymous_viewers: bool = True
+    # The token the CDN sends with a visitor's address (template: EDGE_TOKEN, the record function only); "" = no CDN.
+    edge_token: str = ""
 
     def __post_init__(self) -> None:
         for name in ("write_shards", "board_shards", "top_n", "write_concurrency", "category_top_n", "page_size"):
@@ -347,6 +349,7 @@ class Settings:
             allowed_origins=origins(env.get("ALLOWED_ORIGINS"), defaults.allowed_origins),
             anonymous_viewers=env.get("ANONYMOUS_VIEWERS", str(defaults.anonymous_viewers)).lower()
             in ("1", "true", "yes"),
+            edge_token=env.get("EDGE_TOKEN", defaults.edge_token),
         )
 
     def origin_allowed(self, origin: str | None) -> bool:

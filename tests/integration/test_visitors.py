@@ -273,3 +273,29 @@ def test_shardboard_record_takes_a_user_agent_and_boards_shows_bot_views(monkeyp
         # And a writer may not name the reserved board
         refused = runner.invoke(main, ["record", "d", "--board", "bots"])
         assert refused.exit_code == 2 and "reserved" in refused.output
+
+
+def test_behind_the_cdn_each_visitor_is_told_apart_by_the_address_the_edge_vouches_for(pipeline, fixed_day):
+    # Given the record function behind the stack's CDN (its edge token), two visitors with the same browser reaching
+    # it through one edge (the same peer address), and a client forging the edge's header without the token
+    from dataclasses import replace
+
+    from shardboard.handlers import wiring
+
+    stores = wiring.container()
+    stores.settings = replace(stores.settings, edge_token="stack-guid")
+
+    def through_edge(visitor: str, token: str = "stack-guid") -> dict:  # noqa: S107
+        event = beacon({"id": "a"}, CHROME, source_ip="130.176.0.1")
+        event["headers"] |= {"cloudfront-viewer-address": f"{visitor}:46532", "x-shardboard-edge": token}
+        return event
+
+    one = call(pipeline, "record_views", through_edge("198.51.100.10"))
+    other = call(pipeline, "record_views", through_edge("2001:db8::7"))
+    reload = call(pipeline, "record_views", through_edge("198.51.100.10"))
+    forged = call(pipeline, "record_views", through_edge("192.0.2.99", token="guess"))
+    # Then each visitor counts once, a reload is a duplicate, and the forged header is ignored (the peer is judged)
+    assert [r[2]["duplicate"] for r in (one, other, reload)] == [False, False, True]
+    assert forged[2]["duplicate"] is False
+    assert call(pipeline, "record_views", beacon({"id": "a"}, CHROME, source_ip="130.176.0.1"))[2]["duplicate"] is True
+    assert counted(pipeline) == {"global": Counter(a=3)}

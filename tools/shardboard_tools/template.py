@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from uuid import NAMESPACE_URL, uuid5
 
 from botocore.exceptions import ClientError
 from cfn_flip import load_yaml
@@ -164,9 +165,12 @@ class Template:
         return bool(self.resolve(self.body.get("Conditions", {})[name]))
 
     def _ref(self, name: str) -> Any:
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        stack_id = f"arn:aws:cloudformation:{region}:000000000000:stack/{self.stack}/{uuid5(NAMESPACE_URL, self.stack)}"
         pseudo = {
             "AWS::StackName": self.stack,
-            "AWS::Region": os.environ.get("AWS_REGION", "us-east-1"),
+            "AWS::StackId": stack_id,
+            "AWS::Region": region,
             "AWS::AccountId": "000000000000",
             "AWS::NoValue": _NO_VALUE,
             "AWS::URLSuffix": "amazonaws.com",

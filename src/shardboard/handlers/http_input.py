@@ -5,8 +5,9 @@ value that cannot be read is BadInput (a 400), never a 500.
 from __future__ import annotations
 
 import base64
+import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -59,6 +60,22 @@ def once(values: dict[str, list[str]], name: str) -> str:
     if len(found) > 1:
         raise BadInput(f"query parameter {name} given {len(found)} times; give it once")
     return found[0] if found else ""
+
+
+# What the CDN adds to an origin request (template.yaml, Distribution): its token, and the visitor's "address:port".
+EDGE_TOKEN_HEADER = "x-shardboard-edge"  # noqa: S105 - a header's name
+VIEWER_ADDRESS_HEADER = "cloudfront-viewer-address"
+
+
+def client_address(peer: str, headers: Mapping[str, str], edge_token: str) -> str:
+    """The client's address: the peer's (API Gateway's sourceIp), unless the request came through the stack's CDN,
+    whose token vouches for the visitor's address it forwards (``198.51.100.10:46532``, ``2001:db8::1:46532``).
+    Without the token the header is whatever a client wrote, and is ignored."""
+    forwarded = headers.get(VIEWER_ADDRESS_HEADER, "")
+    token = headers.get(EDGE_TOKEN_HEADER, "")
+    if not (edge_token and forwarded and ":" in forwarded and hmac.compare_digest(token.encode(), edge_token.encode())):
+        return peer
+    return forwarded.rsplit(":", 1)[0].strip("[]")
 
 
 def beacon(event: dict[str, Any]) -> bool:

@@ -81,8 +81,10 @@ def post_views(
     http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.POST_VIEWS))
     item_id, count, boards, viewer = request.as_domain()
     event = app.current_event
-    # API Gateway's own view of the peer address: X-Forwarded-For is whatever the client wrote.
-    address = event.request_context.http.source_ip
+    # API Gateway's own view of the peer address (X-Forwarded-For is whatever the client wrote), or behind the CDN
+    # the visitor's address the edge vouches for.
+    edge_token = container().settings.edge_token
+    address = http_input.client_address(event.request_context.http.source_ip, event.headers, edge_token)
     caller = recording.PublicCaller(address)
     # A text/plain body is a page's own beacon: its User-Agent is judged, and it may get an anonymous viewer id.
     agent = event.headers.get("user-agent") or ""
