@@ -110,3 +110,24 @@ def test_cors_and_the_published_origins_follow_public_views(rendered, public, or
     assert {"etag", "retry-after"} <= set(cors["exposeHeaders"])
     settings = stack["Resources"]["StackConfig"]["Properties"]["Settings"]
     assert settings["ALLOWED_ORIGINS"] == (published or public)
+
+
+def test_the_record_function_trusts_the_visitors_address_only_from_its_own_distribution(rendered):
+    # Given the prod stack (the CDN) and the dev stack (none)
+    prod, dev = deployed(rendered, Stage="prod"), deployed(rendered, Stage="dev")
+    # Then the distribution sends its token to the origin, and the record function holds the same value
+    headers = distribution(prod)["Origins"][0]["OriginCustomHeaders"]
+    token = {h["HeaderName"]: h["HeaderValue"] for h in headers}["X-Shardboard-Edge"]
+    variables = prod["Resources"]["RecordViewsFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["EDGE_TOKEN"] == token and len(token) == 36
+    dev_variables = dev["Resources"]["RecordViewsFunction"]["Properties"]["Environment"]["Variables"]
+    assert dev_variables["EDGE_TOKEN"] == ""
+    # And the writes' behaviour forwards the viewer's address (the managed policy sends CloudFront's headers)
+    assert behaviour(prod, "/views")["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
+    # And no other function (the readers, the admin) is given the token
+    others = [
+        name
+        for name, resource in dev["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function" and name != "RecordViewsFunction"
+    ]
+    assert others and all("EDGE_TOKEN" not in str(dev["Resources"][name]) for name in others)
