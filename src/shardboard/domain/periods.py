@@ -15,6 +15,7 @@ or raises PeriodError (the last periods of 9999 have no end ``datetime`` can hol
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -112,40 +113,46 @@ class PeriodKind:
         raise PeriodError(f"{self.name!r} has no buckets")
 
     def bucket_of(self, moment: datetime, half_life: int) -> str:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def period_of(self, moment: datetime, half_life: int) -> Period:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def period_from_bucket(self, bucket: str, half_life: int) -> Period:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def is_bucket(self, bucket: str, half_life: int) -> bool:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def next_bucket(self, bucket: str, half_life: int) -> str:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def previous_bucket(self, bucket: str, half_life: int) -> str:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def within(self, anchor: str, anchor_bucket: str, half_life: int) -> str:
         """The bucket of this kind containing the bucket ``anchor_bucket`` of the (finer) kind ``anchor``."""
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def expires_at(self, bucket: str, retention: int, half_life: int) -> int | None:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def weight(self, anchor: str, anchor_bucket: str, half_life: int) -> int:
         """What one view of the anchor bucket ``anchor_bucket`` adds to this kind's count: 1, a view."""
         return 1
 
+    @property
+    def decays(self) -> bool:
+        """Whether a count of this kind is a decaying score (trending's), not views: a view's weight depends on
+        its hour, a head ranks by it plus the previous period's carried, and shows it as views now."""
+        return False
+
     def as_json(self, period: Period) -> dict[str, Any]:
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def ended(self, now: datetime, lookback: timedelta, half_life: int) -> str | None:
         """The bucket of this kind that ended less than ``lookback`` before ``now`` (None: none did)."""
-        raise NotImplementedError
+        raise PeriodError(f"{self.name!r} has no buckets")
 
     def named(self, prefix: str, all_time: str) -> str:
         """A stored name of this kind (an attribute, an index): ``prefix`` and the kind's name, except all time's,
@@ -362,6 +369,10 @@ class Trending(Hour):
 
     name = TRENDING
 
+    @property
+    def decays(self) -> bool:
+        return True
+
     def floor(self, moment: datetime, half_life: int) -> datetime:
         epoch = timedelta(hours=epoch_hours(half_life))
         return EARLIEST + (moment - EARLIEST) // epoch * epoch
@@ -377,13 +388,32 @@ class Trending(Hour):
         return weight((hour - self.start_of(hour, half_life)) // timedelta(hours=1), half_life)
 
 
+class Windowed(PeriodKind):
+    """A rolling window's name (``24h``) as a period's kind: a head per hour, read as a sum of hour periods
+    (domain/windows.py); it has no buckets of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 HOURLY = Hour()
+# ``24h``, ``7d``: at most 90 days, so a window's hours stay a few thousand and a retention of them stays cheap.
+WINDOW_NAME = re.compile(r"([1-9][0-9]{0,3})([hd])")
 _BY_NAME: dict[str, PeriodKind] = {kind.name: kind for kind in (AllTime(), HOURLY, Day(), Week(), Month(), Trending())}
 
 
+@functools.lru_cache(maxsize=256)
 def kind_of(name: str) -> PeriodKind:
-    """The period kind stored as ``name`` (PeriodError for a name that is none: a window is a sum of hours)."""
+    """The period kind stored as ``name``, a window's included (PeriodError for a name that is none)."""
+    if WINDOW_NAME.fullmatch(name):
+        return Windowed(name)
     return _kind(name, "is not a period kind")
+
+
+def known_kind(name: str) -> PeriodKind | None:
+    """The counted kind stored as ``name`` (all time, a calendar kind, trending); None for any other name (a
+    window's, a visitor's typo)."""
+    return _BY_NAME.get(name)
 
 
 def _kind(name: str, missing: str) -> PeriodKind:
