@@ -37,7 +37,7 @@ from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.clock import Clock
 from shardboard.domain.items import records as items
 from shardboard.domain.items.records import ItemRecord
-from shardboard.domain.periods import ALL, Period, parse_time, period_from_bucket
+from shardboard.domain.periods import ALL, Period, known_kind, parse_time, period_from_bucket
 from shardboard.domain.ports import RetrySafeViewCounters, Throttled
 from shardboard.domain.publishing.gather import RankedEntry
 from shardboard.domain.reading.pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
@@ -672,7 +672,8 @@ class Leaderboard:
             raise BadInput(f"limit must be a whole number >= 1, got {limit!r}")
         if window is not None:
             # A window is read as of now: a period or a time given with it is refused, never ignored.
-            named = None if period == ALL else period
+            kind = known_kind(period)
+            named = kind.pick(all_time=None, period=period) if kind else period
             top = reading.top(self._reads, board=board, window=window, limit=limit, period=named, at=self._moment(at))
         else:
             top = reading.top(self._reads, board=board, period=period, at=self._moment(at))
@@ -682,9 +683,7 @@ class Leaderboard:
             shown = Period(key.kind, top.head.bucket, parse_time(span.start), parse_time(span.end))  # type: ignore[union-attr]
         else:
             half_life = self.settings.trending_half_life_hours
-            shown = (
-                Period(ALL, ALL) if key.kind == ALL else period_from_bucket(key.kind, key.bucket, half_life=half_life)
-            )
+            shown = period_from_bucket(key.kind, key.bucket, half_life=half_life)
         return Standings(
             board=top.document.board,
             period=shown,
@@ -707,7 +706,7 @@ class Leaderboard:
         from ``offset`` (0-based), or the next page of the version ``cursor`` pins (a cursor alone names its own
         board and period). The head and one BatchGetItem. Raises BadInput (an expired or tampered cursor too),
         NoSnapshot."""
-        if cursor is not None and board == GLOBAL_BOARD and period == ALL and at is None:
+        if cursor is not None and (board, period, at) == (GLOBAL_BOARD, ALL, None):  # a cursor alone
             found = reading.page(self._reads, offset=offset, limit=limit, cursor=cursor)
         else:
             found = reading.page(

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD, BoardPolicy, BoardPolicyError
-from shardboard.domain.periods import DEFAULT_PERIODS, HOUR, PeriodError
+from shardboard.domain.periods import DEFAULT_PERIODS, HOUR, PeriodError, kind_of, known_kind
 from shardboard.domain.policy import Indexing, Keep, Keeping, Leaderboards, Periods
 from shardboard.domain.trending import (
     DEFAULT_HALF_LIFE_HOURS,
@@ -203,7 +203,7 @@ class Settings:
             check_half_life(self.trending_half_life_hours)
         except HalfLifeError as error:
             raise ConfigError(f"trending_half_life_hours: {error}") from None
-        if TRENDING in self.periods and HOUR not in self.periods:  # trending's weights are per hour bucket
+        if HOUR not in self.periods and any(kind_of(kind).decays for kind in self.periods if known_kind(kind)):
             object.__setattr__(self, "periods", parse_names(",".join(self.periods)))
 
     @property

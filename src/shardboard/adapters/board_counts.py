@@ -13,7 +13,7 @@ from typing import Any
 
 from shardboard.adapters.board_table import aggregate_state, entry_state
 from shardboard.adapters.keys import BOARD_SHARD, BUCKET, ITEM_ID, PERIOD_KIND, PK, aggregate_pk, index_key_attr
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import ALL, kind_of
 from shardboard.domain.policy import Periods
 from shardboard.domain.ports import AggregateState, BoardScans, PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket
@@ -43,9 +43,8 @@ def stored_counts(board: BoardScans, periods: Periods, deadline: float | None = 
         if owner is None or row[PK]["S"] != aggregate_pk(owner, item):
             continue
         state = aggregate_state(row)
-        for kind in (*periods.kinds, ALL):
-            if kind != ALL and state.bucket is None:
-                continue
+        # Without an anchor bucket the aggregate holds all time only (views before any period was configured).
+        for kind in (*periods.kinds, ALL) if state.bucket is not None else (ALL,):
             period = PeriodKey(owner, kind, periods.bucket(kind, state.bucket or ALL))
             counts[period][item] = state.count(kind)
             current.add((period, item))
@@ -69,7 +68,7 @@ def _found(row: Mapping[str, Any], state: AggregateState, kind: str) -> bool:
     """Whether a gather finds the item in ``kind``'s index: it carries the key, and (a period kind) a bucket at or
     above its count's; a bucket left lower (a crash between a move and its raise) is a miss to key again. All time's
     index of the releases before (``board_shard``, sorted by the views) is read too until `shardboard migrate`."""
-    if kind == ALL and BOARD_SHARD in row:
+    if BOARD_SHARD in row and kind_of(kind).pick(all_time=True, period=False):
         return True
     if index_key_attr(kind) not in row:
         return False

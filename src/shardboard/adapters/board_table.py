@@ -81,7 +81,7 @@ from shardboard.adapters.keys import (
 )
 from shardboard.domain.aggregating.batch import ShardMove, views_added
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import ALL, kind_of
 from shardboard.domain.ports import (
     AggregateState,
     BoardState,
@@ -616,7 +616,11 @@ class BoardStore:
     def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
         """One BatchGetItem (keys only) finds the entries that exist; BatchWriteItem deletes them, then DeleteItem the
         aggregate (their GSI entries go with them)."""
-        names = [entry_pk(p.board, p.kind, p.bucket, item_id) for p in periods if p.kind != ALL and p.board == board]
+        names = [
+            entry_pk(p.board, p.kind, p.bucket, item_id)
+            for p in periods
+            if p.board == board and kind_of(p.kind).pick(all_time=False, period=True)
+        ]
         found = [item[PK]["S"] for item in self._batch_get(names, keys_only=True)]
         self._batch_write([{"DeleteRequest": {"Key": {PK: s_attr(pk)}}} for pk in found])
         response = self.client.delete_item(
@@ -886,7 +890,7 @@ class BoardStore:
 
         A clean past period leaves the by-change index; a board's all-time item stays listed (``periods``). Either
         way the refresh is recorded and its failures in a row end; counts that came during it wait from ``now``."""
-        clean = CLEAN_BOARD if period.kind == ALL else None
+        clean = kind_of(period.kind).pick(all_time=CLEAN_BOARD, period=None)
         ended = "#since, #failures, #failing"
         update = f"SET #r = :r, #chg = :clean REMOVE {ended}" if clean else f"SET #r = :r REMOVE #chg, {ended}"
         values = {":r": n_attr(now), ":changes": n_attr(changes)}

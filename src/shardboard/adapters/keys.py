@@ -6,6 +6,8 @@ so any id (``a#1``, ``x/y.jpg``) is safe.
 
 from __future__ import annotations
 
+from shardboard.domain.periods import kind_of
+
 PK = "pk"
 ITEM_ID = "item_id"
 SHARD = "shard"
@@ -129,30 +131,30 @@ def entry_pk(board: str, kind: str, bucket: str, item_id: str) -> str:
 
 
 def snapshot_pk(board: str, kind: str = "all", bucket: str = "all") -> str:
-    return f"snapshot#{board}" if kind == "all" else f"snapshot#{board}#{kind}#{bucket}"
+    return f"snapshot#{kind_of(kind).key(board, bucket)}"
 
 
 def threshold_pk(board: str, kind: str = "all", bucket: str = "all") -> str:
     """The period item: threshold, change marks; for all time also the board's GSI layout."""
-    return f"threshold#{board}" if kind == "all" else f"threshold#{board}#{kind}#{bucket}"
+    return f"threshold#{kind_of(kind).key(board, bucket)}"
 
 
 def count_attr(kind: str) -> str:
     """The attribute holding a period kind's count (all time keeps ``views``)."""
-    return VIEWS if kind == "all" else f"{PERIOD_COUNT_PREFIX}{kind}"
+    return kind_of(kind).named(PERIOD_COUNT_PREFIX, all_time=VIEWS)
 
 
 def bucket_attr(kind: str) -> str:
     """A period kind's index range key: the bucket of its count."""
-    return DEEP_BUCKET if kind == "all" else f"{PERIOD_BUCKET_PREFIX}{kind}"
+    return kind_of(kind).named(PERIOD_BUCKET_PREFIX, all_time=DEEP_BUCKET)
 
 
 def index_key_attr(kind: str) -> str:
-    return DEEP_KEY if kind == "all" else f"{PERIOD_KEY_PREFIX}{kind}"
+    return kind_of(kind).named(PERIOD_KEY_PREFIX, all_time=DEEP_KEY)
 
 
 def index_name(kind: str) -> str:
-    return BY_DEEP_INDEX if kind == "all" else f"by-{kind}"
+    return kind_of(kind).named("by-", all_time=BY_DEEP_INDEX)
 
 
 def shards_pk(item_id: str) -> str:

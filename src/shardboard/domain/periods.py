@@ -15,10 +15,11 @@ or raises PeriodError (the last periods of 9999 have no end ``datetime`` can hol
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING, epoch_hours, weight
 
@@ -50,10 +51,7 @@ class Period:
     end: datetime | None = None
 
     def as_json(self) -> dict[str, Any]:
-        if self.kind == ALL:
-            return {"kind": ALL}
-        assert self.start is not None and self.end is not None
-        return {"kind": self.kind, "start": iso(self.start), "end": iso(self.end)}
+        return kind_of(self.kind).as_json(self)
 
 
 def iso(moment: datetime) -> str:
@@ -95,135 +93,397 @@ def utc(moment: datetime) -> datetime:
         raise OutOfRange(f"{moment.isoformat()} is outside 0001-01-01..9999-12-31 in UTC") from None
 
 
+T = TypeVar("T")
+
+
+class PeriodKind:
+    """One kind of period, by its stored name: its buckets and their bounds, how long a past one is kept and what a
+    view adds to its count. The only place that tells kinds apart: elsewhere a kind is its name, and code asks the
+    kind (``kind_of(name)``) rather than comparing the name."""
+
+    name: str
+
+    def start_of(self, moment: datetime, half_life: int) -> datetime:
+        raise PeriodError(f"{self.name!r} has no start")
+
+    def end_of(self, start: datetime, half_life: int) -> datetime:
+        raise PeriodError(f"{self.name!r} has no end")
+
+    def bucket_start(self, bucket: str) -> datetime:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def bucket_of(self, moment: datetime, half_life: int) -> str:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def period_of(self, moment: datetime, half_life: int) -> Period:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def period_from_bucket(self, bucket: str, half_life: int) -> Period:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def is_bucket(self, bucket: str, half_life: int) -> bool:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def next_bucket(self, bucket: str, half_life: int) -> str:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def previous_bucket(self, bucket: str, half_life: int) -> str:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def within(self, anchor: str, anchor_bucket: str, half_life: int) -> str:
+        """The bucket of this kind containing the bucket ``anchor_bucket`` of the (finer) kind ``anchor``."""
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def expires_at(self, bucket: str, retention: int, half_life: int) -> int | None:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def weight(self, anchor: str, anchor_bucket: str, half_life: int) -> int:
+        """What one view of the anchor bucket ``anchor_bucket`` adds to this kind's count: 1, a view."""
+        return 1
+
+    @property
+    def decays(self) -> bool:
+        """Whether a count of this kind is a decaying score (trending's), not views: a view's weight depends on
+        its hour, a head ranks by it plus the previous period's carried, and shows it as views now."""
+        return False
+
+    def as_json(self, period: Period) -> dict[str, Any]:
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def ended(self, now: datetime, lookback: timedelta, half_life: int) -> str | None:
+        """The bucket of this kind that ended less than ``lookback`` before ``now`` (None: none did)."""
+        raise PeriodError(f"{self.name!r} has no buckets")
+
+    def named(self, prefix: str, all_time: str) -> str:
+        """A stored name of this kind (an attribute, an index): ``prefix`` and the kind's name, except all time's,
+        which keeps the names of the releases before periods."""
+        return f"{prefix}{self.name}"
+
+    def key(self, board: str, bucket: str) -> str:
+        """What a period's stored keys carry for it: ``cats#day#2026-11-23``; all time, the board alone."""
+        return f"{board}#{self.name}#{bucket}"
+
+    def labelled(self, bucket: str) -> str:
+        """How a period of this kind is shown to an operator: ``day 2026-11-23``, ``all time``."""
+        return f"{self.name} {bucket}"
+
+    def pick(self, *, all_time: T, period: T) -> T:
+        """``period`` for a kind whose periods end, ``all_time`` for the one that never does (what differs between
+        them is not the kind's to know: a reader's message, a storage tier)."""
+        return period
+
+
+class AllTime(PeriodKind):
+    """All time: one bucket for ever, never expires, counted in the aggregate's all-time views."""
+
+    name = ALL
+
+    def bucket_of(self, moment: datetime, half_life: int) -> str:
+        return ALL
+
+    def period_of(self, moment: datetime, half_life: int) -> Period:
+        return Period(ALL, ALL)
+
+    def period_from_bucket(self, bucket: str, half_life: int) -> Period:
+        return Period(ALL, ALL)
+
+    def is_bucket(self, bucket: str, half_life: int) -> bool:
+        return bucket == ALL
+
+    def next_bucket(self, bucket: str, half_life: int) -> str:
+        return ALL
+
+    def previous_bucket(self, bucket: str, half_life: int) -> str:
+        return ALL
+
+    def within(self, anchor: str, anchor_bucket: str, half_life: int) -> str:
+        return ALL
+
+    def expires_at(self, bucket: str, retention: int, half_life: int) -> int | None:
+        return None
+
+    def as_json(self, period: Period) -> dict[str, Any]:
+        return {"kind": ALL}
+
+    def ended(self, now: datetime, lookback: timedelta, half_life: int) -> str | None:
+        return None
+
+    def named(self, prefix: str, all_time: str) -> str:
+        return all_time
+
+    def key(self, board: str, bucket: str) -> str:
+        return board
+
+    def labelled(self, bucket: str) -> str:
+        return "all time"
+
+    def pick(self, *, all_time: T, period: T) -> T:
+        return all_time
+
+
+class Calendar(PeriodKind):
+    """A kind whose periods follow each other: a bucket id is the period's start, formatted (``format``), so ids
+    sort in time order."""
+
+    # strptime's format of a bucket id (a week's is parsed by hand).
+    pattern = "%Y-%m-%dT%H"
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        """The start of the period ``moment`` (UTC) falls in."""
+        raise NotImplementedError
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        """The start of the period ``periods`` periods after the one starting at ``start``."""
+        raise NotImplementedError
+
+    def format(self, start: datetime) -> str:
+        # Formatted by hand: strftime's %Y writes year 1 as "1" on Linux, which neither parses back nor sorts.
+        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}T{start.hour:02d}"
+
+    def start_of(self, moment: datetime, half_life: int) -> datetime:
+        return self.floor(utc(moment), half_life)
+
+    def end_of(self, start: datetime, half_life: int) -> datetime:
+        try:
+            return self.after(start, 1, half_life)
+        except (OverflowError, ValueError):
+            raise PeriodError(f"the {self.name} starting {iso(start)} ends after 9999-12-31") from None
+
+    def bucket_of(self, moment: datetime, half_life: int) -> str:
+        return self.format(self.start_of(moment, half_life))
+
+    def bucket_start(self, bucket: str) -> datetime:
+        try:
+            return datetime.strptime(bucket, self.pattern).replace(tzinfo=UTC)
+        except ValueError as error:
+            raise PeriodError(f"{bucket!r} is not a {self.name} bucket") from error
+
+    def period_of(self, moment: datetime, half_life: int) -> Period:
+        start = self.start_of(moment, half_life)
+        return Period(self.name, self.format(start), start, self.end_of(start, half_life))
+
+    def period_from_bucket(self, bucket: str, half_life: int) -> Period:
+        return self.period_of(self.bucket_start(bucket), half_life)
+
+    def is_bucket(self, bucket: str, half_life: int) -> bool:
+        try:
+            return self.bucket_of(self.bucket_start(bucket), half_life) == bucket
+        except PeriodError:
+            return False
+
+    def next_bucket(self, bucket: str, half_life: int) -> str:
+        return self.bucket_of(self.end_of(self.bucket_start(bucket), half_life), half_life)
+
+    def previous_bucket(self, bucket: str, half_life: int) -> str:
+        return self.bucket_of(self.bucket_start(bucket) - timedelta(seconds=1), half_life)
+
+    def within(self, anchor: str, anchor_bucket: str, half_life: int) -> str:
+        if anchor == self.name:
+            return anchor_bucket
+        return self.bucket_of(kind_of(anchor).bucket_start(anchor_bucket), half_life)
+
+    def expires_at(self, bucket: str, retention: int, half_life: int) -> int | None:
+        start = self.bucket_start(bucket)
+        try:
+            end = self.after(start, 1 + retention, half_life)
+        except (OverflowError, ValueError):
+            # Past 9999-12-31 is never: no TTL, rather than a period whose counts cannot be written.
+            return None
+        return int(end.timestamp())
+
+    def as_json(self, period: Period) -> dict[str, Any]:
+        assert period.start is not None and period.end is not None
+        return {"kind": self.name, "start": iso(period.start), "end": iso(period.end)}
+
+    def ended(self, now: datetime, lookback: timedelta, half_life: int) -> str | None:
+        start = self.start_of(now, half_life)
+        return self.bucket_of(start - timedelta(microseconds=1), half_life) if now - start < lookback else None
+
+
+class Hour(Calendar):
+    name = HOUR
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        return moment.replace(minute=0, second=0, microsecond=0)
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        return start + timedelta(hours=periods)
+
+
+class Day(Calendar):
+    name = DAY
+    pattern = "%Y-%m-%d"
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        return start + timedelta(days=periods)
+
+    def format(self, start: datetime) -> str:
+        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}"
+
+
+class Week(Day):
+    """The ISO week, Monday to Monday (0001-01-01 is a Monday), named ``2026-W48``."""
+
+    name = WEEK
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        day = super().floor(moment, half_life)
+        return day - timedelta(days=day.weekday())
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        return start + timedelta(days=7 * periods)
+
+    def format(self, start: datetime) -> str:
+        year, week, _ = start.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+
+    def bucket_start(self, bucket: str) -> datetime:
+        try:
+            year, week = bucket.split("-W")
+            return datetime.combine(date.fromisocalendar(int(year), int(week), 1), datetime.min.time(), UTC)
+        except ValueError as error:
+            raise PeriodError(f"{bucket!r} is not a {self.name} bucket") from error
+
+
+class Month(Day):
+    name = MONTH
+    pattern = "%Y-%m"
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        return super().floor(moment, half_life).replace(day=1)
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        months = start.month - 1 + periods
+        return start.replace(year=start.year + months // 12, month=months % 12 + 1)
+
+    def format(self, start: datetime) -> str:
+        return f"{start.year:04d}-{start.month:02d}"
+
+
+class Trending(Hour):
+    """Trending's epochs of m half-lives (domain/trending.py), counted in whole hours from 0001-01-01T00 and named by
+    their landmark hour; a view adds its hour's weight, not 1."""
+
+    name = TRENDING
+
+    @property
+    def decays(self) -> bool:
+        return True
+
+    def floor(self, moment: datetime, half_life: int) -> datetime:
+        epoch = timedelta(hours=epoch_hours(half_life))
+        return EARLIEST + (moment - EARLIEST) // epoch * epoch
+
+    def after(self, start: datetime, periods: int, half_life: int) -> datetime:
+        return start + timedelta(hours=epoch_hours(half_life)) * periods
+
+    def weight(self, anchor: str, anchor_bucket: str, half_life: int) -> int:
+        """W(k) for the anchor hour k hours after its epoch's landmark."""
+        if anchor != HOUR:
+            raise PeriodError("trending needs base counters keyed by hour")
+        hour = HOURLY.bucket_start(anchor_bucket)
+        return weight((hour - self.start_of(hour, half_life)) // timedelta(hours=1), half_life)
+
+
+class Windowed(PeriodKind):
+    """A rolling window's name (``24h``) as a period's kind: a head per hour, read as a sum of hour periods
+    (domain/windows.py); it has no buckets of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+HOURLY = Hour()
+# ``24h``, ``7d``: at most 90 days, so a window's hours stay a few thousand and a retention of them stays cheap.
+WINDOW_NAME = re.compile(r"([1-9][0-9]{0,3})([hd])")
+_BY_NAME: dict[str, PeriodKind] = {kind.name: kind for kind in (AllTime(), HOURLY, Day(), Week(), Month(), Trending())}
+
+
+@functools.lru_cache(maxsize=256)
+def kind_of(name: str) -> PeriodKind:
+    """The period kind stored as ``name``, a window's included (PeriodError for a name that is none)."""
+    if WINDOW_NAME.fullmatch(name):
+        return Windowed(name)
+    return _kind(name, "is not a period kind")
+
+
+def known_kind(name: str) -> PeriodKind | None:
+    """The counted kind stored as ``name`` (all time, a calendar kind, trending); None for any other name (a
+    window's, a visitor's typo)."""
+    return _BY_NAME.get(name)
+
+
+def _kind(name: str, missing: str) -> PeriodKind:
+    found = _BY_NAME.get(name)
+    if found is None:
+        raise PeriodError(f"{name!r} {missing}")
+    return found
+
+
 def start_of(kind: str, moment: datetime, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> datetime:
     """The start of the ``kind`` period that ``moment`` falls in (UTC). Every period starts within the range:
     0001-01-01 is a Monday, the first day of an ISO week, and the landmark of the first epoch."""
-    moment = utc(moment)
-    if kind == HOUR:
-        return moment.replace(minute=0, second=0, microsecond=0)
-    if kind == TRENDING:
-        epoch = timedelta(hours=epoch_hours(half_life))
-        return EARLIEST + (moment - EARLIEST) // epoch * epoch
-    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    if kind == DAY:
-        return day
-    if kind == WEEK:
-        return day - timedelta(days=day.weekday())
-    if kind == MONTH:
-        return day.replace(day=1)
-    raise PeriodError(f"{kind!r} has no start")
+    return _kind(kind, "has no start").start_of(moment, half_life)
 
 
 def end_of(kind: str, start: datetime, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> datetime:
     """The end (exclusive) of the ``kind`` period starting at ``start``; PeriodError for a last period of 9999,
     whose end is past what ``datetime`` holds."""
-    try:
-        if kind == HOUR:
-            return start + timedelta(hours=1)
-        if kind == TRENDING:
-            return start + timedelta(hours=epoch_hours(half_life))
-        if kind == DAY:
-            return start + timedelta(days=1)
-        if kind == WEEK:
-            return start + timedelta(days=7)
-        if kind == MONTH:
-            return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
-    except OverflowError:
-        raise PeriodError(f"the {kind} starting {iso(start)} ends after 9999-12-31") from None
-    raise PeriodError(f"{kind!r} has no end")
+    return _kind(kind, "has no end").end_of(start, half_life)
 
 
 def bucket_of(kind: str, moment: datetime, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
     """The bucket id of the ``kind`` period that ``moment`` falls in."""
-    if kind == ALL:
-        return ALL
-    start = start_of(kind, moment, half_life=half_life)
-    # Formatted by hand: strftime's %Y writes year 1 as "1" on Linux, which neither parses back nor sorts.
-    if kind in (HOUR, TRENDING):
-        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}T{start.hour:02d}"
-    if kind == DAY:
-        return f"{start.year:04d}-{start.month:02d}-{start.day:02d}"
-    if kind == WEEK:
-        year, week, _ = start.isocalendar()
-        return f"{year:04d}-W{week:02d}"
-    return f"{start.year:04d}-{start.month:02d}"
+    return _kind(kind, "has no start").bucket_of(moment, half_life)
 
 
 def period_of(kind: str, moment: datetime, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> Period:
     """The ``kind`` period ``moment`` falls in, with its bounds (PeriodError for a last period of 9999)."""
-    if kind == ALL:
-        return Period(ALL, ALL)
-    start = start_of(kind, moment, half_life=half_life)
-    return Period(kind, bucket_of(kind, start, half_life=half_life), start, end_of(kind, start, half_life=half_life))
+    return _kind(kind, "has no start").period_of(moment, half_life)
 
 
 def period_from_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> Period:
     """The period a bucket id names (the inverse of ``bucket_of``)."""
-    return period_of(kind, bucket_start(kind, bucket), half_life=half_life)
+    return _kind(kind, "has no buckets").period_from_bucket(bucket, half_life)
 
 
 def bucket_start(kind: str, bucket: str) -> datetime:
     """When the period a bucket id names starts (a trending id is its landmark hour, whatever the half-life)."""
-    try:
-        if kind in (HOUR, TRENDING):
-            return datetime.strptime(bucket, "%Y-%m-%dT%H").replace(tzinfo=UTC)
-        if kind == DAY:
-            return datetime.strptime(bucket, "%Y-%m-%d").replace(tzinfo=UTC)
-        if kind == WEEK:
-            year, week = bucket.split("-W")
-            return datetime.combine(date.fromisocalendar(int(year), int(week), 1), datetime.min.time(), UTC)
-        if kind == MONTH:
-            return datetime.strptime(bucket, "%Y-%m").replace(tzinfo=UTC)
-    except ValueError as error:
-        raise PeriodError(f"{bucket!r} is not a {kind} bucket") from error
-    raise PeriodError(f"{kind!r} has no buckets")
+    return _kind(kind, "has no buckets").bucket_start(bucket)
 
 
 @functools.lru_cache(maxsize=4096)  # the aggregator checks every record's bucket; a batch has a handful of them
 def is_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> bool:
     """Whether ``bucket`` is a bucket id of ``kind`` as ``bucket_of`` writes it."""
-    if kind == ALL:
-        return bucket == ALL
-    try:
-        return bucket_of(kind, bucket_start(kind, bucket), half_life=half_life) == bucket
-    except PeriodError:
-        return False
+    found = _BY_NAME.get(kind)
+    return found is not None and found.is_bucket(bucket, half_life)
 
 
 def next_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
     """The bucket of ``kind`` just after ``bucket`` (PeriodError past 9999; all time: itself)."""
-    if kind == ALL:
-        return ALL
-    end = end_of(kind, bucket_start(kind, bucket), half_life=half_life)
-    return bucket_of(kind, end, half_life=half_life)
+    return _kind(kind, "has no buckets").next_bucket(bucket, half_life)
 
 
 @functools.lru_cache(maxsize=4096)
 def previous_bucket(kind: str, bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
     """The bucket of ``kind`` just before ``bucket`` (all time has none before it: itself)."""
-    if kind == ALL:
-        return ALL
-    return bucket_of(kind, bucket_start(kind, bucket) - timedelta(seconds=1), half_life=half_life)
+    return _kind(kind, "has no buckets").previous_bucket(bucket, half_life)
 
 
 @functools.lru_cache(maxsize=65_536)  # a handful of distinct buckets per batch, looked up for every item
 def coarser_bucket(kind: str, anchor: str, anchor_bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> str:
     """The ``kind`` bucket containing the anchor bucket ``anchor_bucket`` (all time contains everything)."""
-    if kind in (ALL, anchor):
-        return ALL if kind == ALL else anchor_bucket
-    return bucket_of(kind, bucket_start(anchor, anchor_bucket), half_life=half_life)
+    return _kind(kind, "has no buckets").within(anchor, anchor_bucket, half_life)
 
 
 @functools.lru_cache(maxsize=65_536)
 def weight_of(kind: str, anchor: str, anchor_bucket: str, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> int:
     """What one view of the anchor bucket ``anchor_bucket`` adds to its ``kind`` period's count: 1, except for
     trending, whose count is a score: W(k) for the anchor hour k hours after its epoch's landmark."""
-    if kind != TRENDING:
-        return 1
-    if anchor != HOUR:
-        raise PeriodError("trending needs base counters keyed by hour")
-    hour = bucket_start(HOUR, anchor_bucket)
-    return weight((hour - start_of(TRENDING, hour, half_life=half_life)) // timedelta(hours=1), half_life)
+    return kind_of(kind).weight(anchor, anchor_bucket, half_life)
 
 
 def parse_time(text: str) -> datetime:
@@ -244,22 +504,7 @@ def from_epoch(seconds: float) -> datetime:
 def expires_at(kind: str, bucket: str, retention: int, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> int | None:
     """When a past period's snapshot and entries may go (epoch seconds for DynamoDB's TTL): ``retention`` periods
     of its kind after its end. All time never expires."""
-    if kind == ALL:
-        return None
-    start = bucket_start(kind, bucket)
-    try:
-        end = end_of(kind, start, half_life=half_life)
-        if kind == MONTH:
-            months = end.month - 1 + retention
-            end = end.replace(year=end.year + months // 12, month=months % 12 + 1)
-        elif kind == TRENDING:
-            end += timedelta(hours=epoch_hours(half_life)) * retention
-        else:
-            end += {HOUR: timedelta(hours=1), DAY: timedelta(days=1), WEEK: timedelta(days=7)}[kind] * retention
-    except (PeriodError, OverflowError, ValueError):
-        # Past 9999-12-31 is never: no TTL, rather than a period whose counts cannot be written.
-        return None
-    return int(end.timestamp())
+    return _kind(kind, "has no buckets").expires_at(bucket, retention, half_life)
 
 
 def retained_buckets(

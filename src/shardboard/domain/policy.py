@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, DEFAULT_PERIODS, HOUR, anchor_kind, coarser_bucket, expires_at, weight_of
+from shardboard.domain.periods import DEFAULT_PERIODS, HOUR, anchor_kind, coarser_bucket, expires_at, kind_of, weight_of
 from shardboard.domain.ports import PeriodKey
-from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING
-from shardboard.domain.windows import RECENT, Window, is_window
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS
+from shardboard.domain.windows import RECENT, Window, is_window, summed_by_windows
 
 # An hour summed by rolling windows publishes T from this many times N+R deep (docs/rolling-windows.md).
 WINDOW_HOUR_DEPTH = 2
@@ -35,9 +35,17 @@ class Periods:
         return anchor_kind(self.kinds)
 
     @cached_property
+    def coarse(self) -> tuple[str, ...]:
+        """The kinds counted besides the anchor (coarser ones: unions of anchor buckets)."""
+        return tuple(kind for kind in self.kinds if kind != self.anchor)
+
+    def is_anchor(self, kind: str) -> bool:
+        return kind == self.anchor
+
+    @cached_property
     def weighted(self) -> bool:
         """Whether some kind's count is not a count of views (trending's score)."""
-        return TRENDING in self.kinds
+        return any(kind_of(kind).decays for kind in self.kinds)
 
     @cached_property
     def _kept(self) -> dict[str, int]:
@@ -47,7 +55,7 @@ class Periods:
         """Periods of ``kind`` kept past the current one (0: all time, which never expires); hours at least as long
         as the longest window, whose sums read them (trending's recent views too)."""
         kept = self._kept.get(kind, 0)
-        if kind != HOUR:
+        if not summed_by_windows(kind):
             return kept
         windows: tuple[Window, ...] = (*self.windows, *(RECENT if self.weighted else ()))
         return max((kept, *(window.hours for window in windows)))
@@ -68,7 +76,7 @@ class Periods:
     def increment(self, kind: str, anchor_bucket: str, views: int) -> int:
         """What ``views`` views of ``anchor_bucket`` add to their ``kind`` period's count: the views themselves, or
         for trending their weighted score (the one place a count's unit depends on its kind)."""
-        if kind != TRENDING:  # the aggregator asks per delta and kind: the common kinds skip the weight's lookup
+        if not kind_of(kind).decays:  # the aggregator asks per delta and kind: views skip the weight's lookup
             return views
         return views * weight_of(kind, self.anchor, anchor_bucket, half_life=self.half_life_hours)
 
@@ -134,7 +142,7 @@ class Leaderboards:
         keep = self.keep(period.board)
         if keep.ranked_versions and not self.deep_tier_on(period):
             return keep.depth
-        if period.kind == HOUR and self.periods.windows:
+        if summed_by_windows(period.kind) and self.periods.windows:
             # Windows sum hours: an hour's T must sit well below its N+R-th best, or the sum of the hours' Ts
             # (what an unkeyed item may hold) outgrows a window's N+R-th best and its top cannot be proven.
             return WINDOW_HOUR_DEPTH * keep.gather_depth
@@ -151,4 +159,5 @@ class Leaderboards:
     def deep_tier_on(self, period: PeriodKey) -> bool:
         """The deep tier serves all-time ranked versions only (a period kind keeps the index tier: T from the D-th
         best), and only with the sparse index (without it every item is in the head)."""
-        return period.kind == ALL and self.index.sparse and self.keep(period.board).ranked_versions
+        lasting = kind_of(period.kind).pick(all_time=True, period=False)
+        return lasting and self.index.sparse and self.keep(period.board).ranked_versions

@@ -15,6 +15,7 @@ from typing import NamedTuple, Protocol
 from shardboard.domain.aggregating.batch import ShardMove
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.items.records import ItemRecord, ShardPage
+from shardboard.domain.periods import kind_of
 from shardboard.domain.publishing.events import BoardEvent
 from shardboard.domain.publishing.head import Head, Row, ShardRow
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
@@ -97,7 +98,7 @@ class AggregateState:
     buckets: Mapping[str, int] = field(default_factory=dict, compare=False)  # index bookkeeping, not the counts
 
     def count(self, kind: str) -> int:
-        return self.views if kind == "all" else self.counts.get(kind, 0)
+        return kind_of(kind).pick(all_time=self.views, period=self.counts.get(kind, 0))
 
     @property
     def in_index(self) -> bool:

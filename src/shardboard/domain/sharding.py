@@ -6,6 +6,8 @@ import functools
 import hashlib
 import math
 
+from shardboard.domain.periods import kind_of
+
 
 @functools.lru_cache(maxsize=65_536)  # an aggregator applies the same hot items batch after batch
 def board_shard_of(item_id: str, board_shards: int) -> int:
@@ -37,6 +39,4 @@ def board_shard_value(board: str, shard: int, shards: int) -> str:
 
 def period_shard_value(board: str, kind: str, bucket: str, shard: int, shards: int) -> str:
     """GSI partition key of board shard ``shard`` of one period (all time keeps ``board_shard_value``)."""
-    if kind == "all":
-        return board_shard_value(board, shard, shards)
-    return f"{board}#{kind}#{bucket}#{shards}#{shard}"
+    return board_shard_value(kind_of(kind).key(board, bucket), shard, shards)

@@ -9,15 +9,22 @@ naming one counts hours too. docs/rolling-windows.md has the proof that the top 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from shardboard.domain.periods import HOUR, KINDS, PeriodError, bucket_of, bucket_start, iso, parse_periods, start_of
+from shardboard.domain.periods import (
+    HOUR,
+    KINDS,
+    WINDOW_NAME,
+    PeriodError,
+    bucket_of,
+    bucket_start,
+    iso,
+    parse_periods,
+    start_of,
+)
 from shardboard.domain.trending import TRENDING
 
-# ``24h``, ``7d``: at most 90 days, so a window's hours stay a few thousand and a retention of them stays cheap.
-WINDOW_NAME = re.compile(r"([1-9][0-9]{0,3})([hd])")
 MAX_WINDOW_HOURS = 90 * 24
 
 
@@ -38,6 +45,11 @@ class Window:
         hour ``bucket`` (the end is the end of that hour: views up to now count)."""
         end = bucket_start(HOUR, bucket) + timedelta(hours=1)
         return {"kind": self.name, "start": iso(end - timedelta(hours=self.hours + 1)), "end": iso(end)}
+
+
+def summed_by_windows(kind: str) -> bool:
+    """Whether windows sum the periods of ``kind`` (hours: a window's thresholds and retention come from them)."""
+    return kind == HOUR
 
 
 def is_window(name: str) -> bool:

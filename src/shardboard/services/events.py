@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from shardboard.domain.periods import ALL, bucket_of, parse_time, start_of
+from shardboard.domain.periods import kind_of, parse_time
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import EventSink, PeriodKey, PeriodLedger, Snapshots
 from shardboard.domain.publishing.events import BoardEvent, closed_event, head_events
@@ -63,9 +63,9 @@ class Announcer:
         them; the number published. Reads the ledger only in the runs just after a period boundary."""
         half_life = self.policy.periods.half_life_hours
         ended = [
-            (kind, bucket_of(kind, start - timedelta(microseconds=1), half_life=half_life))
+            (kind, bucket)
             for kind in self.policy.periods.kinds
-            if kind != ALL and now - (start := start_of(kind, now, half_life=half_life)) < self.lookback
+            if (bucket := kind_of(kind).ended(now, self.lookback, half_life)) is not None
         ]
         if not ended:
             return 0

@@ -4,6 +4,7 @@ board's N and D (``GET /boards``), so a page offers only what the stack answers 
 from __future__ import annotations
 
 from shardboard.domain.boards import is_reserved
+from shardboard.domain.periods import kind_of
 from shardboard.domain.ports import PeriodLedger
 from shardboard.domain.windows import split_names
 from shardboard.schema import BoardList, BoardListed
@@ -24,7 +25,7 @@ def boards(ledger: PeriodLedger, settings: Settings, script: str) -> BoardList:
     named = {
         status.period.board
         for status in ledger.periods()
-        if status.period.kind == ALL_TIME and not is_reserved(status.period.board)
+        if kind_of(status.period.kind).pick(all_time=True, period=False) and not is_reserved(status.period.board)
     }
     ordered = [settings.board, *sorted(named - {settings.board})]
     return BoardList(

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from shardboard.domain import validation
 from shardboard.domain.clock import Clock
-from shardboard.domain.periods import ALL, HOUR, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, kind_of, previous_bucket
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankedVersions, Snapshots
 from shardboard.domain.publishing.head import Head
 from shardboard.domain.publishing.snapshot import not_found, opening_head, period_at
@@ -101,7 +101,9 @@ def opening(reads: BoardReads, period: PeriodKey) -> Head:
     period without a head, and all time before the first run stay NoSnapshot (one more GetItem, only then)."""
     half_life = reads.settings.trending_half_life_hours
     now = reads.clock()
-    if period.kind == ALL or period != period_at(period.board, period.kind, now, half_life=half_life):
+    if kind_of(period.kind).pick(all_time=True, period=False) or period != period_at(
+        period.board, period.kind, now, half_life=half_life
+    ):
         raise NoSnapshot(period)
     if live(reads.board.get_snapshot(PeriodKey(period.board, ALL, ALL)), now) is None:
         raise NoSnapshot(period)

@@ -21,7 +21,7 @@ from weakref import WeakKeyDictionary
 
 from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
-from shardboard.domain.periods import ALL, HOUR, PeriodError, next_bucket, parse_time, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, PeriodError, kind_of, next_bucket, parse_time, previous_bucket
 from shardboard.domain.ports import (
     AggregateReads,
     AggregateState,
@@ -48,7 +48,7 @@ from shardboard.domain.publishing.snapshot import RefreshRun, SnapshotResult, pl
 from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.trending import TRENDING, carried_score
-from shardboard.domain.windows import Window, is_window, window_bucket
+from shardboard.domain.windows import Window, is_window, summed_by_windows, window_bucket
 from shardboard.services.counts import period_counts, recent_views
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
@@ -108,7 +108,7 @@ def gather_layout(
     Every index sorts by the bucket of the count (``gather_buckets``); all time also reads what the index of the
     releases before still holds (``gather_views_index``), until `shardboard migrate` has emptied it.
     """
-    if period.kind != ALL:
+    if kind_of(period.kind).pick(all_time=False, period=True):
         return gather_buckets(board, period, top_n, shards, previous_hits, hidden=hidden)
     # Read beside the first pages (its first round overlaps theirs); the bucket gather needs it only after them.
     with ThreadPoolExecutor(max_workers=1) as beside:
@@ -311,14 +311,15 @@ def take_snapshot(
     gathered, proven = gather_head(board, settings, period, previous.shard_hits if previous else None, hidden)
     expires = policy.periods.expires(period)
     rank = ranked_version(board, settings, period, previous, now=now, expires=expires, hidden=hidden)
-    shown = trending_head(board, settings, period, gathered, hidden) if period.kind == TRENDING else gathered
+    decays = kind_of(period.kind).decays
+    shown = trending_head(board, settings, period, gathered, hidden) if decays else gathered
     gathered = replace(gathered, scans=shown.scans)  # the result names the epoch's own gather, and the sum's scans
     snapshot = plan_head(policy, period, previous, shown, rank, now)
     if snapshot is None:
         assert previous is not None
         return SnapshotResult(previous, written=False, gathered=gathered, proven=proven, previous=previous)
     snapshot = day_before(board, snapshot, previous, period)
-    if period.kind == TRENDING:
+    if decays:
         snapshot = with_recent(board, settings, snapshot)
     if catalog is not None:
         snapshot = inline_meta(snapshot, previous, catalog, policy.keeping.page_size)
@@ -649,7 +650,7 @@ def following_epochs(
     half_life = settings.trending_half_life_hours
     after = {}
     for period in stamps:
-        if period.kind == TRENDING:
+        if kind_of(period.kind).decays:
             with suppress(PeriodError):  # the last epoch of 9999 has none after it
                 after[period] = period._replace(bucket=next_bucket(TRENDING, period.bucket, half_life=half_life))
     return {
@@ -674,12 +675,13 @@ def windows_due(
     if not windows:
         return set()
     bucket = window_bucket(at)
-    changed = {(period.board, period.bucket) for period in stamps if period.kind == HOUR}
+    changed = {(period.board, period.bucket) for period in stamps if summed_by_windows(period.kind)}
     known = dict(_window_heads.get(board, {}))
     boards = {name for name, _ in changed} | {name for name, _ in known}
     if not known:
         since = (at - timedelta(hours=max(window.hours for window in windows) + 2)).timestamp()
-        boards |= {s.period.board for s in board.periods() if s.period.kind == ALL and s.changed_at >= since}
+        lasting = (s for s in board.periods() if kind_of(s.period.kind).pick(all_time=True, period=False))
+        boards |= {s.period.board for s in lasting if s.changed_at >= since}
     due = set()
     for name in boards:
         for window in windows:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, HOUR, bucket_of, from_epoch, previous_bucket, weight_of
+from shardboard.domain.periods import ALL, HOUR, bucket_of, from_epoch, kind_of, previous_bucket, weight_of
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard_tools.bench.boards_designs import (
     BOARDS_DESIGNS,
@@ -117,7 +117,7 @@ class TrendingTruth:
     def mismatches(self, run: BoardsRun) -> list[str]:
         last: dict[str, BucketKey] = {}
         for key in run.tops:
-            if key[1] == TRENDING and (key[0] not in last or key[2] > last[key[0]][2]):
+            if kind_of(key[1]).decays and (key[0] not in last or key[2] > last[key[0]][2]):
                 last[key[0]] = key
         wrong = []
         for board, key in last.items():

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from botocore.exceptions import ClientError
 
 from shardboard.adapters.event_bus import batches, entry, entry_size
-from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
+from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso, kind_of
 from shardboard.domain.ports import PeriodKey, Throttled
 from shardboard.domain.publishing.events import EVENT_TYPES, BoardEvent
 from shardboard.domain.writing.recording import Where, record_views
@@ -95,7 +95,7 @@ class ShardboardBoardsDesign:
             board_shards=workload.gsi_shards,
             top_n=workload.global_top_n,
             category_top_n=workload.category_top_n,
-            periods=(*(p for p in workload.periods if p != ALL), *extra),
+            periods=(*(p for p in workload.periods if kind_of(p).pick(all_time=False, period=True)), *extra),
             write_concurrency=1,
             # D = N: this scenario prices head refreshes (docs/benchmarks-boards.md); ranked versions are priced by
             # `--scenario reads`.

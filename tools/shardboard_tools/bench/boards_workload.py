@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from shardboard.domain.periods import bucket_of
+
 if TYPE_CHECKING:  # numpy comes with the bench extra; the rest of the CLI must import this module without it
     import numpy as np
 
@@ -167,17 +169,7 @@ class BoardsWorkload:
 
 def bucket_label(period: str, day: int) -> str:
     """The calendar bucket of UTC day number ``day`` for ``period``: 2026-11-25, 2026-W48, 2026-11, all."""
-    date = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=day)
-    if period == "day":
-        return date.strftime("%Y-%m-%d")
-    if period == "week":
-        year, week, _ = date.isocalendar()
-        return f"{year}-W{week:02d}"
-    if period == "month":
-        return date.strftime("%Y-%m")
-    if period == "all":
-        return "all"
-    raise ValueError(f"unknown period {period!r}")
+    return bucket_of(period, datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=day))  # PeriodError: a ValueError
 
 
 BucketKey = tuple[str, str, str]  # (board, period, bucket label)

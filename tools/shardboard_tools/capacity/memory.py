@@ -157,7 +157,7 @@ from shardboard.domain.items.records import (
     created_key,
     created_shard,
 )
-from shardboard.domain.periods import ALL, KINDS, bucket_of
+from shardboard.domain.periods import ALL, KINDS, bucket_of, kind_of
 from shardboard.domain.ports import (
     PRESENT,
     TAKEN,
@@ -831,7 +831,11 @@ class MemoryBoardStore:
     @metered
     def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
         """The adapter's keys-only BatchGetItem, a BatchWriteItem delete of the entries found, then the aggregate."""
-        names = [entry_pk(p.board, p.kind, p.bucket, item_id) for p in periods if p.kind != ALL and p.board == board]
+        names = [
+            entry_pk(p.board, p.kind, p.bucket, item_id)
+            for p in periods
+            if p.board == board and kind_of(p.kind).pick(all_time=False, period=True)
+        ]
         with self.data.lock:
             found = [pk for pk in names if self.data.read("BatchGetItem", pk, consistent=False) is not None]
             for pk in found:
@@ -1160,8 +1164,9 @@ class MemoryBoardStore:
                 self._write("UpdateItem", pk, {**item, DIRTY_SINCE: {"N": str(now)}})
                 return
             item.pop(DIRTY_SINCE, None)
-            if period.kind == ALL:
-                item[CHANGED] = {"S": CLEAN_BOARD}
+            clean = kind_of(period.kind).pick(all_time=CLEAN_BOARD, period=None)
+            if clean:
+                item[CHANGED] = {"S": clean}
             else:
                 item.pop(CHANGED, None)
             self._write("UpdateItem", pk, item)

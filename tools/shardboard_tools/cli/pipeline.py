@@ -12,7 +12,7 @@ import click
 from rich.table import Table
 
 from shardboard.domain.boards import BOTS_BOARD, is_reserved
-from shardboard.domain.periods import ALL, KINDS, from_epoch, iso
+from shardboard.domain.periods import ALL, KINDS, from_epoch, iso, kind_of, known_kind
 from shardboard.domain.reading.pages import (
     MAX_AROUND_K,
     NotRanked,
@@ -210,7 +210,7 @@ def top(  # noqa: PLR0917 - one parameter per click option
     if as_json:
         click.echo(json.dumps(document.as_json(), ensure_ascii=False, indent=2))
         return
-    shown = "all time" if key.kind == ALL else f"{key.kind} {key.bucket}"
+    shown = kind_of(key.kind).labelled(key.bucket)
     if document.window:
         shown = f"last {document.window} ({document.period.start} to now)"  # type: ignore[union-attr]
     console.print(ranked_table(f"{document.board} · {shown}", document.generated_at, document.items))
@@ -302,7 +302,7 @@ def rank(  # noqa: PLR0917 - one parameter per click option
     if as_json:
         click.echo(json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"{key.board} · {'all time' if key.kind == ALL else f'{key.kind} {key.bucket}'}")
+    table = Table(title=f"{key.board} · {kind_of(key.kind).labelled(key.bucket)}")
     for column in ("id", "views", "rank", "percentile", "of", "source"):
         table.add_column(column, justify="left" if column in ("id", "source") else "right")
     for one in document.ranks:
@@ -325,7 +325,7 @@ def boards(ctx: click.Context, as_json: bool) -> None:
     the Boards policy's maximum."""
     rt = runtime(ctx)
     with one_line_errors():
-        statuses = [s for s in rt.board.periods() if s.period.kind == "all"]
+        statuses = [s for s in rt.board.periods() if kind_of(s.period.kind).pick(all_time=True, period=False)]
         layouts = {s.period.board: rt.board.get_board_state(s.period.board) for s in statuses}
         policy = rt.settings.board_policy
         registry = {"registered": rt.stores().boards.registry.count(), "max": policy.max_boards, "policy": str(policy)}
@@ -358,7 +358,7 @@ def boards(ctx: click.Context, as_json: bool) -> None:
     for row in rows:
         cells = [str(row[name] if row[name] is not None else "-") for name in list(row)[:6]]
         crawled_views: dict[str, int] = bots.get(str(row["board"]), {})
-        shown = sorted(crawled_views.items(), key=lambda pair: (pair[0] != ALL, pair[0]))
+        shown = sorted(crawled_views.items(), key=lambda pair: ("/" in pair[0], pair[0]))  # all time first
         table.add_row(*cells, ", ".join(f"{period} {views:,}" for period, views in shown) or "-")
     console.print(table)
 
@@ -445,7 +445,7 @@ PERIOD_ORDER = (ALL, *KINDS)
 
 
 def listed_order(kind: str) -> tuple[int, int]:
-    return (0, PERIOD_ORDER.index(kind)) if kind in PERIOD_ORDER else (1, parse_window(kind).hours)
+    return (0, PERIOD_ORDER.index(kind)) if known_kind(kind) else (1, parse_window(kind).hours)
 
 
 COMMANDS = [init, record, process, snapshot, top, rank, around_command, boards, verify_command]

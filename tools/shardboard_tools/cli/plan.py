@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from shardboard.domain.periods import kind_of
 from shardboard_tools.cli.common import console, fail
 from shardboard_tools.planning import HEADROOM, PARTITION_WRITE_UNITS
 from shardboard_tools.planning import plan as make_plan
@@ -206,7 +207,6 @@ def _plan_heads(ctx: click.Context, id_bytes: int, document_bytes: int, as_json:
     """The head size bound of every board and period kind of the stack's configuration (docs/head-size.md)."""
     from shardboard.domain.periods import ALL
     from shardboard.domain.publishing.head_size import HEAD_BUDGET_BYTES, HeadShape, head_size_bound, largest_top_n
-    from shardboard.domain.trending import TRENDING
     from shardboard_tools.cli.common import runtime
 
     settings = runtime(ctx, published=False).settings
@@ -222,7 +222,7 @@ def _plan_heads(ctx: click.Context, id_bytes: int, document_bytes: int, as_json:
                 settings.page_size,
                 id_bytes,
                 document_bytes,
-                trending=kind == TRENDING,
+                trending=kind_of(kind).decays,
                 rank_depth=depth,
             )
             bound = head_size_bound(shape)

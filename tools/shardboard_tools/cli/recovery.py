@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from shardboard.domain.periods import kind_of
 from shardboard_tools.cli.chaos import chaos
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
 from shardboard_tools.local.stream_runner import DEAD_LETTERS_FILE, default_state_dir
@@ -158,7 +159,7 @@ def refill(ctx: click.Context, boards: tuple[str, ...]) -> None:
         )
     for done in repaired:
         period = done.period
-        where = period.board if period.kind == "all" else f"{period.board} {period.kind} {period.bucket}"
+        where = kind_of(period.kind).pick(all_time=period.board, period=f"{period.board} {period.kind} {period.bucket}")
         console.print(
             f"{where}: threshold {done.threshold_was} -> {done.threshold}, {done.keyed} item(s) keyed, head gathered"
             + ("" if done.proven else " (still not proven exact: run `shardboard verify`)"),

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from shardboard.domain.periods import ALL, DAY
+from shardboard.domain.periods import ALL, DAY, kind_of
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.snapshot import leaderboard_json, period_at
 from shardboard.settings import Settings, schedule_seconds
@@ -194,7 +194,7 @@ class Shown:
     kind: str
 
     def period(self) -> PeriodKey:
-        return PeriodKey(self.board, ALL, ALL) if self.kind == ALL else period_at(self.board, self.kind)
+        return period_at(self.board, self.kind)
 
 
 def showcase(settings: Settings, category: str | None) -> list[Shown]:
@@ -206,8 +206,8 @@ def showcase(settings: Settings, category: str | None) -> list[Shown]:
         boards.append((category, f"{category} (busiest)"))
     shown = []
     for board, label in boards:
-        if kind != ALL:
-            shown.append(Shown(f"{label} · {'today' if kind == DAY else f'this {kind}'}", board, kind))
+        if kind_of(kind).pick(all_time=False, period=True):
+            shown.append(Shown(f"{label} · { {DAY: 'today'}.get(kind, f'this {kind}') }", board, kind))
         shown.append(Shown(f"{label} · all time", board, ALL))
     return shown
 
@@ -218,7 +218,7 @@ def panels(rt: Runtime, shown: list[Shown]) -> list[Panel]:
     for one in shown:
         period = one.period()
         stored = rt.board.get_snapshot(period)
-        title = one.title if one.kind == ALL else f"{one.title} {period.bucket}"
+        title = kind_of(one.kind).pick(all_time=one.title, period=f"{one.title} {period.bucket}")
         found.append(Panel(title, leaderboard_json(stored) if stored else None))
     return found
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.boards import BOTS_BOARD, BOTS_PREFIX, is_reserved
+from shardboard.domain.periods import kind_of
 from shardboard.services.stores import Container
 
 
@@ -17,6 +18,6 @@ def bot_views(stores: Container) -> dict[str, dict[str, int]]:
         if not is_reserved(period.board):
             continue
         named = stores.settings.board if period.board == BOTS_BOARD else period.board[len(BOTS_PREFIX) :]
-        key = period.kind if period.kind == period.bucket else f"{period.kind}/{period.bucket}"
+        key = kind_of(period.kind).pick(all_time=period.kind, period=f"{period.kind}/{period.bucket}")
         found[named][key] = found[named].get(key, 0) + sum(counts.values())
     return dict(found)

@@ -198,9 +198,7 @@ def missing_history(state: AggregateState, past: Mapping[str, int], settings: Se
     assert state.bucket is not None
     periods = settings.policy.periods
     missing = {ALL: sum(past.values()) - (state.views - current)}
-    for kind in settings.policy.periods.kinds:
-        if kind == settings.anchor:
-            continue  # the anchor's current period is the aggregate's own bucket: no entry lies in it
+    for kind in periods.coarse:  # the anchor's current period is the aggregate's own bucket: no entry lies in it
         period = periods.bucket(kind, state.bucket)
         held = sum(
             periods.increment(kind, bucket, views)

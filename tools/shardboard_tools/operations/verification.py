@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.aggregating.countable import board_of, board_refusal, bucket_refusal, id_refusal
 from shardboard.domain.boards import GLOBAL_BOARD
-from shardboard.domain.periods import ALL, HOUR, parse_time, previous_bucket
+from shardboard.domain.periods import ALL, HOUR, kind_of, parse_time, previous_bucket
 from shardboard.domain.ports import BoardScans, BoardState, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.head import Head
@@ -167,7 +167,7 @@ def ranked_by(expected: Counts, period: PeriodKey, settings: Settings) -> dict[s
     """What a period's head ranks by: its counts, or for trending the epoch's scores plus the previous epoch's
     carried (domain/trending.py)."""
     own = expected.get(period, {})
-    if period.kind != TRENDING:
+    if not kind_of(period.kind).decays:
         return own
     half_life = settings.trending_half_life_hours
     before = expected.get(period._replace(bucket=previous_bucket(TRENDING, period.bucket, half_life=half_life)), {})
@@ -199,7 +199,7 @@ def verify(
     report.threshold = thresholds[everything].threshold if everything in thresholds else 0
     for period in sorted(expected.keys() | found.keys()):
         truth_counts, stored_counts = expected.get(period, {}), found.get(period, {})
-        label = ALL if period.kind == ALL else f"{period.kind}:{period.bucket}"
+        label = kind_of(period.kind).pick(all_time=ALL, period=f"{period.kind}:{period.bucket}")
         expired = _expired(period, settings, now)
         for item in sorted(truth_counts.keys() | stored_counts.keys()):
             want, have = truth_counts.get(item, 0), stored_counts.get(item)
@@ -259,7 +259,7 @@ def head_lag(  # noqa: PLR0917 - one head's evidence
         (Entry(id=i, views=v) for i, v in stored_counts.items() if v and i not in hidden),
         settings.top_n_of(head.board),
     )
-    if head.period.get("kind", ALL) != TRENDING and shown == [(e.id, e.views) for e in held]:
+    if not kind_of(head.period.get("kind", ALL)).decays and shown == [(e.id, e.views) for e in held]:
         return None
     if state is not None and state.failures:
         return HeadLag("", STALE, _iso(state.failing_since), state.failures)

@@ -29,7 +29,7 @@ from shardboard.domain.aggregating.batch import (
     optimistic_lower_bound,
     views_added,
 )
-from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, previous_bucket
+from shardboard.domain.periods import ALL, anchor_kind, coarser_bucket, kind_of, previous_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateState, BoardState, LateMove, PastEntry, PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket, index_bucket
@@ -135,7 +135,7 @@ class Context:
         return self.policy.periods.kinds
 
     def coarse_kinds(self) -> tuple[str, ...]:
-        return tuple(kind for kind in self.kinds if kind != self.anchor)
+        return self.policy.periods.coarse
 
     def period(self, board: str, kind: str, anchor_bucket: str) -> PeriodKey:
         return PeriodKey(board, kind, self.policy.periods.bucket(kind, anchor_bucket))
@@ -167,7 +167,7 @@ class Context:
         T_D (the D-th best): its ranked versions read the same index as its head."""
         if not self.policy.index.sparse:
             return 0
-        if period.kind == ALL:
+        if kind_of(period.kind).pick(all_time=True, period=False):
             found = self._all_time.get(period.board)
             if found is None:
                 found = self._all_time[period.board] = self._all_time_threshold(period)
@@ -322,7 +322,7 @@ def possible_rolls(ctx: Context, deltas: Iterable[ItemDelta]) -> list[ItemDelta]
     """The deltas whose aggregate may still hold an older anchor bucket, so that reading it first beats an optimistic
     move (refused, that costs a write unit; the read costs a tenth as much). A newer bucket's first views start every
     write shard they touch from 0; a delta with a shard past 0 follows views its aggregate already took."""
-    if ctx.anchor == ALL:  # one bucket for ever: nothing rolls
+    if not ctx.kinds:  # all time only: one bucket for ever, nothing rolls
         return []
     return [delta for delta in deltas if all(step.before == 0 for step in delta.shards.values())]
 
@@ -494,7 +494,7 @@ def _past_entry(ctx: Context, period: PeriodKey, item_id: str, old: AggregateSta
         period=period,
         item_id=item_id,
         count=count,
-        applied=dict(old.applied) if period.kind == ctx.anchor else None,
+        applied=dict(old.applied) if ctx.policy.periods.is_anchor(period.kind) else None,
         index_key=ctx.index_key(period, item_id) if reaches else None,
         source_views=old.views,
         expires_at=ctx.expires(period),

@@ -185,5 +185,5 @@ def _of_head(head: Head, top_n: int, event: str, kind_of_event: str, **about: An
 def leaderboard_route(board: str, period: Mapping[str, Any]) -> str:
     """Where the period's leaderboard is read over HTTP (``GET /leaderboard``), relative to the API's URL."""
     kind = period.get("kind", ALL)
-    query = {"board": board} if kind == ALL else {"board": board, "period": kind, "at": period["start"]}
+    query = {"board": board} if "start" not in period else {"board": board, "period": kind, "at": period["start"]}
     return f"/leaderboard?{urlencode(query)}"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.domain.periods import ALL, bucket_of, parse_time, period_from_bucket
+from shardboard.domain.periods import ALL, bucket_of, kind_of, parse_time, period_from_bucket
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.events import departed
@@ -19,7 +19,7 @@ from shardboard.domain.publishing.gather import Entry, Gathered, with_ranks
 from shardboard.domain.publishing.head import Head, Row, with_previous_rank
 from shardboard.domain.publishing.head_size import Degraded
 from shardboard.domain.publishing.ranked_versions import RankRefresh
-from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, TRENDING, decayed
+from shardboard.domain.trending import DEFAULT_HALF_LIFE_HOURS, decayed
 from shardboard.domain.windows import RECENT, is_window, parse_window
 
 
@@ -130,8 +130,6 @@ def plan_publish(policy: Leaderboards, period: PeriodKey, gathered: Gathered, ra
 
 
 def period_json(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> dict[str, Any]:
-    if period.kind == ALL:
-        return {"kind": ALL}
     if is_window(period.kind):
         return parse_window(period.kind).span(period.bucket)
     return period_from_bucket(period.kind, period.bucket, half_life=half_life).as_json()
@@ -182,7 +180,7 @@ def leaderboard_json(snapshot: Head, limit: int | None = None) -> dict[str, Any]
     meta = snapshot.meta or {}
     ranked = with_ranks(entries)
     items = [_with_meta(with_previous_rank(entry.as_json(), snapshot), meta.get(entry.id)) for entry in ranked]
-    if snapshot.period.get("kind") == TRENDING:
+    if kind_of(snapshot.period.get("kind", ALL)).decays:
         items = [_as_trending(entry, snapshot) for entry in items]
     return {
         "board": snapshot.board,
@@ -225,6 +223,7 @@ def opening_head(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS)
 
 def not_found(period: PeriodKey) -> str:
     """Why a period has no snapshot, in one line (HTTP 404, CLI exit 1)."""
-    if period.kind == ALL:
-        return f"board {period.board!r} has no views yet (or the snapshot job has not run since its first view)"
-    return f"board {period.board!r} has no views in the {period.kind} {period.bucket} (or it has expired)"
+    return kind_of(period.kind).pick(
+        all_time=f"board {period.board!r} has no views yet (or the snapshot job has not run since its first view)",
+        period=f"board {period.board!r} has no views in the {period.kind} {period.bucket} (or it has expired)",
+    )

@@ -172,8 +172,7 @@ def leaderboard_page(
     if requested is not None and requested != pinned.period:
         raise BadInput("cursor is for another board or period: send it without board, period and at, or with theirs")
     board_name(pinned.period.board)
-    if pinned.period.kind != "all":
-        period_kind(pinned.period.kind, policy.periods.kinds)
+    period_kind(pinned.period.kind, policy.periods.kinds)  # all time is always one
     if limit:
         pinned = replace(pinned, limit=limit_of(limit, policy.keeping.page_size, "limit"))
     depth = policy.keep(pinned.period.board).depth

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shardboard.domain.items.records import DELETED
-from shardboard.domain.periods import ALL
+from shardboard.domain.periods import kind_of
 from shardboard.domain.policy import Leaderboards
 from shardboard.domain.ports import AggregateReads, ItemCatalog, PeriodKey, RankReads, RankShard
 from shardboard.domain.publishing.head import Head
@@ -135,7 +135,7 @@ def beyond(
 def current_views(board: AggregateReads, policy: Leaderboards, period: PeriodKey, item_id: str) -> int:
     """The item's count in the period now: its aggregate (all time, or a current period), else its past entry."""
     state = board.state(period.board, item_id)
-    if period.kind == ALL:
+    if kind_of(period.kind).pick(all_time=True, period=False):
         return state.views
     if state.bucket is not None and policy.periods.bucket(period.kind, state.bucket) == period.bucket:
         return state.count(period.kind)
