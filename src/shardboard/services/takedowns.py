@@ -14,11 +14,10 @@ aggregator honour) and the same head patch, the item's aggregates and past entri
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from shardboard.domain.items.records import DELETED, HIDDEN, DeletedItem, iso_ms
@@ -177,7 +176,7 @@ class Operation(Protocol):
         *,
         by: str,
         reason: str,
-        at: datetime | None = None,
+        at: datetime,
     ) -> Takedown: ...
 
 
@@ -189,10 +188,10 @@ def hide(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Takedown:
     """Hide the item: status, audit row and hidden marker in one transaction, then patch every head that holds it
-    (``at``: the time whose periods are current, now by default). A deleted item raises DeletedItem."""
+    (``at``: the time whose periods are current, the caller's clock). A deleted item raises DeletedItem."""
     refuse_deleted(catalog, item_id)
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
@@ -200,7 +199,7 @@ def hide(
     changed = catalog.set_hidden(item_id, True, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
     patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide")
-    _mark(board, settings, patched + refreshed)
+    _mark(board, settings, patched + refreshed, moment)
     return Takedown(item_id, True, changed, patched, refreshed)
 
 
@@ -212,7 +211,7 @@ def delete(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Deletion:
     """Delete the item: tombstone, audit row and deny marker in one transaction, then the hide's head patch, then its
     aggregates and past entries erased on every board. A repeat writes no second tombstone but runs the sweep
@@ -232,7 +231,7 @@ def delete(
         board.erase(name, item_id, [period for period in periods if period.board == name])
         for name in dict.fromkeys(period.board for period in periods)
     )
-    _mark(board, settings, patched + refreshed)
+    _mark(board, settings, patched + refreshed, moment)
     return Deletion(item_id, True, changed, patched, refreshed, erased)
 
 
@@ -244,7 +243,7 @@ def unhide(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Takedown:
     """Unhide the item: the transaction reversed, then every existing head of its periods gathered again. Like a
     hide, a repeat (or an unhide of an item that was never hidden) changes nothing but checks the heads again, so an
@@ -264,7 +263,7 @@ def unhide(
         return "refreshed"
 
     refreshed = [period for period, outcome in for_each_period(periods, refresh) if outcome == "refreshed"]
-    _mark(board, settings, refreshed)
+    _mark(board, settings, refreshed, moment)
     return Takedown(item_id, False, changed, [], refreshed)
 
 
@@ -360,11 +359,12 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
             return
 
 
-def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey]) -> None:
-    """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
+def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey], moment: datetime) -> None:
+    """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals); they
+    changed at ``moment``, the takedown's time."""
     if periods:
         expiry = {p: settings.policy.periods.expires(p) for p in periods}
-        board.mark_changed(list(periods), int(time.time()), expiry)
+        board.mark_changed(list(periods), int(moment.timestamp()), expiry)
 
 
 def for_each_period(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> list[tuple[PeriodKey, str]]:
@@ -375,6 +375,5 @@ def for_each_period(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], st
         return list(zip(periods, pool.map(work, periods), strict=True))
 
 
-def _now(at: datetime | None) -> tuple[datetime, str]:
-    moment = at or datetime.now(UTC)
-    return moment, iso_ms(moment)
+def _now(at: datetime) -> tuple[datetime, str]:
+    return at, iso_ms(at)

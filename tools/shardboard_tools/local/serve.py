@@ -61,7 +61,13 @@ def serving(
         server = LocalApiServer(gateway, options.port, options.refresh_seconds)  # binds now: a taken port fails first
         stack.callback(server.stop)
         create_tables(rt.dynamodb, rt.template)
-        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard serve")
+        publish(
+            rt.dynamodb,
+            rt.settings.board_table,
+            rt.settings.published_variables(),
+            by="shardboard serve",
+            when=rt.clock(),
+        )
         rt.export_to_handlers(FileEvents(events_path(options)) if options.state_dir else None)
         runner = StreamRunner(
             rt.dynamodb,

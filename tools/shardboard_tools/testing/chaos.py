@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +211,10 @@ class Chaos:
 
     # -- traffic
     def _write(self, views: ViewStore, count: int, rng: random.Random) -> None:
-        settings, now = self.rt.settings, datetime.now(UTC)
+        settings, now = self.rt.settings, self.rt.clock()
         picks = rng.choices(self.names, self.weights, k=count)
         times = [pick_time(rng, now) for _ in picks]
-        wheres = [Where.of(settings.anchor, pick_boards(rng, self.plan.boards), at) for _, at in times]
+        wheres = [Where.of(settings.anchor, pick_boards(rng, self.plan.boards), at=at) for _, at in times]
         seeds = [rng.random() for _ in picks]
 
         def add(item: str, where: Where, seed: float) -> bool:
@@ -339,20 +339,20 @@ class Chaos:
         time.sleep(rng.uniform(0.0, 0.5))  # into the round's traffic
         hidden = sorted(rt.items.hidden())
         if hidden and rng.random() < 0.5:
-            unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored")
+            unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored", at=rt.clock())
             self.report.takedowns["unhide"] += 1
         head = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL))
         pool = [item for item, _ in (head.items if head else ()) if item not in hidden] or self.names
         for item in rng.sample(pool, k=min(len(pool), rng.choice((1, 2)))):
             try:
-                hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown")
+                hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown", at=rt.clock())
             except NothingToTakeDown:  # a name no view has reached yet
                 continue
             self.report.takedowns["hide"] += 1
         # A delete races the faulty aggregator, rebuilds and redrives too: erased, later views refused.
         if rng.random() < self.plan.delete_chance:
             try:
-                delete(rt.items, rt.board, rt.settings, rng.choice(pool), by="chaos", reason="gdpr")
+                delete(rt.items, rt.board, rt.settings, rng.choice(pool), by="chaos", reason="gdpr", at=rt.clock())
             except NothingToTakeDown:
                 pass
             else:
