@@ -484,7 +484,8 @@ def test_the_buffer_is_flushed_at_interpreter_exit(tmp_path):
             runtime = Runtime.from_template(Path({str(ROOT / "template.yaml")!r}))
             create_tables(runtime.dynamodb, runtime.template)
             settings = runtime.settings.published_variables()  # as a deploy publishes them
-            publish(runtime.dynamodb, runtime.settings.board_table, settings, by="test")
+            when = datetime(2026, 11, 23, tzinfo=UTC)
+            publish(runtime.dynamodb, runtime.settings.board_table, settings, by="test", when=when)
             table = runtime.settings.views_table
 
             def report():  # a plain scan: no thread pool at exit

@@ -179,7 +179,7 @@ def test_concurrent_requests_of_one_ip_admit_exactly_the_limit_and_count_exactly
 
         def post_one() -> int:
             try:
-                with within(pipeline.views, allowances(limits, ip, viewer, 1, at)):
+                with within(pipeline.views, allowances(limits, ip, viewer, 1, at=at)):
                     if viewer is not None:
                         seen = Seen.of(viewer, 86_400, at=at)
                         return record_seen_view(pipeline.views, item, shards, seen, rng, where=pipeline.where()).views

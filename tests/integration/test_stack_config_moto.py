@@ -230,7 +230,13 @@ def test_a_stack_without_tables_gets_the_defaults_with_a_warning_naming_the_tabl
 def test_a_malformed_published_setting_is_refused_with_its_name(moto):
     assert cli("--stack", STACK, "init").exit_code == 0
     client = boto3.client("dynamodb", region_name="us-east-1")
-    publish(client, f"{STACK}-board", {**Settings().published_variables(), "PERIODS": "fortnight"}, by="test")
+    publish(
+        client,
+        f"{STACK}-board",
+        {**Settings().published_variables(), "PERIODS": "fortnight"},
+        by="test",
+        when=datetime(2026, 11, 23, tzinfo=UTC),
+    )
     with pytest.raises(ConfigError, match="PERIODS"):
         Leaderboard(boto3.Session(), stack=STACK)
 
@@ -239,7 +245,7 @@ def test_variables_a_newer_stack_publishes_are_ignored(moto):
     assert cli("--stack", STACK, "init").exit_code == 0
     client = boto3.client("dynamodb", region_name="us-east-1")
     variables = {**Settings(write_shards=5).published_variables(), "SOMETHING_NEW": "x", "VIEWS_TABLE": "elsewhere"}
-    publish(client, f"{STACK}-board", variables, by="test")
+    publish(client, f"{STACK}-board", variables, by="test", when=datetime(2026, 11, 23, tzinfo=UTC))
     settings = Leaderboard(boto3.Session(), stack=STACK).settings
     # the tables are always the stack's own: a published table name never redirects a client
     assert settings == Settings.for_stack(STACK, write_shards=5)

@@ -207,7 +207,7 @@ def test_a_user_agent_must_be_a_short_string():
     writes = recording.Admission()
     for bad in (7, "x" * 1025):
         with pytest.raises(BadInput, match="user_agent"):
-            recording.accept(writes, "day", ["a"], user_agent=bad)
+            recording.accept(writes, "day", ["a"], user_agent=bad, at=datetime(2026, 11, 23, tzinfo=UTC))
 
 
 def test_the_local_gateway_answers_cors_as_the_template_says(make_pipeline):

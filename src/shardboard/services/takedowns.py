@@ -198,7 +198,7 @@ def hide(
     moment, now = _now(at)
     changed = catalog.set_hidden(item_id, True, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide")
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide", now)
     _mark(board, settings, patched + refreshed, moment)
     return Takedown(item_id, True, changed, patched, refreshed)
 
@@ -226,7 +226,7 @@ def delete(
     moment, now = _now(at)
     changed = catalog.set_deleted(item_id, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete")
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete", now)
     erased = sum(
         board.erase(name, item_id, [period for period in periods if period.board == name])
         for name in dict.fromkeys(period.board for period in periods)
@@ -295,13 +295,16 @@ def _take_off(  # noqa: PLR0917 - one takedown's inputs
     periods: Sequence[PeriodKey],
     item_id: str,
     kind: str,
+    now: str,
 ) -> tuple[list[PeriodKey], list[PeriodKey]]:
-    """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete"): the heads patched and those
-    gathered again."""
+    """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete") at ``now`` (the takedown's time,
+    which stamps a head gathered again): the heads patched and those gathered again."""
     # The markers are read eventually consistently: the item itself is dropped whatever the read returns. Gathers
     # drop deleted ids too.
     hidden = TakenDown.read(catalog).including(item_id)
-    outcomes = for_each_period(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
+    outcomes = for_each_period(
+        periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind, now)
+    )
     patched = [period for period, outcome in outcomes if outcome == "patched"]
     refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
     return patched, refreshed
@@ -315,18 +318,19 @@ def _patch(  # noqa: PLR0917 - one head's inputs
     item_id: str,
     hidden: TakenDown,
     kind: str,
+    now: str,
 ) -> str:
     """Drop the item from one head and its ranked version: "absent" (in neither), "patched", or "refreshed" (too
     few left in the head, or the job kept winning the race: gathered again, with the item hidden)."""
     for _ in range(PATCH_ATTEMPTS):
         outcome = _patch_once(board, settings, period, item_id, kind)
         if outcome == "short":
-            take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+            take_snapshot(board, settings, now, period, hidden, catalog=catalog)
             return "refreshed"
         if outcome is not None:
             return outcome
     # The gather drops the item from the head; a ranked version it did not rewrite still needs the event.
-    take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+    take_snapshot(board, settings, now, period, hidden, catalog=catalog)
     _patch_once(board, settings, period, item_id, kind)
     return "refreshed"
 
