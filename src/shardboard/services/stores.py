@@ -47,7 +47,7 @@ class Container:
 
     @cached_property
     def views(self) -> ViewStore:
-        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor)
+        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor, clock=self.clock)
 
     @cached_property
     def board(self) -> BoardStore:

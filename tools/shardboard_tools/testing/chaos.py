@@ -277,7 +277,7 @@ class Chaos:
         writer_faults = ClientFaults(
             writer, FaultRates(throttle_retried=0.01, timeout_retried=0.01), random.Random(rng.random())
         ).install()
-        views = ViewStore(writer, self.rt.settings.views_table)
+        views = ViewStore(writer, self.rt.settings.views_table, clock=self.rt.clock)
         done = threading.Event()
         side: list[threading.Thread] = []
 
