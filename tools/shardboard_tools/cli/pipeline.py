@@ -146,7 +146,7 @@ def snapshot(ctx: click.Context) -> None:
     rt = runtime(ctx)
     rt.export_to_handlers()
     with one_line_errors():
-        summary = rt.invoke(snapshot_handler.handler, scheduled_event())
+        summary = rt.invoke(snapshot_handler.handler, scheduled_event(rt.clock()))
     by_board: dict[str, list[dict[str, Any]]] = {}
     for one in summary["refreshed"]:
         by_board.setdefault(one["board"], []).append(one)

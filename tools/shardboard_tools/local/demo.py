@@ -131,7 +131,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         if stored:
             tracker.snapshot(stored.items, visible_at)
 
-    scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
+    scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed, clock=rt.clock)
     load = LoadResult()
     with ExitStack() as stack:
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
@@ -141,7 +141,9 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         scheduler.start()
         stack.callback(scheduler.stop)
         # The shrink review runs on its own schedule, as its own function does in the stack.
-        review = Scheduler(shard_review.handler, _review_seconds(rt), function_name="ShardReviewFunction")
+        review = Scheduler(
+            shard_review.handler, _review_seconds(rt), function_name="ShardReviewFunction", clock=rt.clock
+        )
         review.start()
         stack.callback(review.stop)
         web = (

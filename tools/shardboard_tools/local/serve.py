@@ -79,8 +79,10 @@ def serving(
         )
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
         follower.start()
-        refresh = Scheduler(snapshot.handler, options.refresh_seconds).start()
-        review = Scheduler(shard_review.handler, float(review_every), function_name="ShardReviewFunction").start()
+        refresh = Scheduler(snapshot.handler, options.refresh_seconds, clock=rt.clock).start()
+        review = Scheduler(
+            shard_review.handler, float(review_every), function_name="ShardReviewFunction", clock=rt.clock
+        ).start()
         stack.callback(stop_pipeline, runner, follower, (refresh, review))
         try:
             yield server.start()

@@ -364,7 +364,7 @@ class Chaos:
         from shardboard_tools.local.scheduler import scheduled_event
 
         try:
-            self.rt.invoke(snapshot.handler, scheduled_event())
+            self.rt.invoke(snapshot.handler, scheduled_event(self.rt.clock()))
         except (ClientError, BotoCoreError, Exception) as error:  # the next schedule refreshes it
             self.report.faults["snapshot_failed"] += 1
             self.say(f"  snapshot failed ({type(error).__name__}); the next schedule retries")
