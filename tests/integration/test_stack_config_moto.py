@@ -49,8 +49,9 @@ def moto(monkeypatch):
     wiring.use(None)
 
 
-def cli(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+def cli(*args, clock=None):
+    """``shardboard *args``; ``clock``: the commands' one clock (click's context object), the wall's if None."""
+    return CliRunner().invoke(main, list(args), obj=clock, catch_exceptions=False)
 
 
 def deployed_pipeline(parameters=DEPLOYED, stack=STACK, clock=system_clock):
@@ -263,15 +264,16 @@ def test_every_cli_command_uses_the_published_settings_unless_a_p_says_otherwise
     # A command given only the stack uses the published periods; a -p given on its command line wins
     assert boards_json("--stack", STACK)["periods"] == ["hour", "day"]
     assert boards_json("--stack", STACK, "-p", "Periods=week")["periods"] == ["week"]
-    # record writes on the stack's 7 shards, keyed by its hour
-    assert cli("--stack", STACK, "record", "a", "-n", "5").exit_code == 0
+    # record writes on the stack's 7 shards, keyed by its hour (one clock for the commands: the hour cannot turn)
+    clock = FixedClock(datetime.now(UTC))
+    assert cli("--stack", STACK, "record", "a", "-n", "5", clock=clock).exit_code == 0
     counters = deployed_pipeline().views.scan_counters_all()
     assert {shard for _, _, shard, _, _ in counters} <= set(range(7))
-    assert {bucket for _, bucket, _, _, _ in counters} == {bucket_of("hour", datetime.now(UTC))}
+    assert {bucket for _, bucket, _, _, _ in counters} == {bucket_of("hour", clock())}
     # process and snapshot run the functions with the stack's settings: the hour board exists and is exact
-    assert cli("--stack", STACK, "process", "--drain").exit_code == 0
-    assert cli("--stack", STACK, "snapshot").exit_code == 0
-    hour = json.loads(cli("--stack", STACK, "top", "--period", "hour", "--json").output)
+    assert cli("--stack", STACK, "process", "--drain", clock=clock).exit_code == 0
+    assert cli("--stack", STACK, "snapshot", clock=clock).exit_code == 0
+    hour = json.loads(cli("--stack", STACK, "top", "--period", "hour", "--json", clock=clock).output)
     assert [(e["id"], e["views"]) for e in hour["items"]] == [("a", 5)]
 
 
