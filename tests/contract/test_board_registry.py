@@ -26,7 +26,7 @@ def registry(request):
         runtime = request.getfixturevalue("make_local")()
     settings = runtime.settings
     runtime.dynamodb.put_item(TableName=settings.board_table, Item={PK: {"S": threshold_pk("legacy")}})
-    return BoardRegistryStore(runtime.dynamodb, settings.shards_table, settings.board_table)
+    return BoardRegistryStore(runtime.dynamodb, settings.shards_table, settings.board_table, clock=runtime.clock)
 
 
 def test_a_registration_is_all_or_none_under_its_limit(registry):

@@ -17,7 +17,7 @@ BUCKET = "2026-11-23"
 
 
 def ip_allowance(limit: int, views: int = 1, at: float = T, ip: str = "203.0.113.7"):
-    (allowance,) = allowances(RateLimits(per_ip=limit), ip, None, views, at)
+    (allowance,) = allowances(RateLimits(per_ip=limit), ip, None, views, at=at)
     return allowance
 
 
@@ -48,7 +48,7 @@ def test_a_returned_allowance_frees_room(ports: Ports) -> None:
 
 def test_windows_kinds_and_clients_are_independent(ports: Ports) -> None:
     limits = RateLimits(per_ip=1, per_viewer=1)
-    ip, viewer = allowances(limits, "2001:db8::1", "2001:db8::/64", 1, T)  # a viewer spelled like the IP's client
+    ip, viewer = allowances(limits, "2001:db8::1", "2001:db8::/64", 1, at=T)  # a viewer spelled like the IP's client
     assert (ip.kind, viewer.kind, ip.client) == (IP, VIEWER, viewer.client)
     assert ports.views.take_allowance(ip) and ports.views.take_allowance(viewer)
     assert ports.views.take_allowance(ip_allowance(1, at=T + 60))  # the next minute
@@ -75,7 +75,7 @@ def test_concurrent_requests_of_one_client_are_admitted_exactly_up_to_the_limit(
 def test_allowances_never_count_as_views(ports: Ports) -> None:
     limits = RateLimits(per_ip=2)
     for _ in range(2):
-        with within(ports.views, allowances(limits, "203.0.113.7", None, 1, T)):
+        with within(ports.views, allowances(limits, "203.0.113.7", None, 1, at=T)):
             ports.views.add_view("a", 0, 1, BUCKET)
     assert ports.views.scan_totals() == {"a": 2}
     assert [r["dynamodb"]["NewImage"]["views"]["N"] for r in ports.counter_records()] == ["1", "2"]
@@ -94,11 +94,11 @@ def test_cost_per_view_with_and_without_the_limits() -> None:
     ports, limits = memory_ports(), RateLimits(per_ip=2, per_viewer=2)
 
     def plain(at: float = T) -> None:
-        with within(ports.views, allowances(limits, "203.0.113.7", None, 1, at)):
+        with within(ports.views, allowances(limits, "203.0.113.7", None, 1, at=at)):
             ports.views.add_view("a", 0, 1, BUCKET)
 
     def viewed(viewer: str, ip: str = "198.51.100.1", at: float = T + 60) -> None:
-        with within(ports.views, allowances(limits, ip, viewer, 1, at)):
+        with within(ports.views, allowances(limits, ip, viewer, 1, at=at)):
             ports.views.add_seen_view("b", 0, Seen.of(viewer, 86_400, at=at), BUCKET)
 
     assert write_units(ports, lambda: ports.views.add_view("a", 0, 1, BUCKET)) == 1.0  # limits off

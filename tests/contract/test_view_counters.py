@@ -3,6 +3,8 @@ reads, and the stream's OLD/NEW images."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -10,6 +12,7 @@ from botocore.stub import Stubber
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.aggregating.batch import ViewRecord
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
 from shardboard_tools.capacity.memory import MemoryViewStore
@@ -108,7 +111,7 @@ def test_a_throttled_write_is_the_domain_outcome_and_writes_nothing_in_memory():
 def test_a_throttled_write_is_the_domain_outcome_on_dynamodb(code, reasons, scope):
     # Given DynamoDB refusing the write (after botocore's retries) with its code and ThrottlingReasons
     client = boto3.client("dynamodb", region_name="us-east-1")
-    views = ViewStore(client, "views")
+    views = ViewStore(client, "views", clock=FixedClock(datetime(2026, 11, 23, tzinfo=UTC)))
     listed = {"ThrottlingReasons": [{"reason": r, "resource": "views"} for r in reasons]} if reasons else None
     with Stubber(client) as stub:
         stub.add_client_error(

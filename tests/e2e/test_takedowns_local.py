@@ -34,7 +34,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     rt = make_local(TopN="100", SnapshotSpare="32")
     rng = random.Random(4)
     counts = {f"img/{n:03d}": 1 + 900 // (n + 1) for n in range(400)}
-    where = Where.of(rt.settings.anchor)
+    where = Where.of(rt.settings.anchor, at=rt.clock())
     for item, views in counts.items():
         record_views(rt.views, item, views, rt.settings.write_shards, rng, where=where)
     runner = StreamRunner(
@@ -48,7 +48,7 @@ def test_hide_patches_every_head_at_once_and_unhide_restores_it(make_local, tmp_
     runner.drain()
     rt.invoke(snapshot.handler, scheduled_event())
     board = rt.settings.board
-    periods = [PeriodKey(board, ALL, ALL), *(period_at(board, kind) for kind in rt.settings.periods)]
+    periods = [PeriodKey(board, ALL, ALL), *(period_at(board, kind, rt.clock()) for kind in rt.settings.periods)]
     leader = "img/000"
     assert all(rt.board.get_snapshot(p).items[0].id == leader for p in periods)
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 def test_a_count_past_dynamodbs_numbers_fails_only_its_own_item(make_local):
     rt = make_local()
-    day = Where.of(rt.settings.anchor).bucket
+    day = Where.of(rt.settings.anchor, at=rt.clock()).bucket
     # Given a good item, and one whose counters DynamoDB stores (1e100 has one significant digit) but whose sum,
     # 10^100 + 7, has 101 significant digits: more than DynamoDB's 38
     rt.views.add_view("good", 0, 3, day)

@@ -15,7 +15,7 @@ import pytest
 
 from shardboard.domain.aggregating.batch import ViewRecord, fold
 from shardboard.domain.aggregating.window import STATE_VERSION, AggregationWindow, WindowStateError, pack, unpack
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard.handlers import aggregate
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
 
@@ -98,9 +98,7 @@ def test_a_window_carries_no_records_into_the_final_invocation_without_writing(p
     """A non-final invocation writes nothing; a final invocation with no records applies the state."""
     rng = random.Random(3)
     for _ in range(5):  # one request (one write, one stream record) per view
-        record_views(
-            pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=pipeline.where())
     records = pipeline.stream_records()
     invoke = pipeline.runtime.invoke
     answer = invoke(aggregate.handler, {**window_event({}, final=False), "Records": records})
@@ -146,7 +144,7 @@ def test_counts_are_exact_through_windows_with_failed_invocations(pipeline, tmp_
                     1,
                     pipeline.settings.write_shards,
                     rng,
-                    where=Where.of(pipeline.settings.anchor),
+                    where=pipeline.where(),
                 )
         stream_clock.advance(0.6)
     mapping = replace(

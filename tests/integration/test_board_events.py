@@ -17,7 +17,6 @@ from shardboard.domain.periods import DAY, bucket_of, start_of
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.events import head_events
 from shardboard.handlers import wiring
-from shardboard.services.events import moment
 from shardboard.services.stores import Container
 from shardboard_tools.local.events import MemoryEvents
 from tests.integration.test_http_api import call
@@ -142,7 +141,7 @@ def test_a_period_that_ended_gets_one_closed_event_with_its_final_top_n(make_pip
     record(pipeline, {"a": 5, "b": 4, "c": 3})
     drain(pipeline)
     pipeline.snapshot()
-    today = moment(None)
+    today = pipeline.runtime.clock()
     tomorrow = start_of(DAY, today) + timedelta(days=1)
     before = len(events.events)
     announcer = stores.announcer

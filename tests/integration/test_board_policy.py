@@ -168,7 +168,7 @@ def test_any_sequence_of_views_counts_iff_the_policy_allows_and_a_refusal_writes
 def test_boards_with_views_from_before_the_policy_keep_working_past_the_cap(make_pipeline):
     # Given a stack whose writers created three boards before it had a policy (written as the old code did: no gate)
     pipeline = make_pipeline(Boards="max=1")
-    where = Where.of(pipeline.settings.anchor, ["old-a", "old-b", "old-c"])
+    where = Where.of(pipeline.settings.anchor, ["old-a", "old-b", "old-c"], at=pipeline.runtime.clock())
     record_views(pipeline.views, "x", 2, pipeline.settings.write_shards, where=where)
     pipeline.aggregate(pipeline.stream_records())
     # When views name them, now with the policy max=1

@@ -54,7 +54,7 @@ def test_a_hot_key_is_throttled_after_botocore_retries(pipeline):
     # (a 50-unit partition limit keeps the test short; the default is DynamoDB's 1,000)
     emulator = CapacityEmulator(VirtualClock(), Limits(partition_write_units=50))
     attach(client, schemas(pipeline), emulator)
-    views = ViewStore(client, pipeline.settings.views_table)
+    views = ViewStore(client, pipeline.settings.views_table, clock=pipeline.runtime.clock)
     # When one write shard of one item takes its limit of views in one simulated second
     for _ in range(50):
         views.add_view("viral.jpg", 0)
@@ -108,7 +108,7 @@ def test_install_from_env_is_opt_in(pipeline, monkeypatch):
     assert hook is not None
     try:
         # Every client created afterwards from boto3's default session is priced
-        ViewStore(dynamodb_client(), pipeline.settings.views_table).add_view("x", 0)
+        ViewStore(dynamodb_client(), pipeline.settings.views_table, clock=pipeline.runtime.clock).add_view("x", 0)
         assert hook.emulator.usage.units("write") == 1
     finally:
         uninstall()

@@ -375,10 +375,11 @@ def test_a_bad_viewer_raises_and_buffers_nothing(pipeline, options, reason):
 
 def test_views_count_at_the_time_the_clock_gives(pipeline):
     # Given a recorder whose clock says two different days (a simulation's virtual time, say)
-    days = iter([datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC), datetime(2026, 3, 2, 0, 0, 1, tzinfo=UTC)])
-    with recorder(clock=lambda: next(days), flush_interval=None) as r:
+    now = [datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC)]
+    with recorder(clock=lambda: now[0], flush_interval=None) as r:
         # When the same item is viewed once on each, with no timed flush
         r.record("a")
+        now[0] = datetime(2026, 3, 2, 0, 0, 1, tzinfo=UTC)
         r.record("a")
         assert r.stats().flushes == 0
     # Then each view counts in its own day's bucket (two keys, two writes), not in today's
@@ -473,6 +474,7 @@ def test_the_buffer_is_flushed_at_interpreter_exit(tmp_path):
             f"""
             import atexit, json
             from collections import Counter
+            from datetime import UTC, datetime
             from pathlib import Path
             from moto import mock_aws
 
@@ -484,7 +486,8 @@ def test_the_buffer_is_flushed_at_interpreter_exit(tmp_path):
             runtime = Runtime.from_template(Path({str(ROOT / "template.yaml")!r}))
             create_tables(runtime.dynamodb, runtime.template)
             settings = runtime.settings.published_variables()  # as a deploy publishes them
-            publish(runtime.dynamodb, runtime.settings.board_table, settings, by="test")
+            when = datetime(2026, 11, 23, tzinfo=UTC)
+            publish(runtime.dynamodb, runtime.settings.board_table, settings, by="test", when=when)
             table = runtime.settings.views_table
 
             def report():  # a plain scan: no thread pool at exit

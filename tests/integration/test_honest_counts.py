@@ -24,6 +24,7 @@ from tests.conftest import examples
 from tests.integration.test_http_api import call, post
 
 DAY = 86_400
+T = 1_795_000_000.0  # the views' time, fixed: a dedupe window never turns during a test
 
 
 def seen_view(pipeline, item, seen, rng=None):
@@ -37,26 +38,26 @@ def markers(pipeline):
 
 
 def test_the_same_viewer_and_item_twice_is_one_view(pipeline):
-    first = seen_view(pipeline, "a", Seen.of("u1", DAY))
-    second = seen_view(pipeline, "a", Seen.of("u1", DAY))
+    first = seen_view(pipeline, "a", Seen.of("u1", DAY, at=T))
+    second = seen_view(pipeline, "a", Seen.of("u1", DAY, at=T))
     assert (first.views, first.duplicate) == (1, False)
     assert (second.views, second.duplicate) == (0, True)
     assert pipeline.truth() == {"a": 1}
     # One marker, expiring (TTL) at the end of its window plus the grace
     (marker,) = markers(pipeline)
-    seen = Seen.of("u1", DAY)
+    seen = Seen.of("u1", DAY, at=T)
     assert int(marker["expires_at"]["N"]) == (seen.window + 1) * DAY + MARKER_GRACE_SECONDS
 
 
 def test_different_viewers_and_different_items_count_apart(pipeline):
     for viewer, item in [("u1", "a"), ("u2", "a"), ("u1", "b"), ("u1#x", "y"), ("u1", "x#y")]:
-        assert seen_view(pipeline, item, Seen.of(viewer, DAY)).views == 1
+        assert seen_view(pipeline, item, Seen.of(viewer, DAY, at=T)).views == 1
     # "u1#x" + "y" and "u1" + "x#y" spell different markers (the viewer is length-prefixed)
     assert pipeline.truth() == {"a": 2, "b": 1, "y": 1, "x#y": 1}
 
 
 def test_a_new_window_counts_again(pipeline):
-    start = (int(Seen.of("u", DAY).window) + 1) * DAY
+    start = (int(Seen.of("u", DAY, at=T).window) + 1) * DAY
     assert seen_view(pipeline, "a", Seen.of("u", DAY, at=start - 1)).views == 1
     assert seen_view(pipeline, "a", Seen.of("u", DAY, at=start - 1)).duplicate
     assert seen_view(pipeline, "a", Seen.of("u", DAY, at=start)).views == 1  # across the boundary: twice
@@ -68,7 +69,7 @@ def test_the_same_view_posted_at_once_from_many_threads_counts_exactly_once(pipe
     barrier, results = threading.Barrier(8), []
 
     def post_one(seed):
-        seen = Seen.of("u1", DAY)  # each request its own token, as the API makes one per request
+        seen = Seen.of("u1", DAY, at=T)  # each request its own token, as the API makes one per request
         barrier.wait()
         results.append(seen_view(pipeline, "hot", seen, random.Random(seed)))
 
@@ -84,7 +85,7 @@ def test_the_same_view_posted_at_once_from_many_threads_counts_exactly_once(pipe
 def test_a_retry_after_a_lost_response_counts_once_and_says_counted(pipeline):
     client = pipeline.views.client
     faults = ClientFaults(client, FaultRates(lost_response=1.0), random.Random(1), table=None).install()
-    seen = Seen.of("u1", DAY)
+    seen = Seen.of("u1", DAY, at=T)
     with pytest.raises(ReadTimeoutError):
         seen_view(pipeline, "a", seen)  # the transaction landed, its response was lost
     faults.uninstall()
@@ -93,14 +94,14 @@ def test_a_retry_after_a_lost_response_counts_once_and_says_counted(pipeline):
     retried = seen_view(pipeline, "a", seen, random.Random(2))
     assert (retried.views, retried.duplicate) == (1, False)
     # A new request of the same viewer is a duplicate
-    assert seen_view(pipeline, "a", Seen.of("u1", DAY)).duplicate
+    assert seen_view(pipeline, "a", Seen.of("u1", DAY, at=T)).duplicate
     assert pipeline.truth() == {"a": 1}
 
 
 def test_the_sdk_resending_a_landed_transaction_counts_once(pipeline):
     faults = ClientFaults(pipeline.views.client, FaultRates(resent=1.0), random.Random(1)).install()
     try:
-        recorded = seen_view(pipeline, "a", Seen.of("u1", DAY))
+        recorded = seen_view(pipeline, "a", Seen.of("u1", DAY, at=T))
     finally:
         faults.uninstall()
     assert faults.injected["resent"] == 1
@@ -112,7 +113,7 @@ def test_through_the_aggregator_the_board_is_the_truth_and_verify_is_exact_with_
     rng, truth = random.Random(7), {}
     for _ in range(60):
         item, viewer = f"i{rng.randrange(5)}", f"v{rng.randrange(6)}"
-        if seen_view(pipeline, item, Seen.of(viewer, DAY), rng).views:
+        if seen_view(pipeline, item, Seen.of(viewer, DAY, at=T), rng).views:
             truth[item] = truth.get(item, 0) + 1
     for item in ("i0", "i9"):  # views without a viewer on the same counters
         record_views(pipeline.views, item, 3, pipeline.settings.write_shards, rng, where=pipeline.where())
@@ -200,7 +201,7 @@ def test_dedupe_is_exact_under_concurrent_duplicates_and_replays(pipeline, views
     # first request of each pair is replayed (its own token: a retry after a lost response) alongside them.
     example, rng = uuid.uuid4().hex[:8], random.Random(2)
     shards = pipeline.settings.write_shards
-    seen = {pair: Seen.of(pair[0], 86_400) for pair in views}
+    seen = {pair: Seen.of(pair[0], 86_400, at=T) for pair in views}
 
     def post_one(pair, token_of):
         def run():
@@ -214,7 +215,7 @@ def test_dedupe_is_exact_under_concurrent_duplicates_and_replays(pipeline, views
 
         return run
 
-    requests = [post_one(pair, Seen.of(pair[0], 86_400)) for pair in views]
+    requests = [post_one(pair, Seen.of(pair[0], 86_400, at=T)) for pair in views]
     requests += [post_one(pair, seen[pair]) for pair in list(seen)[: replays + 1] for _ in range(2)]
     results = run_at_once(requests)
     counted: dict[tuple[str, str], set[str]] = {}

@@ -14,7 +14,7 @@ from shardboard import BadInput, Recorder, UnknownItem
 from shardboard.adapters.items_table import marker_key
 from shardboard.domain.items.lookalike import skeleton_marker
 from shardboard.domain.items.records import SKELETONS
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from tests.conftest import load_event
 from tests.integration.test_cli import cli  # noqa: F401 - the fixture
 from tests.integration.test_http_api import call, post
@@ -48,7 +48,7 @@ def deleted(make_pipeline):
     """A stack where both ids had views and were deleted through DELETE /item; a fresh container after."""
     pipeline = make_pipeline()
     for item in (*DELETED, "kept.jpg"):
-        record_views(pipeline.views, item, 3, pipeline.settings.write_shards, where=Where.of(pipeline.settings.anchor))
+        record_views(pipeline.views, item, 3, pipeline.settings.write_shards, where=pipeline.where())
     pipeline.aggregate(pipeline.stream_records())
     for item in DELETED:
         event = with_query(load_event("items_admin_delete.json"), f"id={quote(item, safe='')}")

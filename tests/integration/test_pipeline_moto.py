@@ -7,7 +7,7 @@ import random
 
 from shardboard.domain.publishing.gather import Entry, top
 from shardboard.domain.publishing.snapshot import leaderboard_json
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 
 SEED_EXAMPLE = {
     "images/001.jpg": 27,
@@ -22,9 +22,7 @@ SEED_EXAMPLE = {
 def record(pipeline, counts, seed=7):
     rng = random.Random(seed)
     for item, count in counts.items():
-        record_views(
-            pipeline.views, item, count, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng, where=pipeline.where())
 
 
 def aggregates(pipeline):

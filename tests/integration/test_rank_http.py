@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from tests.conftest import load_event
 from tests.integration.test_http_api import call
 from tests.integration.test_items_http import scan, with_query
@@ -26,7 +26,7 @@ def ranked(make_pipeline):
     pipeline = make_pipeline(TopN="2", RankDepth="5", SnapshotSpare="0", BoardShards="2", WriteShards="2")
     rng = random.Random(3)
     for item, count in COUNTS.items():
-        where = Where.of(pipeline.settings.anchor)
+        where = pipeline.where()
         record_views(pipeline.views, item, count, pipeline.settings.write_shards, rng, where=where)
     pipeline.aggregate(pipeline.stream_records())
     pipeline.snapshot()

@@ -12,7 +12,7 @@ import ipaddress
 import json
 import random
 import uuid
-from types import SimpleNamespace
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from shardboard.adapters.keys import RATE_PREFIX
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.writing import rate_limit
 from shardboard.domain.writing.dedupe import Seen
 from shardboard.domain.writing.rate_limit import RateLimited, RateLimits, allowances, within
 from shardboard.domain.writing.recording import record_seen_view, record_views
@@ -36,12 +35,20 @@ MINUTE_START = 1_794_999_960  # a multiple of 60
 PUBLIC = {"PublicViews": "true", "ViewsPerIpPerMinute": "3", "ViewsPerViewerPerMinute": "2"}
 
 
+class Stopped:
+    """The functions' one clock, stopped at ``now`` (epoch seconds) until a test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return datetime.fromtimestamp(self.now, UTC)
+
+
 @pytest.fixture
-def clock(monkeypatch):
-    """The rate limit's clock (only that module's): ``clock.now`` is the time the handler sees."""
-    now = SimpleNamespace(now=MINUTE_START + 10.0)
-    monkeypatch.setattr(rate_limit, "time", SimpleNamespace(time=lambda: now.now))
-    return now
+def clock():
+    """The time the handler sees: ``clock.now``, given to the pipeline."""
+    return Stopped(MINUTE_START + 10.0)
 
 
 def post_from(source_ip: str, body: dict) -> dict:
@@ -56,7 +63,7 @@ def table(pipeline) -> list[dict]:
 
 
 def test_the_view_past_the_ip_limit_is_refused_with_429_and_writes_nothing(make_pipeline, clock, capsys):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     statuses = [call(pipeline, "record_views", post_from("203.0.113.7", {"id": "a"}))[0] for _ in range(3)]
     assert statuses == [202, 202, 202]
     before = table(pipeline)
@@ -73,7 +80,7 @@ def test_the_view_past_the_ip_limit_is_refused_with_429_and_writes_nothing(make_
 
 
 def test_a_new_minute_admits_again(make_pipeline, clock):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     for expected in (202, 202, 202, 429):
         assert call(pipeline, "record_views", post_from("203.0.113.7", {"id": "a"}))[0] == expected
     clock.now = MINUTE_START + 60
@@ -83,7 +90,7 @@ def test_a_new_minute_admits_again(make_pipeline, clock):
 
 
 def test_two_ips_are_limited_apart_and_an_ipv6_client_is_its_64(make_pipeline, clock):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     sources = ["203.0.113.7", "198.51.100.1", "2001:db8:0:1::a", "2001:db8:0:1::b", "2001:db8:0:2::a"]
     statuses = {ip: [] for ip in sources}
     for _ in range(3):
@@ -96,7 +103,7 @@ def test_two_ips_are_limited_apart_and_an_ipv6_client_is_its_64(make_pipeline, c
 
 
 def test_a_forwarded_for_header_is_not_the_client(make_pipeline, clock):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     for number in range(4):
         event = post_from("203.0.113.7", {"id": "a"})
         event["headers"]["x-forwarded-for"] = f"10.0.0.{number}"
@@ -104,7 +111,7 @@ def test_a_forwarded_for_header_is_not_the_client(make_pipeline, clock):
 
 
 def test_the_viewer_limit_holds_across_ips_and_items_and_a_request_counts_its_views(make_pipeline, clock):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     views = [("203.0.113.1", "a"), ("203.0.113.2", "b"), ("203.0.113.3", "c")]
     statuses = [call(pipeline, "record_views", post_from(ip, {"id": i, "viewer": "u1"}))[0] for ip, i in views]
     assert statuses == [202, 202, 429]
@@ -118,7 +125,7 @@ def test_the_viewer_limit_holds_across_ips_and_items_and_a_request_counts_its_vi
 
 
 def test_allowances_never_reach_the_board_and_verify_stays_exact(make_pipeline, clock):
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     for ip in ("203.0.113.7", "198.51.100.1"):
         for number in range(4):
             call(pipeline, "record_views", post_from(ip, {"id": f"i{number % 2}", "viewer": f"{ip}-{number}"}))
@@ -131,13 +138,13 @@ def test_allowances_never_reach_the_board_and_verify_stays_exact(make_pipeline, 
     # ... and the function skips them when they reach it anyway (every record, unfiltered), failing nothing
     assert pipeline.aggregate(records) == {"batchItemFailures": []}
     pipeline.snapshot()
-    report = verify(pipeline.views, pipeline.runtime.board, pipeline.settings)
+    report = verify(pipeline.views, pipeline.runtime.board, pipeline.settings, clock=clock)
     assert report.exact, report
     assert pipeline.truth() == {"i0": 4, "i1": 2}  # per IP the first 3 are admitted: i0, i1, i0
 
 
 def test_without_public_views_nothing_is_limited(make_pipeline, clock):
-    pipeline = make_pipeline(ViewsPerIpPerMinute="3", ViewsPerViewerPerMinute="2")  # WriteAuth=iam
+    pipeline = make_pipeline(clock=clock, ViewsPerIpPerMinute="3", ViewsPerViewerPerMinute="2")  # WriteAuth=iam
     assert pipeline.settings.rate_limits == RateLimits()
     statuses = [call(pipeline, "record_views", post_from("203.0.113.7", {"id": "a"}))[0] for _ in range(10)]
     assert statuses == [202] * 10
@@ -146,7 +153,9 @@ def test_without_public_views_nothing_is_limited(make_pipeline, clock):
 
 
 def test_a_throttled_view_gives_its_allowance_back(make_pipeline, clock, monkeypatch):
-    pipeline = make_pipeline(**PUBLIC, MaxWriteShards="20")  # no dynamic sharding: one attempt, no back-off
+    pipeline = make_pipeline(
+        clock=clock, **PUBLIC, MaxWriteShards="20"
+    )  # no dynamic sharding: one attempt, no back-off
 
     def throttled(*args, **kwargs):
         raise Throttled(ThrottleScope.TABLE)
@@ -179,7 +188,7 @@ def test_concurrent_requests_of_one_ip_admit_exactly_the_limit_and_count_exactly
 
         def post_one() -> int:
             try:
-                with within(pipeline.views, allowances(limits, ip, viewer, 1, at)):
+                with within(pipeline.views, allowances(limits, ip, viewer, 1, at=at)):
                     if viewer is not None:
                         seen = Seen.of(viewer, 86_400, at=at)
                         return record_seen_view(pipeline.views, item, shards, seen, rng, where=pipeline.where()).views
@@ -200,7 +209,7 @@ def test_concurrent_requests_of_one_ip_admit_exactly_the_limit_and_count_exactly
 
 def test_a_request_no_window_could_admit_is_a_400_that_writes_nothing(make_pipeline, clock):
     # Given public views limited to 3 per IP per minute
-    pipeline = make_pipeline(**PUBLIC)
+    pipeline = make_pipeline(clock=clock, **PUBLIC)
     # When one request asks to count 4 views
     status, headers, body = call(pipeline, "record_views", post_from("203.0.113.40", {"id": "a", "count": 4}))
     # Then it is bad input (retrying later could never help): no Retry-After, nothing written, no allowance taken

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from shardboard.adapters.keys import view_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard.services.takedowns import delete
 from shardboard_tools.cli import main
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -30,9 +30,7 @@ def record_workload(pipeline, items=30, views=400, seed=11):
     rng = random.Random(seed)
     names = [f"item-{k:02d}" for k in range(items)]
     for name in rng.choices(names, weights=[1 / (k + 1) for k in range(items)], k=views):
-        record_views(
-            pipeline.views, name, 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, name, 1, pipeline.settings.write_shards, rng, where=pipeline.where())
 
 
 def drain(pipeline):
@@ -226,7 +224,7 @@ def test_rebuild_leaves_deleted_items_out_and_erases_one_deleted_while_it_repair
     # (after the rebuild read the deny sets: the delete erases, then the rebuild repairs the item back)
     items = board.runtime.items
     first, second, *_ = sorted(board.board.scan_aggregates())
-    delete(items, board.board, board.settings, first, by="t", reason="gdpr")
+    delete(items, board.board, board.settings, first, by="t", reason="gdpr", at=board.runtime.clock())
     for item in board.board.scan_aggregates():
         if item != second:  # (a delete needs the item's views: the second keeps its aggregate)
             board.board.delete_aggregate(item)
@@ -236,7 +234,7 @@ def test_rebuild_leaves_deleted_items_out_and_erases_one_deleted_while_it_repair
         if not consistent and not tombstoned:  # the rebuild's first read: the second delete lands right after it
             tombstoned.append(second)
             found = items.denied(consistent)
-            delete(items, board.board, board.settings, second, by="t", reason="gdpr")
+            delete(items, board.board, board.settings, second, by="t", reason="gdpr", at=board.runtime.clock())
             return found
         return items.denied(consistent)
 

@@ -12,7 +12,7 @@ from shardboard.adapters.keys import DEEP_KEY
 from shardboard.domain.periods import ALL
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.gather import Entry, top
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard.services.snapshots import take_snapshot
 from shardboard_tools.operations import resharding
 from shardboard_tools.operations.verification import verify
@@ -24,9 +24,7 @@ def load(pipeline, rng, views=60):
     """Zipf-ish views over ITEMS, then the whole stream through the real aggregator (replays are absorbed)."""
     weights = [1 / (rank + 1) for rank in range(len(ITEMS))]
     for item in rng.choices(ITEMS, weights=weights, k=views):
-        record_views(
-            pipeline.views, item, 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng, where=pipeline.where())
     assert pipeline.aggregate(pipeline.stream_records()) == {"batchItemFailures": []}
 
 

@@ -49,8 +49,9 @@ def moto(monkeypatch):
     wiring.use(None)
 
 
-def cli(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+def cli(*args, clock=None):
+    """``shardboard *args``; ``clock``: the commands' one clock (click's context object), the wall's if None."""
+    return CliRunner().invoke(main, list(args), obj=clock, catch_exceptions=False)
 
 
 def deployed_pipeline(parameters=DEPLOYED, stack=STACK, clock=system_clock):
@@ -230,7 +231,13 @@ def test_a_stack_without_tables_gets_the_defaults_with_a_warning_naming_the_tabl
 def test_a_malformed_published_setting_is_refused_with_its_name(moto):
     assert cli("--stack", STACK, "init").exit_code == 0
     client = boto3.client("dynamodb", region_name="us-east-1")
-    publish(client, f"{STACK}-board", {**Settings().published_variables(), "PERIODS": "fortnight"}, by="test")
+    publish(
+        client,
+        f"{STACK}-board",
+        {**Settings().published_variables(), "PERIODS": "fortnight"},
+        by="test",
+        when=datetime(2026, 11, 23, tzinfo=UTC),
+    )
     with pytest.raises(ConfigError, match="PERIODS"):
         Leaderboard(boto3.Session(), stack=STACK)
 
@@ -239,7 +246,7 @@ def test_variables_a_newer_stack_publishes_are_ignored(moto):
     assert cli("--stack", STACK, "init").exit_code == 0
     client = boto3.client("dynamodb", region_name="us-east-1")
     variables = {**Settings(write_shards=5).published_variables(), "SOMETHING_NEW": "x", "VIEWS_TABLE": "elsewhere"}
-    publish(client, f"{STACK}-board", variables, by="test")
+    publish(client, f"{STACK}-board", variables, by="test", when=datetime(2026, 11, 23, tzinfo=UTC))
     settings = Leaderboard(boto3.Session(), stack=STACK).settings
     # the tables are always the stack's own: a published table name never redirects a client
     assert settings == Settings.for_stack(STACK, write_shards=5)
@@ -257,15 +264,16 @@ def test_every_cli_command_uses_the_published_settings_unless_a_p_says_otherwise
     # A command given only the stack uses the published periods; a -p given on its command line wins
     assert boards_json("--stack", STACK)["periods"] == ["hour", "day"]
     assert boards_json("--stack", STACK, "-p", "Periods=week")["periods"] == ["week"]
-    # record writes on the stack's 7 shards, keyed by its hour
-    assert cli("--stack", STACK, "record", "a", "-n", "5").exit_code == 0
+    # record writes on the stack's 7 shards, keyed by its hour (one clock for the commands: the hour cannot turn)
+    clock = FixedClock(datetime.now(UTC))
+    assert cli("--stack", STACK, "record", "a", "-n", "5", clock=clock).exit_code == 0
     counters = deployed_pipeline().views.scan_counters_all()
     assert {shard for _, _, shard, _, _ in counters} <= set(range(7))
-    assert {bucket for _, bucket, _, _, _ in counters} == {bucket_of("hour", datetime.now(UTC))}
+    assert {bucket for _, bucket, _, _, _ in counters} == {bucket_of("hour", clock())}
     # process and snapshot run the functions with the stack's settings: the hour board exists and is exact
-    assert cli("--stack", STACK, "process", "--drain").exit_code == 0
-    assert cli("--stack", STACK, "snapshot").exit_code == 0
-    hour = json.loads(cli("--stack", STACK, "top", "--period", "hour", "--json").output)
+    assert cli("--stack", STACK, "process", "--drain", clock=clock).exit_code == 0
+    assert cli("--stack", STACK, "snapshot", clock=clock).exit_code == 0
+    hour = json.loads(cli("--stack", STACK, "top", "--period", "hour", "--json", clock=clock).output)
     assert [(e["id"], e["views"]) for e in hour["items"]] == [("a", 5)]
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -73,9 +73,7 @@ def test_filtered_records_do_not_count_towards_the_batch_size(pipeline, tmp_path
     # items, and the key-only record moto writes before each new item)
     rng = random.Random(3)
     for n in range(6):
-        record_views(
-            pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=pipeline.where())
         foreign_item(pipeline, n)
     function = Function()
     run = runner(pipeline, function, tmp_path, SimulatedClock(time.time()), batch_size=3)
@@ -114,9 +112,7 @@ def test_parallelization_factor_runs_batches_at_once_keeping_each_partition_key_
     rng = random.Random(5)
     for _ in range(3):
         for item in "abcdefgh":
-            record_views(
-                pipeline.views, item, 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-            )
+            record_views(pipeline.views, item, 1, pipeline.settings.write_shards, rng, where=pipeline.where())
     both_in = threading.Barrier(2, timeout=10)
 
     def meet(event: dict[str, Any], call: int) -> None:

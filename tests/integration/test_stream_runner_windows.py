@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from shardboard.domain.writing.recording import Where, record_views
+from shardboard.domain.writing.recording import record_views
 from shardboard_tools.lambda_model.clock import SimulatedClock
 from shardboard_tools.lambda_model.event_filter import matches_any
 from shardboard_tools.lambda_model.mapping import EventSourceMapping
@@ -81,14 +81,10 @@ def record(pipeline: Any, clock: SimulatedClock, seconds: int = 1) -> None:
     """20 views, the last 8 after the next window boundary: the stream spans two windows or more."""
     rng = random.Random(1)
     for _ in range(12):  # one request (one write, one stream record) per view
-        record_views(
-            pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=pipeline.where())
     clock.advance(seconds - clock.now() % seconds + 0.01)
     for _ in range(8):
-        record_views(
-            pipeline.views, "b", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "b", 1, pipeline.settings.write_shards, rng, where=pipeline.where())
 
 
 def windowed_runner(
@@ -247,9 +243,7 @@ def test_a_window_stays_open_until_its_end(pipeline, tmp_path, stream_clock):
     # Given views written well inside one 15-minute window
     rng = random.Random(1)
     for _ in range(6):  # one request (one write, one stream record) per view
-        record_views(
-            pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=Where.of(pipeline.settings.anchor)
-        )
+        record_views(pipeline.views, "a", 1, pipeline.settings.write_shards, rng, where=pipeline.where())
     function = WindowFunction()
     run = windowed_runner(pipeline, function, tmp_path, stream_clock, seconds=900, batch_size=2)
     # When one pass reads the stream to its current end

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shardboard.adapters.shards_table import DailyKeyStore
+from shardboard.domain.clock import FixedClock
 from shardboard.domain.validation import BadInput
 from shardboard.domain.writing.visitors import AnonymousViewers, anonymous_viewer, is_crawler
 from shardboard.services import recording
@@ -207,7 +208,7 @@ def test_a_user_agent_must_be_a_short_string():
     writes = recording.Admission()
     for bad in (7, "x" * 1025):
         with pytest.raises(BadInput, match="user_agent"):
-            recording.accept(writes, "day", ["a"], user_agent=bad)
+            recording.accept(writes, "day", ["a"], user_agent=bad, at=datetime(2026, 11, 23, tzinfo=UTC))
 
 
 def test_the_local_gateway_answers_cors_as_the_template_says(make_pipeline):
@@ -252,9 +253,10 @@ def test_shardboard_record_takes_a_user_agent_and_boards_shows_bot_views(monkeyp
         monkeypatch.delenv(name, raising=False)
     runner = CliRunner()
     with mock_aws():
+        clock = FixedClock(datetime.now(UTC))  # one clock for the commands: the day cannot turn between them
 
         def cli(*args):
-            result = runner.invoke(main, ["-p", "Periods=day", *args], catch_exceptions=False)
+            result = runner.invoke(main, ["-p", "Periods=day", *args], obj=clock, catch_exceptions=False)
             assert result.exit_code == 0, result.output
             return result.output
 
@@ -267,7 +269,7 @@ def test_shardboard_record_takes_a_user_agent_and_boards_shows_bot_views(monkeyp
         cli("snapshot")
         # Then `boards` lists the public boards with the crawlers' views that named each, per period
         listed = {row["board"]: row["bot_views"] for row in json.loads(cli("boards", "--json"))["boards"]}
-        today = f"day/{datetime.now(UTC).date().isoformat()}"
+        today = f"day/{clock().date().isoformat()}"
         assert listed == {"global": {"all": 3, today: 3}, "cats": {"all": 2, today: 2}}
         assert "bot views" in cli("boards")
         # And a writer may not name the reserved board

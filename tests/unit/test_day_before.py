@@ -10,7 +10,6 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +21,6 @@ from shardboard.domain.publishing.day_before import carried, checkpoint_of, day_
 from shardboard.domain.publishing.head import Head
 from shardboard.domain.publishing.snapshot import leaderboard_json
 from shardboard.domain.reading.pages import around_head, page_of_head
-from shardboard.services import snapshots
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
@@ -175,20 +173,16 @@ def test_every_entry_shows_its_rank_in_the_first_head_of_the_same_hour_a_day_bef
     # Given the pipeline, and views, refreshes, waits and takedowns over more than a day (the last steps wait a day
     # and refresh, so some heads always look back on earlier ones)
     day = Day(top_n, spare)
-    with pytest.MonkeyPatch.context() as patch:
-        # A takedown that gathers a head again stamps it with the simulated time too
-        patch.setattr(snapshots, "iso_now", lambda: day.now)
-        for action, value in [*steps, ("wait", 24 * 60), ("view", 1), ("snapshot", 0), ("wait", 30)]:
-            act(day, action, value)
-            # Then every head's entries carry their rank in the brute-force checkpoint (the spares' too, through the
-            # head's ranks: a hide refills from them)
-            for period, head in day.heads():
-                truth = day.truth(period, head.generated_at)
-                shown = leaderboard_json(head)["items"]
-                assert [entry["day_before_rank"] for entry in shown] == [truth.get(entry["id"]) for entry in shown]
-                assert {e.id: head.day_before.get(e.id) for e in head.spare} == {
-                    e.id: truth.get(e.id) for e in head.spare
-                }
+    # A takedown that gathers a head again stamps it with its own time (the simulated one it is given)
+    for action, value in [*steps, ("wait", 24 * 60), ("view", 1), ("snapshot", 0), ("wait", 30)]:
+        act(day, action, value)
+        # Then every head's entries carry their rank in the brute-force checkpoint (the spares' too, through the
+        # head's ranks: a hide refills from them)
+        for period, head in day.heads():
+            truth = day.truth(period, head.generated_at)
+            shown = leaderboard_json(head)["items"]
+            assert [entry["day_before_rank"] for entry in shown] == [truth.get(entry["id"]) for entry in shown]
+            assert {e.id: head.day_before.get(e.id) for e in head.spare} == {e.id: truth.get(e.id) for e in head.spare}
 
 
 def act(day: Day, action: str, value: Any) -> None:

@@ -279,7 +279,7 @@ def test_a_hidden_item_can_be_deleted_and_leaves_the_hidden_set():
     world = World(top_n=2, spare=0, board_shards=1, batch_size=1)
     world.design.view("a")
     world.design.settle(final=True)
-    hide(world.catalog, world.board, world.config, "a", by="t", reason="spam")
+    hide(world.catalog, world.board, world.config, "a", by="t", reason="spam", at=world.moment)
     done = world.delete("a")
     assert done.changed and done.erased == 1
     assert (world.catalog.hidden(), world.catalog.denied()) == (frozenset(), frozenset({"a"}))

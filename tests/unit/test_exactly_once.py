@@ -215,7 +215,9 @@ def test_a_roll_that_archives_after_a_deletes_sweep_is_erased_by_its_batch():
     day2 = [ViewRecord("global", "x", "2026-11-25", 0, 0, 1)]
     outcome = apply_deltas(board, fold(day2), settings)
     assert outcome.items[("global", "x", "2026-11-25")].archived == (PeriodKey("global", "day", "2026-11-24"),)
-    aggregator = StreamAggregator(lambda: board, lambda: settings, lambda ids, consistent: frozenset({"x"}))
+    aggregator = StreamAggregator(
+        lambda: board, lambda: settings, lambda ids, consistent: frozenset({"x"}), lambda: 1_795_000_000.0
+    )
     erased = _erase_deleted(aggregator, board, outcome)
     assert [(e.item_id, e.erased) for e in erased] == [("x", 2)]  # the new aggregate and the entry archived late
     assert [row for row in board.scan_counts() if row["item_id"]["S"] == "x"] == []

@@ -5,6 +5,7 @@ their listing holds every marker or the check asks about each id."""
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import event, given, settings
@@ -21,6 +22,7 @@ from shardboard_tools.capacity.memory import MemoryItemStore
 from tests.conftest import examples
 
 # The look-alikes an attack had ranked #1 after banned.jpg and café.jpg were deleted (NFKC takes the fullwidth ones)
+AT = datetime(2026, 11, 23, tzinfo=UTC)  # when the views are recorded
 ATTACK = [
     ("b\u0430nned.jpg", "banned.jpg"),  # Cyrillic a
     ("banned\uff0ejpg", "banned.jpg"),  # fullwidth full stop
@@ -93,7 +95,7 @@ def test_no_accepted_id_shares_a_skeleton_with_a_deleted_one(data, deleted, limi
     accepted = []
     for candidate in candidates:
         try:
-            accepted.append(accept(Admission(admit), "day", [candidate]).item_ids[0])
+            accepted.append(accept(Admission(admit), "day", [candidate], at=AT).item_ids[0])
         except LookAlike:
             event("a look-alike refused")
             # Then a look-alike is refused only for what it imitates (never the deleted id itself: that one is denied)

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,7 +29,6 @@ from shardboard.domain.publishing.head import Head
 from shardboard.domain.reading.pages import NotRanked, around, leaderboard_page
 from shardboard.domain.reading.percentiles import head_entries, head_ranks, percentile
 from shardboard.domain.reading.ranks import lookup_ranks
-from shardboard.services import snapshots as snapshot_module
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
@@ -79,27 +75,20 @@ class World:
         board = self.config.board
         return [PeriodKey(board, ALL, ALL), PeriodKey(board, DAY, bucket_of(DAY, self.moment))]
 
-    @contextmanager
-    def on_the_clock(self) -> Iterator[None]:
-        """A takedown's own gathers stamp the head with the virtual time, as the job's runs do."""
-        with mock.patch.object(snapshot_module, "iso_now", self.now):
-            yield
-
     def step(self, action: str, value: int) -> None:
         item = item_of(value)
-        with self.on_the_clock():
-            if action == "view":
-                self.design.view(item)
-                self.seen.add(item)
-                self.design.settle()
-            elif action == "drain":
-                self.design.settle(final=True)
-            elif action == "snapshot":
-                self.clock.advance(value)
-                dropped = self.catalog.hidden() | self.catalog.denied()
-                refresh_changed(self.design.board, self.config, self.now(), always=self.periods(), hidden=dropped)
-            else:
-                self.take_down(action, item)
+        if action == "view":
+            self.design.view(item)
+            self.seen.add(item)
+            self.design.settle()
+        elif action == "drain":
+            self.design.settle(final=True)
+        elif action == "snapshot":
+            self.clock.advance(value)
+            dropped = self.catalog.hidden() | self.catalog.denied()
+            refresh_changed(self.design.board, self.config, self.now(), always=self.periods(), hidden=dropped)
+        else:
+            self.take_down(action, item)
 
     def take_down(self, action: str, item: str) -> None:
         operation = {"hide": hide, "unhide": unhide, "delete": delete}[action]

@@ -254,9 +254,33 @@ def test_the_audit_rows_say_who_and_why():
     world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
     world.design.view("a")
     world.design.settle(final=True)
-    hide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/ed", reason="spam")
-    again = hide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/ed", reason="again")
-    unhide(world.catalog, world.design.board, world.config, "a", by="arn:aws:iam::1:user/al", reason="appeal")
+    hide(
+        world.catalog,
+        world.design.board,
+        world.config,
+        "a",
+        by="arn:aws:iam::1:user/ed",
+        reason="spam",
+        at=world.moment,
+    )
+    again = hide(
+        world.catalog,
+        world.design.board,
+        world.config,
+        "a",
+        by="arn:aws:iam::1:user/ed",
+        reason="again",
+        at=world.moment,
+    )
+    unhide(
+        world.catalog,
+        world.design.board,
+        world.config,
+        "a",
+        by="arn:aws:iam::1:user/al",
+        reason="appeal",
+        at=world.moment,
+    )
     rows = world.catalog.audit_rows("a")
     assert [(r["op"]["S"], r["by"]["S"], r["reason"]["S"]) for r in rows] == [
         ("hide", "arn:aws:iam::1:user/ed", "spam"),

@@ -27,6 +27,7 @@ from shardboard.adapters.keys import (
     threshold_pk,
 )
 from shardboard.domain.boards import MAX_REGISTERED_AT_ONCE
+from shardboard.domain.clock import Clock
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard.domain.writing.dynamic_sharding import retry_delay
 
@@ -49,7 +50,7 @@ class BoardRegistryStore:
         shards_table: str,
         board_table: str,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -106,7 +107,7 @@ class BoardRegistryStore:
     def _registration(self, names: Sequence[str], limit: int | None) -> list[dict[str, Any]]:
         """The transaction: each board's item, created only if absent, and the count, conditioned on its room."""
         origin = "view" if limit is not None else "existing"
-        now = int(self.clock())
+        now = int(self.clock().timestamp())  # when the board was registered
         items: list[dict[str, Any]] = [
             {
                 "Update": {

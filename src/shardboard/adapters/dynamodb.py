@@ -160,6 +160,7 @@ def parallel_scan(  # noqa: PLR0917 - callers name the scan by position, the dea
             kwargs["ProjectionExpression"] = projection
             kwargs["ExpressionAttributeNames"] = dict(names or {})
         while True:
+            # A duration (the caller's remaining time), not a time of day: monotonic, not the clock
             if deadline is not None and time.monotonic() > deadline:
                 raise ScanDeadline(f"scan of {table} not finished by its deadline")
             response = client.scan(**kwargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -68,9 +68,10 @@ def read_published(client: Any, board_table: str) -> Lookup:
     return Lookup(Published(variables, at, by))
 
 
-def publish(client: Any, board_table: str, variables: Mapping[str, str], by: str) -> Published:
-    """Replace the published settings with ``variables`` (one PutItem: a deploy or a re-run of init wins whole)."""
-    at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def publish(client: Any, board_table: str, variables: Mapping[str, str], by: str, *, when: datetime) -> Published:
+    """Replace the published settings with ``variables`` (one PutItem: a deploy or a re-run of init wins whole),
+    stamped ``when`` (the caller's clock)."""
+    at = when.isoformat(timespec="seconds").replace("+00:00", "Z")
     client.put_item(
         TableName=board_table,
         Item={

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -45,6 +44,7 @@ from shardboard.adapters.keys import (
 )
 from shardboard.domain.aggregating.countable import board_of
 from shardboard.domain.boards import GLOBAL_BOARD, is_reserved
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, Allowance, CounterSet, Throttled, ThrottleScope
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
@@ -92,16 +92,22 @@ class ViewStore:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         anchor: str = DAY,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
         self.table = table
         self.anchor = anchor  # the period kind base counters are keyed by (Settings.anchor)
+        self.clock = clock  # what names the current bucket for a call that names none (the container's)
         self.sleep = sleep
         self.rng = rng or random.Random()
 
     def bucket(self, bucket: str | None = None) -> str:
-        """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
-        return bucket or bucket_of(self.anchor, datetime.now(UTC))
+        """``bucket``, or the current anchor bucket (the store's clock) where a view recorded now is counted."""
+        if bucket:
+            return bucket
+        if self.clock is None:
+            raise ValueError("name the counters' bucket: this store was given no clock to tell the current one")
+        return bucket_of(self.anchor, self.clock())
 
     def add_view(
         self, item_id: str, shard: int, count: int = 1, bucket: str | None = None, boards: Sequence[str] = ()

@@ -202,7 +202,7 @@ class BoardGate:
         registry: BoardRegistry,
         *,
         refused_ttl: float = REFUSED_TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
         self.policy = policy
         self.registry = registry

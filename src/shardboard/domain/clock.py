@@ -1,7 +1,7 @@
 """What "now" is, as a value handed in: the composition roots (the functions' wiring, the CLI's runtime, the library)
 give every use case one clock, and a test gives them a fixed one, so no result depends on the minute it runs.
 
-The domain reads no wall clock of its own through this module: the system clock is the services' (stores.py).
+The domain reads no wall clock: the system clock is the services' (services/clock.py).
 """
 
 from __future__ import annotations
@@ -26,3 +26,13 @@ class FixedClock:
 
     def __call__(self) -> datetime:
         return self.at
+
+
+@dataclass(frozen=True)
+class EpochSeconds:
+    """A clock read as epoch seconds, for what compares plain numbers (a shard router's TTLs and ``last_updated``)."""
+
+    clock: Clock
+
+    def now(self) -> float:
+        return self.clock().timestamp()

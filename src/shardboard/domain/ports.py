@@ -738,7 +738,7 @@ class CounterReads(Protocol):
     """The base table's counters read back: the truth `verify`, `rebuild` and the tests check the boards against."""
 
     def bucket(self, bucket: str | None = None) -> str:
-        """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
+        """``bucket``, or the current anchor bucket (the store's clock) where a view recorded now is counted."""
         ...
 
     def item_total(self, item_id: str, write_shards: int, bucket: str | None = None) -> int:

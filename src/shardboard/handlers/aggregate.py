@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shardboard.domain.aggregating.window import AggregationWindow
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
-from shardboard.handlers.wiring import board_store, denied_ids, settings
+from shardboard.handlers.wiring import board_store, denied_ids, epoch_seconds, settings
 from shardboard.services.aggregating import AppliedBatch, StreamAggregator, apply_stream_batch
 
 
@@ -30,7 +30,7 @@ class RecordNotApplied(RuntimeError):
     """A record of an item whose write failed this batch (the item's error is its cause): reported for retry."""
 
 
-aggregator = StreamAggregator(board_store, settings, denied_ids)
+aggregator = StreamAggregator(board_store, settings, denied_ids, epoch_seconds)
 
 
 def aggregate(event: dict[str, Any], worker: StreamAggregator, context: Any = None) -> dict[str, Any]:

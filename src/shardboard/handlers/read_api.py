@@ -210,7 +210,7 @@ def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not M
 @tracer.capture_method
 def get_boards() -> Response[BoardList | None]:
     metrics.add_metric(name="BoardListReads", unit=MetricUnit.Count, value=1)
-    now = time.monotonic()
+    now = time.monotonic()  # the cached list's age in this container, not a time of day
     held = _listed.get(settings().board_table)
     if held is None or now - held[0] >= settings().refresh_seconds:
         held = (now, listing.boards(board_store(), settings(), versioned_script_url()))

@@ -48,6 +48,7 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     # Window and trending sums the indexes could not prove, counted from a scan of the board table (exact, costly).
     metrics.add_metric(name="SumScans", unit=MetricUnit.Count, value=run.scans)
     unproven = sorted(period for period, result in run.results.items() if not result.proven)
+    # The Lambda's remaining time, a duration: monotonic, not the clock
     deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
     # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
     repair = Repair([], unproven, "the repair failed: see the function's error")

@@ -32,7 +32,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, str]:
     table = str(properties.get("Table", ""))
     try:
         if event["RequestType"] in {"Create", "Update"}:
-            publish(container().dynamodb, table, published(properties.get("Settings", {})), PUBLISHED_BY)
+            stores = container()
+            publish(
+                stores.dynamodb, table, published(properties.get("Settings", {})), PUBLISHED_BY, when=stores.clock()
+            )
             logger.info("stack settings published", extra={"table": table})
     except Exception as error:  # CloudFormation must hear back whatever went wrong, or the deploy hangs
         status, reason = "FAILED", f"{type(error).__name__}: {error}"

@@ -47,6 +47,11 @@ def clock() -> Clock:
     return container().clock
 
 
+def epoch_seconds() -> float:
+    """The container's clock as epoch seconds (what the aggregator stamps its period marks with)."""
+    return container().clock().timestamp()
+
+
 def client() -> Any:
     return container().dynamodb
 

@@ -7,7 +7,6 @@ they return, feeds back what the table answered, and owns the thread pools. docs
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -344,7 +343,7 @@ class StreamAggregator:
     board: Callable[[], AggregatorBoard]
     settings: Callable[[], Settings]
     denied: Denied
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float]  # epoch seconds: the composition root's clock (virtual time in the benchmark)
     last: AppliedBatch | None = None
 
 

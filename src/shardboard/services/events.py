@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from shardboard.domain.periods import kind_of, parse_time
@@ -103,6 +103,6 @@ class Announcer:
         return len(unique)
 
 
-def moment(now: str | None) -> datetime:
-    """The run's time: ``now`` (ISO-8601, as the snapshot job takes it) or the clock."""
-    return parse_time(now) if now else datetime.now(UTC)
+def moment(now: str) -> datetime:
+    """The run's time: ``now``, ISO-8601 as the snapshot job takes it (from the composition root's clock)."""
+    return parse_time(now)

@@ -57,12 +57,12 @@ def put(
     edits: ItemEdits, item_id: str, document: str | dict[str, Any], at: datetime | None = None
 ) -> tuple[ItemRecord, list[PeriodKey]]:
     """Create the item with ``document`` (a JSON object, or its JSON text), or replace its document (created_at is
-    kept), then patch it into every head that carries the old one: the record and the periods patched. Bad input
-    raises BadInput and writes nothing."""
+    kept), then patch it into every head that carries the old one (``at``: the put's time; None: the clock's): the
+    record and the periods patched. Bad input raises BadInput and writes nothing."""
     checked = validation.item_id(item_id)
     meta = items.meta_text(document) if isinstance(document, str) else items.meta(document)
     lookalike.refuse_put_of_look_alike(edits.items, checked)
-    return republish.put_item(edits.items, edits.board, edits.settings, checked, meta, at)
+    return republish.put_item(edits.items, edits.board, edits.settings, checked, meta, at or edits.clock())
 
 
 def hide(edits: ItemEdits, item_id: str, *, by: str, reason: str | None = None) -> takedown.Takedown:

@@ -75,11 +75,9 @@ class Top:
 Moment = datetime | str | None
 
 
-def period_named(
-    settings: Settings, board: str | None, period: str | None, at: Moment, *, now: datetime | None = None
-) -> PeriodKey:
+def period_named(settings: Settings, board: str | None, period: str | None, at: Moment, *, now: datetime) -> PeriodKey:
     """The period that ``board`` (None or empty: the global board), ``period`` (``all`` or a configured kind) and
-    ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: ``now``, else the wall clock) name."""
+    ``at`` (a datetime, naive meaning UTC, or an ISO-8601 string; None or empty: ``now``, the caller's clock) name."""
     name = validation.board_name(board or settings.board)
     kind = validation.period_kind(period or "", settings.policy.periods.kinds)
     if not (at is None or isinstance(at, (str, datetime))):

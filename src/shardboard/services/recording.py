@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from shardboard.domain import validation
@@ -124,14 +124,15 @@ def accept(
     *,
     boards: object = (),
     viewer: object = None,
-    at: datetime | None = None,
+    at: datetime,
     user_agent: object = None,
 ) -> Accepted:
     """Check a request of ``count`` views of each of ``item_ids`` on the global board and ``boards``, recorded ``at``
-    (None: now; ``anchor``: the finest period, which names the counters' bucket): the input's rules (BadInput), then
-    RequireItems for every id (UnknownItem), then the Boards policy (BoardNotAllowed; a new board it allows is
-    registered). Nothing is written when any of them refuses. A ``user_agent`` of a known crawler moves the views
-    to the reserved boards (``bots``, ``bots:<board>``): no public board counts them, no board is registered."""
+    (the request's time; ``anchor``: the finest period, which names the counters' bucket): the input's rules
+    (BadInput), then RequireItems for every id (UnknownItem), then the Boards policy (BoardNotAllowed; a new board
+    it allows is registered). Nothing is written when any of them refuses. A ``user_agent`` of a known crawler
+    moves the views to the reserved boards (``bots``, ``bots:<board>``): no public board counts them, no board is
+    registered."""
     ids = tuple(validation.item_id(item_id) for item_id in item_ids)
     views = validation.view_count(count)
     who = validation.viewer(viewer)
@@ -144,7 +145,7 @@ def accept(
         names = bot_boards(names)
     elif admission.gate is not None:
         names = admission.gate.admit(names)
-    return Accepted(ids, views, who, Where(bucket_of(anchor, at or datetime.now(UTC)), names))
+    return Accepted(ids, views, who, Where(bucket_of(anchor, at), names))
 
 
 def record(
@@ -171,6 +172,7 @@ def record(
     if not writes.settings.origin_allowed(origin):
         raise OriginNotAllowed(f"views sent from pages of {origin} are not taken by this stack (PublicViews)")
     agent = user_agent if user_agent is not None else browser.user_agent if browser is not None else None
+    now = writes.clock()
     accepted = accept(
         writes.admission,
         writes.settings.anchor,
@@ -179,14 +181,15 @@ def record(
         boards=boards,
         viewer=viewer,
         user_agent=agent,
-        at=writes.clock(),
+        at=now,
     )
     if accepted.viewer is None and accepted.count == 1 and browser is not None and writes.anonymous is not None:
         accepted = replace(accepted, viewer=writes.anonymous.viewer(browser.address, browser.user_agent))
     who = accepted.viewer
-    wanted = () if caller is None else allowances(writes.settings.rate_limits, caller.source_ip, who, accepted.count)
+    limits = writes.settings.rate_limits
+    wanted = () if caller is None else allowances(limits, caller.source_ip, who, accepted.count, at=now.timestamp())
     with within(writes.views, wanted):
-        recorded = _write(writes, accepted, accepted.item_ids[0], key)
+        recorded = _write(writes, accepted, accepted.item_ids[0], now, key)
     return Recording([recorded], answered_boards(writes.settings, accepted), who is not None)
 
 
@@ -201,6 +204,7 @@ def record_each(
 ) -> Recording:
     """Record ``count`` views of each of ``item_ids``, one counter write per id (in parallel). Every id passes every
     rule before the first write; a crawler's ``user_agent`` counts them on the reserved boards only."""
+    now = writes.clock()
     accepted = accept(
         writes.admission,
         writes.settings.anchor,
@@ -209,10 +213,10 @@ def record_each(
         boards=boards,
         viewer=viewer,
         user_agent=user_agent,
-        at=writes.clock(),
+        at=now,
     )
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_WRITES, len(accepted.item_ids)))) as pool:
-        recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id), accepted.item_ids))
+        recorded = list(pool.map(lambda item_id: _write(writes, accepted, item_id, now), accepted.item_ids))
     return Recording(recorded, answered_boards(writes.settings, accepted))
 
 
@@ -224,13 +228,13 @@ def answered_boards(settings: Settings, accepted: Accepted) -> list[str]:
     return names if any(is_reserved(name) for name in names) else [settings.board, *names]
 
 
-def _write(writes: ViewWrites, accepted: Accepted, item_id: str, key: str | None = None) -> Recorded:
-    """One id's counter write: a plain ``ADD``, a viewer's transaction, or a keyed one (the admission was
-    checked by :func:`accept`)."""
+def _write(writes: ViewWrites, accepted: Accepted, item_id: str, now: datetime, key: str | None = None) -> Recorded:
+    """One id's counter write at ``now`` (the request's time): a plain ``ADD``, a viewer's transaction, or a keyed
+    one (the admission was checked by :func:`accept`)."""
     settings, where, who = writes.settings, accepted.where, accepted.viewer
-    seen = None if who is None else Seen.of(who, settings.dedupe_window_seconds)
+    seen = None if who is None else Seen.of(who, settings.dedupe_window_seconds, now.timestamp())
     if key is not None:
-        keyed = KeyedRequest.of(key, fingerprint(item_id, accepted.count, where.boards, who))
+        keyed = KeyedRequest.of(key, fingerprint(item_id, accepted.count, where.boards, who), now.timestamp())
         return record_keyed_view(
             writes.views,
             item_id,

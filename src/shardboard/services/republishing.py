@@ -8,7 +8,7 @@ reason and its documents are due again (``META_REFRESH_SECONDS``), which a board
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from shardboard.domain.items.records import ItemRecord, iso_ms
@@ -28,13 +28,13 @@ def put_item(  # noqa: PLR0917 - the stores, the settings and the put
     settings: Settings,
     item_id: str,
     meta: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> tuple[ItemRecord, list[PeriodKey]]:
     """Create the item or replace its document (``meta``: compact JSON, checked by ``records.meta``), then give every
-    head that carries its document the new one: the record and the periods whose heads were patched."""
-    moment = at or datetime.now(UTC)
-    record = catalog.put(item_id, meta, iso_ms(moment))
-    return record, republish(board, settings, record, moment)
+    head that carries its document the new one (``at``: the put's time): the record and the periods whose heads were
+    patched."""
+    record = catalog.put(item_id, meta, iso_ms(at))
+    return record, republish(board, settings, record, at)
 
 
 def republish(board: RepublishingBoard, settings: Settings, record: ItemRecord, moment: datetime) -> list[PeriodKey]:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from shardboard.domain.clock import Clock
 from shardboard.domain.ports import AggregateReads, ShardMetadataStore
 from shardboard.domain.writing.dynamic_sharding import ReviewOutcome, review_all
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -20,10 +21,11 @@ class ShardReview:
     shards: ShardMetadataStore
     board: AggregateReads
     settings: Settings
+    clock: Clock = system_clock  # the time a review compares ``last_updated`` with
 
     @classmethod
     def of(cls, stores: Container) -> ShardReview:
-        return cls(stores.shard_metadata, stores.board, stores.settings)
+        return cls(stores.shard_metadata, stores.board, stores.settings, stores.clock)
 
 
 def review(stores: ShardReview, now: int | None = None, *, even_when_off: bool = False) -> list[ReviewOutcome]:
@@ -33,5 +35,5 @@ def review(stores: ShardReview, now: int | None = None, *, even_when_off: bool =
     policy = stores.settings.shard_policy
     if not (policy.enabled or even_when_off):
         return []
-    moment = int(time.time()) if now is None else now
+    moment = int(stores.clock().timestamp()) if now is None else now
     return review_all(stores.shards, stores.board.aggregate_views, moment, policy)

@@ -9,17 +9,17 @@ round's shard Queries in parallel.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
 from shardboard.adapters.board_counts import stored_counts
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.taken_down import Dropped, TakenDown, dropped_among
 from shardboard.domain.periods import ALL, HOUR, PeriodError, kind_of, next_bucket, parse_time, previous_bucket
 from shardboard.domain.ports import (
@@ -49,6 +49,7 @@ from shardboard.domain.publishing.sums import Carry, Part, Summed, same, sum_top
 from shardboard.domain.sharding import period_shard_value
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import Window, is_window, summed_by_windows, window_bucket
+from shardboard.services.clock import system_clock
 from shardboard.services.counts import period_counts, recent_views
 from shardboard.services.events import Announcer, moment
 from shardboard.services.stores import Container
@@ -78,10 +79,6 @@ class SnapshotBoard(GatherSource, BoardScans, Snapshots, RankCheckpoints, Ranked
 
 class RefreshingBoard(SnapshotBoard, PeriodLedger, Protocol):
     """The snapshot job's board table: a snapshot's roles and the ledger of the periods that changed."""
-
-
-def iso_now() -> str:
-    return iso_millis(datetime.now(UTC))
 
 
 def iso_millis(at: datetime) -> str:
@@ -298,13 +295,15 @@ def take_snapshot(
     hidden: Dropped = frozenset(),
     *,
     catalog: ItemCatalog | None = None,
+    clock: Clock = system_clock,
 ) -> SnapshotResult:
     """Gather the exact top N+R visible items of one period (the global board's all time by default); write the
     snapshot item (top N in ``items``, the R spares in ``spare``) only when its content changed. With the items
-    ``catalog``, the head carries its first entries' metadata. When due, also write a new ranked version."""
+    ``catalog``, the head carries its first entries' metadata. When due, also write a new ranked version. ``now``
+    (ISO-8601): the run's time; None: ``clock``'s."""
     policy = settings.policy
     period = period or PeriodKey(settings.board, ALL, ALL)
-    now = now or iso_now()
+    now = now or iso_millis(clock())
     if is_window(period.kind):
         return take_window_snapshot(board, settings, now, period, hidden, catalog=catalog)
     previous = board.get_snapshot(period, consistent=True)
@@ -565,14 +564,17 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
     *,
     catalog: ItemCatalog | None = None,
     announcer: Announcer | None = None,
+    clock: Clock = system_clock,
 ) -> RefreshRun:
     """Refresh every period whose counts changed since its last refresh (and ``always``), in parallel.
 
     A period is marked refreshed up to the change count read *before* its gather, so a change counted during the
     gather leaves it dirty for the next run: nothing is missed, at worst refreshed twice. With an ``announcer``, a
     period's events are published after its head write and before its mark: a failed publish leaves it dirty, and
-    the next run publishes them again.
+    the next run publishes them again. ``now`` (ISO-8601): the run's time, None: ``clock``'s; the ledger's refresh
+    and failure times are ``clock``'s.
     """
+    now = now or iso_millis(clock())
     stamps = {status.period: status.changes for status in board.changed_periods()}
     for period in always:
         stamps.setdefault(period, -1)
@@ -598,7 +600,7 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
                 failures[after] = error
                 return done
         if stamps[period] >= 0:
-            board.mark_refreshed(period, stamps[period], int(time.time()))
+            board.mark_refreshed(period, stamps[period], int(clock().timestamp()))
         return done
 
     def run(periods: Iterable[PeriodKey]) -> None:
@@ -623,16 +625,15 @@ def refresh_changed(  # noqa: PLR0917 - the job's inputs, each with a default
         stamps.setdefault(period, -1)
     run(period for period in stamps if is_window(period.kind))
     marked = {period for period, changes in stamps.items() if changes >= 0}
-    return RefreshRun(results, failures, record_failures(board, failures, marked))
+    return RefreshRun(results, failures, record_failures(board, failures, marked, int(clock().timestamp())))
 
 
 def record_failures(
-    board: PeriodLedger, failures: Mapping[PeriodKey, BaseException], marked: Collection[PeriodKey]
+    board: PeriodLedger, failures: Mapping[PeriodKey, BaseException], marked: Collection[PeriodKey], at: int
 ) -> dict[PeriodKey, int]:
     """Each failed period's refreshes failed in a row, as its ledger counts them (its ``mark_refreshed`` ends the
     count). Only periods the ledger marked keep a count (a window or a period refreshed ``always`` has no mark to
-    end it: it counts once); a ledger write that fails too counts the period once."""
-    at = int(time.time())
+    end it: it counts once); a ledger write that fails too counts the period once. ``at``: epoch seconds."""
     failing: dict[PeriodKey, int] = {}
     for period in sorted(failures):
         failing[period] = 1
@@ -711,7 +712,14 @@ def refresh_snapshots(stores: Container, now: str | None = None, dropped: Droppe
     everything = PeriodKey(settings.board, ALL, ALL)
     announcer = stores.announcer
     run = refresh_changed(
-        stores.board, settings, now, always=[everything], hidden=dropped, catalog=stores.items, announcer=announcer
+        stores.board,
+        settings,
+        now,
+        always=[everything],
+        hidden=dropped,
+        catalog=stores.items,
+        announcer=announcer,
+        clock=stores.clock,
     )
     if announcer is not None:  # after the refreshes: a period's last changes come before its closed event
         announcer.close_ended(stores.board, moment(now))

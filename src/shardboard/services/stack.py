@@ -7,6 +7,8 @@ from collections.abc import Collection
 from typing import Any
 
 from shardboard.adapters.stack_config import Lookup, Published, publish, read_published
+from shardboard.domain.clock import Clock
+from shardboard.services.clock import system_clock
 from shardboard.settings import Settings
 
 __all__ = ["Lookup", "Published", "publish_settings", "published_settings"]
@@ -21,6 +23,7 @@ def published_settings(client: Any, defaults: Settings, keep: Collection[str] = 
     return defaults.with_published(lookup.published.variables, keep=keep), lookup
 
 
-def publish_settings(client: Any, settings: Settings, by: str) -> Published:
-    """Publish ``settings`` as the stack's own (one PutItem: a deploy or a re-run of init wins whole)."""
-    return publish(client, settings.board_table, settings.published_variables(), by)
+def publish_settings(client: Any, settings: Settings, by: str, clock: Clock = system_clock) -> Published:
+    """Publish ``settings`` as the stack's own (one PutItem: a deploy or a re-run of init wins whole), stamped with
+    ``clock``'s time."""
+    return publish(client, settings.board_table, settings.published_variables(), by, when=clock())

@@ -16,7 +16,7 @@ from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import DailyKeyStore, ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.domain.boards import BoardGate
-from shardboard.domain.clock import Clock
+from shardboard.domain.clock import Clock, EpochSeconds
 from shardboard.domain.items.lookalike import LookAlikeCheck
 from shardboard.domain.items.records import DELETED, SKELETONS, DenyCheck, ItemAdmission, admit_all
 from shardboard.domain.items.taken_down import TakenDown
@@ -47,7 +47,7 @@ class Container:
 
     @cached_property
     def views(self) -> ViewStore:
-        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor)
+        return ViewStore(self.dynamodb, self.settings.views_table, anchor=self.settings.anchor, clock=self.clock)
 
     @cached_property
     def board(self) -> BoardStore:
@@ -89,14 +89,16 @@ class Container:
     @cached_property
     def boards(self) -> BoardGate:
         """The Boards policy with its registry (the shards table); the boards it saw registered live as long as it."""
-        registry = BoardRegistryStore(self.dynamodb, self.settings.shards_table, self.settings.board_table)
+        registry = BoardRegistryStore(
+            self.dynamodb, self.settings.shards_table, self.settings.board_table, clock=self.clock
+        )
         return BoardGate(self.settings.board_policy, registry)
 
     @cached_property
     def router(self) -> ShardRouter | None:
         """The writers' shard-count cache (dynamic sharding), or None when it is off."""
         policy = self.settings.shard_policy
-        return ShardRouter(self.shard_metadata, policy) if policy.enabled else None
+        return ShardRouter(self.shard_metadata, policy, EpochSeconds(self.clock)) if policy.enabled else None
 
     @cached_property
     def anonymous(self) -> AnonymousViewers | None:

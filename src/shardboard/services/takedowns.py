@@ -14,11 +14,10 @@ aggregator honour) and the same head patch, the item's aggregates and past entri
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from shardboard.domain.items.records import DELETED, HIDDEN, DeletedItem, iso_ms
@@ -177,7 +176,7 @@ class Operation(Protocol):
         *,
         by: str,
         reason: str,
-        at: datetime | None = None,
+        at: datetime,
     ) -> Takedown: ...
 
 
@@ -189,18 +188,18 @@ def hide(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Takedown:
     """Hide the item: status, audit row and hidden marker in one transaction, then patch every head that holds it
-    (``at``: the time whose periods are current, now by default). A deleted item raises DeletedItem."""
+    (``at``: the time whose periods are current, the caller's clock). A deleted item raises DeletedItem."""
     refuse_deleted(catalog, item_id)
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
     moment, now = _now(at)
     changed = catalog.set_hidden(item_id, True, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide")
-    _mark(board, settings, patched + refreshed)
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide", now)
+    _mark(board, settings, patched + refreshed, moment)
     return Takedown(item_id, True, changed, patched, refreshed)
 
 
@@ -212,7 +211,7 @@ def delete(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Deletion:
     """Delete the item: tombstone, audit row and deny marker in one transaction, then the hide's head patch, then its
     aggregates and past entries erased on every board. A repeat writes no second tombstone but runs the sweep
@@ -227,12 +226,12 @@ def delete(
     moment, now = _now(at)
     changed = catalog.set_deleted(item_id, by, reason, now)
     periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete")
+    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete", now)
     erased = sum(
         board.erase(name, item_id, [period for period in periods if period.board == name])
         for name in dict.fromkeys(period.board for period in periods)
     )
-    _mark(board, settings, patched + refreshed)
+    _mark(board, settings, patched + refreshed, moment)
     return Deletion(item_id, True, changed, patched, refreshed, erased)
 
 
@@ -244,7 +243,7 @@ def unhide(
     *,
     by: str,
     reason: str,
-    at: datetime | None = None,
+    at: datetime,
 ) -> Takedown:
     """Unhide the item: the transaction reversed, then every existing head of its periods gathered again. Like a
     hide, a repeat (or an unhide of an item that was never hidden) changes nothing but checks the heads again, so an
@@ -264,7 +263,7 @@ def unhide(
         return "refreshed"
 
     refreshed = [period for period, outcome in for_each_period(periods, refresh) if outcome == "refreshed"]
-    _mark(board, settings, refreshed)
+    _mark(board, settings, refreshed, moment)
     return Takedown(item_id, False, changed, [], refreshed)
 
 
@@ -296,13 +295,16 @@ def _take_off(  # noqa: PLR0917 - one takedown's inputs
     periods: Sequence[PeriodKey],
     item_id: str,
     kind: str,
+    now: str,
 ) -> tuple[list[PeriodKey], list[PeriodKey]]:
-    """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete"): the heads patched and those
-    gathered again."""
+    """Drop the item from every head of ``periods`` (``kind``: "hide" or "delete") at ``now`` (the takedown's time,
+    which stamps a head gathered again): the heads patched and those gathered again."""
     # The markers are read eventually consistently: the item itself is dropped whatever the read returns. Gathers
     # drop deleted ids too.
     hidden = TakenDown.read(catalog).including(item_id)
-    outcomes = for_each_period(periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind))
+    outcomes = for_each_period(
+        periods, lambda period: _patch(board, catalog, settings, period, item_id, hidden, kind, now)
+    )
     patched = [period for period, outcome in outcomes if outcome == "patched"]
     refreshed = [period for period, outcome in outcomes if outcome == "refreshed"]
     return patched, refreshed
@@ -316,18 +318,19 @@ def _patch(  # noqa: PLR0917 - one head's inputs
     item_id: str,
     hidden: TakenDown,
     kind: str,
+    now: str,
 ) -> str:
     """Drop the item from one head and its ranked version: "absent" (in neither), "patched", or "refreshed" (too
     few left in the head, or the job kept winning the race: gathered again, with the item hidden)."""
     for _ in range(PATCH_ATTEMPTS):
         outcome = _patch_once(board, settings, period, item_id, kind)
         if outcome == "short":
-            take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+            take_snapshot(board, settings, now, period, hidden, catalog=catalog)
             return "refreshed"
         if outcome is not None:
             return outcome
     # The gather drops the item from the head; a ranked version it did not rewrite still needs the event.
-    take_snapshot(board, settings, None, period, hidden, catalog=catalog)
+    take_snapshot(board, settings, now, period, hidden, catalog=catalog)
     _patch_once(board, settings, period, item_id, kind)
     return "refreshed"
 
@@ -360,11 +363,12 @@ def _record_unhide(board: RankedHeads, period: PeriodKey, item_id: str) -> None:
             return
 
 
-def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey]) -> None:
-    """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals)."""
+def _mark(board: PeriodLedger, settings: Settings, periods: Sequence[PeriodKey], moment: datetime) -> None:
+    """The next snapshot run re-gathers these periods (a run that read the markers before the hide heals); they
+    changed at ``moment``, the takedown's time."""
     if periods:
         expiry = {p: settings.policy.periods.expires(p) for p in periods}
-        board.mark_changed(list(periods), int(time.time()), expiry)
+        board.mark_changed(list(periods), int(moment.timestamp()), expiry)
 
 
 def for_each_period(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], str]) -> list[tuple[PeriodKey, str]]:
@@ -375,6 +379,5 @@ def for_each_period(periods: Sequence[PeriodKey], work: Callable[[PeriodKey], st
         return list(zip(periods, pool.map(work, periods), strict=True))
 
 
-def _now(at: datetime | None) -> tuple[datetime, str]:
-    moment = at or datetime.now(UTC)
-    return moment, iso_ms(moment)
+def _now(at: datetime) -> tuple[datetime, str]:
+    return at, iso_ms(at)

@@ -168,7 +168,10 @@ class ShardboardBoardsDesign:
         sent_before, received_before = self.announcer.sent, len(self.events.events)
         now = iso(from_epoch(self.workload.start.timestamp() + at))
         everything = PeriodKey(self.settings.board, ALL, ALL)
-        run = refresh_changed(self.design.board, self.settings, now=now, always=[everything], announcer=self.announcer)
+        clock = self.design.virtual_clock()
+        run = refresh_changed(
+            self.design.board, self.settings, now=now, always=[everything], announcer=self.announcer, clock=clock
+        )
         for period, refreshed in run.results.items():
             top_n = self.settings.top_n_of(period.board)
             key: BucketKey = (period.board, period.kind, period.bucket)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, cast
 
+from shardboard.domain.clock import Clock
 from shardboard.domain.items.taken_down import deleted_among
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
@@ -192,6 +193,10 @@ class ShardboardDesign:
             wait=False,
         )
 
+    def virtual_clock(self) -> Clock:
+        """The run's virtual time as the services' clock (the snapshot job's "now", its ledger's stamps)."""
+        return lambda: from_epoch(self._epoch())
+
     def _epoch(self) -> float:
         """The run's virtual time as a UTC time."""
         return self.start_epoch + self.emulator.clock.now()
@@ -272,7 +277,8 @@ class ShardboardDesign:
     def refresh(self) -> int:
         """The snapshot job: every changed period; items read are the all-time board's (the figure compared)."""
         everything = PeriodKey(self.settings.board, ALL, ALL)
-        run = refresh_changed(self.board, self.settings, now=iso(from_epoch(self._epoch())), always=[everything])
+        clock = self.virtual_clock()
+        run = refresh_changed(self.board, self.settings, now=iso(clock()), always=[everything], clock=clock)
         result = run.results[everything]
         self._top = [(item, views) for item, views in result.snapshot.items]
         return result.gathered.items_read

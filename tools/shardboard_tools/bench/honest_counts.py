@@ -162,7 +162,7 @@ class Run:
     def limited(self, view: View) -> Any:
         if self.name != PUBLIC:
             return nullcontext()
-        return within(self.views, allowances(self.workload.limits, view.ip, view.viewer, 1, view.at))
+        return within(self.views, allowances(self.workload.limits, view.ip, view.viewer, 1, at=view.at))
 
     def result(self, offered: list[View], truth: list[str]) -> dict[str, Any]:
         total = len(offered)

@@ -37,7 +37,7 @@ def init(ctx: click.Context) -> None:
     rt = runtime(ctx)
     with one_line_errors():
         created = create_tables(rt.dynamodb, rt.template)
-        publish_settings(rt.dynamodb, rt.settings, by="shardboard init")
+        publish_settings(rt.dynamodb, rt.settings, by="shardboard init", clock=rt.clock)
     for name in rt.template.create_table_requests().values():
         state = "created" if name["TableName"] in created else "exists"
         console.print(f"{name['TableName']}: {state}")
@@ -146,7 +146,7 @@ def snapshot(ctx: click.Context) -> None:
     rt = runtime(ctx)
     rt.export_to_handlers()
     with one_line_errors():
-        summary = rt.invoke(snapshot_handler.handler, scheduled_event())
+        summary = rt.invoke(snapshot_handler.handler, scheduled_event(rt.clock()))
     by_board: dict[str, list[dict[str, Any]]] = {}
     for one in summary["refreshed"]:
         by_board.setdefault(one["board"], []).append(one)

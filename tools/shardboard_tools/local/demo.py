@@ -10,6 +10,7 @@ import threading
 import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         if stored:
             tracker.snapshot(stored.items, visible_at)
 
-    scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed)
+    scheduler = Scheduler(snapshot.handler, options.refresh_seconds, on_result=refreshed, clock=rt.clock)
     load = LoadResult()
     with ExitStack() as stack:
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
@@ -140,7 +141,9 @@ def run_demo(rt: Runtime, options: DemoOptions, console: Console) -> DemoReport:
         scheduler.start()
         stack.callback(scheduler.stop)
         # The shrink review runs on its own schedule, as its own function does in the stack.
-        review = Scheduler(shard_review.handler, _review_seconds(rt), function_name="ShardReviewFunction")
+        review = Scheduler(
+            shard_review.handler, _review_seconds(rt), function_name="ShardReviewFunction", clock=rt.clock
+        )
         review.start()
         stack.callback(review.stop)
         web = (
@@ -193,8 +196,8 @@ class Shown:
     board: str
     kind: str
 
-    def period(self) -> PeriodKey:
-        return period_at(self.board, self.kind)
+    def period(self, now: datetime) -> PeriodKey:
+        return period_at(self.board, self.kind, now)
 
 
 def showcase(settings: Settings, category: str | None) -> list[Shown]:
@@ -216,7 +219,7 @@ def panels(rt: Runtime, shown: list[Shown]) -> list[Panel]:
     """The current snapshot of each leaderboard shown (a current period is resolved at the time of the call)."""
     found = []
     for one in shown:
-        period = one.period()
+        period = one.period(rt.clock())
         stored = rt.board.get_snapshot(period)
         title = kind_of(one.kind).pick(all_time=one.title, period=f"{one.title} {period.bucket}")
         found.append(Panel(title, leaderboard_json(stored) if stored else None))
@@ -237,7 +240,13 @@ def _load(
     spec, write_shards = options.load, rt.settings.write_shards
     if not options.live:
         return generate(
-            rt.views, spec, write_shards, on_view=tracker.view, show_progress=True, anchor=rt.settings.anchor
+            rt.views,
+            spec,
+            write_shards,
+            on_view=tracker.view,
+            show_progress=True,
+            anchor=rt.settings.anchor,
+            clock=rt.clock,
         )
     progress = {"views": 0}
     lag = StreamLag()
@@ -266,7 +275,13 @@ def _load(
     with Live(frame(), console=console, refresh_per_second=4, transient=False) as live:
         with LiveTicker(lambda: live.update(frame())):
             result = generate(
-                rt.views, spec, write_shards, on_view=counted, show_progress=False, anchor=rt.settings.anchor
+                rt.views,
+                spec,
+                write_shards,
+                on_view=counted,
+                show_progress=False,
+                anchor=rt.settings.anchor,
+                clock=rt.clock,
             )
         live.update(frame())
     return result

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from shardboard.adapters.views_table import ViewStore
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import DEFAULT_PERIODS, anchor_kind
 from shardboard.domain.writing.recording import Where, record_views
+from shardboard.services.clock import system_clock
 
 OnView = Callable[[str, float], None]
 # The category boards of the demo's items, busiest first, and the share of items in each.
@@ -129,9 +131,11 @@ def generate(
     show_progress: bool = True,
     stop: threading.Event | None = None,
     anchor: str = anchor_kind(DEFAULT_PERIODS),
+    clock: Clock = system_clock,
 ) -> LoadResult:
     """Record views per ``spec``, each on the global board and its item's category board, in the ``anchor`` bucket
-    (the deployment's finest period) of its time; ``on_view(item, t)`` is called after each write lands."""
+    (the deployment's finest period) of its time (``clock``'s); ``on_view(item, t)`` is called after each write
+    lands."""
     picker = ItemPicker(spec)
     pacer = _Pacer(spec.views_per_second)
     result = LoadResult()
@@ -150,7 +154,7 @@ def generate(
             item = picker.pick(rng)
             category = picker.categories[item]
             try:
-                where = Where.of(anchor, (category,) if category else ())
+                where = Where.of(anchor, (category,) if category else (), at=clock())
                 recorded = record_views(views, item, 1, write_shards, rng, where=where)
             except Exception:  # a failed write is counted, not retried: botocore already retried it
                 with lock:

@@ -6,9 +6,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from shardboard.domain.clock import Clock
+from shardboard.services.clock import system_clock
 from shardboard_tools.lambda_model.context import LocalContext, invoke
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -17,8 +19,9 @@ log = logging.getLogger(__name__)
 
 
 def scheduled_event(now: datetime | None = None, rule: str = "shardboard-local-refresh") -> dict[str, Any]:
-    """The event an EventBridge schedule sends (same shape as events/snapshot_scheduled.json)."""
-    moment = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The event an EventBridge schedule sends (same shape as events/snapshot_scheduled.json), at ``now`` (None:
+    the wall clock's; the function takes its own "now" from its container, the event's time is only logged)."""
+    moment = (now or system_clock()).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "version": "0",
         "id": "00000000-0000-0000-0000-000000000000",
@@ -45,11 +48,13 @@ class Scheduler:
         interval: float,
         on_result: Callable[[dict[str, Any], float], None] | None = None,
         function_name: str = "SnapshotFunction",
+        clock: Clock = system_clock,
     ) -> None:
         if interval <= 0:
             raise ValueError("a schedule's interval must be positive")
         self.handler = handler
         self.interval = interval
+        self.clock = clock  # the events' time (the runtime's); the interval is waited on the monotonic clock
         self.on_result = on_result
         self.function_name = function_name
         self.runs = 0
@@ -73,7 +78,7 @@ class Scheduler:
 
     def run_now(self) -> dict[str, Any]:
         """One invocation, as the schedule would make it; returns the handler's summary."""
-        event = scheduled_event(rule=f"shardboard-local-{self.function_name}")
+        event = scheduled_event(self.clock(), rule=f"shardboard-local-{self.function_name}")
         summary = dict(invoke(self.handler, event, LocalContext(function_name=self.function_name)))
         self.runs += 1
         if self.on_result:

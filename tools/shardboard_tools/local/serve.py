@@ -61,7 +61,13 @@ def serving(
         server = LocalApiServer(gateway, options.port, options.refresh_seconds)  # binds now: a taken port fails first
         stack.callback(server.stop)
         create_tables(rt.dynamodb, rt.template)
-        publish(rt.dynamodb, rt.settings.board_table, rt.settings.published_variables(), by="shardboard serve")
+        publish(
+            rt.dynamodb,
+            rt.settings.board_table,
+            rt.settings.published_variables(),
+            by="shardboard serve",
+            when=rt.clock(),
+        )
         rt.export_to_handlers(FileEvents(events_path(options)) if options.state_dir else None)
         runner = StreamRunner(
             rt.dynamodb,
@@ -73,8 +79,10 @@ def serving(
         )
         follower = threading.Thread(target=runner.run_forever, name="stream-runner", daemon=True)
         follower.start()
-        refresh = Scheduler(snapshot.handler, options.refresh_seconds).start()
-        review = Scheduler(shard_review.handler, float(review_every), function_name="ShardReviewFunction").start()
+        refresh = Scheduler(snapshot.handler, options.refresh_seconds, clock=rt.clock).start()
+        review = Scheduler(
+            shard_review.handler, float(review_every), function_name="ShardReviewFunction", clock=rt.clock
+        ).start()
         stack.callback(stop_pipeline, runner, follower, (refresh, review))
         try:
             yield server.start()

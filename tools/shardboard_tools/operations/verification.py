@@ -6,7 +6,6 @@ aggregator skips them) and are reported as leftovers, which do not make the repo
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -16,6 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.aggregating.countable import board_of, board_refusal, bucket_refusal, id_refusal
 from shardboard.domain.boards import GLOBAL_BOARD
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import ALL, HOUR, kind_of, parse_time, previous_bucket
 from shardboard.domain.ports import BoardScans, BoardState, CounterReads, PeriodKey, Snapshots, Thresholds
 from shardboard.domain.publishing.gather import Entry, top
@@ -23,6 +23,7 @@ from shardboard.domain.publishing.head import Head
 from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import window_bucket
+from shardboard.services.clock import system_clock
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 
@@ -160,7 +161,9 @@ def stored(board: BoardScans, settings: Settings) -> tuple[Counts, dict[PeriodKe
 def verify_stack(stores: Container) -> Report:
     """The operator's check of a whole stack (``shardboard verify``, the chaos run): every board and period, with
     the hidden and deleted ids read from its items table first."""
-    return verify(stores.views, stores.board, stores.settings, stores.items.hidden(), stores.items.denied())
+    return verify(
+        stores.views, stores.board, stores.settings, stores.items.hidden(), stores.items.denied(), clock=stores.clock
+    )
 
 
 def ranked_by(expected: Counts, period: PeriodKey, settings: Settings) -> dict[str, int]:
@@ -180,9 +183,11 @@ def verify(
     settings: Settings,
     hidden: frozenset[str] = frozenset(),
     deleted: frozenset[str] = frozenset(),
+    *,
+    clock: Clock = system_clock,
 ) -> Report:
     """The report; ``hidden``: the hidden ids (ItemCatalog.hidden), which no snapshot may show; ``deleted``: the
-    deleted ids (ItemCatalog.denied), which nothing may hold."""
+    deleted ids (ItemCatalog.denied), which nothing may hold; ``clock``: the stack's now (retention, heads' lag)."""
     expected, leftovers, uncountable = counted(views, settings, deleted)
     found, keyed = stored(board, settings)
     everything = PeriodKey(settings.board, ALL, ALL)
@@ -191,7 +196,7 @@ def verify(
     report.deleted_leftovers = leftovers
     report.uncountable = uncountable
     report.boards = len({p.board for p in expected})
-    now = time.time()
+    now = clock().timestamp()
     report.periods = len(expected)
     # Each period's item: its threshold and its head's refresh record (read whether or not the index is sparse).
     states = board.thresholds(sorted(expected.keys() | found.keys()))
@@ -234,7 +239,7 @@ def verify(
                     report.heads_behind.append(replace(lag, head=f"{period.board} {label}"))
             if period == everything:
                 report.snapshot_exact = exact
-    _check_windows(board, settings, expected, hidden, report)
+    _check_windows(board, settings, expected, hidden, report, at=datetime.fromtimestamp(now, UTC))
     report.counts_behind = bool(report.differences) and all(
         diff.found is None or diff.found < diff.expected for diff in report.differences
     )
@@ -281,11 +286,11 @@ def _expired(period: PeriodKey, settings: Settings, now: float) -> bool:
 
 
 def _check_windows(
-    board: CheckedBoard, settings: Settings, expected: Counts, hidden: frozenset[str], report: Report
+    board: CheckedBoard, settings: Settings, expected: Counts, hidden: frozenset[str], report: Report, *, at: datetime
 ) -> None:
     """Every window head of the current hour against the sum of its hours' true counts (a head from an earlier
-    hour, read until the job's first run of this hour, is not checked)."""
-    bucket = window_bucket(datetime.now(UTC))
+    hour, read until the job's first run of this hour, is not checked). ``at``: now."""
+    bucket = window_bucket(at)
     for name in sorted({period.board for period in expected}):
         for window in settings.policy.periods.windows:
             head = board.get_snapshot(PeriodKey(name, window.name, bucket))
@@ -300,6 +305,6 @@ def _check_windows(
             if list(head.items) != [(e.id, e.views) for e in best]:
                 report.snapshots_inexact.append(f"{name} {window.name}:{bucket}")
                 # A window's head has no period item of its own: its lag is its age.
-                lag = head_lag(head, best, {}, None, settings, time.time(), hidden)
+                lag = head_lag(head, best, {}, None, settings, at.timestamp(), hidden)
                 if lag is not None:
                     report.heads_behind.append(replace(lag, head=f"{name} {window.name}:{bucket}"))

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +211,10 @@ class Chaos:
 
     # -- traffic
     def _write(self, views: ViewStore, count: int, rng: random.Random) -> None:
-        settings, now = self.rt.settings, datetime.now(UTC)
+        settings, now = self.rt.settings, self.rt.clock()
         picks = rng.choices(self.names, self.weights, k=count)
         times = [pick_time(rng, now) for _ in picks]
-        wheres = [Where.of(settings.anchor, pick_boards(rng, self.plan.boards), at) for _, at in times]
+        wheres = [Where.of(settings.anchor, pick_boards(rng, self.plan.boards), at=at) for _, at in times]
         seeds = [rng.random() for _ in picks]
 
         def add(item: str, where: Where, seed: float) -> bool:
@@ -277,7 +277,7 @@ class Chaos:
         writer_faults = ClientFaults(
             writer, FaultRates(throttle_retried=0.01, timeout_retried=0.01), random.Random(rng.random())
         ).install()
-        views = ViewStore(writer, self.rt.settings.views_table)
+        views = ViewStore(writer, self.rt.settings.views_table, clock=self.rt.clock)
         done = threading.Event()
         side: list[threading.Thread] = []
 
@@ -339,20 +339,20 @@ class Chaos:
         time.sleep(rng.uniform(0.0, 0.5))  # into the round's traffic
         hidden = sorted(rt.items.hidden())
         if hidden and rng.random() < 0.5:
-            unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored")
+            unhide(rt.items, rt.board, rt.settings, rng.choice(hidden), by="chaos", reason="restored", at=rt.clock())
             self.report.takedowns["unhide"] += 1
         head = rt.board.get_snapshot(PeriodKey(rt.settings.board, ALL, ALL))
         pool = [item for item, _ in (head.items if head else ()) if item not in hidden] or self.names
         for item in rng.sample(pool, k=min(len(pool), rng.choice((1, 2)))):
             try:
-                hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown")
+                hide(rt.items, rt.board, rt.settings, item, by="chaos", reason="takedown", at=rt.clock())
             except NothingToTakeDown:  # a name no view has reached yet
                 continue
             self.report.takedowns["hide"] += 1
         # A delete races the faulty aggregator, rebuilds and redrives too: erased, later views refused.
         if rng.random() < self.plan.delete_chance:
             try:
-                delete(rt.items, rt.board, rt.settings, rng.choice(pool), by="chaos", reason="gdpr")
+                delete(rt.items, rt.board, rt.settings, rng.choice(pool), by="chaos", reason="gdpr", at=rt.clock())
             except NothingToTakeDown:
                 pass
             else:
@@ -364,7 +364,7 @@ class Chaos:
         from shardboard_tools.local.scheduler import scheduled_event
 
         try:
-            self.rt.invoke(snapshot.handler, scheduled_event())
+            self.rt.invoke(snapshot.handler, scheduled_event(self.rt.clock()))
         except (ClientError, BotoCoreError, Exception) as error:  # the next schedule refreshes it
             self.report.faults["snapshot_failed"] += 1
             self.say(f"  snapshot failed ({type(error).__name__}); the next schedule retries")

@@ -38,7 +38,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutErr
 from shardboard.adapters.keys import PK
 from shardboard.domain.aggregating.aggregation import BatchOutcome
 from shardboard.handlers import aggregate
-from shardboard.handlers.wiring import board_store, denied_ids, settings
+from shardboard.handlers.wiring import board_store, denied_ids, epoch_seconds, settings
 from shardboard.services.aggregating import StreamAggregator
 from shardboard_tools.lambda_model.context import LocalContext
 from shardboard_tools.lambda_model.records import split_by_partition_key
@@ -335,7 +335,7 @@ class Container:
     @classmethod
     def fresh(cls) -> Container:
         """Another container, for invocations that run at the same time as the main one's."""
-        worker = StreamAggregator(board_store, settings, denied_ids)
+        worker = StreamAggregator(board_store, settings, denied_ids, epoch_seconds)
 
         def handler(event: dict[str, Any], context: Any = None) -> Any:
             return aggregate.aggregate(event, worker, context)

@@ -88,7 +88,7 @@ class LookAlikeCheck:
         self,
         read: Callable[[], Container[str]],
         ttl: float = ADMIT_TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
         self._read = read
         self._ttl = ttl

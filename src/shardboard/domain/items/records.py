@@ -91,7 +91,7 @@ class ItemAdmission:
         exists: Callable[[str], bool],
         ttl: float = ADMIT_TTL_SECONDS,
         size: int = ADMIT_CACHE_SIZE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
         self._exists = exists
         self._ttl = ttl
@@ -127,7 +127,7 @@ class DenyCheck:
         self,
         read: Callable[[], Container[str]],
         ttl: float = ADMIT_TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
         self._read = read
         self._ttl = ttl

@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from shardboard.domain.periods import ALL, bucket_of, kind_of, parse_time, period_from_bucket
@@ -206,11 +206,9 @@ def _with_meta(entry: dict[str, Any], document: dict[str, Any] | None) -> dict[s
     return entry if document is None else {**entry, "meta": document}
 
 
-def period_at(
-    board: str, kind: str, moment: datetime | None = None, *, half_life: int = DEFAULT_HALF_LIFE_HOURS
-) -> PeriodKey:
-    """The period of ``kind`` containing ``moment`` (now by default) on ``board`` (``half_life``: trending's)."""
-    return PeriodKey(board, kind, bucket_of(kind, moment or datetime.now(UTC), half_life=half_life))
+def period_at(board: str, kind: str, moment: datetime, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> PeriodKey:
+    """The period of ``kind`` containing ``moment`` (the caller's clock) on ``board`` (``half_life``: trending's)."""
+    return PeriodKey(board, kind, bucket_of(kind, moment, half_life=half_life))
 
 
 def opening_head(period: PeriodKey, *, half_life: int = DEFAULT_HALF_LIFE_HOURS) -> Head:

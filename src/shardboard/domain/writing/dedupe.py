@@ -8,7 +8,6 @@ A viewer can count twice across a window boundary (once just before it, once jus
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -32,9 +31,9 @@ class Seen:
     token: str
 
     @classmethod
-    def of(cls, viewer: str, window_seconds: int, at: float | None = None, token: str | None = None) -> Seen:
-        now = time.time() if at is None else at
-        window = int(now // window_seconds)
+    def of(cls, viewer: str, window_seconds: int, at: float, token: str | None = None) -> Seen:
+        """A view of ``viewer`` at ``at`` (epoch seconds, the caller's clock) in its dedupe window."""
+        window = int(at // window_seconds)
         expires_at = (window + 1) * window_seconds + MARKER_GRACE_SECONDS
         return cls(viewer, window, expires_at, token or uuid.uuid4().hex)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import random
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -91,14 +90,10 @@ class ShardPolicy:
 
 
 class Clock(Protocol):
+    """Epoch seconds: ``last_updated`` is compared across writers, so it is the deployment's clock (``EpochSeconds``
+    of the one clock, services/stores.py), not monotonic; a scenario's virtual time in the tools."""
+
     def now(self) -> float: ...
-
-
-class WallClock:
-    """Epoch seconds: ``last_updated`` is compared across writers, so it must be wall time, not monotonic."""
-
-    def now(self) -> float:
-        return time.time()
 
 
 @dataclass
@@ -130,12 +125,12 @@ class WriterStats:
 class ShardRouter:
     """One writer's view of shard counts: a TTL cache of metadata plus the grow-on-throttle rule.
 
-    One per process (a Lambda container); thread-safe. ``clock`` and ``rng`` are injectable for virtual time.
+    One per process (a Lambda container); thread-safe. ``clock``: the composition root's (virtual time in a scenario).
     """
 
     store: ShardMetadataStore
     policy: ShardPolicy
-    clock: Clock = field(default_factory=WallClock)
+    clock: Clock
     rng: random.Random = field(default_factory=random.Random)
     stats: WriterStats = field(default_factory=WriterStats)
     on_change: Callable[[ShardMetadata], None] | None = None  # observers (the scenario's timeline)

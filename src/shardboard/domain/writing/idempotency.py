@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -79,8 +78,9 @@ class KeyedRequest:
     expires_at: int
 
     @classmethod
-    def of(cls, key: str, fingerprint: str, at: float | None = None) -> KeyedRequest:
-        now = int(time.time() if at is None else at)
+    def of(cls, key: str, fingerprint: str, at: float) -> KeyedRequest:
+        """The request's attempt at ``at`` (epoch seconds, the caller's clock)."""
+        now = int(at)
         return cls(key, fingerprint, now, now + IDEMPOTENCY_KEY_SECONDS)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -69,13 +68,12 @@ def ip_client(source_ip: str | None) -> str:
 
 
 def allowances(
-    limits: RateLimits, source_ip: str | None, viewer: str | None, views: int = 1, at: float | None = None
+    limits: RateLimits, source_ip: str | None, viewer: str | None, views: int = 1, *, at: float
 ) -> tuple[Allowance, ...]:
-    """The allowances a request of ``views`` views needs now: its IP's and, when it names one, its viewer's (only
-    the limits that are on). A request larger than a limit is bad input (400), not a 429: no window would ever
-    admit it, so a client told to retry later would retry for ever."""
-    now = time.time() if at is None else at
-    window = int(now // limits.window_seconds)
+    """The allowances a request of ``views`` views needs at ``at`` (epoch seconds, the caller's clock): its IP's
+    and, when it names one, its viewer's (only the limits that are on). A request larger than a limit is bad input
+    (400), not a 429: no window would ever admit it, so a client told to retry later would retry for ever."""
+    window = int(at // limits.window_seconds)
     end = (window + 1) * limits.window_seconds
     wanted = [(IP, ip_client(source_ip), limits.per_ip)]
     if viewer is not None:
@@ -84,7 +82,7 @@ def allowances(
         if 0 < limit < views:
             raise BadInput(f"count {views} is more than the {limit} views per {kind} per minute this API accepts")
     return tuple(
-        Allowance(kind, client, window, limit, views, end + ALLOWANCE_GRACE_SECONDS, max(1, math.ceil(end - now)))
+        Allowance(kind, client, window, limit, views, end + ALLOWANCE_GRACE_SECONDS, max(1, math.ceil(end - at)))
         for kind, client, limit in wanted
         if limit > 0
     )

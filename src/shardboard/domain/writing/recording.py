@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 from shardboard.domain import validation
@@ -49,11 +49,10 @@ class Where:
     boards: tuple[str, ...] = ()
 
     @classmethod
-    def of(
-        cls, anchor: str, boards: Sequence[str] = (), at: datetime | None = None, gate: BoardGate | None = None
-    ) -> Where:
-        """Where views recorded ``at`` (None: now) count; ``gate``: the stack's Boards policy (see allowed_boards)."""
-        return cls(bucket_of(anchor, at or datetime.now(UTC)), allowed_boards(list(boards), gate))
+    def of(cls, anchor: str, boards: Sequence[str] = (), *, at: datetime, gate: BoardGate | None = None) -> Where:
+        """Where views recorded ``at`` (the caller's clock) count; ``gate``: the stack's Boards policy (see
+        allowed_boards)."""
+        return cls(bucket_of(anchor, at), allowed_boards(list(boards), gate))
 
 
 def allowed_boards(value: object, gate: BoardGate | None) -> tuple[str, ...]:
