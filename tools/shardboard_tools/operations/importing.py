@@ -35,7 +35,7 @@ from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate
 from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
 from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterImports, Throttled
-from shardboard.domain.writing.dynamic_sharding import retry_delay
+from shardboard.domain.retrying import retry_delay
 
 # Import write shards: IMPORT_SHARD_BASE + (hash + probe) % IMPORT_SHARDS, far above any writer's shard
 # (0..MaxWriteShards-1), so an import never touches a counter the writers add to.
