@@ -197,6 +197,7 @@ VersionQuery = Annotated[str, Query(description="The content hash GET /boards na
 
 @app.get(SCRIPT_PATH, **routes.GET_SCRIPT)
 def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not Modified
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_SCRIPT))
     body, version = element_script()
     etag = f'"{version}"'
     age = VERSIONED_MAX_AGE if v == version else SCRIPT_MAX_AGE
@@ -209,6 +210,7 @@ def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not M
 @app.get("/boards", **routes.GET_BOARDS)
 @tracer.capture_method
 def get_boards() -> Response[BoardList | None]:
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_BOARDS))
     metrics.add_metric(name="BoardListReads", unit=MetricUnit.Count, value=1)
     now = time.monotonic()
     held = _listed.get(settings().board_table)
