@@ -146,9 +146,12 @@ def plan(
         return
     # N is a setting of the stack (template.yaml, -p, --stack): the plan derives it unless asked another.
     if top_n is None or category_top is None:
-        from shardboard_tools.cli.common import runtime
+        from shardboard.settings import Settings
+        from shardboard_tools.cli.common import RuntimeSource, runtime
 
-        settings = runtime(ctx, published=False).settings
+        # Outside the command group (a program embedding the command) the template's defaults are the settings'.
+        grouped = isinstance(ctx.find_root().obj, RuntimeSource) or ctx.find_root() is not ctx
+        settings = runtime(ctx, published=False).settings if grouped else Settings()
         top_n = settings.top_n if top_n is None else top_n
         category_top = settings.category_top_n if category_top is None else category_top
     if boards_file is not None:
