@@ -1,7 +1,7 @@
 """HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot, or with
 ``window=24h`` of a rolling window's), an
 item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
-items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
+items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (a Query per created shard), and
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
 limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``; for frontends, the
 stack's boards and periods: ``GET /boards``, and the embeddable element: ``GET /shardboard.js``."""
