@@ -58,12 +58,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """The library's names, imported from shardboard.client at first use (PEP 562), and the installed version."""
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from shardboard.version import installed_version
 
-        try:
-            return version("shardboard")
-        except PackageNotFoundError:  # a source tree that was never installed
-            return "0+unknown"
+        return installed_version()
     if name in __all__:
         from shardboard import client
 

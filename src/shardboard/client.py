@@ -19,7 +19,6 @@ import logging
 import os
 import random
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,31 +26,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
-
-from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import MissingCredentials, client_config, region, signed_client
-from shardboard.adapters.items_table import ItemStore
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate, InProcessBoards
 from shardboard.domain.clock import Clock
 from shardboard.domain.items import records as items
 from shardboard.domain.items.records import ItemRecord
 from shardboard.domain.periods import ALL, Period, known_kind, parse_time, period_from_bucket
-from shardboard.domain.ports import RetrySafeViewCounters, Throttled
+from shardboard.domain.ports import RetrySafeViewCounters
 from shardboard.domain.publishing.gather import RankedEntry
 from shardboard.domain.reading.pages import DEFAULT_AROUND_K, MAX_AROUND_K, Around, NotRanked
 from shardboard.domain.reading.percentiles import RankAnswer
 from shardboard.domain.writing.dedupe import Seen
-from shardboard.domain.writing.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.domain.writing.idempotency import OnceWrite
 from shardboard.domain.writing.recording import (
-    MAX_WRITE_ATTEMPTS,
     Where,
-    record_seen_view,
-    write_views,
-    write_views_once,
-    writer_shard,
 )
 from shardboard.schema import Item as ItemView
 from shardboard.schema import RankedItem
@@ -60,7 +49,7 @@ from shardboard.services import reading, recording
 from shardboard.services.clock import system_clock
 from shardboard.services.reading import NoSnapshot
 from shardboard.services.stack import published_settings
-from shardboard.services.stores import Container
+from shardboard.services.stores import Container, MissingCredentials, session_client
 from shardboard.settings import DEFAULT_STACK, Settings
 
 BadInput = validation.BadInput
@@ -187,9 +176,7 @@ def _dynamodb(session: Any, workers: int = DEFAULT_WORKERS) -> Any:
     """A DynamoDB client from ``session`` (boto3's default session when None): standard retry mode, a pool for the
     flush workers; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, as everywhere else, which needs no
     credentials configured (the local engine's key signs); AWS without any raises ``MissingCredentials``."""
-    if session is None:
-        session = boto3.DEFAULT_SESSION or boto3.Session()
-    return signed_client(session, "dynamodb", session.region_name or region(), client_config(max(workers, 10)))
+    return session_client(session, pool=max(workers, 10))
 
 
 def _stack_settings(client: Any, stack: str) -> Settings:
@@ -453,38 +440,28 @@ class Recorder:
         item_id, bucket, boards, seen = write.key
         try:
             where = Where(bucket, boards)
-            shards = self.settings.write_shards
-            if seen is not None:
-                done = record_seen_view(self._views, item_id, shards, seen, router=self._router, where=where)
-                return _Duplicate(done.write_units) if done.duplicate else done.write_units
-            if self.retry_safe:
+            if seen is None and self.retry_safe:
                 return self._write_once(write, where, writer)
-            return write_views(self._views, item_id, write.count, shards, router=self._router, where=where)
+            shards = self.settings.write_shards
+            done = recording.write_accepted(self._views, shards, self._router, item_id, write.count, where, seen)
+            return _Duplicate(done.write_units) if done.duplicate else done.write_units
         except Exception as error:  # any failure keeps the views for the next flush, and is logged
             return error
 
     def _write_once(self, write: _Write, where: Where, writer: int | BaseException) -> float | _Replayed:
         """A retry-safe write: at its first attempt it takes its shard (the recorder's shard for the item) and the
-        next sequence; every attempt after that, in this flush or a later one, sends it unchanged. A throttled
-        attempt is tried again after a back-off (with a router, the item's range grows for later writes)."""
+        next sequence; every attempt after that, in this flush or a later one, sends it unchanged
+        (``recording.write_once``: a throttled attempt is tried again after a back-off)."""
         item_id = write.key[0]
         if write.once is None:
             if isinstance(writer, BaseException):
                 raise writer  # no writer number this flush: nothing sent, the views go back to the buffer
-            shards = self._router.shards(item_id) if self._router else self.settings.write_shards
-            write.shard, write.drawn_from = writer_shard(writer, item_id, shards), shards
+            target = recording.once_shard(self.settings.write_shards, self._router, writer, item_id)
+            write.shard, write.drawn_from = target
             write.once = OnceWrite(writer, next(self._sequence))
-        for attempt in range(MAX_WRITE_ATTEMPTS):
-            try:
-                done = write_views_once(self._views, item_id, write.count, write.shard, write.once, where=where)
-            except Throttled as throttled:
-                if self._router is None or attempt == MAX_WRITE_ATTEMPTS - 1:
-                    raise
-                self._router.throttled(item_id, throttled.scope, write.drawn_from)
-                time.sleep(retry_delay(attempt, _RNG))
-                continue
-            return done.units if done.applied_now else _Replayed(done.units)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        target = (write.shard, write.drawn_from)
+        done = recording.write_once(self._views, self._router, item_id, write.count, target, write.once, where)
+        return done.units if done.applied_now else _Replayed(done.units)
 
     def _writer_number(self) -> int | BaseException:
         """This recorder's writer number, claimed at its first retry-safe write in this process (a lost response
@@ -650,10 +627,9 @@ class Leaderboard:
         is for a read that names no time (the current period, a window); the wall clock unless a test fixes it."""
         self.client = _dynamodb(session)
         self.settings = settings or _stack_settings(self.client, stack)
-        self._items = ItemStore(self.client, self.settings.items_table)
-        self._reads = reading.BoardReads(
-            BoardStore(self.client, self.settings.board_table), self._items, self.settings, clock
-        )
+        stores = Container(self.settings, self.client, clock=clock)
+        self._items = stores.items
+        self._reads = reading.BoardReads(stores.board, self._items, self.settings, clock)
 
     def top(
         self,

@@ -29,7 +29,7 @@ from shardboard.adapters.keys import (
 from shardboard.domain.boards import MAX_REGISTERED_AT_ONCE
 from shardboard.domain.clock import Clock
 from shardboard.domain.ports import Throttled, ThrottleScope
-from shardboard.domain.writing.dynamic_sharding import retry_delay
+from shardboard.domain.retrying import retry_delay
 
 # BatchGetItem reads at most 100 keys a request; rounds of UnprocessedKeys asked again before a read gives up.
 BATCH_GET_KEYS = 100

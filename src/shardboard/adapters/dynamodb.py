@@ -171,3 +171,12 @@ def parallel_scan(  # noqa: PLR0917 - callers name the scan by position, the dea
 
     with ThreadPoolExecutor(max_workers=segments) as pool:
         yield from pool.map(scan_segment, range(segments))
+
+
+def session_client(session: Any = None, pool: int = 10) -> Any:
+    """A DynamoDB client from a boto3 ``session`` (boto3's default session when None), for the library: standard
+    retry mode, ``pool`` connections; ``AWS_ENDPOINT_URL_DYNAMODB`` points it at DynamoDB Local, which needs no
+    credentials configured (the local engine's key signs); AWS without any raises ``MissingCredentials``."""
+    if session is None:
+        session = boto3.DEFAULT_SESSION or boto3.Session()
+    return signed_client(session, "dynamodb", session.region_name or region(), client_config(pool))

@@ -47,8 +47,8 @@ from shardboard.domain.boards import GLOBAL_BOARD, is_reserved
 from shardboard.domain.clock import Clock
 from shardboard.domain.periods import DAY, bucket_of
 from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, Allowance, CounterSet, Throttled, ThrottleScope
+from shardboard.domain.retrying import retry_delay
 from shardboard.domain.writing.dedupe import Seen, SeenOutcome
-from shardboard.domain.writing.dynamic_sharding import retry_delay
 from shardboard.domain.writing.idempotency import (
     Answer,
     IdempotencyKeyReused,

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer, SecurityScheme
 
 from shardboard.handlers import items_admin, read_api, record_views, routes
+from shardboard.version import installed_version
 
 DESCRIPTION = (
     "Exact top-N leaderboards on DynamoDB. POST /views needs SigV4 (WriteAuth=iam, the default) or a JWT bearer "
@@ -108,9 +109,7 @@ REASON_PATHS = ("/item/hide", "/item/unhide")  # and DELETE /item (below)
 
 def document() -> dict[str, Any]:
     """The whole API's OpenAPI 3 document: title shardboard, the package's version, no servers."""
-    from shardboard import __version__
-
-    merged = OpenAPIMerge(title="shardboard", version=__version__, description=DESCRIPTION, on_conflict="error")
+    merged = OpenAPIMerge(title="shardboard", version=installed_version(), description=DESCRIPTION, on_conflict="error")
     for function in (record_views, read_api, items_admin):
         merged.add_schema(json.loads(function.app.get_openapi_json_schema(security_schemes=SECURITY_SCHEMES)))
     api = json.loads(merged.get_openapi_json_schema())

@@ -1,7 +1,7 @@
 """HTTP API: ``GET /leaderboard?board=B&period=P&at=DATE&limit=N`` (one GetItem of that period's snapshot, or with
 ``window=24h`` of a rolling window's), an
 item's metadata and views: ``GET /item?id=<id>`` (any id) and ``GET /items/{id}`` (ids without '?'), the newest
-items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (K Queries of the by-created index), and
+items: ``GET /items?created_after=T1&created_before=T2&limit=L&cursor=C`` (a Query per created shard), and
 ranks: ``GET /rank?id=a&id=b&board=B&period=P&at=DATE``, pages of the ranked version: ``GET /leaderboard?offset=O&
 limit=L`` and ``?cursor=C``, and an item's neighbours: ``GET /around?id=&k=&board=&period=&at=``; for frontends, the
 stack's boards and periods: ``GET /boards``, and the embeddable element: ``GET /shardboard.js``."""
@@ -197,6 +197,7 @@ VersionQuery = Annotated[str, Query(description="The content hash GET /boards na
 
 @app.get(SCRIPT_PATH, **routes.GET_SCRIPT)
 def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not Modified
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_SCRIPT))
     body, version = element_script()
     etag = f'"{version}"'
     age = VERSIONED_MAX_AGE if v == version else SCRIPT_MAX_AGE
@@ -209,6 +210,7 @@ def get_script(v: VersionQuery = "") -> Response[str | None]:  # None: 304 Not M
 @app.get("/boards", **routes.GET_BOARDS)
 @tracer.capture_method
 def get_boards() -> Response[BoardList | None]:
+    http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.GET_BOARDS))
     metrics.add_metric(name="BoardListReads", unit=MetricUnit.Count, value=1)
     now = time.monotonic()  # the cached list's age in this container, not a time of day
     held = _listed.get(settings().board_table)

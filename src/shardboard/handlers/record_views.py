@@ -79,7 +79,9 @@ def post_views(
     request: Annotated[ViewRequest, Body()], key: IdempotencyKey = None
 ) -> Response[ViewsRecorded | ViewSeen]:
     http_input.known_query(app.current_event.raw_query_string, routes.takes(routes.POST_VIEWS))
-    item_id, count, boards, viewer = request.as_domain()
+    # The request model ran the input's rules (schema.py): the service takes them as checked, never twice.
+    views = recording.ViewInput((request.id,), request.count, tuple(request.boards), request.viewer, request.user_agent)
+    count = views.count
     event = app.current_event
     # API Gateway's own view of the peer address (X-Forwarded-For is whatever the client wrote), or behind the CDN
     # the visitor's address the edge vouches for.
@@ -93,13 +95,9 @@ def post_views(
     try:
         done = recording.record(
             writes(),
-            item_id,
-            count,
-            boards,
-            viewer,
+            views,
             key=key,
             caller=caller,
-            user_agent=request.user_agent,
             browser=browser,
             origin=event.headers.get("origin"),
         )

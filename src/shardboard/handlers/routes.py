@@ -219,6 +219,7 @@ GET_BOARDS: dict[str, Any] = {
     "responses": {
         200: _json(BoardList, "The listing.", _CACHE_HEADERS),
         304: _NOT_MODIFIED,
+        400: _BAD_REQUEST,
     },
 }
 
@@ -238,6 +239,7 @@ GET_SCRIPT: dict[str, Any] = {
             "headers": _CACHE_HEADERS,
         },
         304: _NOT_MODIFIED,
+        400: _BAD_REQUEST,
     },
 }
 
@@ -307,8 +309,9 @@ DELETE_ITEM: dict[str, Any] = {
 }
 
 
-# The query parameters each route takes, by operation id (docs/openapi.json documents the same): any other is a 400
-# naming it (http_input.known_query), never silently ignored.
+# The routes table: every route of the API, by operation id, with the query parameters it takes (docs/openapi.json
+# documents the same; the fuzz test counts its routes here): any other is a 400 naming it (http_input.known_query),
+# never silently ignored.
 QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
     POST_VIEWS["operation_id"]: (),
     GET_LEADERBOARD["operation_id"]: ("board", "period", "at", "limit", "offset", "cursor", "window"),
@@ -321,6 +324,8 @@ QUERY_PARAMETERS: dict[str, tuple[str, ...]] = {
     HIDE_ITEM["operation_id"]: ("id", "reason"),
     UNHIDE_ITEM["operation_id"]: ("id", "reason"),
     DELETE_ITEM["operation_id"]: ("id", "reason"),
+    GET_BOARDS["operation_id"]: (),
+    GET_SCRIPT["operation_id"]: ("v",),
 }
 
 

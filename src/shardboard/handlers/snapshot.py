@@ -1,5 +1,6 @@
-"""Scheduled handler: refresh the snapshot of every board and period whose counts changed (in parallel), then repair
-the sparse index of any period it could not prove exact (more takedowns above T than spares: services/refill.py).
+"""Scheduled handler: the snapshot job (services/snapshot_job.py): refresh the snapshot of every board and period
+whose counts changed (in parallel), then repair the sparse index of any period it could not prove exact (more
+takedowns above T than spares: services/refill.py).
 
 The repair runs after the refresh has written its heads, only when a head was not proven, within the function's
 remaining time; what it cannot fix is counted in UnprovenSnapshots (the alarm). The dynamic-sharding shrink review
@@ -16,11 +17,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shardboard.domain.items.taken_down import TakenDown
 from shardboard.handlers.observability import log_metrics, logger, metrics, tracer
 from shardboard.handlers.wiring import container
-from shardboard.services.refill import Repair, repair_unproven
-from shardboard.services.snapshots import refresh_snapshots
+from shardboard.services.snapshot_job import RepairFailed, SnapshotJob, run_snapshot_job
 
 # Time the function keeps after a repair's scans to log and publish its metrics (the Timeout is 60 s).
 REPAIR_MARGIN_SECONDS = 5.0
@@ -31,12 +30,23 @@ REPAIR_MARGIN_SECONDS = 5.0
 @log_metrics
 @event_source(data_class=EventBridgeEvent)
 def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    stores = container()
-    dropped = TakenDown.read(stores.items)
-    announced = stores.announcer.sent if stores.announcer else 0
-    run = refresh_snapshots(stores, dropped=dropped)
-    events = (stores.announcer.sent if stores.announcer else 0) - announced
-    metrics.add_metric(name="EventsPublished", unit=MetricUnit.Count, value=events)
+    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
+    try:
+        job = run_snapshot_job(container(), deadline)
+    except RepairFailed as failed:  # the invocation fails, and its unproven heads count as not repaired
+        report(failed.job)
+        raise failed.error from None
+    report(job)
+    summary = job.summary()
+    logger.info("snapshots refreshed", extra={**summary, "schedule_time": event.time})
+    job.raise_if_none_refreshed()
+    return summary
+
+
+def report(job: SnapshotJob) -> None:
+    """Metrics and log lines for one run."""
+    run, repair = job.run, job.repair
+    metrics.add_metric(name="EventsPublished", unit=MetricUnit.Count, value=job.events)
     metrics.add_metric(name="SnapshotItemsRead", unit=MetricUnit.Count, value=run.items_read)
     metrics.add_metric(name="SnapshotRefreshes", unit=MetricUnit.Count, value=len(run.results))
     metrics.add_metric(name="SnapshotWrites", unit=MetricUnit.Count, value=run.written)
@@ -47,19 +57,8 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="DegradedHeads", unit=MetricUnit.Count, value=len(run.degraded))
     # Window and trending sums the indexes could not prove, counted from a scan of the board table (exact, costly).
     metrics.add_metric(name="SumScans", unit=MetricUnit.Count, value=run.scans)
-    unproven = sorted(period for period, result in run.results.items() if not result.proven)
-    # The Lambda's remaining time, a duration: monotonic, not the clock
-    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - REPAIR_MARGIN_SECONDS
-    # A repair that raises (say, throttled past its retries) fails the invocation, and its heads count as unproven.
-    repair = Repair([], unproven, "the repair failed: see the function's error")
-    try:
-        repair = repair_unproven(
-            stores.board, stores.settings, unproven, dropped=dropped, catalog=stores.items, deadline=deadline
-        )
-    finally:
-        repaired = len(unproven) - len(repair.unrepaired)
-        metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=repaired)
-        metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(repair.unrepaired))
+    metrics.add_metric(name="SnapshotsRepaired", unit=MetricUnit.Count, value=job.repaired)
+    metrics.add_metric(name="UnprovenSnapshots", unit=MetricUnit.Count, value=len(repair.unrepaired))
     for done in repair.repaired:
         logger.info(
             "sparse index repaired: more takedowns above the index threshold than spares",
@@ -86,29 +85,3 @@ def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
             "head degraded to fit its item (docs/head-size.md): lower PageSize, SnapshotSpare or TopN",
             extra={**period._asdict(), **asdict(left)},
         )
-    summary = {
-        "periods": len(run.results),
-        "written": run.written,
-        "items_read": run.items_read,
-        "failed": len(run.failures),
-        "stuck": [period._asdict() for period in run.stuck],
-        "events": events,
-        "sum_scans": run.scans,
-        "repaired": repaired,
-        "unproven": len(repair.unrepaired),
-        "refreshed": [
-            {
-                **period._asdict(),
-                "version": r.snapshot.version,
-                "written": r.written,
-                "items": len(r.snapshot.items),
-                "items_read": r.gathered.items_read,
-                "threshold": r.snapshot.threshold,
-            }
-            for period, r in sorted(run.results.items())
-        ][:50],
-    }
-    logger.info("snapshots refreshed", extra={**summary, "schedule_time": event.time})
-    if run.failures and not run.results:
-        raise next(iter(run.failures.values()))
-    return summary

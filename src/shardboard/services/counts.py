@@ -17,10 +17,14 @@ from threading import Lock
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
+from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.periods import HOUR
 from shardboard.domain.ports import AggregateReads, AggregateState, PeriodKey, Thresholds
 from shardboard.domain.windows import RECENT, window_bucket
 from shardboard.settings import Settings
+
+# A scan's counts as the board table stores them (the snapshot job's refill, `verify`, bot views) are read here too.
+__all__ = ["Counts", "RecentReads", "Stored", "count_in", "period_counts", "recent_views", "stored_counts"]
 
 # Aggregates read at once (one GetItem each).
 READ_PARALLELISM = 32

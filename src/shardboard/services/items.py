@@ -46,7 +46,7 @@ class ItemEdits:
 
 
 class CreatedIndex(Protocol):
-    """The items' by-created index as the newest items are read from it: K shards, each sorted by creation."""
+    """The items' by-created index as the newest items are read from it: its created shards, each sorted by creation."""
 
     created_shards: int
 
@@ -98,8 +98,8 @@ def newest_page(
     cursor: str | None = None,
 ) -> newest.NewestPage:
     """One page (``limit``: 1 to MAX_NEWEST_LIMIT, 100 when empty) of the items created in [``created_after``,
-    ``created_before``), newest first, and the cursor to the next: K Queries. Every input, the cursor included, is
-    checked before the first read."""
+    ``created_before``), newest first, and the cursor to the next: a Query per created shard. Every input, the cursor
+    included, is checked before the first read."""
     wanted = newest.window(created_after, created_before)
     count = validation.limit(limit, newest.MAX_NEWEST_LIMIT)
     return newest.newest_items(index.newest, index.created_shards, wanted, count, cursor or None)

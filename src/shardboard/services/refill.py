@@ -5,7 +5,7 @@ D-th with ranked versions. T only rises, so each hide or delete of an item at or
 D - N - R) places. Past them a period can hold fewer than its depth of visible items at or above T, and an item below T
 that never reached it has no index key: the next gather may then come up short, or miss it. The snapshot job
 notices (``snapshot.proven_exact``) and runs this repair by itself for the boards of the periods it could not prove
-(handlers/snapshot.py); `shardboard refill` runs the same code by hand. The all-time board with ranked versions makes
+(services/snapshot_job.py); `shardboard refill` runs it by hand. The all-time board with ranked versions makes
 up for it from the deep tier by itself, until more than D - N - R takedowns above T_D, its deep threshold, against
 which it is measured here (docs/sparse-index.md, "Takedowns"):
 

@@ -107,7 +107,7 @@ def gather_layout(
     """
     if kind_of(period.kind).pick(all_time=False, period=True):
         return gather_buckets(board, period, top_n, shards, previous_hits, hidden=hidden)
-    # Read beside the first pages (its first round overlaps theirs); the bucket gather needs it only after them.
+    # Read beside the first pages (its first round overlaps theirs); the coarse index's gather needs it only after them.
     with ThreadPoolExecutor(max_workers=1) as beside:
         previous = beside.submit(gather_views_index, board, period, top_n, shards, hidden=hidden)
         found = gather_buckets(

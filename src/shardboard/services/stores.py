@@ -10,7 +10,9 @@ from typing import Any
 
 from shardboard.adapters.board_registry import BoardRegistryStore
 from shardboard.adapters.board_table import BoardStore
-from shardboard.adapters.dynamodb import dynamodb_client
+
+# The library's client, built from a boto3 session, and what it raises without credentials.
+from shardboard.adapters.dynamodb import MissingCredentials, dynamodb_client, session_client
 from shardboard.adapters.event_bus import EventBusSink, events_client
 from shardboard.adapters.items_table import ItemStore
 from shardboard.adapters.shards_table import DailyKeyStore, ShardMetadataStore
@@ -26,6 +28,8 @@ from shardboard.domain.writing.visitors import AnonymousViewers
 from shardboard.services.clock import system_clock
 from shardboard.services.events import Announcer
 from shardboard.settings import Settings
+
+__all__ = ["Container", "MissingCredentials", "session_client"]
 
 
 class Container:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any, Protocol
 
 from shardboard.domain.items.records import DELETED, HIDDEN, DeletedItem, iso_ms
@@ -195,12 +196,14 @@ def hide(
     refuse_deleted(catalog, item_id)
     if catalog.get(item_id) is None and board.state(settings.board, item_id).views == 0:
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
-    moment, now = _now(at)
-    changed = catalog.set_hidden(item_id, True, by, reason, now)
-    periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "hide", now)
-    _mark(board, settings, patched + refreshed, moment)
-    return Takedown(item_id, True, changed, patched, refreshed)
+    return _skeleton(
+        board,
+        settings,
+        item_id,
+        at,
+        status=lambda now: catalog.set_hidden(item_id, True, by, reason, now),
+        heads=lambda periods, now: _take_off(board, catalog, settings, periods, item_id, "hide", now),
+    )
 
 
 def delete(
@@ -223,16 +226,20 @@ def delete(
         and item_id not in TakenDown.read(catalog, (DELETED,))
     ):
         raise NothingToTakeDown(f"item {item_id!r} has no views and was never created")
-    moment, now = _now(at)
-    changed = catalog.set_deleted(item_id, by, reason, now)
-    periods = affected_periods(board, settings, item_id, moment)
-    patched, refreshed = _take_off(board, catalog, settings, periods, item_id, "delete", now)
-    erased = sum(
-        board.erase(name, item_id, [period for period in periods if period.board == name])
-        for name in dict.fromkeys(period.board for period in periods)
-    )
-    _mark(board, settings, patched + refreshed, moment)
-    return Deletion(item_id, True, changed, patched, refreshed, erased)
+    erased = 0
+
+    def heads(periods: Sequence[PeriodKey], now: str) -> tuple[list[PeriodKey], list[PeriodKey]]:
+        nonlocal erased
+        done = _take_off(board, catalog, settings, periods, item_id, "delete", now)
+        erased = sum(
+            board.erase(name, item_id, [period for period in periods if period.board == name])
+            for name in dict.fromkeys(period.board for period in periods)
+        )
+        return done
+
+    status = partial(catalog.set_deleted, item_id, by, reason)
+    done = _skeleton(board, settings, item_id, at, status=status, heads=heads)
+    return Deletion(item_id, True, done.changed, done.patched, done.refreshed, erased)
 
 
 def unhide(
@@ -248,23 +255,47 @@ def unhide(
     """Unhide the item: the transaction reversed, then every existing head of its periods gathered again. Like a
     hide, a repeat (or an unhide of an item that was never hidden) changes nothing but checks the heads again, so an
     unhide cut short after its transaction is finished by running it again."""
+
+    def status(now: str) -> bool:
+        changed = catalog.set_hidden(item_id, False, by, reason, now)
+        if not changed:
+            _check_unhidable(catalog, board, settings, item_id)
+        return changed
+
+    def heads(periods: Sequence[PeriodKey], now: str) -> tuple[list[PeriodKey], list[PeriodKey]]:
+        hidden = TakenDown.read(catalog, (HIDDEN,)).excluding(item_id) | TakenDown.read(catalog, (DELETED,))
+
+        def refresh(period: PeriodKey) -> str:
+            if board.get_snapshot(period, consistent=True) is None:
+                return "absent"
+            _record_unhide(board, period, item_id)  # the ranked version's position comes back
+            take_snapshot(board, settings, now, period, hidden, catalog=catalog)  # the head keeps its metadata
+            return "refreshed"
+
+        return [], [period for period, outcome in for_each_period(periods, refresh) if outcome == "refreshed"]
+
+    return _skeleton(board, settings, item_id, at, status=status, heads=heads, hidden=False)
+
+
+def _skeleton(
+    board: TakedownBoard,
+    settings: Settings,
+    item_id: str,
+    at: datetime,
+    *,
+    status: Callable[[str], bool],
+    heads: Callable[[Sequence[PeriodKey], str], tuple[list[PeriodKey], list[PeriodKey]]],
+    hidden: bool = True,
+) -> Takedown:
+    """What hide, unhide and delete share: the item's status transaction at ``at`` (``status(now)``: whether it
+    changed), then ``heads`` on every period the item counts in (the heads patched, those gathered again), then
+    those periods marked changed, so the next snapshot run gathers them again too."""
     moment, now = _now(at)
-    changed = catalog.set_hidden(item_id, False, by, reason, now)
-    if not changed:
-        _check_unhidable(catalog, board, settings, item_id)
-    hidden = TakenDown.read(catalog, (HIDDEN,)).excluding(item_id) | TakenDown.read(catalog, (DELETED,))
+    changed = status(now)
     periods = affected_periods(board, settings, item_id, moment)
-
-    def refresh(period: PeriodKey) -> str:
-        if board.get_snapshot(period, consistent=True) is None:
-            return "absent"
-        _record_unhide(board, period, item_id)  # the ranked version's position comes back
-        take_snapshot(board, settings, now, period, hidden, catalog=catalog)  # the head keeps its metadata
-        return "refreshed"
-
-    refreshed = [period for period, outcome in for_each_period(periods, refresh) if outcome == "refreshed"]
-    _mark(board, settings, refreshed, moment)
-    return Takedown(item_id, False, changed, [], refreshed)
+    patched, refreshed = heads(periods, now)
+    _mark(board, settings, patched + refreshed, moment)
+    return Takedown(item_id, hidden, changed, patched, refreshed)
 
 
 def refuse_deleted(catalog: ItemCatalog, item_id: str) -> None:

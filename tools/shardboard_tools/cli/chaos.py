@@ -54,10 +54,10 @@ def chaos(*, seed: int | None, views: int, items: int, rounds: int, aggregation_
     options = (f" --aggregation-window {aggregation_window}" if aggregation_window else "") + (" --short" * short)
     given = "".join(f" -p {name}={value}" for name, value in overrides.items())
     console.print(f"chaos seed {seed}: replay with `shardboard{given} chaos --seed {seed}{options}`")
-    from shardboard.handlers.observability import logger
+    from shardboard_tools.local.runtime import set_functions_log_level
 
     # The function logs every injected failure; a terminal wants the verdict (-v shows them).
-    logger.setLevel(os.environ.get("POWERTOOLS_LOG_LEVEL", "INFO"))
+    set_functions_log_level(os.environ.get("POWERTOOLS_LOG_LEVEL", "INFO"))
     for name in ("shardboard_tools.local.stream_runner", "shardboard_tools.lambda_model.delivery"):
         logging.getLogger(name).setLevel(logging.ERROR)
     default_state_dir().mkdir(parents=True, exist_ok=True)

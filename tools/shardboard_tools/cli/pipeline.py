@@ -19,7 +19,6 @@ from shardboard.domain.reading.pages import (
 )
 from shardboard.domain.windows import parse_window
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
-from shardboard_tools.local.scheduler import scheduled_event
 from shardboard_tools.operations.bot_views import bot_views
 
 if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the commands that use them
@@ -107,19 +106,17 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
     Settings come from the template's event source; checkpoints and dead letters live in SHARDBOARD_STATE_DIR
     (default .shardboard/), so a stopped or killed runner resumes where it left off.
     """
-    from shardboard.handlers import aggregate
     from shardboard_tools.lambda_model.mapping import EventSourceMapping
     from shardboard_tools.local.stream_runner import StreamRunner, default_state_dir
 
     rt = runtime(ctx)
-    rt.export_to_handlers()
     with one_line_errors():
         mapping = EventSourceMapping.from_template(rt.template)
         runner = StreamRunner(
             rt.dynamodb,
             rt.streams,
             rt.settings.views_table,
-            aggregate.handler,
+            rt.aggregator(),
             batch_size=batch_size,
             mapping=mapping,
             state_dir=default_state_dir(),
@@ -141,12 +138,13 @@ def process(ctx: click.Context, drain: bool, batch_size: int | None) -> None:
 @click.pass_context
 def snapshot(ctx: click.Context) -> None:
     """Refresh the snapshot item now (what the scheduled function does)."""
-    from shardboard.handlers import snapshot as snapshot_handler
+    from shardboard.services.snapshot_job import run_snapshot_job
 
     rt = runtime(ctx)
-    rt.export_to_handlers()
     with one_line_errors():
-        summary = rt.invoke(snapshot_handler.handler, scheduled_event(rt.clock()))
+        job = run_snapshot_job(rt.stores(), deadline=None)
+        job.raise_if_none_refreshed()
+    summary = job.summary()
     by_board: dict[str, list[dict[str, Any]]] = {}
     for one in summary["refreshed"]:
         by_board.setdefault(one["board"], []).append(one)

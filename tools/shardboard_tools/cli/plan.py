@@ -13,7 +13,6 @@ from shardboard_tools.cli.common import console, fail
 from shardboard_tools.planning import HEADROOM, PARTITION_WRITE_UNITS
 from shardboard_tools.planning import plan as make_plan
 from shardboard_tools.planning_boards import (
-    CATEGORY_TOP_N,
     DEFAULT_INDEX_WRITES_PER_VIEW,
     GLOBAL_BOARD,
     BoardPlan,
@@ -48,9 +47,7 @@ from shardboard_tools.planning_boards import (
     "--top",
     "top_n",
     type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="Leaderboard size N (with --boards: the global board's).",
+    help="Leaderboard size N (with --boards: the global board's; default: the stack's TopN, as -p TopN=... sets it).",
 )
 @click.option(
     "--max-overload-probability",
@@ -80,9 +77,7 @@ from shardboard_tools.planning_boards import (
 @click.option(
     "--category-top",
     type=click.IntRange(min=1),
-    default=CATEGORY_TOP_N,
-    show_default=True,
-    help="With --boards: N of the category boards.",
+    help="With --boards: N of the category boards (default: the stack's CategoryTopN).",
 )
 @click.option(
     "--head",
@@ -113,12 +108,12 @@ def plan(
     hot_item_share: float,
     item_kb: float,
     partitions: int,
-    top_n: int,
+    top_n: int | None,
     max_overload_probability: float,
     boards_file: str | None,
     total_shards: int | None,
     index_writes_per_view: float,
-    category_top: int,
+    category_top: int | None,
     head_size: bool,
     id_bytes: int,
     document_bytes: int,
@@ -150,6 +145,16 @@ def plan(
     if head_size:
         _plan_heads(ctx, id_bytes, document_bytes, as_json)
         return
+    # N is a setting of the stack (template.yaml, -p, --stack): the plan derives it unless asked another.
+    if top_n is None or category_top is None:
+        from shardboard.settings import Settings
+        from shardboard_tools.cli.common import RuntimeSource, runtime
+
+        # Outside the command group (a program embedding the command) the template's defaults are the settings'.
+        grouped = isinstance(ctx.find_root().obj, RuntimeSource) or ctx.find_root() is not ctx
+        settings = runtime(ctx, published=False).settings if grouped else Settings()
+        top_n = settings.top_n if top_n is None else top_n
+        category_top = settings.category_top_n if category_top is None else category_top
     if boards_file is not None:
         rate = None
         if ctx.get_parameter_source("views_per_sec") is click.core.ParameterSource.COMMANDLINE:

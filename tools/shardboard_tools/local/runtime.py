@@ -25,6 +25,11 @@ from shardboard_tools.lambda_model.context import LocalContext, invoke
 from shardboard_tools.template import Template
 
 
+def set_functions_log_level(level: str) -> None:
+    """The level of the in-process functions' logger (a terminal wants a verdict, CloudWatch every line)."""
+    observability.logger.setLevel(level)
+
+
 @dataclass
 class Runtime:
     """Everything a local command needs, built once from template.yaml plus the environment."""
@@ -93,6 +98,13 @@ class Runtime:
         namespace = self.template.function_environment().get("POWERTOOLS_METRICS_NAMESPACE")
         if observability.metrics.namespace is None and namespace:
             observability.metrics.namespace = namespace
+
+    def aggregator(self) -> Any:
+        """The deployed aggregator function, handed this runtime's settings: what the stream runner invokes."""
+        from shardboard.handlers import aggregate  # loads the functions' wiring: only for the commands that run it
+
+        self.export_to_handlers()
+        return aggregate.handler
 
     def invoke(self, handler: Any, event: dict[str, Any]) -> Any:
         return invoke(handler, event, LocalContext())

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from shardboard.adapters.board_counts import stored_counts
 from shardboard.domain.boards import BOTS_BOARD, BOTS_PREFIX, is_reserved
 from shardboard.domain.periods import kind_of
+from shardboard.services.counts import stored_counts
 from shardboard.services.stores import Container
 
 

@@ -20,6 +20,7 @@ are two imports: nothing can tell their common views apart.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -34,8 +35,8 @@ from typing import Any
 from shardboard.domain import validation
 from shardboard.domain.boards import GLOBAL_BOARD, BoardGate
 from shardboard.domain.periods import OutOfRange, PeriodError, bucket_of, parse_time
-from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterImports, Throttled
-from shardboard.domain.writing.dynamic_sharding import retry_delay
+from shardboard.domain.ports import PRESENT, TAKEN, WRITTEN, CounterImports
+from shardboard.domain.retrying import retry_throttled
 
 # Import write shards: IMPORT_SHARD_BASE + (hash + probe) % IMPORT_SHARDS, far above any writer's shard
 # (0..MaxWriteShards-1), so an import never touches a counter the writers add to.
@@ -251,14 +252,13 @@ def write_counter(
     units = 0.0
     rng = rng or random.Random()
     for probe in range(MAX_PROBES):
-        for attempt in range(MAX_WRITE_ATTEMPTS):
-            try:
-                result = store.set_counters(item, import_shard(identity, probe), bucket, counts, identity)
-                break
-            except Throttled:
-                if attempt == MAX_WRITE_ATTEMPTS - 1:
-                    raise
-                sleep(retry_delay(attempt, rng))
+        write = functools.partial(store.set_counters, item, import_shard(identity, probe), bucket, counts, identity)
+        result = retry_throttled(
+            write,
+            attempts=MAX_WRITE_ATTEMPTS,
+            rng=rng,
+            sleep=sleep,
+        )
         units += result.units
         if result.outcome != TAKEN:
             return result.outcome, units, probe

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
 
-from shardboard.adapters.board_counts import Counts, Stored, stored_counts
 from shardboard.domain.aggregating.countable import board_of, board_refusal, bucket_refusal, id_refusal
 from shardboard.domain.boards import GLOBAL_BOARD
 from shardboard.domain.clock import Clock
@@ -24,6 +23,7 @@ from shardboard.domain.publishing.refill import holding_threshold, reserve
 from shardboard.domain.trending import TRENDING, carried_score
 from shardboard.domain.windows import window_bucket
 from shardboard.services.clock import system_clock
+from shardboard.services.counts import Counts, Stored, stored_counts
 from shardboard.services.stores import Container
 from shardboard.settings import Settings
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.domain.ports import ShardMetadata
+from shardboard.domain.retrying import retry_delay
 from shardboard.domain.writing.dynamic_sharding import (
     Growth,
     ShardPolicy,
     ShardRouter,
     readable_shards,
-    retry_delay,
     review_all,
 )
 from shardboard.domain.writing.recording import attempt_view

@@ -1,12 +1,12 @@
 """Newest items: an exact, newest-first walk of the items created in a time window (docs/proposals/items-and-ranks.md
 section 6).
 
-Items are spread over K created-shards (``c#<j>``, ``records.created_shard``) of the by-created index, each one sorted
-by its range key ``<created_at>#<id>`` (``records.created_key``: unique, so the order is total). A page asks every
-shard for its newest ``limit + 1`` keys at or below the resume key, newest first, and merges them in memory
-(``heapq.merge``). No shard can hold more than ``limit`` of the merged first ``limit``, so K requests a page give the
-exact page; the cursor is the last key emitted, so the next page resumes every shard exactly (no duplicate, no gap),
-and items created during a walk have later keys and never enter it.
+Items are spread over the created shards (``c#<j>``, ``records.created_shard``) of the by-created index, each one
+sorted by its range key ``<created_at>#<id>`` (``records.created_key``: unique, so the order is total). A page asks
+every shard for its newest ``limit + 1`` keys at or below the resume key, newest first, and merges them in memory
+(``heapq.merge``). No shard can hold more than ``limit`` of the merged first ``limit``, so a request per created shard
+a page gives the exact page; the cursor is the last key emitted, so the next page resumes every shard exactly (no
+duplicate, no gap), and items created during a walk have later keys and never enter it.
 
 The window is half-open: ``created_after`` <= created_at < ``created_before`` (ISO-8601; either may be absent), so
 adjacent windows never share an item.
@@ -29,7 +29,7 @@ from shardboard.domain.items.records import ItemRecord, ShardPage, created_key, 
 from shardboard.domain.periods import PeriodError, parse_time
 
 # The most items one page holds (the route's limit, 1..100): a page then stays far under Lambda's 6 MB answer with
-# 2 KB documents, and K shards x 101 keys are at most K Query pages of ~200 KB.
+# 2 KB documents, and a created shard's 101 keys are at most one Query page of ~200 KB.
 MAX_NEWEST_LIMIT = 100
 # Range-key bounds of an open window: every created_at starts with a digit, so "0" sorts before every key and "~"
 # (0x7E) after every key. Neither is ever a key, so an inclusive BETWEEN on them is exact.
@@ -102,7 +102,7 @@ def merge_newest(pages: Iterable[ShardPage], limit: int, resume: str | None = No
 
 
 def newest_items(fetch: FetchShard, shards: int, wanted: Window, limit: int, cursor: str | None = None) -> NewestPage:
-    """One page of the walk: K parallel shard reads and their ordered merge."""
+    """One page of the walk: the created shards read in parallel and their ordered merge."""
     resume = read_cursor(cursor, wanted) if cursor else None
     high = resume or wanted.high
     # limit + 1: the shard holding the resume key returns it again (BETWEEN is inclusive) and it is dropped.

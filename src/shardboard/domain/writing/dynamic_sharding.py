@@ -41,9 +41,6 @@ SHRINK_AFTER_SECONDS = 600.0
 # The write-shard formula's 2x headroom: after a shrink each shard runs at most half its partition limit, so random
 # imbalance between shards and the next minutes' growth do not throttle at once.
 SHRINK_HEADROOM = 2.0
-# A write retried after a table-level or partition throttle waits base x 2^attempt (capped), with full jitter.
-RETRY_BASE_SECONDS = 0.05
-RETRY_CAP_SECONDS = 1.0
 
 Growth = Literal["double", "add"]
 
@@ -227,11 +224,6 @@ def readable_shards(metadata: ShardMetadata | None, default_shards: int) -> int:
     if metadata is None:
         return default_shards
     return max(default_shards, metadata.max_shards, metadata.number_of_shards)
-
-
-def retry_delay(attempt: int, rng: random.Random) -> float:
-    """Full-jitter exponential back-off (what botocore's standard mode does between its own attempts)."""
-    return rng.uniform(0, min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2**attempt))
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,13 @@ from shardboard.domain.boards import BoardGate
 from shardboard.domain.items.records import UnknownItem
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import RetrySafeViewCounters, SeenViewCounters, Throttled, ViewCounters
+from shardboard.domain.retrying import retry_throttled
 from shardboard.domain.writing.dedupe import Seen
-from shardboard.domain.writing.dynamic_sharding import ShardRouter, retry_delay
+from shardboard.domain.writing.dynamic_sharding import ShardRouter
 from shardboard.domain.writing.idempotency import Answer, KeyedRequest, OnceOutcome, OnceWrite
 
 # Shard choice only needs to be uniform, not secret.
 _RNG = random.Random()
-# Attempts per request when a router is in charge (each after botocore's own retries): enough for a doubling to land.
-MAX_WRITE_ATTEMPTS = 6
 
 
 @dataclass(frozen=True)
@@ -134,24 +133,28 @@ def record_seen_view(
     item_id = validation.item_id(item_id)
     validation.viewer(seen.viewer)
     admitted(item_id, admit)
-    rng = rng or _RNG
+    return write_seen_view(views, item_id, write_shards, seen, rng, router=router, sleep=sleep, where=where)
+
+
+def write_seen_view(
+    views: SeenViewCounters,
+    item_id: str,
+    write_shards: int,
+    seen: Seen,
+    rng: random.Random | None = None,
+    *,
+    router: ShardRouter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    where: Where = Where(),
+) -> Recorded:
+    """The write of :func:`record_seen_view`, for input checked already (services/recording.py checks each rule
+    once per request)."""
 
     def write(shard: int) -> Recorded:
         outcome = views.add_seen_view(item_id, shard, seen, where.bucket, where.boards)
         return Recorded(item_id, 1 if outcome.counted else 0, outcome.units, duplicate=not outcome.counted)
 
-    if router is None:
-        return write(rng.randrange(write_shards))
-    for attempt in range(MAX_WRITE_ATTEMPTS):
-        shard, drawn_from = router.pick(item_id)
-        try:
-            return write(shard)
-        except Throttled as throttled:
-            if attempt == MAX_WRITE_ATTEMPTS - 1:
-                raise
-            router.throttled(item_id, throttled.scope, drawn_from)
-            sleep(retry_delay(attempt, rng))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    return _on_a_shard(write, item_id, write_shards, rng=rng or _RNG, router=router, sleep=sleep)
 
 
 def attempt_view(
@@ -177,16 +180,11 @@ def add_routed_view(
     where: Where = Where(),
 ) -> float:
     """Write ``count`` views, retrying throttled attempts with jittered back-off (a retry may use a larger range)."""
-    for attempt in range(MAX_WRITE_ATTEMPTS):
-        shard, drawn_from = router.pick(item_id)
-        try:
-            return views.add_view(item_id, shard, count, where.bucket, where.boards)
-        except Throttled as throttled:
-            if attempt == MAX_WRITE_ATTEMPTS - 1:
-                raise
-            router.throttled(item_id, throttled.scope, drawn_from)
-            sleep(retry_delay(attempt, rng))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def write(shard: int) -> float:
+        return views.add_view(item_id, shard, count, where.bucket, where.boards)
+
+    return _on_a_shard(write, item_id, 0, rng=rng, router=router, sleep=sleep)
 
 
 _Written = TypeVar("_Written")
@@ -218,14 +216,32 @@ def record_keyed_view(
         validation.viewer(seen.viewer)
         validation.viewed_count(count, seen.viewer)
     admitted(item_id, admit)
-    rng = rng or _RNG
+    return write_keyed_view(
+        views, item_id, count, write_shards, keyed, seen=seen, rng=rng, router=router, sleep=sleep, where=where
+    )
+
+
+def write_keyed_view(
+    views: RetrySafeViewCounters,
+    item_id: str,
+    count: int,
+    write_shards: int,
+    keyed: KeyedRequest,
+    *,
+    seen: Seen | None = None,
+    rng: random.Random | None = None,
+    router: ShardRouter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    where: Where = Where(),
+) -> Recorded:
+    """The write of :func:`record_keyed_view`, for input checked already."""
 
     def write(shard: int) -> Recorded:
         done = views.add_keyed_view(item_id, shard, count, keyed, seen=seen, bucket=where.bucket, boards=where.boards)
         duplicate = done.answer is Answer.DUPLICATE
         return Recorded(item_id, 0 if duplicate else count, done.units, duplicate=duplicate, replayed=done.replayed)
 
-    return _on_a_shard(write, item_id, write_shards, rng=rng, router=router, sleep=sleep)
+    return _on_a_shard(write, item_id, write_shards, rng=rng or _RNG, router=router, sleep=sleep)
 
 
 def _on_a_shard(
@@ -241,16 +257,16 @@ def _on_a_shard(
     jittered back-off (only for writes that a retry on another shard cannot count twice)."""
     if router is None:
         return write(rng.randrange(write_shards))
-    for attempt in range(MAX_WRITE_ATTEMPTS):
+
+    def attempt() -> _Written:
         shard, drawn_from = router.pick(item_id)
         try:
             return write(shard)
-        except Throttled as throttled:
-            if attempt == MAX_WRITE_ATTEMPTS - 1:
-                raise
+        except Throttled as throttled:  # the range grows for the next attempt and the item's later writes
             router.throttled(item_id, throttled.scope, drawn_from)
-            sleep(retry_delay(attempt, rng))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+            raise
+
+    return retry_throttled(attempt, rng=rng, sleep=sleep)
 
 
 def writer_shard(writer: int, item_id: str, shards: int) -> int:
