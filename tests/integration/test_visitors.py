@@ -77,6 +77,8 @@ def test_the_kept_list_knows_crawlers_and_not_browsers():
         "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
     )
     assert not is_crawler(CHROME) and not is_crawler(SAFARI_PHONE) and not is_crawler("")
+    # A headless browser is a bot, whoever drives it (a test's included)
+    assert is_crawler(CHROME.replace("Chrome/", "HeadlessChrome/"))
 
 
 def test_a_crawlers_beacon_counts_on_bots_only_by_its_user_agent_header(pipeline, fixed_day):

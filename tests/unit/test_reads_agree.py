@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardboard.domain.items.records import DeletedItem
 from shardboard.domain.periods import ALL, DAY, bucket_of, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.head import Head
@@ -95,6 +96,9 @@ class World:
         try:
             operation(self.catalog, self.design.board, self.config, item, by="t", reason="", at=self.moment)
         except NothingToTakeDown:
+            return
+        except DeletedItem:  # a delete is for good: a hide or unhide of a deleted item is refused, nothing written
+            assert action != "delete" and self.status.get(item) == "deleted"
             return
         if action == "unhide":
             self.status.pop(item, None)

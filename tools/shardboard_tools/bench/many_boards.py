@@ -26,11 +26,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from shardboard.adapters.keys import BY_CHANGE_INDEX
 from shardboard.adapters.stream_records import stream_view_records
+from shardboard.domain.clock import Clock
 from shardboard.domain.periods import ALL, bucket_of
 from shardboard.domain.ports import Board, PeriodKey
 from shardboard.domain.publishing.snapshot import RefreshRun
@@ -169,10 +170,20 @@ class World:
     def refresh(self, board: Board | None = None) -> RefreshRun:
         """One run of the scheduled handler: every changed period, and the global all time always."""
         everything = PeriodKey(self.settings.board, ALL, ALL)
+        # The run's virtual time, not the wall clock: two runs an hour apart would each read the day-before checkpoint
+        clock = self.virtual_clock()
         with self.paced(self.workload.parallelism):
             return refresh_changed(
-                board or self.board, self.settings, parallelism=self.workload.parallelism, always=[everything]
+                board or self.board,
+                self.settings,
+                parallelism=self.workload.parallelism,
+                always=[everything],
+                clock=clock,
             )
+
+    def virtual_clock(self) -> Clock:
+        """The workload's time moved on by the run's virtual seconds, as the services' clock."""
+        return lambda: self.workload.at + timedelta(seconds=self.clock.now())
 
 
 class SlowBoard:
