@@ -36,8 +36,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "boards": (
         "pipeline:boards",
-        "List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, and how"
-        " many category boards the registry holds under the Boards policy's maximum.",
+        "List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, crawlers'"
+        " views per period (counted apart, on the reserved boards), and how many category boards the registry holds"
+        " under the Boards policy's maximum.",
     ),
     "chaos": (
         "chaos:chaos",

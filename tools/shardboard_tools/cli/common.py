@@ -37,6 +37,11 @@ UNWRAPPED_WIDTH = 1_000_000
 class Screen(Console):
     """rich's Console, never wrapping outside a terminal."""
 
+    def __init__(self, *, width: int | None = None, stderr: bool = False) -> None:
+        super().__init__(width=width, stderr=stderr)
+        # rich fixes COLUMNS as a width when the console is built (at import): read it when a command prints instead
+        self._width = width
+
     @property
     def size(self) -> ConsoleDimensions:
         measured = super().size

@@ -19,7 +19,6 @@ from shardboard.domain.reading.pages import (
 )
 from shardboard.domain.windows import parse_window
 from shardboard_tools.cli.common import console, fail, one_line_errors, runtime
-from shardboard_tools.operations.bot_views import bot_views
 
 if TYPE_CHECKING:  # the models (pydantic) and the verifier (boto3) load in the commands that use them
     from shardboard.schema import RankedItem
@@ -321,6 +320,8 @@ def boards(ctx: click.Context, as_json: bool) -> None:
     """List the boards (a board exists once a view names it) with their GSI shards, N and last refresh, crawlers'
     views per period (counted apart, on the reserved boards), and how many category boards the registry holds under
     the Boards policy's maximum."""
+    from shardboard_tools.operations.bot_views import bot_views  # boto3 (the stores): loaded when boards runs
+
     rt = runtime(ctx)
     with one_line_errors():
         statuses = [s for s in rt.board.periods() if kind_of(s.period.kind).pick(all_time=True, period=False)]
