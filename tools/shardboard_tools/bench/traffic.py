@@ -1,4 +1,5 @@
-"""``shardboard bench --scenario traffic``: one site's month's bill at 10^4, 10^6, 10^8 and 10^9 views a day.
+"""``shardboard bench --scenario traffic``: one site's month's bill at 10^4, 10^6, 10^8 and 10^9 views a day (and
+10^3, where the bill meets a managed Redis's).
 
 The site: 21 boards (global + 20 categories, the ``boards`` scenario's skewed ones), day, week, month and all time plus
 trending, N = 100 on every board, a Zipf catalogue whose items each have a document (the heads inline the first page's,
@@ -48,7 +49,6 @@ from shardboard_tools.bench.run import UNLIMITED
 from shardboard_tools.capacity.emulator import PacedClock, VirtualClock
 from shardboard_tools.capacity.units import item_size, read_units
 
-LEVELS_PER_DAY = (10_000, 1_000_000, 100_000_000, 1_000_000_000)
 MONTH_SECONDS = prices.MONTH_HOURS * 3600
 SECONDS_PER_DAY = 86_400
 # The designs side by side, and the pseudo-design priced from operations alone.
@@ -86,7 +86,13 @@ class Level:
         return max(1, round(self.slice_seconds * self.views_per_s))
 
 
-DEFAULT_LEVELS = (Level(10**4, 1200.0), Level(10**6, 600.0), Level(10**8, 20.0), Level(10**9, 2.0))
+DEFAULT_LEVELS = (
+    Level(10**3, 1200.0),
+    Level(10**4, 900.0),
+    Level(10**6, 300.0),
+    Level(10**8, 20.0),
+    Level(10**9, 2.0),
+)
 
 
 @dataclass(frozen=True)
@@ -714,12 +720,14 @@ def run_level(
 
 
 def run_traffic(
-    traffic: TrafficWorkload = TrafficWorkload(),
+    traffic: TrafficWorkload | None = None,
     designs: tuple[str, ...] = DESIGNS,
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The scenario as the JSON document ``shardboard bench --scenario traffic --json`` prints."""
+    """The scenario as the JSON document ``shardboard bench --scenario traffic --json`` prints (``traffic``: the
+    default workload when None)."""
     started = time.perf_counter()
+    traffic = traffic or TrafficWorkload()
     step = on_step or (lambda _: None)
     memory_mb = template_memory_mb()
     levels = [run_level(traffic, level, designs, memory_mb, step) for level in traffic.levels]

@@ -131,7 +131,7 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "retry safety (Idempotency-Key, the Recorder's retry-safe writes) under lost responses (docs/benchmarks.md); "
     "reads: ranked versions at D = N and D = 10,000 side by side (write units per view) and the cost of rank "
     "lookups (docs/benchmarks.md, Ranked versions); "
-    "traffic: one site's month's bill at 10^4 to 10^9 views a day, beside the straightforward design and a managed "
+    "traffic: one site's month's bill at 10^3 to 10^9 views a day, beside the straightforward design and a managed "
     "Redis (docs/benchmarks-traffic.md; with --json it writes no files); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
