@@ -155,7 +155,9 @@ class TrafficWorkload:
             views=views,
             items=self.items,
             zipf_s=self.zipf_s,
-            views_per_s=views / span,  # the straightforward design's refresh times run to the span's end
+            # The straightforward design refreshes at every interval up to the span's end (just past it: the last
+            # is on it, whatever the rounding), then once more.
+            views_per_s=views / (span + 0.5),
             categories=self.categories,
             global_top_n=self.top_n,
             category_top_n=self.top_n,
@@ -403,7 +405,7 @@ def measure_straightforward(traffic: TrafficWorkload, level: Level, views: Views
     started = time.perf_counter()
     warm = traffic.warmup_views(level)
     workload = traffic.boards_workload(level, straightforward=True)
-    alone = replace(workload, views=warm, views_per_s=warm / refresh_seconds())  # its refreshes: one, at 60 s
+    alone = replace(workload, views=warm, views_per_s=warm / (refresh_seconds() + 0.5))  # refreshes at 60 s, 60.5 s
     first, second = TrafficStraightforward(alone), TrafficStraightforward(workload)
     before_run, run = first.run(part(views, 0, warm)), second.run(views)
     figures = summarize(run, truth)
