@@ -31,6 +31,14 @@ def dollars(value: float) -> str:
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
 
 
+def rounded(value: float) -> str:
+    """Two significant figures, written out: 2,300; 0.12."""
+    if value < 10:
+        return f"{value:.2g}"
+    digits = 10 ** (math.floor(math.log10(value)) - 1)
+    return f"{round(value / digits) * digits:,.0f}"
+
+
 def per_day(views: float) -> str:
     """10^k for a power of ten, else the number."""
     power = round(math.log10(views))
@@ -120,7 +128,7 @@ def crossover_sentence(result: dict[str, Any]) -> list[str]:
             low, high = crossing["between"]
             cheaper = name if crossing["cheaper_below"] == "ours" else "the managed Redis"
             lines.append(
-                f"- **{name}** crosses the managed Redis at about **{crossing['views_per_day']:,.3g} views a day** "
+                f"- **{name}** crosses the managed Redis at about **{rounded(crossing['views_per_day'])} views a day** "
                 f"(between {per_day(low)} and {per_day(high)}, interpolated in log-log space; "
                 f"{dollars(crossing['bill'])} a month there): below it {cheaper} is cheaper."
             )
@@ -211,7 +219,8 @@ def measured_rows(level: dict[str, Any]) -> list[str]:
     redis = level["designs"][REDIS]
     rows += [
         "",
-        f"Redis: {redis['ops_per_s_mean']:,.0f} operations/s on average, sized for {redis['ops_per_s_peak']:,.0f}: "
+        f"Redis: {rounded(redis['ops_per_s_mean'])} operations/s on average, sized for "
+        f"{rounded(redis['ops_per_s_peak'])}: "
         f"{redis['shards']} shard(s) of {redis['node_type']}, primary + replica ({redis['nodes']} nodes).",
     ]
     return rows
