@@ -87,6 +87,20 @@ def test_a_steady_table_goes_provisioned_and_a_quiet_one_stays_on_demand() -> No
     assert components["dynamodb_reads"] == pytest.approx(1 * HOURS * 0.00013)
 
 
+def test_a_tables_cost_is_split_by_the_units_of_the_table_and_its_indexes_together() -> None:
+    units = {
+        ("t", "read", "frontend"): 300.0,
+        ("t", "read", "refresh"): 500.0,
+        ("t/by-x", "read", "refresh"): 100.0,
+        ("t/by-y", "read", "views"): 100.0,
+    }
+    components, tables = dynamodb_bill(month(units), Assumptions())
+    assert tables["t"]["mode"] == "on-demand"
+    assert components["frontend_reads"] == pytest.approx(300 * 0.125e-6)
+    assert components["refresh_reads"] == pytest.approx(600 * 0.125e-6)
+    assert components["dynamodb_reads"] == pytest.approx(100 * 0.125e-6)
+
+
 def test_each_index_gets_its_own_capacity_when_provisioned() -> None:
     rate = 7.0 * SECONDS
     units = {("t", "write", "views"): rate, ("t/by-x", "write", "views"): rate}

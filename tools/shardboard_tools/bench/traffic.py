@@ -533,7 +533,10 @@ def dynamodb_bill(month: Monthly, assumptions: Assumptions) -> tuple[dict[str, f
         mode = "provisioned" if sum(provisioned.values()) < sum(on_demand.values()) else "on-demand"
         chosen = provisioned if mode == "provisioned" else on_demand
         for kind in ("write", "read"):
-            units = {cause: v for (_, k, cause), v in mine.items() if k == kind}
+            units: dict[str, float] = defaultdict(float)  # the table's and its indexes' units, by cause
+            for (_, k, cause), value in mine.items():
+                if k == kind:
+                    units[cause] += value
             total = sum(units.values())
             for cause, value in units.items():
                 components[CAUSES[(kind, cause)]] += chosen[kind] * value / total if total else 0.0
