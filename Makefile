@@ -113,6 +113,7 @@ build: sam ## sam build (no container: the Lambda runtime's python3.12 from pyen
 
 bench: install ## Side-by-side benchmark; figures go to docs/benchmarks.md
 	$(BIN)/shardboard bench
+	$(BIN)/shardboard bench --scenario traffic
 
 # The long tier: a seeded chaos run, then the slow tests and every property test at the thorough profile's size.
 chaos: install dynamodb-local ## Seeded chaos run on DynamoDB Local (SEED=n replays one), the slow tier, thorough properties

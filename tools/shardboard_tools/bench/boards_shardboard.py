@@ -12,6 +12,7 @@ ledger and the ended heads).
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -22,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from shardboard.adapters.event_bus import batches, entry, entry_size
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso, kind_of
-from shardboard.domain.ports import PeriodKey, Throttled
+from shardboard.domain.ports import ItemCatalog, PeriodKey, Throttled
 from shardboard.domain.publishing.events import EVENT_TYPES, BoardEvent
 from shardboard.domain.writing.recording import Where, record_views
 from shardboard.services.events import Announcer, moment
@@ -111,6 +112,8 @@ class ShardboardBoardsDesign:
         self.events_by_type: Counter[str] = Counter()
         self.closing_read_units = 0.0
         self.scan_fallbacks = 0
+        # The items table whose documents the heads inline (``--scenario traffic``); None: heads carry none.
+        self.catalog: ItemCatalog | None = None
 
     def run(self, views: Views, on_progress: ProgressCallback | None = None) -> BoardsRun:
         started = time.perf_counter()
@@ -118,7 +121,8 @@ class ShardboardBoardsDesign:
         ids = workload.item_ids()
         boards = [category_board(c) for c in range(workload.categories)]
         start = workload.start.timestamp()
-        next_refresh = workload.refresh_seconds
+        # The first scheduled refresh after the first view (a later run on the same design starts later).
+        next_refresh = workload.refresh_seconds * (1 + math.floor(float(views.offsets[0]) / workload.refresh_seconds))
         refresh_writes = refresh_reads = 0.0
         bucket_cache: dict[int, str] = {}
         for position, (rank, category, offset) in enumerate(
@@ -170,7 +174,13 @@ class ShardboardBoardsDesign:
         everything = PeriodKey(self.settings.board, ALL, ALL)
         clock = self.design.virtual_clock()
         run = refresh_changed(
-            self.design.board, self.settings, now=now, always=[everything], announcer=self.announcer, clock=clock
+            self.design.board,
+            self.settings,
+            now=now,
+            always=[everything],
+            announcer=self.announcer,
+            catalog=self.catalog,
+            clock=clock,
         )
         for period, refreshed in run.results.items():
             top_n = self.settings.top_n_of(period.board)

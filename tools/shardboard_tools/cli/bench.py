@@ -117,6 +117,7 @@ def print_targets(screen: Console, found: list[Any]) -> None:
             "honest-counts",
             "reads",
             "visitors",
+            "traffic",
             "viral-ramp",
             "viral-ramp-additive",
         ]
@@ -132,6 +133,8 @@ def print_targets(screen: Console, found: list[Any]) -> None:
     "reads: ranked versions at D = N and D = 10,000 side by side (write units per view) and the cost of rank "
     "lookups (docs/benchmarks.md, Ranked versions); visitors: the crawler match's microseconds per view and a CDN's "
     "origin requests and dollars per million page loads (docs/benchmarks.md, Visitors); "
+    "traffic: one site's month's bill at 10^3 to 10^9 views a day, beside the straightforward design and a managed "
+    "Redis (docs/benchmarks-traffic.md; with --json it writes no files); "
     "viral-ramp: dynamic write sharding under a ramp (docs/dynamic-sharding.md).",
 )
 @click.option(
@@ -186,6 +189,9 @@ def bench(
     }
     if scenario in sections:
         sections[scenario](click.get_current_context(), as_json=as_json, out=None if no_files else out)
+        return
+    if scenario == "traffic":
+        run_traffic_scenario(click.get_current_context(), as_json=as_json, out=None if no_files or as_json else out)
         return
     if scenario != "designs":
         from shardboard_tools.scenarios.report import run_scenario
@@ -322,6 +328,24 @@ def run_library_scenario(ctx: click.Context, *, as_json: bool, out: Path | None)
     if out is not None:
         SECTION.write(out / "benchmarks.md", section(result, command_line(ctx)))
         screen.print(f"wrote {out / 'benchmarks.md'}")
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str))
+
+
+def run_traffic_scenario(ctx: click.Context, *, as_json: bool, out: Path | None) -> None:
+    """``--scenario traffic``: the month's bill per level and design; the page and chart unless ``out`` is None."""
+    from shardboard_tools.bench.traffic import run_traffic
+    from shardboard_tools.bench.traffic_report import chart, markdown, table
+
+    screen = Console(stderr=True) if as_json else Console()
+    with Console(stderr=True).status("traffic") as status:
+        result = run_traffic(on_step=lambda step: status.update(f"traffic: {step}"))
+    screen.print(table(result))
+    if out is not None:
+        png = chart(result, out / "benchmarks-traffic.png")
+        path = out / "benchmarks-traffic.md"
+        path.write_text(markdown(result, command_line(ctx), png.name), encoding="utf-8")
+        screen.print(f"wrote {path} and {png}")
     if as_json:
         click.echo(json.dumps(result, indent=2, default=str))
 
