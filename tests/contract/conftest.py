@@ -24,13 +24,13 @@ from shardboard.domain.ports import (
     ShardMetadataStore,
 )
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.capacity.memory import (
     MemoryBoardStore,
     MemoryItemStore,
     MemoryShardMetadataStore,
     MemoryViewStore,
 )
+from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.local.runtime import Runtime
 from tests.conftest import Pipeline
 
