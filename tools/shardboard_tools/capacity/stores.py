@@ -64,6 +64,13 @@ class EngineStores:
         """The base table's stream records so far, as Lambda receives them (the list itself: take from it)."""
         return self.engine.stream(self.settings.views_table)
 
+    def take_stream(self, limit: int) -> list[dict[str, Any]]:
+        """Remove and return the oldest ``limit`` stream records (one Lambda batch)."""
+        records = self.stream
+        batch = records[:limit]
+        del records[:limit]
+        return batch
+
 
 def in_process(
     emulator: CapacityEmulator | None = None, settings: Settings | None = None, **changes: Any
