@@ -327,6 +327,10 @@ class InProcessEngine:
         stored = self._table(table, "GetItem")
         return stored.get(stored.key_of(key, "GetItem"))
 
+    def items(self, table: str) -> Iterator[Item]:
+        """Every item of ``table`` as stored, unpriced (tests and benchmarks look at what the adapters wrote)."""
+        return self._table(table, "Scan").all_items()
+
     def _table(self, name: str, operation: str) -> Table:
         try:
             return self.tables[name]
