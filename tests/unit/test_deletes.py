@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from shardboard.adapters.board_table import snapshot_from_item
-from shardboard.adapters.keys import item_record_pk
 from shardboard.domain.items.taken_down import TakenDown
 from shardboard.domain.periods import ALL, DAY, from_epoch
 from shardboard.domain.ports import PeriodKey
@@ -81,12 +80,6 @@ class World:
         stored = self.design.engine.items(self.config.board_table)
         items = [item for item in stored if item["pk"]["S"].startswith(prefix)]
         return [item for item in items if "expires_at" not in item or int(item["expires_at"]["N"]) > now]
-
-    def audit_rows(self, item_id: str) -> list[dict]:
-        """The item's audit rows as the items table holds them (sort key order: the order they were written)."""
-        stored = self.design.engine.items(self.config.items_table)
-        pk = item_record_pk(item_id)
-        return [row for row in stored if row["pk"]["S"] == pk and row["sk"]["S"].startswith("audit#")]
 
     def heads(self) -> list[dict]:
         """Every snapshot head stored, of every period still retained."""
@@ -270,7 +263,7 @@ def test_a_delete_cut_short_is_finished_by_running_it_again():
     again = world.delete("a")
     assert (again.changed, again.erased) == (False, 1)
     assert all(row["item_id"]["S"] != "a" for row in world.holders())
-    assert [row["op"]["S"] for row in world.audit_rows("a")] == ["delete"]
+    assert [row["op"]["S"] for row in world.design.stores.audit_rows("a")] == ["delete"]
     # And a third run is a plain 200 with nothing left to do, later views are refused by the aggregator
     assert (world.delete("a").changed, world.delete("a").erased) == (False, 0)
     world.design.view("a")
@@ -282,7 +275,7 @@ def test_a_delete_of_an_item_never_created_and_never_viewed_writes_nothing():
     world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
     with pytest.raises(NothingToTakeDown, match="no views and was never created"):
         world.delete("ghost")
-    assert world.catalog.denied() == frozenset() and world.audit_rows("ghost") == []
+    assert world.catalog.denied() == frozenset() and world.design.stores.audit_rows("ghost") == []
 
 
 def test_a_hidden_item_can_be_deleted_and_leaves_the_hidden_set():

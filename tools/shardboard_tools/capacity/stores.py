@@ -12,6 +12,7 @@ from typing import Any
 
 from shardboard.adapters.board_table import BoardStore
 from shardboard.adapters.items_table import ItemStore
+from shardboard.adapters.keys import SK, item_record_pk
 from shardboard.adapters.shards_table import ShardMetadataStore
 from shardboard.adapters.views_table import ViewStore
 from shardboard.services.stores import Container
@@ -19,6 +20,8 @@ from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.engine import InProcessEngine
 from shardboard_tools.template import Template
+
+AUDIT_PREFIX = "audit#"  # adapters.keys.audit_sk
 
 
 @functools.cache
@@ -63,6 +66,13 @@ class EngineStores:
     def stream(self) -> list[dict[str, Any]]:
         """The base table's stream records so far, as Lambda receives them (the list itself: take from it)."""
         return self.engine.stream(self.settings.views_table)
+
+    def audit_rows(self, item_id: str) -> list[dict[str, Any]]:
+        """The item's audit rows in the order they were written (tests read who hid it and why), unpriced."""
+        table = self.engine.tables[self.settings.items_table]
+        partition = table.partitions.get(item_record_pk(item_id))
+        rows = partition.items.values() if partition else ()
+        return [row for row in rows if row[SK]["S"].startswith(AUDIT_PREFIX)]
 
     def take_stream(self, limit: int) -> list[dict[str, Any]]:
         """Remove and return the oldest ``limit`` stream records (one Lambda batch)."""
