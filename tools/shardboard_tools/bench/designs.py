@@ -242,9 +242,11 @@ class ShardboardDesign:
         engine = self.engine
         started = time.process_time()
         in_engine, calls = engine.cpu_seconds, engine.metered_calls
+        engine.metering = True
         try:
             return call()
         finally:
+            engine.metering = False
             spent = time.process_time() - started
             spent -= engine.cpu_seconds - in_engine + (engine.metered_calls - calls) * self.metering_overhead
             self.cpu_seconds += spent
