@@ -1,8 +1,9 @@
 """The ports under contract: each test in this folder runs against every implementation of them.
 
-``memory``: the in-memory stores (shardboard_tools.capacity.memory) on a virtual clock; ``moto``: the DynamoDB adapters
+``memory``: the in-memory stores (shardboard_tools.capacity.memory) on a virtual clock; ``engine``: the DynamoDB
+adapters on the in-process engine (shardboard_tools.capacity.engine, a virtual clock); ``moto``: the DynamoDB adapters
 on moto; ``dynamodb-local``: the DynamoDB adapters on Amazon DynamoDB Local (e2e: a java subprocess). The tables of
-the last two come from template.yaml, as in every other test.
+the last three come from template.yaml, as in every other test.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from shardboard_tools.capacity.memory import (
     MemoryShardMetadataStore,
     MemoryViewStore,
 )
+from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.local.runtime import Runtime
 from tests.conftest import Pipeline
 
-IMPLEMENTATIONS = ["memory", "moto", pytest.param("dynamodb-local", marks=pytest.mark.e2e)]
+IMPLEMENTATIONS = ["memory", "engine", "moto", pytest.param("dynamodb-local", marks=pytest.mark.e2e)]
 
 
 class ViewTable(RetrySafeViewCounters, AllowanceCounters, CounterReads, CounterImports, Protocol):
@@ -83,11 +85,20 @@ def memory_ports() -> Ports:
     )
 
 
+def engine_ports() -> Ports:
+    """The DynamoDB adapters on the in-process engine (shardboard_tools.capacity.engine), tables from template.yaml."""
+    stores = in_process()
+    records = stores.stream
+    return Ports("engine", stores.views, stores.board, stores.shard_metadata, lambda: records, stores.items)
+
+
 @pytest.fixture(params=IMPLEMENTATIONS)
 def ports(request: pytest.FixtureRequest) -> Ports:
     """Fresh, empty tables of one implementation."""
     if request.param == "memory":
         return memory_ports()
+    if request.param == "engine":
+        return engine_ports()
     if request.param == "moto":
         return dynamodb_ports("moto", request.getfixturevalue("make_pipeline")().runtime)
     return dynamodb_ports("dynamodb-local", request.getfixturevalue("make_local")())

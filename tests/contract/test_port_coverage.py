@@ -1,6 +1,6 @@
 """Every method of every port has a contract test: a test of this folder that takes an implementation fixture (so it
-runs on memory, moto and DynamoDB Local), calls the method (itself or through a helper of its module) and asserts
-something. A method added to a port without one fails here."""
+runs on memory, the in-process engine, moto and DynamoDB Local), calls the method (itself or through a helper of its
+module) and asserts something. A method added to a port without one fails here."""
 
 from __future__ import annotations
 
@@ -73,9 +73,9 @@ def exercised() -> set[str]:
     return found
 
 
-def test_the_fixtures_run_each_test_on_memory_moto_and_dynamodb_local():
+def test_the_fixtures_run_each_test_on_memory_the_engine_moto_and_dynamodb_local():
     names = [getattr(param, "values", (param,))[0] for param in conftest.IMPLEMENTATIONS]
-    assert names == ["memory", "moto", "dynamodb-local"]
+    assert names == ["memory", "engine", "moto", "dynamodb-local"]
 
 
 def test_every_port_method_has_a_contract_test():

@@ -15,7 +15,7 @@ from shardboard.domain.aggregating.batch import ViewRecord
 from shardboard.domain.clock import FixedClock
 from shardboard.domain.ports import Throttled, ThrottleScope
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
-from shardboard_tools.capacity.memory import MemoryViewStore
+from shardboard_tools.capacity.stores import in_process
 
 
 def test_add_view_adds_count_to_one_counter(ports):
@@ -86,18 +86,19 @@ def test_a_write_counts_on_the_global_board_and_each_board_named_in_its_anchor_b
     ]
 
 
-def test_a_throttled_write_is_the_domain_outcome_and_writes_nothing_in_memory():
-    # Given an in-memory base table whose partitions take 2 write units a second
-    views = MemoryViewStore(CapacityEmulator(VirtualClock(), Limits(partition_write_units=2)))
-    views.add_view("a", 0)
-    views.add_view("a", 0, 5)
+def test_a_throttled_write_is_the_domain_outcome_and_writes_nothing_in_process():
+    # Given the adapters on the in-process engine, whose partitions take 2 write units a second
+    stores = in_process(CapacityEmulator(VirtualClock(), Limits(partition_write_units=2)))
+    views = stores.views
+    views.add_view("a", 0, bucket="2026-11-22")
+    views.add_view("a", 0, 5, bucket="2026-11-22")
     # When a third write hits the same counter in the same second
     with pytest.raises(Throttled) as refused:
-        views.add_view("a", 0, 100)
+        views.add_view("a", 0, 100, bucket="2026-11-22")
     # Then it is refused at the partition level, as the adapter reports it, and nothing was written
     assert refused.value.scope is ThrottleScope.PARTITION
-    assert views.item_total("a", 1) == 6
-    assert len(views.stream) == 2
+    assert views.item_total("a", 1, bucket="2026-11-22") == 6
+    assert len(stores.stream) == 2
 
 
 @pytest.mark.parametrize(

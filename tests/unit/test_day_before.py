@@ -26,7 +26,6 @@ from shardboard.services.takedowns import NothingToTakeDown, hide, unhide
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryItemStore
 from tests.conftest import examples
 from tests.heads import head_of_pairs
 
@@ -111,7 +110,7 @@ class Day:
         workload = Workload(top_n=top_n, gsi_shards=2, write_shards=2, batch_size=3, periods=(HOUR, DAY))
         self.design = ShardboardDesign(workload, CapacityEmulator(VirtualClock()))
         self.design.settings = dataclasses.replace(self.design.settings, snapshot_spare=spare)
-        self.catalog = MemoryItemStore(self.design.emulator)
+        self.catalog = self.design.items  # the adapter on the design's engine
         self.gathered: list[Head] = []
         board = self.design.board
         put = board.put_snapshot

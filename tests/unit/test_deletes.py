@@ -75,10 +75,10 @@ class World:
 
     def live(self, prefix: str) -> list[dict]:
         """The stored items whose key starts with ``prefix``, but those past their TTL (a past period older than its
-        retention: DynamoDB deletes them, the in-memory table keeps them; a delete sweeps the retained periods)."""
+        retention: DynamoDB deletes them, the in-process engine keeps them; a delete sweeps the retained periods)."""
         now = self.design._epoch()
-        with self.board.data.lock:
-            items = [item for pk, item in self.board.data.items.items() if pk.startswith(prefix)]
+        stored = self.design.engine.items(self.config.board_table)
+        items = [item for item in stored if item["pk"]["S"].startswith(prefix)]
         return [item for item in items if "expires_at" not in item or int(item["expires_at"]["N"]) > now]
 
     def heads(self) -> list[dict]:
@@ -220,22 +220,25 @@ def deleted(world: World, item: str, top_n: int, *, crash: bool) -> None:
 
 
 class crash_at_the_aggregate:
-    """Makes the memory board's DeleteItem of an aggregate raise once: entries erased, the aggregate not."""
+    """Makes the board table's DeleteItem (of an aggregate: entries go by BatchWriteItem) raise once on the
+    in-process engine: entries erased, the aggregate not."""
 
     def __init__(self, world: World) -> None:
-        self.board = world.board
-        self.write = world.board._write
+        self.engine = world.design.engine
+        self.table = world.config.board_table
 
     def __enter__(self) -> None:
-        def failing(operation, pk, new):
-            if operation == "DeleteItem":
-                raise SweepCrashed(pk)
-            return self.write(operation, pk, new)
+        delete_item = self.engine.delete_item
 
-        self.board._write = failing
+        def failing(**request):
+            if request["TableName"] == self.table:
+                raise SweepCrashed(request["Key"]["pk"]["S"])
+            return delete_item(**request)
+
+        self.engine.delete_item = failing
 
     def __exit__(self, *_) -> None:
-        self.board._write = self.write
+        del self.engine.delete_item  # the class's method again
 
 
 def test_a_delete_cut_short_is_finished_by_running_it_again():
@@ -260,7 +263,7 @@ def test_a_delete_cut_short_is_finished_by_running_it_again():
     again = world.delete("a")
     assert (again.changed, again.erased) == (False, 1)
     assert all(row["item_id"]["S"] != "a" for row in world.holders())
-    assert [row["op"]["S"] for row in world.catalog.audit_rows("a")] == ["delete"]
+    assert [row["op"]["S"] for row in world.design.stores.audit_rows("a")] == ["delete"]
     # And a third run is a plain 200 with nothing left to do, later views are refused by the aggregator
     assert (world.delete("a").changed, world.delete("a").erased) == (False, 0)
     world.design.view("a")
@@ -272,7 +275,7 @@ def test_a_delete_of_an_item_never_created_and_never_viewed_writes_nothing():
     world = World(top_n=2, spare=1, board_shards=1, batch_size=1)
     with pytest.raises(NothingToTakeDown, match="no views and was never created"):
         world.delete("ghost")
-    assert world.catalog.denied() == frozenset() and world.catalog.audit_rows("ghost") == []
+    assert world.catalog.denied() == frozenset() and world.design.stores.audit_rows("ghost") == []
 
 
 def test_a_hidden_item_can_be_deleted_and_leaves_the_hidden_set():

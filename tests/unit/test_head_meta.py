@@ -12,8 +12,7 @@ from shardboard.domain.publishing.head_meta import META_REFRESH_SECONDS
 from shardboard.domain.publishing.head_size import HEAD_BUDGET_BYTES, fit, head_bytes
 from shardboard.domain.publishing.snapshot import leaderboard_json
 from shardboard.services.snapshots import inline_meta
-from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryItemStore
+from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.capacity.units import item_size, read_units
 
 T0 = "2026-11-23T17:00:00.000Z"
@@ -22,10 +21,10 @@ LATER = f"2026-11-23T17:{META_REFRESH_SECONDS // 60:02d}:00.000Z"
 
 
 class CountingCatalog:
-    """The memory items table, remembering which ids each BatchGet asked for."""
+    """The items table (the adapter on the in-process engine), remembering which ids each BatchGet asked for."""
 
     def __init__(self) -> None:
-        self.store = MemoryItemStore(CapacityEmulator(VirtualClock()))
+        self.store = in_process().items
         self.asked: list[list[str]] = []
 
     def get_many(self, item_ids):

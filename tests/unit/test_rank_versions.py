@@ -18,7 +18,17 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardboard.adapters.keys import BOARD_SHARD, DEEP_BUCKET, DEEP_KEY, RANK_ENTRIES, aggregate_pk, rank_page_pk
+from shardboard.adapters.keys import (
+    BOARD_SHARD,
+    DEEP_BUCKET,
+    DEEP_KEY,
+    PK,
+    RANK_ENTRIES,
+    RANK_PAGE_PREFIX,
+    RANK_SHARD_PREFIX,
+    aggregate_pk,
+    rank_page_pk,
+)
 from shardboard.domain.periods import ALL, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.deep_tier import deep_bucket
@@ -48,10 +58,17 @@ def ranking(design: ShardboardDesign) -> list[list[Any]]:
     return [[item, count] for item, count in sorted(views.items(), key=lambda pair: (-pair[1], pair[0]))]
 
 
+def stored(design: ShardboardDesign, pk: str) -> dict[str, Any]:
+    """An item of the board table as the adapters wrote it (read from the engine, unpriced)."""
+    item = design.engine.peek(design.settings.board_table, {PK: {"S": pk}})
+    assert item is not None, pk
+    return item
+
+
 def stored_version(design: ShardboardDesign, block: RankBlock) -> list[list[Any]]:
     entries: list[list[Any]] = []
     for page in range(len(block.pages)):
-        item = design.board.data.items[rank_page_pk(*EVERYTHING, block.rv, page)]
+        item = stored(design, rank_page_pk(*EVERYTHING, block.rv, page))
         entries += json.loads(item[RANK_ENTRIES]["S"])
     return entries
 
@@ -66,9 +83,9 @@ def deep_misses(design: ShardboardDesign) -> list[str]:
     deep_threshold = design.board.get_board_state("global").deep_threshold
     missing = []
     for item, (views, _) in design.board.scan_aggregates().items():
-        stored = design.board.data.items[aggregate_pk("global", item)]
-        deep_keyed = DEEP_KEY in stored and int(stored.get(DEEP_BUCKET, {"N": "-1"})["N"]) >= deep_bucket(views)
-        if views >= deep_threshold and BOARD_SHARD not in stored and not deep_keyed:
+        aggregate = stored(design, aggregate_pk("global", item))
+        deep_keyed = DEEP_KEY in aggregate and int(aggregate.get(DEEP_BUCKET, {"N": "-1"})["N"]) >= deep_bucket(views)
+        if views >= deep_threshold and BOARD_SHARD not in aggregate and not deep_keyed:
             missing.append(item)
     return missing
 
@@ -155,8 +172,9 @@ def test_retired_versions_are_deleted_after_the_cursor_ttl():
     # Then at 180 s the version retired at 60 s has outlived the TTL: its items are gone, the others stay
     block = design.board.get_snapshot(EVERYTHING).rank
     assert [retired.rv for retired in block.retired] == rvs[1:3]
-    stored = {pk.split("#")[4] for pk in design.board.rank_part_pks()}
-    assert stored == set(rvs[1:])
+    parts = [i[PK]["S"] for i in design.engine.items(design.settings.board_table)]
+    kept = {pk.split("#")[4] for pk in parts if pk.startswith((RANK_PAGE_PREFIX, RANK_SHARD_PREFIX))}
+    assert kept == set(rvs[1:])
 
 
 def test_a_version_is_not_rewritten_before_rank_refresh_seconds_nor_when_nothing_changed():
@@ -174,10 +192,10 @@ def test_a_version_is_not_rewritten_before_rank_refresh_seconds_nor_when_nothing
     # When it runs again past RankRefreshSeconds: a new version
     later = take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=61)), EVERYTHING)
     assert later.snapshot.rank.rv != first.rv
-    units = design.board.rank_write_units
+    units = design.engine.write_units.get("BatchWriteItem")
     # And a due run with nothing changed writes no version
     again = take_snapshot(design.board, design.settings, iso(START + timedelta(seconds=200)), EVERYTHING)
-    assert again.snapshot.rank.rv == later.snapshot.rank.rv and design.board.rank_write_units == units
+    assert again.snapshot.rank.rv == later.snapshot.rank.rv and design.engine.write_units.get("BatchWriteItem") == units
 
 
 def test_rank_shard_entries_carry_position_and_competition_rank():

@@ -28,8 +28,7 @@ from shardboard.services.reading import BoardReads, window_top
 from shardboard.services.snapshots import refresh_changed
 from shardboard.services.takedowns import NothingToTakeDown
 from shardboard.settings import Settings
-from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryItemStore
+from shardboard_tools.capacity.stores import in_process
 from tests.conftest import examples
 from tests.unit.test_boards_periods import World, deliver_at_least_once
 
@@ -153,7 +152,7 @@ def window_heads_are_exact(views, seed, refreshes, hide):
     cuts = sorted(rng.randint(0, len(views)) for _ in refreshes[1:])
     groups = [views[a:b] for a, b in zip([0, *cuts], [*cuts, len(views)], strict=True)]
     hidden: set[str] = set()
-    items = MemoryItemStore(CapacityEmulator(VirtualClock()))
+    items = in_process().items
     seen: list = []
     for minutes, group in zip(sorted(refreshes), groups, strict=True):
         for item, boards, at, shard, count in group:
@@ -181,7 +180,7 @@ def window_heads_are_exact(views, seed, refreshes, hide):
 
 def test_a_window_is_read_as_of_now_and_refuses_what_it_cannot_answer():
     config = Settings(periods=("day", "24h"))
-    reads = BoardReads(World(config).board, MemoryItemStore(CapacityEmulator(VirtualClock())), config)
+    reads = BoardReads(World(config).board, in_process().items, config)
     with pytest.raises(BadInput, match="window must be one of 24h"):
         window_top(reads, board=None, window="7d", period=None, at=None, limit=None)
     with pytest.raises(BadInput, match="as of now"):

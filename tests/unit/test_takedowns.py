@@ -24,7 +24,6 @@ from shardboard.services.takedowns import NothingToTakeDown, delete, hide, unhid
 from shardboard_tools.bench.designs import ShardboardDesign
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryItemStore
 from tests.conftest import examples
 from tests.heads import head_of_pairs
 from tests.unit.test_taken_down import past_the_listing_limit
@@ -44,7 +43,7 @@ class World:
         )
         self.design = ShardboardDesign(workload, CapacityEmulator(VirtualClock()))
         self.design.settings = dataclasses.replace(self.design.settings, snapshot_spare=spare)
-        self.catalog = MemoryItemStore(self.design.emulator)
+        self.catalog = self.design.items  # the adapter on the design's engine
         self.counts: Counter[str] = Counter()
         self.hidden: set[str] = set()
 
@@ -281,7 +280,7 @@ def test_the_audit_rows_say_who_and_why():
         reason="appeal",
         at=world.moment,
     )
-    rows = world.catalog.audit_rows("a")
+    rows = world.design.stores.audit_rows("a")
     assert [(r["op"]["S"], r["by"]["S"], r["reason"]["S"]) for r in rows] == [
         ("hide", "arn:aws:iam::1:user/ed", "spam"),
         ("unhide", "arn:aws:iam::1:user/al", "appeal"),

@@ -137,7 +137,7 @@ class ShardboardBoardsDesign:
             bucket = bucket_cache.get(second) or bucket_cache.setdefault(
                 second, bucket_of(self.settings.anchor, from_epoch(second))
             )
-            before = len(self.design.views.stream)
+            before = len(self.design.stream_records)
             try:
                 record_views(
                     self.design.views,
@@ -150,7 +150,7 @@ class ShardboardBoardsDesign:
                 result.views_recorded += 1
             except (Throttled, ClientError):
                 pass  # a lost view: the brute-force truth counts it, so exactness would show it
-            for record in self.design.views.stream[before:]:  # its arrival places it in its tumbling window
+            for record in self.design.stream_records[before:]:  # its arrival places it in its tumbling window
                 record["dynamodb"]["ApproximateCreationDateTime"] = offset
             self.design.settle()
             if on_progress and position % 50_000 == 0:

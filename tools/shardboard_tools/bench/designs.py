@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol, cast
 
+from shardboard.adapters.keys import PK, snapshot_pk
 from shardboard.domain.clock import Clock
 from shardboard.domain.items.taken_down import deleted_among
 from shardboard.domain.periods import ALL, bucket_of, from_epoch, iso
@@ -29,15 +30,10 @@ from shardboard.services.snapshots import refresh_changed
 from shardboard.settings import Settings
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, Charge, PacedClock
-from shardboard_tools.capacity.memory import (
-    STREAM_ARN,
-    MemoryBoardStore,
-    MemoryItemStore,
-    MemoryTable,
-    MemoryViewStore,
-    metering_overhead_seconds,
-)
+from shardboard_tools.capacity.engine import metering_overhead_seconds
+from shardboard_tools.capacity.memory import MemoryTable
 from shardboard_tools.capacity.schema import IndexSchema, TableSchema
+from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.capacity.units import item_size, query_units, read_units
 from shardboard_tools.lambda_model.clock import DrivenClock
 from shardboard_tools.lambda_model.delivery import StreamDelivery
@@ -167,10 +163,14 @@ class ShardboardDesign:
         self.start_epoch = workload.start_epoch
         # ... but the deployed function overlaps that many requests, which is how its requests are stamped.
         self.function_concurrency = Settings().write_concurrency
-        self.views = MemoryViewStore(emulator, self.settings.views_table)
-        self.board = MemoryBoardStore(emulator, self.settings.board_table)
+        # The real stores on the in-process engine, which executes and prices their requests.
+        self.stores = in_process(emulator, self.settings)
+        self.engine = self.stores.engine
+        self.views = self.stores.views
+        self.board = self.stores.board
         # The deleted ids among a batch's, asked before and after its writes as the deployed function does, and priced.
-        self.items = MemoryItemStore(emulator, self.settings.items_table)
+        self.items = self.stores.items
+        self.stream_records = self.stores.stream
         self.aggregator = StreamAggregator(
             lambda: self.board,
             lambda: self.settings,
@@ -184,7 +184,11 @@ class ShardboardDesign:
         # The stream goes to the aggregator as Lambda delivers it (lambda_model), on the run's virtual clock: it
         # never waits, a batch is due when full (the writers fill one long before the longest batching window) or
         # at the end of the run, and a failed one is retried after its back-off.
-        self.stream = MemoryShard(self.views.take_stream, lambda: len(self.views.stream), STREAM_ARN)
+        self.stream = MemoryShard(
+            self.stores.take_stream,
+            lambda: len(self.stream_records),
+            self.engine.tables[self.settings.views_table].stream_arn,
+        )
         self.window_seconds = workload.aggregation_window_seconds
         self.delivery = StreamDelivery(
             bench_mapping(workload),
@@ -202,11 +206,11 @@ class ShardboardDesign:
         return self.start_epoch + self.emulator.clock.now()
 
     def view(self, item_id: str) -> None:
-        before = len(self.views.stream)
+        before = len(self.stream_records)
         now = self.emulator.clock.now()
         where = Where(bucket_of(self.settings.anchor, from_epoch(self.start_epoch + now)))
         record_views(self.views, item_id, 1, self.settings.write_shards, self.rng, where=where)
-        for record in self.views.stream[before:]:  # its arrival places a record in its tumbling window
+        for record in self.stream_records[before:]:  # its arrival places a record in its tumbling window
             record["dynamodb"]["ApproximateCreationDateTime"] = now
 
     def settle(self, final: bool = False) -> None:
@@ -239,16 +243,17 @@ class ShardboardDesign:
         gc.freeze()
         clock = self.emulator.clock
         self.emulator.clock = PacedClock(clock.now(), REQUEST_LATENCY_S, self.function_concurrency)
-        # The board table's requests, and the deny reads' on the items table.
-        stores: tuple[MemoryBoardStore | MemoryItemStore, ...] = (self.board, self.items)
+        # The engine's time answering the board table's requests, and the deny reads' on the items table.
+        engine = self.engine
         started = time.process_time()
-        in_stores = [(store.cpu_seconds, store.metered_calls) for store in stores]
+        in_engine, calls = engine.cpu_seconds, engine.metered_calls
+        engine.metering = True
         try:
             return call()
         finally:
+            engine.metering = False
             spent = time.process_time() - started
-            for store, (in_store, calls) in zip(stores, in_stores, strict=True):
-                spent -= store.cpu_seconds - in_store + (store.metered_calls - calls) * self.metering_overhead
+            spent -= engine.cpu_seconds - in_engine + (engine.metered_calls - calls) * self.metering_overhead
             self.cpu_seconds += spent
             self.emulator.clock = clock
 
@@ -272,7 +277,7 @@ class ShardboardDesign:
         return self._timed(invoke)
 
     def pending(self) -> int:
-        return len(self.views.stream) + self.delivery.backlog(self.stream.shard_id)
+        return len(self.stream_records) + self.delivery.backlog(self.stream.shard_id)
 
     def refresh(self) -> int:
         """The snapshot job: every changed period; items read are the all-time board's (the figure compared)."""
@@ -285,7 +290,8 @@ class ShardboardDesign:
 
     def frontend_read_units(self) -> float:
         """GET /leaderboard: one eventually consistent GetItem of the snapshot item."""
-        return read_units(self.board.snapshot_item_size(), consistent=False)
+        head = self.engine.peek(self.settings.board_table, {PK: {"S": snapshot_pk(self.settings.board, ALL, ALL)}})
+        return read_units(item_size(head), consistent=False)
 
     def top(self) -> list[tuple[str, int]]:
         return self._top

@@ -34,7 +34,7 @@ from shardboard.domain.writing.recording import record_seen_view, record_views
 from shardboard_tools.bench.honest_counts_retries import RETRY_RUNS, run_retries
 from shardboard_tools.bench.workload import Workload
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
-from shardboard_tools.capacity.memory import MemoryViewStore
+from shardboard_tools.capacity.stores import in_process
 
 PLAIN, VIEWER, PUBLIC = "plain", "viewer", "public"
 # Every run's name, as the progress bars show them (the retried writes' runs are prefixed: their plain is another).
@@ -133,18 +133,20 @@ class Run:
     def __init__(self, workload: HonestWorkload, name: str) -> None:
         self.workload, self.name = workload, name
         self.clock = VirtualClock()
-        self.views = MemoryViewStore(CapacityEmulator(self.clock))
+        # All time only (no periods): every counter under one anchor bucket, as the figures were first measured.
+        self.stores = in_process(CapacityEmulator(self.clock), periods=())
+        self.views = self.stores.views
         self.rng = random.Random(workload.seed)
         self.outcomes: list[str] = []
         self.units = dict.fromkeys(OUTCOMES, 0.0)
 
     def offer(self, view: View) -> None:
         self.clock.set(view.at - self.workload.base.start_epoch)
-        before = self.views.data.emulator.usage.units("write")
+        before = self.stores.emulator.usage.units("write")
         outcome = self.record(view)
         self.outcomes.append(outcome)
-        self.units[outcome] += self.views.data.emulator.usage.units("write") - before
-        self.views.stream.clear()  # nothing reads it here: 300,000 records would only hold memory
+        self.units[outcome] += self.stores.emulator.usage.units("write") - before
+        self.stores.stream.clear()  # nothing reads it here: 300,000 records would only hold memory
 
     def record(self, view: View) -> str:
         shards = self.workload.base.write_shards
@@ -182,7 +184,7 @@ class Run:
             "units_per_outcome": {
                 outcome: self.units[outcome] / counts[outcome] for outcome in OUTCOMES if counts[outcome]
             },
-            "throttled_requests": self.views.data.emulator.usage.throttled_requests,
+            "throttled_requests": self.stores.emulator.usage.throttled_requests,
             "refused_ordinary_viewers": sum(
                 1
                 for view, outcome in zip(offered, self.outcomes, strict=True)

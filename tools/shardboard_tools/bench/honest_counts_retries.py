@@ -31,7 +31,7 @@ from shardboard.domain.writing.recording import record_keyed_view, record_views
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, VirtualClock
 from shardboard_tools.capacity.lost_responses import LostResponses, ResponseLost
-from shardboard_tools.capacity.memory import MemoryViewStore
+from shardboard_tools.capacity.stores import in_process
 
 PLAIN, KEYED, RECORDER, RECORDER_SAFE = "plain", "idempotency-key", "recorder", "recorder-retry-safe"
 RETRY_RUNS = (PLAIN, KEYED, RECORDER, RECORDER_SAFE)
@@ -45,7 +45,8 @@ class RetryRun:
     def __init__(self, name: str, loss: float, seed: int, write_shards: int) -> None:
         self.name, self.write_shards = name, write_shards
         self.clock = VirtualClock()
-        self.views = MemoryViewStore(CapacityEmulator(self.clock))
+        self.stores = in_process(CapacityEmulator(self.clock), periods=())
+        self.views = self.stores.views
         self.lossy = LostResponses(self.views, loss, random.Random(seed))
         self.rng = random.Random(seed)
         self.first_units = 0.0  # the requests as sent once
@@ -55,7 +56,7 @@ class RetryRun:
         self.replays = 0  # retries answered from their key's marker: recognised as applied
 
     def units(self) -> float:
-        return float(self.views.data.emulator.usage.units("write"))
+        return float(self.stores.emulator.usage.units("write"))
 
     def post(self, item: str, at: float) -> None:
         """A client posting one view until it hears an answer (with a key: the same key every time)."""
@@ -104,7 +105,7 @@ def run_retries(
             for position, (at, item) in enumerate(views):
                 run.clock.set(at - start_epoch)
                 run.post(item, at)
-                run.views.stream.clear()  # nothing reads it here
+                run.stores.stream.clear()  # nothing reads it here
                 if on_progress and position % 10_000 == 0:
                     on_progress(name, position)
             stats: dict[str, Any] = {
@@ -176,7 +177,7 @@ def _record(
             while at >= next_flush:
                 run.clock.set(next_flush - start_epoch)
                 recorder.flush()
-                run.views.stream.clear()
+                run.stores.stream.clear()
                 next_flush += flush_interval
             now[0] = datetime.fromtimestamp(at, UTC)
             recorder.record(item)

@@ -123,11 +123,11 @@ class Processes:
     def _flush(self, process: int, at: float) -> None:
         now = self.clock.now()
         self.clock.set(at)
-        before = len(self.design.views.stream)
+        before = len(self.design.stream_records)
         result = self.recorders[process].flush()
         if result.failed_writes:
             raise RuntimeError(f"process {process}: {result.failed_writes} write(s) failed at {at:.1f} s")
-        for record in self.design.views.stream[before:]:  # its flush places a record in its tumbling window
+        for record in self.design.stream_records[before:]:  # its flush places a record in its tumbling window
             record["dynamodb"]["ApproximateCreationDateTime"] = at
         self.clock.set(now)
 

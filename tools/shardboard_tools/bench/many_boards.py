@@ -45,7 +45,7 @@ from shardboard_tools.capacity.emulator import (
     PacedClock,
     VirtualClock,
 )
-from shardboard_tools.capacity.memory import MemoryBoardStore, MemoryViewStore
+from shardboard_tools.capacity.stores import in_process
 
 # What the deployed job uses: the handler calls refresh_changed without a parallelism, so its default applies.
 DEPLOYED_PARALLELISM: int = inspect.signature(refresh_changed).parameters["parallelism"].default
@@ -114,8 +114,9 @@ class World:
             category_rank_depth=0,
             snapshot_spare=0,  # no takedown spares either: the figures are the ranking's own
         )
-        self.views = MemoryViewStore(self.emulator, anchor=self.settings.anchor)
-        self.board = MemoryBoardStore(self.emulator)
+        self.stores = in_process(self.emulator, self.settings)
+        self.views = self.stores.views
+        self.board = self.stores.board
         self.bucket = bucket_of(self.settings.anchor, workload.at)
         self.rng = random.Random(workload.seed)
         self.items = {
@@ -131,7 +132,7 @@ class World:
             shard = self.rng.randrange(self.settings.write_shards)
             self.views.add_view(f"{board}/{item:02d}.jpg", shard, count, self.bucket, (board,))
         marked = []
-        while batch := self.views.take_stream(BATCH_RECORDS):
+        while batch := self.stores.take_stream(BATCH_RECORDS):
             with self.paced(Settings.write_concurrency):
                 outcome = apply_batch(self.board, [v for r in batch for v in stream_view_records(r)], self.settings)
             if outcome.failures:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from shardboard.adapters.keys import RANK_ENTRIES, rank_page_pk
+from shardboard.adapters.dynamodb import s_attr
+from shardboard.adapters.keys import PK, RANK_ENTRIES, rank_page_pk, snapshot_pk
 from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.ports import PeriodKey
 from shardboard.domain.publishing.head import Head, RankBlock
@@ -31,7 +32,8 @@ from shardboard.settings import Settings
 from shardboard_tools.bench.designs import SHARDBOARD, ShardboardDesign
 from shardboard_tools.bench.run import drive
 from shardboard_tools.bench.workload import Workload
-from shardboard_tools.capacity.memory import MemoryBoardStore
+from shardboard_tools.capacity.engine import InProcessEngine
+from shardboard_tools.capacity.units import item_size
 
 INDEX = "memory-board/by-deep"  # all time's index
 # The extra write units per view that keeping D ranked may add (docs/proposals/items-and-ranks.md section 8).
@@ -90,9 +92,9 @@ def run_depth(
         "views_recorded": run.views_recorded,
         "write_units_per_view": usage.units("write") / views,
         "index_write_units_per_view": usage.units("write", INDEX) / views,
-        "rank_version_write_units_per_view": board.rank_write_units / views,
+        "rank_version_write_units_per_view": design.engine.write_units.get("BatchWriteItem", 0.0) / views,
         "rank_versions_written": rank_versions_written(head),
-        "head_bytes": board.snapshot_item_size(period),
+        "head_bytes": item_size(design.engine.peek(design.settings.board_table, {PK: s_attr(snapshot_pk(*period))})),
         "frontend_read_units": design.frontend_read_units(),
         "threshold": board.get_threshold(period.board),
         "deep_threshold": board.get_board_state(period.board).deep_threshold,
@@ -121,7 +123,7 @@ def final_version(design: ShardboardDesign, period: PeriodKey, truth: list[tuple
     block = result.snapshot.rank
     assert block is not None, "a board with ranked versions names one in its head"
     depth = block.depth
-    stored = ranked_entries(design.board, period, block)
+    stored = ranked_entries(design.engine, design.settings.board_table, period, block)
     return {
         "exact_ranked_version": stored == [list(pair) for pair in truth[:depth]],
         "gather_read_units": gather_read_units,  # the whole refresh: head gather, deep buckets, exact views
@@ -245,11 +247,13 @@ def priced_row(read: str, where: str, position: int, truth: list[tuple[str, int]
     }
 
 
-def ranked_entries(board: MemoryBoardStore, period: PeriodKey, block: RankBlock) -> list[list[Any]]:
-    """Every entry of a ranked version, page after page (read straight from the in-memory table, unpriced)."""
+def ranked_entries(engine: InProcessEngine, table: str, period: PeriodKey, block: RankBlock) -> list[list[Any]]:
+    """Every entry of a ranked version, page after page (read straight from the engine's table, unpriced)."""
     entries: list[list[Any]] = []
     for page in range(len(block.pages)):
-        entries += json.loads(board.data.items[rank_page_pk(*period, block.rv, page)][RANK_ENTRIES]["S"])
+        item = engine.peek(table, {PK: s_attr(rank_page_pk(*period, block.rv, page))})
+        assert item is not None, "a ranked version's pages are stored before its head names them"
+        entries += json.loads(item[RANK_ENTRIES]["S"])
     return entries
 
 

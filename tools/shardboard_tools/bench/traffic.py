@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from shardboard.domain.periods import from_epoch, iso
+from shardboard.adapters.keys import PK, snapshot_pk
+from shardboard.domain.periods import ALL, from_epoch, iso
 from shardboard.domain.trending import TRENDING
 from shardboard.settings import DEFAULT_CATEGORY_RANK_DEPTH, DEFAULT_RANK_DEPTH, Settings, schedule_seconds
 from shardboard_tools.bench import prices
@@ -375,7 +376,10 @@ def measure_shardboard(
     run = design.run(part(views, warm, len(views)))
     run.tops = {**before_run.tops, **run.tops}  # a period the slice left alone keeps its warm-up head
     figures = summarize(run, truth, trending)
-    head = design.design.board.snapshot_item_size()
+    inner = design.design
+    head = item_size(
+        inner.engine.peek(inner.settings.board_table, {PK: {"S": snapshot_pk(inner.settings.board, ALL, ALL)}})
+    )
     minimum = minimum_items(design.settings)
     return Slice(
         design=LIBRARY if library else HTTP,

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from shardboard.adapters.dynamodb import s_attr
+from shardboard.adapters.keys import PK, shards_pk
 from shardboard.adapters.stream_records import stream_view_records
 from shardboard.domain.ports import ShardMetadata
 from shardboard.domain.retrying import retry_delay
@@ -33,7 +35,7 @@ from shardboard.domain.writing.recording import attempt_view
 from shardboard.services.aggregating import apply_batch
 from shardboard.settings import Settings
 from shardboard_tools.capacity.emulator import CapacityEmulator, Limits, VirtualClock
-from shardboard_tools.capacity.memory import STREAM_ARN, MemoryBoardStore, MemoryShardMetadataStore, MemoryViewStore
+from shardboard_tools.capacity.stores import in_process
 from shardboard_tools.lambda_model.clock import DrivenClock
 from shardboard_tools.lambda_model.delivery import StreamDelivery
 from shardboard_tools.lambda_model.feeds import MemoryShard
@@ -146,11 +148,12 @@ class ViralRamp:
         self.spec = spec
         self.clock = VirtualClock()
         self.emulator = CapacityEmulator(self.clock, Limits(partition_write_units=spec.partition_write_units))
-        self.views = MemoryViewStore(self.emulator)
-        self.board = MemoryBoardStore(self.emulator)
-        self.metadata = MemoryShardMetadataStore(self.emulator)
         # One all-time board: the scenario is about write shards, not periods.
         self.settings = Settings(write_shards=spec.default_shards, top_n=10, write_concurrency=1, periods=())
+        self.stores = in_process(self.emulator, self.settings)
+        self.views = self.stores.views
+        self.board = self.stores.board
+        self.metadata = self.stores.shard_metadata
         self.policy = spec.policy()
         self.rng = random.Random(spec.seed)
         self.writers = [
@@ -164,7 +167,8 @@ class ViralRamp:
         self.tail_throttles = 0
         self._sequence = itertools.count()
         self._next_writer = itertools.cycle(range(spec.writers))
-        self.stream = MemoryShard(self.views.take_stream, lambda: len(self.views.stream), STREAM_ARN)
+        arn = self.stores.engine.tables[self.settings.views_table].stream_arn
+        self.stream = MemoryShard(self.stores.take_stream, lambda: len(self.stores.stream), arn)
         self.delivery = StreamDelivery(RAMP_MAPPING, self._apply, DrivenClock(self.clock.now), wait=False)
 
     def run(self, on_second: Callable[[Second], None] | None = None) -> RampResult:
@@ -247,7 +251,7 @@ class ViralRamp:
         return {"batchItemFailures": []}
 
     def _viral_shards(self) -> int:
-        metadata = self.metadata.data.items.get(f"shards#{VIRAL_ITEM}")
+        metadata = self.stores.engine.peek(self.settings.shards_table, {PK: s_attr(shards_pk(VIRAL_ITEM))})
         return int(metadata["number_of_shards"]["N"]) if metadata else self.spec.default_shards
 
     # -- report
@@ -266,7 +270,7 @@ class ViralRamp:
         stats = [w.router.stats for w in self.writers]
         reads = sum(s.metadata_reads for s in stats)
         hits = sum(s.cache_hits for s in stats)
-        metadata_peak = self.emulator.usage.peaks.get((self.metadata.data.schema.name, "read"))
+        metadata_peak = self.emulator.usage.peaks.get((self.settings.shards_table, "read"))
         return RampResult(
             peak_views_per_s=max((s.written for s in self.timeline), default=0),
             max_shards=viral.max_shards if viral else spec.default_shards,
