@@ -89,7 +89,8 @@ def engine_ports() -> Ports:
     """The DynamoDB adapters on the in-process engine (shardboard_tools.capacity.engine), tables from template.yaml."""
     stores = in_process()
     records = stores.stream
-    return Ports("engine", stores.views, stores.board, stores.shard_metadata, lambda: records, stores.items)
+    keys = DailyKeyStore(stores.engine, stores.settings.shards_table)
+    return Ports("engine", stores.views, stores.board, stores.shard_metadata, lambda: records, stores.items, keys)
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -762,21 +762,21 @@ def _key_item(table: Table, key: Any, request: Mapping[str, Any], operation: str
 
 
 def _returned(request: Mapping[str, Any], old: Item | None, new: Item | None, operation: str) -> Item | None:
-    kind = request.get("ReturnValues", "NONE")
-    if kind == "NONE":
+    wanted = request.get("ReturnValues", "NONE")
+    if wanted == "NONE":
         return None
-    if kind == "ALL_OLD":
+    if wanted == "ALL_OLD":
         return copy.deepcopy(old) if old else None
-    if kind == "ALL_NEW":
+    if wanted == "ALL_NEW":
         return copy.deepcopy(new) if new else None
-    if kind in ("UPDATED_NEW", "UPDATED_OLD") and operation == "UpdateItem":
+    if wanted in ("UPDATED_NEW", "UPDATED_OLD") and operation == "UpdateItem":
         # The paths the update expression names, as they are after (or were before) it.
         names = request.get("ExpressionAttributeNames") or {}
         paths = tuple(action.path for action in parse_update(request["UpdateExpression"]))
         changed = tuple(p for p in paths if get_path(old, p.resolve(names)) != get_path(new, p.resolve(names)))
-        shown = project((new if kind == "UPDATED_NEW" else old) or {}, changed, names)
+        shown = project((new if wanted == "UPDATED_NEW" else old) or {}, changed, names)
         return copy.deepcopy(shown) or None
-    raise validation(f"ReturnValues {kind} is not valid here", operation)
+    raise validation(f"ReturnValues {wanted} is not valid here", operation)
 
 
 def _consumed(table: str, charges: Sequence[Charge]) -> dict[str, Any]:

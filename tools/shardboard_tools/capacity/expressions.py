@@ -325,18 +325,18 @@ def get_path(item: Mapping[str, Any] | None, path: tuple[str | int, ...]) -> Val
 
 
 def _plain(value: Value) -> tuple[str, Any]:
-    (kind, raw), *_ = value.items()
-    if kind == "N":
-        return kind, Decimal(raw)
-    if kind in ("SS", "BS"):
-        return kind, frozenset(raw)
-    if kind == "NS":
-        return kind, frozenset(Decimal(n) for n in raw)
-    if kind == "L":
-        return kind, tuple(_plain(v) for v in raw)
-    if kind == "M":
-        return kind, tuple(sorted((k, _plain(v)) for k, v in raw.items()))
-    return kind, raw
+    (dtype, raw), *_ = value.items()
+    if dtype == "N":
+        return dtype, Decimal(raw)
+    if dtype in ("SS", "BS"):
+        return dtype, frozenset(raw)
+    if dtype == "NS":
+        return dtype, frozenset(Decimal(n) for n in raw)
+    if dtype == "L":
+        return dtype, tuple(_plain(v) for v in raw)
+    if dtype == "M":
+        return dtype, tuple(sorted((k, _plain(v)) for k, v in raw.items()))
+    return dtype, raw
 
 
 def equal(left: Value | None, right: Value | None) -> bool:
@@ -366,34 +366,36 @@ _TYPES = frozenset({"S", "SS", "N", "NS", "B", "BS", "BOOL", "NULL", "L", "M"})
 def _size(value: Value | None) -> Value | None:
     if value is None:
         return None
-    (kind, raw), *_ = value.items()
-    if kind == "S":
+    (dtype, raw), *_ = value.items()
+    if dtype == "S":
         return {"N": str(len(raw))}
-    if kind in ("B", "SS", "NS", "BS", "L", "M"):
+    if dtype in ("B", "SS", "NS", "BS", "L", "M"):
         return {"N": str(len(raw))}
-    raise ExpressionError(f"Invalid ConditionExpression: Incorrect operand type for operator or function; size: {kind}")
+    raise ExpressionError(
+        f"Invalid ConditionExpression: Incorrect operand type for operator or function; size: {dtype}"
+    )
 
 
 def _begins_with(subject: Value | None, prefix: Value | None) -> bool:
     if subject is None or prefix is None:
         return False
-    (kind, raw), *_ = subject.items()
+    (dtype, raw), *_ = subject.items()
     (pkind, praw), *_ = prefix.items()
-    return kind == pkind and kind in ("S", "B") and raw.startswith(praw)
+    return dtype == pkind and dtype in ("S", "B") and raw.startswith(praw)
 
 
 def _contains(subject: Value | None, operand: Value | None) -> bool:
     if subject is None or operand is None:
         return False
-    (kind, raw), *_ = subject.items()
+    (dtype, raw), *_ = subject.items()
     (okind, oraw), *_ = operand.items()
-    if kind == "S" and okind == "S":
+    if dtype == "S" and okind == "S":
         return bool(oraw in raw)
-    if kind in ("SS", "NS", "BS"):
-        if okind != kind[0]:
+    if dtype in ("SS", "NS", "BS"):
+        if okind != dtype[0]:
             return False
         return _plain(operand)[1] in _plain(subject)[1]
-    if kind == "L":
+    if dtype == "L":
         return any(equal(member, operand) for member in raw)
     return False
 
@@ -524,25 +526,25 @@ class Evaluator:
             total = Decimal(present["N"]) + Decimal(delta["N"]) if present is not None else Decimal(delta["N"])
             _put(new, path, {"N": format_number(total)})
             return
-        kind = next(iter(delta))
-        if kind not in ("SS", "NS", "BS") or (present is not None and kind not in present):
+        dtype = next(iter(delta))
+        if dtype not in ("SS", "NS", "BS") or (present is not None and dtype not in present):
             raise ExpressionError("Invalid UpdateExpression: Incorrect operand type for operator or function")
-        members = list(present[kind]) if present is not None else []
-        members.extend(m for m in delta[kind] if m not in members)
-        _put(new, path, {kind: members})
+        members = list(present[dtype]) if present is not None else []
+        members.extend(m for m in delta[dtype] if m not in members)
+        _put(new, path, {dtype: members})
 
     def _delete_from_set(self, action: Action, path: tuple[str | int, ...], old: Item, new: Item) -> None:
         delta = self._required(action.operand, old)
-        kind = next(iter(delta))
+        dtype = next(iter(delta))
         present = get_path(old, path)
-        if kind not in ("SS", "NS", "BS") or (present is not None and kind not in present):
+        if dtype not in ("SS", "NS", "BS") or (present is not None and dtype not in present):
             raise ExpressionError("Invalid UpdateExpression: Incorrect operand type for operator or function")
         if present is None:
             return
         gone = _plain(delta)[1]
-        kept = [m for m in present[kind] if _plain({kind: [m]})[1].isdisjoint(gone)]
+        kept = [m for m in present[dtype] if _plain({dtype: [m]})[1].isdisjoint(gone)]
         if kept:
-            _put(new, path, {kind: kept})
+            _put(new, path, {dtype: kept})
         else:
             _delete(new, path)
 
