@@ -84,6 +84,8 @@ def item_id(value: Any) -> str:
         raise BadInput(f"id has two spaces in a row at position {checked.index('  ')}: it would look like another id")
     if unicodedata.category(checked[0]).startswith("M"):
         raise BadInput(f"id starts with a combining mark ({_named(checked[0])}): it has nothing to combine with")
+    if checked.isascii() and checked.isprintable():
+        return checked  # printable ASCII holds no look-alike character: the common id skips the walk below
     for position, char in enumerate(checked):
         what = _look_alike(char)
         if what:
@@ -107,12 +109,13 @@ def lookup_item_id(value: Any) -> str:
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > MAX_ID_BYTES:
         raise BadInput(f"id is {size} bytes; the maximum is {MAX_ID_BYTES} bytes of UTF-8")
-    for position, char in enumerate(value):
+    for position, char in enumerate("" if value.isascii() and value.isprintable() else value):
         if unicodedata.category(char) in ("Cc", "Cs"):
             raise BadInput(f"id contains a control character (U+{ord(char):04X}) at position {position}")
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def _look_alike(char: str) -> str | None:
     """What ``char`` is when a new id may not hold it (None: it may)."""
     if char == " ":
