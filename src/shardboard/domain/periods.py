@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -221,20 +222,20 @@ class AllTime(PeriodKind):
         return all_time
 
 
-class Calendar(PeriodKind):
+class Calendar(PeriodKind, ABC):
     """A kind whose periods follow each other: a bucket id is the period's start, formatted (``format``), so ids
     sort in time order."""
 
     # strptime's format of a bucket id (a week's is parsed by hand).
     pattern = "%Y-%m-%dT%H"
 
+    @abstractmethod
     def floor(self, moment: datetime, half_life: int) -> datetime:
         """The start of the period ``moment`` (UTC) falls in."""
-        raise NotImplementedError
 
+    @abstractmethod
     def after(self, start: datetime, periods: int, half_life: int) -> datetime:
         """The start of the period ``periods`` periods after the one starting at ``start``."""
-        raise NotImplementedError
 
     def format(self, start: datetime) -> str:
         # Formatted by hand: strftime's %Y writes year 1 as "1" on Linux, which neither parses back nor sorts.
