@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 import time
 import unicodedata
 from collections.abc import Callable, Container
@@ -23,7 +22,7 @@ from collections.abc import Callable, Container
 from confusable_homoglyphs import confusables
 
 from shardboard.domain.errors import BadInput
-from shardboard.domain.items.records import ADMIT_TTL_SECONDS, DELETED, SKELETONS
+from shardboard.domain.items.records import ADMIT_TTL_SECONDS, DELETED, SKELETONS, CachedView
 from shardboard.domain.ports import ItemCatalog
 
 # How confusables.txt's right-to-left characters arrive in the package's data: wrapped in directional marks.
@@ -90,20 +89,10 @@ class LookAlikeCheck:
         ttl: float = ADMIT_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
-        self._read = read
-        self._ttl = ttl
-        self._clock = clock
-        self._marked: Container[str] = frozenset()
-        self._until = float("-inf")
-        self._lock = threading.Lock()
+        self._marked = CachedView(read, ttl, clock)
 
     def __call__(self, item_id: str) -> bool:
-        with self._lock:
-            now = self._clock()
-            if now >= self._until:
-                self._marked, self._until = self._read(), now + self._ttl
-            marked = self._marked
-        refuse_look_alike(item_id, marked)
+        refuse_look_alike(item_id, self._marked())
         return True
 
 

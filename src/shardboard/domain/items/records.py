@@ -117,6 +117,31 @@ class ItemAdmission:
         return True
 
 
+class CachedView:
+    """A view of markers (``read``), read afresh at most once per ``ttl`` seconds per container: what the deny and
+    look-alike checks of every view look ids up in."""
+
+    def __init__(
+        self,
+        read: Callable[[], Container[str]],
+        ttl: float = ADMIT_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
+    ) -> None:
+        self._read = read
+        self._ttl = ttl
+        self._clock = clock
+        self._view: Container[str] = frozenset()
+        self._until = -math.inf
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Container[str]:
+        with self._lock:
+            now = self._clock()
+            if now >= self._until:
+                self._view, self._until = self._read(), now + self._ttl
+            return self._view
+
+
 class DenyCheck:
     """Admits every id not deleted: a view of the deleted ids (``read``: ``taken_down.TakenDown.read`` of DELETED),
     read afresh at most once per ``ttl`` seconds per container, so a delete refuses new views within ``ttl`` seconds
@@ -129,20 +154,10 @@ class DenyCheck:
         ttl: float = ADMIT_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,  # a TTL's age, not a time of day
     ) -> None:
-        self._read = read
-        self._ttl = ttl
-        self._clock = clock
-        self._denied: Container[str] = frozenset()
-        self._until = -math.inf
-        self._lock = threading.Lock()
+        self._denied = CachedView(read, ttl, clock)
 
     def __call__(self, item_id: str) -> bool:
-        with self._lock:
-            now = self._clock()
-            if now >= self._until:
-                self._denied, self._until = self._read(), now + self._ttl
-            denied = self._denied
-        return item_id not in denied  # outside the lock: a lookup of one id never holds up the container's others
+        return item_id not in self._denied()  # outside the lock: a lookup of one id never holds up the others
 
 
 def admit_all(*checks: Callable[[str], bool]) -> Callable[[str], bool]:
