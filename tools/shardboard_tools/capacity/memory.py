@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from shardboard.adapters.board_table import (
     BoardStore,
@@ -217,45 +216,6 @@ def board_schema(table: str) -> TableSchema:
     return TableSchema(table, PK, None, (all_time, *periods, views_index, changes))
 
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def metered(method: _Method) -> _Method:
-    """Add the CPU time spent inside a store method to ``self.cpu_seconds``: in Lambda that time belongs to the
-    DynamoDB client and the network, so the benchmark subtracts it from the aggregator's CPU per record.
-    Accurate only when one thread uses the store (the benchmark runs the aggregator with write_concurrency=1)."""
-
-    @functools.wraps(method)
-    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.process_time()
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self.cpu_seconds += time.process_time() - started
-            self.metered_calls += 1
-
-    return cast(_Method, timed)
-
-
-class _Calibration:
-    cpu_seconds = 0.0
-    metered_calls = 0
-
-    @metered
-    def nothing(self) -> None:
-        """An empty metered call: what metering itself costs outside the window it measures."""
-
-
-@functools.cache
-def metering_overhead_seconds(calls: int = 20_000) -> float:
-    """CPU seconds one metered call adds that ``cpu_seconds`` does not see (subtracted along with it)."""
-    probe = _Calibration()
-    started = time.process_time()
-    for _ in range(calls):
-        probe.nothing()
-    return max(0.0, (time.process_time() - started - probe.cpu_seconds) / calls)
-
-
 class MemoryTable:
     """One table's items (wire format) and the bookkeeping shared by both stores."""
 
@@ -312,12 +272,10 @@ class MemoryViewStore:
     def __init__(self, emulator: CapacityEmulator, table: str = "memory-views", anchor: str = ALL) -> None:
         self.table = table
         self.anchor = anchor
-        self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(views_schema(table), emulator)
         self.stream: list[dict[str, Any]] = []
         self._sequence = 0
 
-    @metered
     def bucket(self, bucket: str | None = None) -> str:
         """``bucket``, or the current anchor bucket (wall clock) where a view recorded now is counted."""
         return bucket or bucket_of(self.anchor, datetime.now(UTC))
@@ -517,7 +475,6 @@ class MemoryViewStore:
                 self.data.write("UpdateItem", pk, new)
             self._emit(pk, old, new)
 
-    @metered
     def set_counters(
         self, item_id: str, shard: int, bucket: str, counts: Mapping[str, int], import_id: str
     ) -> CounterSet:
@@ -572,14 +529,12 @@ class MemoryViewStore:
             batch, self.stream = self.stream[:limit], self.stream[limit:]
         return batch
 
-    @metered
     def item_total(self, item_id: str, write_shards: int, bucket: str | None = None) -> int:
         """Exact views of one item in one anchor bucket (None: the current one, where ``add_view`` writes): the sum
         of its shard counters (strongly consistent)."""
         bucket = self.bucket(bucket)
         return sum(self._counters(item_id, range(write_shards), bucket).values())
 
-    @metered
     def shard_counts(self, item_id: str, shards: Iterable[int], bucket: str | None = None) -> dict[int, int]:
         """The counters of ``item_id`` on ``shards`` in one anchor bucket (None: the current one);
         shards never written are left out."""
@@ -590,7 +545,6 @@ class MemoryViewStore:
             items = {k: self.data.read("BatchGetItem", view_pk(item_id, k, bucket), True) for k in shards}
         return {k: int(item[VIEWS]["N"]) for k, item in items.items() if item}
 
-    @metered
     def scan_totals(self, segments: int = 4) -> dict[str, int]:
         """Every item's exact all-time views on the global board (as ``ViewStore.scan_totals``)."""
         totals: dict[str, int] = {}
@@ -599,7 +553,6 @@ class MemoryViewStore:
                 totals[name] = totals.get(name, 0) + views
         return totals
 
-    @metered
     def counters(self, item_id: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, int]]:
         found: dict[tuple[str, int], dict[str, int]] = {}
         with self.data.lock:
@@ -621,7 +574,6 @@ class MemoryBoardStore:
 
     def __init__(self, emulator: CapacityEmulator, table: str = "memory-board") -> None:
         self.table = table
-        self.cpu_seconds, self.metered_calls = 0.0, 0
         self.data = MemoryTable(board_schema(table), emulator)
         # Per period index (kind): GSI key -> pk -> count, plus each partition sorted best first (cached).
         self._partitions: dict[str, dict[str, dict[str, int]]] = {kind: {} for kind in (*KINDS, ALL)}
@@ -629,7 +581,6 @@ class MemoryBoardStore:
         self.rank_write_units = 0  # of ranked versions' pages and shards, written and deleted
 
     # -- aggregates
-    @metered
     def move(
         self,
         board: str,
@@ -668,12 +619,10 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, new)
         return MoveResult(applied=True, state=aggregate_state(new))
 
-    @metered
     def state(self, board: str, item_id: str) -> AggregateState:
         with self.data.lock:
             return aggregate_state(self.data.read("GetItem", aggregate_pk(board, item_id), consistent=True))
 
-    @metered
     def states(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], AggregateState]:
         """BatchGetItem as the adapter sends it (``_batch_get``)."""
         by_pk = {aggregate_pk(board, item_id): (board, item_id) for board, item_id in keys}
@@ -694,7 +643,6 @@ class MemoryBoardStore:
                 found |= {pk: item for pk, item in items.items() if item is not None}
         return found
 
-    @metered
     def roll(
         self, board: str, item_id: str, old: AggregateState, new: AggregateState, keys: Mapping[str, str | None]
     ) -> bool:
@@ -719,7 +667,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, item)
         return True
 
-    @metered
     def archive(self, entry: PastEntry) -> None:
         period = entry.period
         pk = entry_pk(period.board, period.kind, period.bucket, entry.item_id)
@@ -747,7 +694,6 @@ class MemoryBoardStore:
                 item[applied_attr(shard)] = {"N": str(value)}
             self._write("PutItem", pk, item)
 
-    @metered
     def move_late(self, late: LateMove) -> LateResult:
         """TransactWriteItems: every condition is checked first; a transactional write costs twice the units."""
         entry = PeriodKey(late.board, late.anchor_kind, late.bucket)
@@ -808,7 +754,6 @@ class MemoryBoardStore:
             return None
         return current
 
-    @metered
     def add_history(self, board: str, item_id: str, seen: AggregateState, adds: Mapping[str, int]) -> bool:
         pk = aggregate_pk(board, item_id)
         with self.data.lock:
@@ -822,13 +767,11 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, item)
         return True
 
-    @metered
     def entry_state(self, period: PeriodKey, item_id: str) -> AggregateState:
         pk = entry_pk(period.board, period.kind, period.bucket, item_id)
         with self.data.lock:
             return entry_state(self.data.read("GetItem", pk, consistent=True), period.kind)
 
-    @metered
     def erase(self, board: str, item_id: str, periods: Sequence[PeriodKey]) -> int:
         """The adapter's keys-only BatchGetItem, a BatchWriteItem delete of the entries found, then the aggregate."""
         names = [
@@ -845,7 +788,6 @@ class MemoryBoardStore:
             self._write("DeleteItem", pk, None)
         return len(found) + (aggregate is not None)
 
-    @metered
     def join_index(
         self, board: str, item_id: str, keys: Mapping[str, str], buckets: Mapping[str, int] | None = None
     ) -> bool:
@@ -876,7 +818,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, new)
         return True
 
-    @metered
     def join_entry(self, period: PeriodKey, item_id: str, board_shard: str, bucket: int | None = None) -> bool:
         pk = entry_pk(period.board, period.kind, period.bucket, item_id)
         if bucket is None:
@@ -900,13 +841,11 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {**old, attribute: {"S": key}})
         return True
 
-    @metered
     def aggregate_views(self, item_id: str, board: str = GLOBAL_BOARD) -> int | None:
         with self.data.lock:
             item = self.data.read("GetItem", aggregate_pk(board, item_id), consistent=False)
         return None if item is None else int(item[VIEWS]["N"])
 
-    @metered
     def scan_counts(self, segments: int = 4, deadline: float | None = None) -> list[Item]:
         if deadline is not None and time.monotonic() > deadline:  # as BoardStore's paged scan would, at its first page
             raise ScanDeadline("scan of the in-memory board table not finished by its deadline")
@@ -942,7 +881,6 @@ class MemoryBoardStore:
                     self._sorted.pop((kind, item[key_attr]["S"]), None)
 
     # -- the GSIs
-    @metered
     def query_shard(
         self, kind: str, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[IndexRow], Item | None]:
@@ -971,7 +909,6 @@ class MemoryBoardStore:
             self.data.emulator.admit("Query", [Charge(self.table, resource, board_shard, "read", units)])
         return rows, cursor
 
-    @metered
     def query_views_index(
         self, board_shard: str, limit: int, start: ResumeToken | None
     ) -> tuple[list[IndexRow], Item | None]:
@@ -981,13 +918,11 @@ class MemoryBoardStore:
         self.data.emulator.admit("Query", [Charge(self.table, resource, board_shard, "read", query_units([], False))])
         return [], None
 
-    @metered
     def read_counts(self, kind: str, refs: Sequence[str]) -> dict[str, int]:
         """BatchGetItem as the adapter sends it (``_batch_get``)."""
         return {ref: stored_count(item, kind) for ref, item in self._batch_get(refs).items()}
 
     # -- snapshots and period items
-    @metered
     def get_snapshot(self, period: PeriodKey | str, consistent: bool = False) -> Head | None:
         """A period's snapshot (a bare board name: its all-time one), or None before the first."""
         if isinstance(period, str):
@@ -996,7 +931,6 @@ class MemoryBoardStore:
             item = self.data.read("GetItem", snapshot_pk(*period), consistent)
         return None if item is None else snapshot_from_item(item)
 
-    @metered
     def put_snapshot(self, snapshot: Head, previous_version: int | None) -> bool:
         item = snapshot_item(snapshot)
         pk = item[PK]["S"]
@@ -1009,7 +943,6 @@ class MemoryBoardStore:
             self.data.write("PutItem", pk, item)
         return True
 
-    @metered
     def thresholds(self, periods: Sequence[PeriodKey], consistent: bool = False) -> dict[PeriodKey, BoardState]:
         found = {}
         with self.data.lock:
@@ -1019,16 +952,13 @@ class MemoryBoardStore:
                     found[period] = board_state_from_item(item)
         return found
 
-    @metered
     def get_threshold(self, board: str) -> int:
         return self.get_board_state(board).threshold
 
-    @metered
     def get_board_state(self, board: str, consistent: bool = False) -> BoardState:
         with self.data.lock:
             return board_state_from_item(self.data.read("GetItem", threshold_pk(board), consistent))
 
-    @metered
     def raise_threshold(self, period: PeriodKey, threshold: int) -> bool:
         pk = threshold_pk(*period)
         with self.data.lock:
@@ -1039,7 +969,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {**(old or {PK: {"S": pk}}), "threshold": {"N": str(threshold)}})
         return True
 
-    @metered
     def lower_threshold(self, period: PeriodKey, threshold: int) -> bool:
         pk = threshold_pk(*period)
         with self.data.lock:
@@ -1050,7 +979,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {**old, "threshold": {"N": str(threshold)}})
         return True
 
-    @metered
     def raise_deep_threshold(self, board: str, threshold: int) -> bool:
         pk = threshold_pk(board)
         with self.data.lock:
@@ -1062,7 +990,6 @@ class MemoryBoardStore:
         return True
 
     # -- board layout (resharding): the adapter's ConditionExpressions
-    @metered
     def begin_reshard(self, board: str, current: int, target: int, current_is_default: bool) -> bool:
         """``attribute_not_exists(p) AND s = :from`` (or ``s`` absent when ``current`` is the default)."""
         pk = threshold_pk(board)
@@ -1078,7 +1005,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, new)
         return True
 
-    @metered
     def finish_reshard(self, board: str, previous: int, target: int) -> bool:
         """``s = :to AND p = :from``, then REMOVE p."""
         pk = threshold_pk(board)
@@ -1094,7 +1020,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {k: v for k, v in old.items() if k != PREVIOUS_BOARD_SHARDS_ATTR})
         return True
 
-    @metered
     def scan_layout(self, board: str, shards: int) -> list[IndexKeyAt]:
         found: list[IndexKeyAt] = []
         with self.data.lock:
@@ -1107,7 +1032,6 @@ class MemoryBoardStore:
                         found.append((item[PK]["S"], name, value["S"], item[ITEM_ID]["S"]))
         return found
 
-    @metered
     def rekey(self, pk: str, attribute: str, old_key: str, new_key: str) -> bool:
         """``#bs = :old``, then SET it to ``new_key`` (the index moves with it)."""
         with self.data.lock:
@@ -1118,7 +1042,6 @@ class MemoryBoardStore:
             self._write("UpdateItem", pk, {**old, attribute: {"S": new_key}})
         return True
 
-    @metered
     def mark_changed(self, periods: Sequence[PeriodKey], now: int, expires_at: Mapping[PeriodKey, int | None]) -> None:
         with self.data.lock:
             for period in periods:
@@ -1141,15 +1064,12 @@ class MemoryBoardStore:
             self.data.emulator.admit("Query", [Charge(self.table, resource, partition, "read", units)])
         return [period_status(item) for item in items]
 
-    @metered
     def changed_periods(self) -> list[PeriodStatus]:
         return self._by_change(DIRTY)
 
-    @metered
     def periods(self) -> list[PeriodStatus]:
         return self._by_change(DIRTY) + self._by_change(CLEAN_BOARD)
 
-    @metered
     def mark_refreshed(self, period: PeriodKey, changes: int, now: int) -> None:
         pk = threshold_pk(*period)
         with self.data.lock:
@@ -1171,7 +1091,6 @@ class MemoryBoardStore:
                 item.pop(CHANGED, None)
             self._write("UpdateItem", pk, item)
 
-    @metered
     def mark_failed(self, period: PeriodKey, now: int) -> int:
         pk = threshold_pk(*period)
         with self.data.lock:
@@ -1183,26 +1102,22 @@ class MemoryBoardStore:
         return failures
 
     # -- ranks checkpoints
-    @metered
     def put_ranks_checkpoint(self, period: PeriodKey, hour: str, ranks: Mapping[str, int], expires_at: int) -> None:
         item = ranks_checkpoint_item(period, hour, ranks, expires_at)
         with self.data.lock:
             self.data.write("PutItem", item[PK]["S"], item)
 
-    @metered
     def get_ranks_checkpoint(self, period: PeriodKey, hour: str) -> dict[str, int] | None:
         with self.data.lock:
             item = self.data.read("GetItem", ranks_checkpoint_pk(*period, hour), consistent=False)
         return None if item is None else ranks_of_checkpoint(item)
 
     # -- ranked versions
-    @metered
     def put_rank_parts(self, period: PeriodKey, parts: RankParts, expires_at: int | None) -> None:
         with self.data.lock:
             for item in rank_part_items(period, parts, expires_at):
                 self._rank_write(item[PK]["S"], item)
 
-    @metered
     def delete_rank_parts(self, period: PeriodKey, rv: str, pages: int, shards: int) -> None:
         keys = [rank_page_pk(*period, rv, page) for page in range(pages)]
         keys += [rank_shard_pk(*period, rv, shard) for shard in range(shards)]
@@ -1216,7 +1131,6 @@ class MemoryBoardStore:
         if old is not None or new is not None:
             self.rank_write_units += write_units(item_size(old), item_size(new))
 
-    @metered
     def get_rank_shards(self, period: PeriodKey, rv: str, shards: Sequence[int]) -> dict[int, RankShard]:
         found: dict[int, RankShard] = {}
         with self.data.lock:
@@ -1226,7 +1140,6 @@ class MemoryBoardStore:
                     found[shard] = rank_shard_of_text(item[RANK_ENTRIES]["S"])
         return found
 
-    @metered
     def get_rank_pages(self, period: PeriodKey, rv: str, pages: Sequence[int]) -> dict[int, list[Row]]:
         found: dict[int, list[Row]] = {}
         with self.data.lock:
@@ -1415,7 +1328,6 @@ class MemoryItemStore:
     ) -> None:
         self.data = MemoryTable(items_schema(table), emulator)
         self.created_shards = created_shards
-        self.cpu_seconds, self.metered_calls = 0.0, 0  # the deny reads the aggregator makes (``metered``)
         self._sort_keys: dict[str, list[str]] = {}  # partition -> its markers' (and old set's) sort keys, ascending
 
     def put(self, item_id: str, meta: str, now: str) -> ItemRecord:
@@ -1566,7 +1478,6 @@ class MemoryItemStore:
         item = self.data.read("GetItem", f"{pk}\0{key[SK]['S']}", consistent=True, partition=pk)
         return item_id in old_set_ids(item or {})
 
-    @metered
     def list_taken_down(self, status: str, limit: int | None = None, consistent: bool = False) -> TakedownListing:
         """The adapter's Query of each partition, highest sort key first, ``limit`` split over the partitions; each
         page (1 MB, or the limit) priced by its items' total size."""
@@ -1597,7 +1508,6 @@ class MemoryItemStore:
             units = query_units(sizes_of_page, consistent)
             self.data.emulator.admit("Query", [Charge(self.data.schema.name, self.data.schema.name, pk, "read", units)])
 
-    @metered
     def taken_down_among(self, item_ids: Sequence[str], status: str, consistent: bool = False) -> frozenset[str]:
         """The adapter's BatchGetItem of the ids' markers: each key priced as a read of its item (or of nothing)."""
         found: set[str] = set()
